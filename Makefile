@@ -1,0 +1,31 @@
+# mcsa: `make demo` and `make test` work on a fresh machine (they create .venv and install everything).
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# An unpinned torch pulls a multi-GB CUDA build on the project's machines; 2.13.0 is a local CPU wheel.
+TORCH_SPEC ?= torch==2.13.0
+EXTRAS ?= rdp,data,dask,bench,test
+export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
+PYTEST_ARGS ?= -n 2
+
+.PHONY: demo test install clean bench-quick
+
+$(BIN)/activate:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed: $(BIN)/activate pyproject.toml
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
+	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
+	touch $@
+
+install: $(VENV)/.installed
+
+demo: install
+	$(BIN)/mcsa bench run --suite quick --out demo-results --replicates 5
+
+test: install
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) .numba_cache demo-results .pytest_cache
