@@ -1,0 +1,62 @@
+"""Estimators: a problem, a budget and a seed in; estimates of some targets out."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Callable
+
+from .memory import MemoryMeter, TracemallocMeter
+
+
+class Estimator(ABC):
+    """An estimator of some of a problem's targets with a cost knob (the budget).
+
+    Subclasses set :attr:`name` and implement :meth:`estimate`.  ``budget`` is the estimator's own
+    cost knob (number of temperatures, masks, iterations, K ...); ``seed`` is an integer from
+    which all randomness of the run must be derived, so a run is reproducible.
+
+    Attributes
+    ----------
+    name : str
+        Unique, human-readable name used in result tables.
+    budget_label : str
+        What the budget means for this estimator (``"temperatures"``, ``"K"``, ...), for plot axes.
+    memory_meter : callable returning a :class:`~samplers.harness.memory.MemoryMeter`
+        Measures peak memory of one run; tracemalloc (numpy allocations) by default.  Torch
+        estimators use the meter from ``rdp`` (autograd saved bytes plus outputs, or CUDA peak).
+    """
+
+    name: str = "estimator"
+    budget_label: str = "budget"
+    memory_meter: Callable[[], MemoryMeter] = TracemallocMeter
+
+    @abstractmethod
+    def estimate(self, problem, budget: int, seed: int) -> dict[str, Any]:
+        """Estimates keyed by target name (a subset of ``problem.exact()``'s keys)."""
+
+    def supports(self, problem) -> bool:
+        """Whether this estimator applies to ``problem`` (the study skips pairs that do not)."""
+        return True
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"
+
+
+class FunctionEstimator(Estimator):
+    """An estimator from a name and a callable ``fn(problem, budget, seed) -> dict``."""
+
+    def __init__(self, name: str, fn: Callable[[Any, int, int], dict[str, Any]], *,
+                 budget_label: str = "budget", memory_meter: Callable[[], MemoryMeter] | None = None,
+                 supports: Callable[[Any], bool] | None = None):
+        self.name = name
+        self._fn = fn
+        self.budget_label = budget_label
+        if memory_meter is not None:
+            self.memory_meter = memory_meter
+        self._supports = supports
+
+    def estimate(self, problem, budget: int, seed: int) -> dict[str, Any]:
+        return self._fn(problem, budget, seed)
+
+    def supports(self, problem) -> bool:
+        return True if self._supports is None else bool(self._supports(problem))
