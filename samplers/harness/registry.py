@@ -31,7 +31,8 @@ class Suite:
     """What a suite factory returns: problems, estimators, budgets and default replicates.
 
     ``budgets`` is a list of ints shared by all estimators, or a dict mapping estimator name to its
-    own list (estimators whose budgets mean different things).
+    own list (estimators whose budgets mean different things).  A composite suite (``quick``) leaves
+    problems/estimators empty and lists sub-suites in ``parts``; each part runs as its own study.
     """
 
     problems: Sequence[Any]
@@ -40,6 +41,7 @@ class Suite:
     replicates: int = 10
     description: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    parts: list["Suite"] = field(default_factory=list)
 
 
 def register_suite(name: str, factory: str | Callable[[], Suite], description: str = "") -> None:
