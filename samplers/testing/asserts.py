@@ -38,7 +38,7 @@ def assert_close_in_se(estimate, exact, se, k: float = 3.0, *, what: str = "esti
     z = np.abs(est - np.asarray(exact, dtype=float)) / se_arr
     zmax = float(np.max(z))
     if zmax > k:
-        where = "" if z.ndim == 0 else f" at index {np.unravel_index(np.argmax(z), z.shape)}"
+        where = "" if z.ndim == 0 else f" at index {tuple(int(i) for i in np.unravel_index(np.argmax(z), z.shape))}"
         raise AssertionError(f"{what} {np.round(est, 6).tolist()} differs from exact {np.round(exact, 6).tolist()} "
                              f"by {zmax:.2f} standard errors{where} (allowed {k}; se={np.round(se_arr, 6).tolist()})")
     return zmax
