@@ -1,0 +1,109 @@
+"""Numba kernels for pairwise discrete MRFs: Gibbs sweeps over a CSR neighbour structure and the
+annealed-importance-sampling loop.
+
+Kernels take plain arrays and an integer seed, never raise for user errors (the wrappers in
+:mod:`samplers.models.mrf` and :mod:`samplers.ais` validate), and seed Numba's generator once per
+chain so every chain is reproducible on its own.
+
+Layout shared by all kernels
+----------------------------
+``unary`` (n_vars, K)
+    log unary potentials; states a variable cannot take hold ``-inf``.
+``nbr_ptr`` (n_vars + 1,), ``nbr_var`` (2E,), ``nbr_pot`` (2E, K, K)
+    CSR incidence lists: the incidences of variable ``i`` are ``m in range(nbr_ptr[i], nbr_ptr[i+1])``,
+    ``nbr_var[m]`` is the neighbour ``j`` and ``nbr_pot[m, k, l]`` the log pairwise potential of
+    ``x_i = k, x_j = l`` (each edge appears twice, once per orientation).
+``edge_u``, ``edge_v`` (E,), ``pairwise`` (E, K, K)
+    the edge list, used to evaluate the pairwise log potential of a configuration.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._jit import jit
+from .._kernels import categorical_from_logits
+
+
+@jit
+def pairwise_log_potential(x, edge_u, edge_v, pairwise):
+    """sum_e pairwise[e, x[u_e], x[v_e]] for one configuration ``x``."""
+    total = 0.0
+    for e in range(edge_u.shape[0]):
+        total += pairwise[e, x[edge_u[e]], x[edge_v[e]]]
+    return total
+
+
+@jit
+def sample_unary(x, unary):
+    """Exact draw from the unary-only model (independent categoricals), written into ``x``."""
+    for i in range(unary.shape[0]):
+        x[i] = categorical_from_logits(unary[i])
+
+
+@jit
+def gibbs_sweep(x, unary, nbr_ptr, nbr_var, nbr_pot, beta, logits):
+    """One systematic-scan Gibbs sweep of the model ``unary + beta * pairwise`` (in place).
+
+    Each site is redrawn from its full conditional
+    ``p(x_i = k | x_-i) ∝ exp(unary[i, k] + beta * sum_m nbr_pot[m, k, x_nbr(m)])``.
+    ``logits`` is a scratch buffer of length K.
+    """
+    n_states = unary.shape[1]
+    for i in range(unary.shape[0]):
+        for k in range(n_states):
+            acc = 0.0
+            for m in range(nbr_ptr[i], nbr_ptr[i + 1]):
+                acc += nbr_pot[m, k, x[nbr_var[m]]]
+            logits[k] = unary[i, k] + beta * acc
+        x[i] = categorical_from_logits(logits)
+
+
+@jit
+def gibbs_chains(init, unary, nbr_ptr, nbr_var, nbr_pot, beta, n_sweeps, burn_in, thin, seeds):
+    """Run ``init.shape[0]`` independent Gibbs chains; keep every ``thin``-th sweep after ``burn_in``.
+
+    Returns an int64 array (n_chains, n_kept, n_vars) with ``n_kept = (n_sweeps - burn_in) // thin``;
+    the kept sweeps are ``burn_in + thin, burn_in + 2 thin, ...`` (1-based sweep counts).
+    """
+    n_chains, n_vars = init.shape
+    n_kept = (n_sweeps - burn_in) // thin
+    out = np.empty((n_chains, n_kept, n_vars), dtype=np.int64)
+    logits = np.empty(unary.shape[1])
+    for c in range(n_chains):
+        np.random.seed(seeds[c])
+        x = init[c].copy()
+        kept = 0
+        for s in range(1, n_sweeps + 1):
+            gibbs_sweep(x, unary, nbr_ptr, nbr_var, nbr_pot, beta, logits)
+            if s > burn_in and (s - burn_in) % thin == 0 and kept < n_kept:
+                out[c, kept] = x
+                kept += 1
+    return out
+
+
+@jit
+def ais_chains(unary, nbr_ptr, nbr_var, nbr_pot, edge_u, edge_v, pairwise, betas, n_gibbs, seeds):
+    """Annealed importance sampling along ``f_beta(x) = exp(unary(x) + beta * pairwise(x))``.
+
+    For each chain (Neal 2001, Sec. 2): draw ``x ~ f_0`` exactly (unary-only model), then for
+    ``t = 1 .. T-1`` add ``(betas[t] - betas[t-1]) * pairwise(x)`` to the log weight and, except
+    after the last temperature, apply ``n_gibbs`` Gibbs sweeps that leave ``f_{betas[t]}`` invariant.
+    Returns the log weights (n_chains,); ``mean(exp(log_w)) * Z_0`` is unbiased for ``Z_1``.
+    """
+    n_chains = seeds.shape[0]
+    n_temps = betas.shape[0]
+    log_w = np.zeros(n_chains)
+    x = np.empty(unary.shape[0], dtype=np.int64)
+    logits = np.empty(unary.shape[1])
+    for c in range(n_chains):
+        np.random.seed(seeds[c])
+        sample_unary(x, unary)
+        lw = 0.0
+        for t in range(1, n_temps):
+            lw += (betas[t] - betas[t - 1]) * pairwise_log_potential(x, edge_u, edge_v, pairwise)
+            if t < n_temps - 1:
+                for _ in range(n_gibbs):
+                    gibbs_sweep(x, unary, nbr_ptr, nbr_var, nbr_pot, betas[t], logits)
+        log_w[c] = lw
+    return log_w
