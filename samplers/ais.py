@@ -147,8 +147,8 @@ def ais_log_partition(mrf: PairwiseMRF, n_temperatures: int = 100, n_chains: int
     n_gibbs = check_int(n_gibbs_per_temp, "n_gibbs_per_temp", low=1)
     betas = annealing_schedule(n_temperatures, schedule)
     ptr, nbr, pot = mrf.neighbours
-    log_w = ais_chains(mrf.log_unary, ptr, nbr, pot, np.ascontiguousarray(mrf.edges[:, 0]),
-                       np.ascontiguousarray(mrf.edges[:, 1]), np.ascontiguousarray(mrf.pairwise), betas, n_gibbs,
+    log_w = ais_chains(mrf.log_unary, ptr, nbr, pot, mrf.edges[:, 0].copy(), mrf.edges[:, 1].copy(), mrf.pairwise,
+                       np.array(betas, dtype=np.float64), n_gibbs,
                        kernel_seeds(seed, n_chains))
     log_z0 = mrf.log_partition_unary_only()
     log_mean, ess, stderr = summarize_log_weights(log_w)

@@ -86,9 +86,10 @@ class PairwiseMRF:
             counts = as_int_array(n_states, "n_states", ndim=1, low=1, high=k_max + 1)
             if counts.shape != (n_vars,):
                 raise ValueError(f"n_states must have shape (n_vars,) = ({n_vars},), got {counts.shape}")
-        self.unary = unary
-        self.edges = edges
-        self.pairwise = pairwise
+        # private C-contiguous copies, read-only: kernels always see the same array types
+        self.unary = np.array(unary, dtype=np.float64, order="C")
+        self.edges = np.array(edges, dtype=np.int64, order="C")
+        self.pairwise = np.array(pairwise, dtype=np.float64, order="C")
         self.n_states = counts
         for arr in (self.unary, self.edges, self.pairwise, self.n_states):
             arr.flags.writeable = False
@@ -334,7 +335,7 @@ class PairwiseMRF:
                 raise ValueError(f"init must have shape (n_vars,) or (n_chains, n_vars) = {(n_chains, self.n_vars)}, "
                                  f"got {init.shape}")
         ptr, nbr, pot = self.neighbours
-        return gibbs_chains(np.ascontiguousarray(init, dtype=np.int64), self.log_unary, ptr, nbr, pot, beta,
+        return gibbs_chains(np.array(init, dtype=np.int64, order="C"), self.log_unary, ptr, nbr, pot, beta,
                             n_sweeps, burn_in, thin, kernel_seeds(kernel_seed(gen), n_chains))
 
     def sample_independent(self, n_samples: int, seed: Any = None) -> np.ndarray:
