@@ -110,4 +110,4 @@ def random_mrf(n_vars: int, n_states: int = 2, *, edges: Any = None, density: fl
         edges = as_int_array(edges, "edges", ndim=2)
     unary = scale * gen.standard_normal((n_vars, n_states))
     pairwise = scale * gen.standard_normal((edges.shape[0], n_states, n_states))
-    return PairwiseMRF(unary, edges.reshape(-1, 2) if edges.size == 0 else edges, pairwise)
+    return PairwiseMRF(unary, edges, pairwise)

@@ -156,13 +156,18 @@ class PairwiseMRF:
                              f"(it has {self.n_states[idx[-1]]} states)")
         return arr
 
-    def _log_potentials(self, x: np.ndarray, beta: float = 1.0) -> np.ndarray:
-        """Unchecked ``unary(x) + beta * pairwise(x)`` for int configurations of shape (..., n_vars)."""
-        out = self.unary[np.arange(self.n_vars), x].sum(axis=-1)
-        if self.n_edges:
-            u, v = self.edges[:, 0], self.edges[:, 1]
-            out = out + beta * self.pairwise[np.arange(self.n_edges), x[..., u], x[..., v]].sum(axis=-1)
-        return out
+    def _unary_part(self, x: np.ndarray) -> np.ndarray:
+        """Unchecked ``sum_i unary[i, x_i]`` for int configurations of shape (..., n_vars)."""
+        return self.unary[np.arange(self.n_vars), x].sum(axis=-1)
+
+    def _pairwise_part(self, x: np.ndarray) -> np.ndarray:
+        """Unchecked ``sum_e pairwise[e, x_u, x_v]`` for int configurations of shape (..., n_vars)."""
+        u, v = self.edges[:, 0], self.edges[:, 1]
+        return self.pairwise[np.arange(self.n_edges), x[..., u], x[..., v]].sum(axis=-1)
+
+    def _log_potentials(self, x: np.ndarray) -> np.ndarray:
+        """Unchecked ``unary(x) + pairwise(x)``."""
+        return self._unary_part(x) + self._pairwise_part(x)
 
     def log_unnormalized(self, x: Any) -> np.ndarray | float:
         """Unnormalised log probability ``sum_i unary[i, x_i] + sum_e pairwise[e, x_u, x_v]``.
@@ -183,7 +188,7 @@ class PairwiseMRF:
     def pairwise_log_potential(self, x: Any) -> np.ndarray | float:
         """The pairwise part ``sum_e pairwise[e, x_u, x_v]`` of :meth:`log_unnormalized` (batched)."""
         arr = self.check_configurations(x)
-        out = self._log_potentials(arr) - self.unary[np.arange(self.n_vars), arr].sum(axis=-1)
+        out = self._pairwise_part(arr)
         return float(out) if arr.ndim == 1 else out
 
     # -- related models ------------------------------------------------------------------------
