@@ -7,6 +7,8 @@ import itertools
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.special import logsumexp
 
 from samplers import mcmc
@@ -105,11 +107,12 @@ def test_ising_pair_closed_form():
     assert mrf.log_unnormalized([0, 1]) == pytest.approx(-j)
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_enumeration_matches_brute_force(seed):
+@settings(max_examples=25, deadline=None)
+@given(n_vars=st.integers(1, 5), k=st.integers(1, 3), density=st.floats(0.0, 1.0), seed=st.integers(0, 2**31 - 1))
+def test_enumeration_matches_brute_force(n_vars, k, density, seed):
+    """Property test (torch-struct style oracle): any small random MRF, with and without ragged state counts."""
     rng = np.random.default_rng(seed)
-    n_vars, k = int(rng.integers(2, 6)), int(rng.integers(2, 4))
-    base = random_mrf(n_vars, k, density=0.7, scale=1.0, seed=rng)
+    base = random_mrf(n_vars, k, density=density, scale=1.0, seed=rng)
     ragged = PairwiseMRF(base.unary, base.edges, base.pairwise, n_states=rng.integers(1, k + 1, size=n_vars))
     for mrf in (base, ragged):
         log_z, marg = brute_force(mrf)

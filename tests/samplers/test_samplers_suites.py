@@ -64,3 +64,10 @@ def test_quick_suite_with_no_importable_part_is_an_error(monkeypatch):
     monkeypatch.setitem(registry._SUITES, "missing-quick", ("samplers.no_such_family.bench:suite", "test only"))
     with pytest.warns(UserWarning), pytest.raises(ImportError, match="none of its parts"):
         quick_suite(names=["missing-quick"])
+
+
+def test_mrf_quick_suite_same_estimates_for_any_n_jobs():
+    """Numba kernels are seeded per run, so worker processes reproduce the serial estimates exactly."""
+    serial = run_suite(mrf_quick_suite(), replicates=1, seed=5, n_jobs=1, progress=False)
+    parallel = run_suite(mrf_quick_suite(), replicates=1, seed=5, n_jobs=2, progress=False)
+    assert [r["error"] for r in serial.rows] == [r["error"] for r in parallel.rows]
