@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from typing import Sequence
 
 COMMAND_MODULES = (
     "samplers.harness.cli",  # mcsa bench list | run
@@ -18,17 +19,25 @@ COMMAND_MODULES = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mcsa", description="MCMC and stochastic-approximation companion suite")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module_name in COMMAND_MODULES:
+def register_command_modules(subparsers, module_names: Sequence[str]) -> None:
+    """Call ``register(subparsers)`` of each module; skip modules that are not installed.
+
+    A module is skipped only when it (or its package) is itself missing; a missing dependency *inside*
+    an installed module is a real error and propagates.
+    """
+    for module_name in module_names:
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
             if exc.name and module_name.startswith(exc.name):
                 continue  # that package or module is not part of this installation
             raise
-        module.register(sub)
+        module.register(subparsers)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mcsa", description="MCMC and stochastic-approximation companion suite")
+    register_command_modules(parser.add_subparsers(dest="command", metavar="COMMAND"), COMMAND_MODULES)
     return parser
 
 

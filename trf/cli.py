@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-import importlib
+from samplers.cli import register_command_modules
 
 TRF_COMMAND_MODULES = ("trf.morph_cli", "trf.lm.cli")
 
@@ -14,12 +14,5 @@ TRF_COMMAND_MODULES = ("trf.morph_cli", "trf.lm.cli")
 def register(subparsers) -> None:
     parser = subparsers.add_parser("trf", help="trans-dimensional random fields")
     sub = parser.add_subparsers(dest="trf_command", metavar="TRF_COMMAND")
-    for module_name in TRF_COMMAND_MODULES:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name and module_name.startswith(exc.name):
-                continue
-            raise
-        module.register(sub)
+    register_command_modules(sub, TRF_COMMAND_MODULES)
     parser.set_defaults(func=lambda args: parser.print_help() or 2)
