@@ -31,7 +31,8 @@ class ChainTransitions:
 
     def __init__(self, transitions: Any, state_embeddings: Any, *, batch: int, length: int, n_states: int):
         if (transitions is None) == (state_embeddings is None):
-            raise ValueError("give exactly one of transitions (N, N) / (B, T-1, N, N) and state_embeddings (N, D)")
+            raise ValueError("transitions and state_embeddings: exactly one must be given (transitions (N, N) or "
+                             "(B, T-1, N, N), or state_embeddings (N, D))")
         self.n_states = n_states
         if state_embeddings is not None:
             emb = as_potentials(state_embeddings, "state_embeddings", ndim=2)
