@@ -67,7 +67,10 @@ class TorchMemoryMeter(MemoryMeter):
 
     def _pack(self, t: "torch.Tensor") -> "torch.Tensor":
         self._add(t)
-        return t
+        # returning ``t`` itself would make a saved output hold its own grad_fn (a reference cycle
+        # through C++ that the garbage collector cannot free); a detached alias shares the storage.
+        # Consequence: no double backward (create_graph) through graphs built under the meter.
+        return t.detach()
 
     def __enter__(self) -> "TorchMemoryMeter":
         self.peak_bytes = 0

@@ -83,3 +83,18 @@ def test_quick_suite_loads_and_runs_with_memory_column():
     assert all(r["memory_kind"] == "autograd-saved+outputs" and r["max_peak_bytes"] > 0 for r in rows)
     assert all(math.isfinite(r["mse"]) for r in rows)
     assert rdp_quick_suite().replicates == 10
+
+
+def test_memory_meter_does_not_keep_graphs_alive():
+    """Regression: a pack hook returning the saved output itself leaked every metered graph."""
+    import weakref
+
+    x = torch.randn(100, requires_grad=True)
+    with TorchMemoryMeter():
+        y = x.exp()  # exp saves its own output
+        out = y.sum()
+    ref = weakref.ref(y)
+    out.backward()
+    assert torch.allclose(x.grad, x.exp().detach())
+    del y, out
+    assert ref() is None
