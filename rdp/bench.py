@@ -24,55 +24,49 @@ from .synthetic import make_chain, make_tree
 from .tree import tree_log_partition
 
 
-class ChainProblem(Problem):
-    """A synthetic chain (:func:`rdp.synthetic.make_chain`) with exact log Z and entropy."""
+class _SyntheticProblem(Problem):
+    """A synthetic problem built lazily (in the worker that first needs it) from (N, T, regime, seed)."""
 
-    kind = "chain"
+    kind = ""
+    method = ""
 
     def __init__(self, n_states: int, length: int, regime: str, *, seed: int = 0):
         self.n_states, self.length, self.regime, self.seed = n_states, length, regime, seed
-        self.name = f"chain-{regime}-N{n_states}-T{length}"
-        self.provenance = ("exact forward and entropy DP in float64 (rdp.chain_exact_reference, chunked); "
-                           f"rdp.synthetic.make_chain(seed={seed})")
+        self.name = f"{self.kind}-{regime}-N{n_states}-T{length}"
+        self.provenance = f"{self.method} in float64; rdp.synthetic.make_{self.kind}(seed={seed})"
         self._built = None
 
     @property
     def instance(self):
         if self._built is None:
-            self._built = make_chain(self.n_states, self.length, self.regime, seed=self.seed)
+            make = make_chain if self.kind == "chain" else make_tree
+            self._built = make(self.n_states, self.length, self.regime, seed=self.seed)
         return self._built
+
+    def size(self) -> dict[str, int]:
+        return {"N": self.n_states, "T": self.length}
+
+
+class ChainProblem(_SyntheticProblem):
+    """A synthetic chain (:func:`rdp.synthetic.make_chain`) with exact log Z and entropy."""
+
+    kind = "chain"
+    method = "exact forward and entropy DP (rdp.chain_exact_reference, chunked)"
 
     def exact(self) -> dict[str, Any]:
         ref = chain_exact_reference(self.instance.emissions, state_embeddings=self.instance.state_embeddings)
         return {"log_partition": float(ref["log_partition"][0]), "entropy": float(ref["entropy"][0])}
 
-    def size(self) -> dict[str, int]:
-        return {"N": self.n_states, "T": self.length}
 
-
-class TreeProblem(Problem):
+class TreeProblem(_SyntheticProblem):
     """A synthetic span-labelled tree CRF (:func:`rdp.synthetic.make_tree`) with exact log Z."""
 
     kind = "tree"
-
-    def __init__(self, n_states: int, length: int, regime: str, *, seed: int = 0):
-        self.n_states, self.length, self.regime, self.seed = n_states, length, regime, seed
-        self.name = f"tree-{regime}-N{n_states}-T{length}"
-        self.provenance = f"exact inside in float64 (rdp.tree_log_partition); rdp.synthetic.make_tree(seed={seed})"
-        self._built = None
-
-    @property
-    def instance(self):
-        if self._built is None:
-            self._built = make_tree(self.n_states, self.length, self.regime, seed=self.seed)
-        return self._built
+    method = "exact inside (rdp.tree_log_partition)"
 
     def exact(self) -> dict[str, Any]:
         with torch.no_grad():
             return {"log_partition": float(tree_log_partition(self.instance.span_potentials)[0])}
-
-    def size(self) -> dict[str, int]:
-        return {"N": self.n_states, "T": self.length}
 
 
 SPLITS = ("k2=1", "k1=k2", "topk")

@@ -86,8 +86,16 @@ class SyntheticTree:
     seed: int
 
 
-def _gaussian(shape, dim: int, generator) -> "torch.Tensor":
-    return torch.randn(shape, generator=generator, dtype=torch.float64) / math.sqrt(dim)
+def _draw(n_states, length, regime, dim, seed, query_shape):
+    """Check the common arguments; draw states S (N, D) and queries (*query_shape, D), N(0, 1/D)."""
+    n_states = check_int(n_states, "n_states", low=2)
+    check_int(length, "length", low=1)
+    dim = check_int(dim, "dim", low=1)
+    fraction = regime_fraction(regime)
+    gen = torch.Generator().manual_seed(check_int(seed, "seed", low=0))
+    states = torch.randn((n_states, dim), generator=gen, dtype=torch.float64) / math.sqrt(dim)
+    queries = torch.randn((*query_shape, dim), generator=gen, dtype=torch.float64) / math.sqrt(dim)
+    return n_states, fraction, states, queries
 
 
 def make_chain(n_states: int, length: int, regime: "str | float" = "dense", *, dim: int = 32,
@@ -107,14 +115,8 @@ def make_chain(n_states: int, length: int, regime: "str | float" = "dense", *, d
     seed : int
         Seed of the torch generator.
     """
-    n_states = check_int(n_states, "n_states", low=2)
-    length = check_int(length, "length", low=1)
-    dim = check_int(dim, "dim", low=1)
     coupling = check_float(coupling, "coupling", low=0.0)
-    fraction = regime_fraction(regime)
-    gen = torch.Generator().manual_seed(check_int(seed, "seed", low=0))
-    states = _gaussian((n_states, dim), dim, gen)
-    queries = _gaussian((length, dim), dim, gen)
+    n_states, fraction, states, queries = _draw(n_states, length, regime, dim, seed, (length,))
     base = queries @ states.T
     scale = calibrate_scale(base, fraction * math.log(n_states))
     emissions = (scale * base).unsqueeze(0)
@@ -125,13 +127,7 @@ def make_chain(n_states: int, length: int, regime: "str | float" = "dense", *, d
 def make_tree(n_states: int, length: int, regime: "str | float" = "dense", *, dim: int = 32,
               seed: int = 0) -> SyntheticTree:
     """A reproducible synthetic tree CRF with controlled per-span label entropy (module docstring)."""
-    n_states = check_int(n_states, "n_states", low=2)
-    length = check_int(length, "length", low=1)
-    dim = check_int(dim, "dim", low=1)
-    fraction = regime_fraction(regime)
-    gen = torch.Generator().manual_seed(check_int(seed, "seed", low=0))
-    states = _gaussian((n_states, dim), dim, gen)
-    queries = _gaussian((length, length, dim), dim, gen)
+    n_states, fraction, states, queries = _draw(n_states, length, regime, dim, seed, (length, length))
     base = queries @ states.T
     upper = torch.triu(torch.ones(length, length, dtype=torch.bool))
     scale = calibrate_scale(base[upper], fraction * math.log(n_states))
