@@ -86,9 +86,11 @@ def split_budget(k: int, split: str) -> tuple[int, int]:
 class RDPEstimator(Estimator):
     """RDP / Top-K estimates of log Z (chains and trees) and entropy (chains); budget = K in % of N.
 
-    Chains use the local+global proposal (Eq. 34) as in Sec. 5.1.  Trees use the local proposal
-    (softmax of the span potentials) where the paper uses a uniform one: with a uniform proposal
-    "top-K1" is an arbitrary set of labels and Top-K degenerates, see docs/rdp.md.
+    Chains use the local+global proposal (Eq. 34) as in Sec. 5.1.  Trees: RDP uses the uniform
+    proposal as in Sec. 5.1; Top-K keeps the labels with the largest potentials (the local proposal),
+    since the top of a uniform proposal is an arbitrary set.  The local proposal would make RDP exact
+    on this tree CRF: its span potentials depend on the parent label only, so softmax(phi(i, j, .))
+    is proportional to the summands of every randomized sum (the oracle proposal of Eq. 8).
     """
 
     budget_label = "K (% of N)"
@@ -106,7 +108,8 @@ class RDPEstimator(Estimator):
         inst = problem.instance
         if problem.kind == "tree":
             spans = inst.span_potentials.detach().requires_grad_(True)
-            log_z = randomized_tree_log_partition(spans, k1=k1, k2=k2, proposal="local", generator=gen)
+            proposal = "local" if self.split == "topk" else "uniform"
+            log_z = randomized_tree_log_partition(spans, k1=k1, k2=k2, proposal=proposal, generator=gen)
             note_output(log_z)
             return {"log_partition": float(log_z[0].detach())}
         emissions = inst.emissions.detach().requires_grad_(True)
