@@ -146,8 +146,18 @@ def test_gradients_match_finite_differences_at_full_budget():
         return rdp.randomized_chain_entropy(e, state_embeddings=m, k1=2, k2=1,
                                             generator=torch.Generator().manual_seed(0))
 
+    def z_linear(e, m):
+        return rdp.randomized_chain_log_partition(e, state_embeddings=m, k1=0, k2=3, space="linear",
+                                                  log_scale=5.0, generator=torch.Generator().manual_seed(0))
+
+    def relaxed(e, m):  # fixed Gumbel noise (same seed): a smooth function of the potentials
+        return rdp.randomized_chain_gumbel_sample(e, state_embeddings=m, k1=1, k2=2, tau=0.7,
+                                                  generator=torch.Generator().manual_seed(0)).relaxed
+
     assert torch.autograd.gradcheck(z, (em, emb))
+    assert torch.autograd.gradcheck(z_linear, (em, emb))
     assert torch.autograd.gradcheck(h, (em, emb))
+    assert torch.autograd.gradcheck(relaxed, (em, emb))
     spans = torch.randn(1, 3, 3, 3, dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradcheck(
         lambda s: rdp.randomized_tree_log_partition(s, k1=2, k2=1, generator=torch.Generator().manual_seed(0)),
