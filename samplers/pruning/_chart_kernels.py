@@ -1,0 +1,274 @@
+"""Numba kernels for masked CKY charts over a CNF grammar (log space).
+
+Charts are ``(n+1, n+1, N)`` arrays indexed by span ``(i, k)`` and nonterminal; ``keep`` is an
+``(n+1, n+1)`` boolean span mask (Algorithm 3 of Bouchard-Cote et al. 2009: pruned spans are
+skipped, and a split ``j`` is used only when both ``(i, j)`` and ``(j, k)`` are kept).  Kernels take
+plain arrays, never raise for user errors, and draw randomness after seeding Numba's generator.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._jit import jit
+from .._kernels import logaddexp
+
+
+@jit
+def _splits(alive, keep, i, k, buf):
+    """Fill ``buf`` with the usable split points of span (i, k); return how many."""
+    m = 0
+    for j in range(i + 1, k):
+        if keep[i, j] and keep[j, k] and alive[i, j] and alive[j, k]:
+            buf[m] = j
+            m += 1
+    return m
+
+
+@jit
+def inside_kernel(words, lex, rules, logw, keep):
+    """Pruned inside chart (Algorithm 3) and the ``alive`` flags (span has a finite entry)."""
+    n = words.shape[0]
+    nt = lex.shape[0]
+    chart = np.full((n + 1, n + 1, nt), -np.inf)
+    alive = np.zeros((n + 1, n + 1), dtype=np.bool_)
+    for i in range(n):
+        if keep[i, i + 1]:
+            for a in range(nt):
+                v = lex[a, words[i]]
+                chart[i, i + 1, a] = v
+                if v > -np.inf:
+                    alive[i, i + 1] = True
+    buf = np.empty(n + 1, dtype=np.int64)
+    vals = np.empty(n + 1)
+    for length in range(2, n + 1):
+        for i in range(n - length + 1):
+            k = i + length
+            if not keep[i, k]:
+                continue
+            m = _splits(alive, keep, i, k, buf)
+            if m == 0:
+                continue
+            for r in range(rules.shape[0]):
+                a = rules[r, 0]
+                b = rules[r, 1]
+                c = rules[r, 2]
+                best = -np.inf
+                for t in range(m):
+                    j = buf[t]
+                    v = chart[i, j, b] + chart[j, k, c]
+                    vals[t] = v
+                    if v > best:
+                        best = v
+                if best == -np.inf:
+                    continue
+                s = 0.0
+                for t in range(m):
+                    s += np.exp(vals[t] - best)
+                chart[i, k, a] = logaddexp(chart[i, k, a], logw[r] + best + np.log(s))
+            for a in range(nt):
+                if chart[i, k, a] > -np.inf:
+                    alive[i, k] = True
+                    break
+    return chart, alive
+
+
+@jit
+def outside_kernel(words, lex, rules, logw, keep, inside, alive, start):
+    """Pruned outside chart, expected binary-rule counts and expected lexical counts.
+
+    Returns ``(outside, binary_counts[R], lexical_counts[N, V])``; counts are posterior
+    expectations of how often each rule is used (inside-outside, soft counts E_m[f]).
+    """
+    n = words.shape[0]
+    nt = lex.shape[0]
+    outside = np.full((n + 1, n + 1, nt), -np.inf)
+    counts = np.zeros(rules.shape[0])
+    lexc = np.zeros(lex.shape)
+    log_z = inside[0, n, start]
+    if log_z == -np.inf:
+        return outside, counts, lexc
+    outside[0, n, start] = 0.0
+    buf = np.empty(n + 1, dtype=np.int64)
+    for length in range(n, 1, -1):
+        for i in range(n - length + 1):
+            k = i + length
+            if not (keep[i, k] and alive[i, k]):
+                continue
+            m = _splits(alive, keep, i, k, buf)
+            for r in range(rules.shape[0]):
+                a = rules[r, 0]
+                oa = outside[i, k, a]
+                if oa == -np.inf:
+                    continue
+                b = rules[r, 1]
+                c = rules[r, 2]
+                base = oa + logw[r]
+                for t in range(m):
+                    j = buf[t]
+                    vb = inside[i, j, b]
+                    vc = inside[j, k, c]
+                    if vb == -np.inf or vc == -np.inf:
+                        continue
+                    outside[i, j, b] = logaddexp(outside[i, j, b], base + vc)
+                    outside[j, k, c] = logaddexp(outside[j, k, c], base + vb)
+                    counts[r] += np.exp(base + vb + vc - log_z)
+    for i in range(n):
+        for a in range(nt):
+            v = outside[i, i + 1, a] + inside[i, i + 1, a]
+            if v > -np.inf:
+                lexc[a, words[i]] += np.exp(v - log_z)
+    return outside, counts, lexc
+
+
+@jit
+def span_posteriors_kernel(inside, outside, log_z):
+    """P(span (i, k) is a constituent) = sum_A exp(inside + outside - log Z)."""
+    n1 = inside.shape[0]
+    nt = inside.shape[2]
+    post = np.zeros((n1, n1))
+    for i in range(n1):
+        for k in range(i + 1, n1):
+            s = 0.0
+            for a in range(nt):
+                v = inside[i, k, a] + outside[i, k, a]
+                if v > -np.inf:
+                    s += np.exp(v - log_z)
+            post[i, k] = s
+    return post
+
+
+@jit
+def _sample_one(inside, alive, keep, rules, logw, offsets, start, nodes, stack, buf):
+    """Draw one tree top-down from a (pruned) inside chart into ``nodes`` rows (i, k, label, rule)."""
+    n = inside.shape[0] - 1
+    top = 0
+    stack[0, 0] = 0
+    stack[0, 1] = n
+    stack[0, 2] = start
+    count = 0
+    while top >= 0:
+        i = stack[top, 0]
+        k = stack[top, 1]
+        a = stack[top, 2]
+        top -= 1
+        nodes[count, 0] = i
+        nodes[count, 1] = k
+        nodes[count, 2] = a
+        nodes[count, 3] = -1
+        if k - i == 1:
+            count += 1
+            continue
+        m = _splits(alive, keep, i, k, buf)
+        target = inside[i, k, a]
+        u = np.random.random()
+        acc = 0.0
+        pick_r = -1
+        pick_j = -1
+        for r in range(offsets[a], offsets[a + 1]):
+            b = rules[r, 1]
+            c = rules[r, 2]
+            for t in range(m):
+                j = buf[t]
+                v = logw[r] + inside[i, j, b] + inside[j, k, c]
+                if v == -np.inf:
+                    continue
+                pick_r = r
+                pick_j = j
+                acc += np.exp(v - target)
+                if u < acc:
+                    break
+            if u < acc:
+                break
+        nodes[count, 3] = pick_r
+        count += 1
+        top += 1
+        stack[top, 0] = pick_j
+        stack[top, 1] = k
+        stack[top, 2] = rules[pick_r, 2]
+        top += 1
+        stack[top, 0] = i
+        stack[top, 1] = pick_j
+        stack[top, 2] = rules[pick_r, 1]
+    return count
+
+
+@jit
+def sample_trees_kernel(inside, alive, keep, rules, logw, offsets, start, n_samples, seed):
+    """``n_samples`` exact draws from the (pruned) tree posterior: array (n_samples, 2n-1, 4)."""
+    np.random.seed(seed)
+    n = inside.shape[0] - 1
+    out = np.empty((n_samples, 2 * n - 1, 4), dtype=np.int64)
+    stack = np.empty((2 * n + 1, 3), dtype=np.int64)
+    buf = np.empty(n + 1, dtype=np.int64)
+    for s in range(n_samples):
+        _sample_one(inside, alive, keep, rules, logw, offsets, start, out[s], stack, buf)
+    return out
+
+
+@jit
+def viterbi_kernel(words, lex, rules, logw, keep, start):
+    """Max-product chart with back-pointers; returns (best log weight, nodes (2n-1, 4))."""
+    n = words.shape[0]
+    nt = lex.shape[0]
+    best = np.full((n + 1, n + 1, nt), -np.inf)
+    back_r = np.full((n + 1, n + 1, nt), -1, dtype=np.int64)
+    back_j = np.full((n + 1, n + 1, nt), -1, dtype=np.int64)
+    alive = np.zeros((n + 1, n + 1), dtype=np.bool_)
+    for i in range(n):
+        if keep[i, i + 1]:
+            for a in range(nt):
+                best[i, i + 1, a] = lex[a, words[i]]
+                if best[i, i + 1, a] > -np.inf:
+                    alive[i, i + 1] = True
+    buf = np.empty(n + 1, dtype=np.int64)
+    for length in range(2, n + 1):
+        for i in range(n - length + 1):
+            k = i + length
+            if not keep[i, k]:
+                continue
+            m = _splits(alive, keep, i, k, buf)
+            for r in range(rules.shape[0]):
+                a = rules[r, 0]
+                for t in range(m):
+                    j = buf[t]
+                    v = logw[r] + best[i, j, rules[r, 1]] + best[j, k, rules[r, 2]]
+                    if v > best[i, k, a]:
+                        best[i, k, a] = v
+                        back_r[i, k, a] = r
+                        back_j[i, k, a] = j
+            for a in range(nt):
+                if best[i, k, a] > -np.inf:
+                    alive[i, k] = True
+    nodes = np.full((2 * n - 1, 4), -1, dtype=np.int64)
+    score = best[0, n, start]
+    if score == -np.inf:
+        return score, nodes
+    stack = np.empty((2 * n + 1, 3), dtype=np.int64)
+    top = 0
+    stack[0, 0] = 0
+    stack[0, 1] = n
+    stack[0, 2] = start
+    count = 0
+    while top >= 0:
+        i = stack[top, 0]
+        k = stack[top, 1]
+        a = stack[top, 2]
+        top -= 1
+        nodes[count, 0] = i
+        nodes[count, 1] = k
+        nodes[count, 2] = a
+        if k - i > 1:
+            r = back_r[i, k, a]
+            j = back_j[i, k, a]
+            nodes[count, 3] = r
+            top += 1
+            stack[top, 0] = j
+            stack[top, 1] = k
+            stack[top, 2] = rules[r, 2]
+            top += 1
+            stack[top, 0] = i
+            stack[top, 1] = j
+            stack[top, 2] = rules[r, 1]
+        count += 1
+    return score, nodes

@@ -1,0 +1,175 @@
+"""Exact and masked chart dynamic programs for CNF grammars: inside, outside, posteriors, Viterbi,
+exact tree sampling.
+
+Every function takes an optional span mask ``mask`` (boolean ``(n+1, n+1)``, ``mask[i, k]`` = keep
+span ``(i, k)``; Algorithm 3 of Bouchard-Cote, Petrov & Klein 2009).  ``mask=None`` (all keep) is the
+exact algorithm; a mask restricts the sum to trees all of whose constituents are kept, so masked
+results equal enumeration restricted to the allowed trees.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Sequence
+
+import numpy as np
+
+from ..rng import kernel_seed
+from ..validation import check_int
+from ._chart_kernels import (inside_kernel, outside_kernel, sample_trees_kernel, span_posteriors_kernel,
+                             viterbi_kernel)
+from .grammar import Grammar
+
+
+class InsideChart(NamedTuple):
+    """Result of the (pruned) inside pass.
+
+    Attributes
+    ----------
+    log_z : float
+        Log total weight of the allowed trees (``-inf`` if none).
+    chart : ndarray, shape (n+1, n+1, N)
+        ``chart[i, k, A]`` = log inside score of ``A`` over words ``i..k-1``.
+    alive : ndarray of bool, shape (n+1, n+1)
+        Spans with at least one finite entry.
+    words : ndarray of int64, shape (n,)
+    mask : ndarray of bool, shape (n+1, n+1)
+    """
+
+    log_z: float
+    chart: np.ndarray
+    alive: np.ndarray
+    words: np.ndarray
+    mask: np.ndarray
+
+
+class Expectations(NamedTuple):
+    """Posterior expectations of a sentence (exact, masked, or averaged over masks).
+
+    Attributes
+    ----------
+    log_z : float
+        Log partition (sum over allowed trees); NaN for averages over masks.
+    span_posteriors : ndarray, shape (n+1, n+1)
+        ``[i, k]`` = P(span (i, k) is a constituent); zero below the diagonal.
+    binary_counts : ndarray, shape (R,)
+        Expected number of uses of each binary rule (``grammar.binary_rules`` order).
+    lexical_counts : ndarray, shape (N, V)
+        Expected number of uses of each lexical rule ``A -> terminal``.
+    """
+
+    log_z: float
+    span_posteriors: np.ndarray
+    binary_counts: np.ndarray
+    lexical_counts: np.ndarray
+
+    def vector(self) -> np.ndarray:
+        """Span posteriors (upper triangle, span length >= 2) and binary counts, concatenated."""
+        n1 = self.span_posteriors.shape[0]
+        iu = np.triu_indices(n1, k=2)
+        return np.concatenate([self.span_posteriors[iu], self.binary_counts])
+
+
+def full_mask(n: int) -> np.ndarray:
+    """The all-keep mask for a sentence of length ``n`` (the exact algorithm)."""
+    return np.ones((n + 1, n + 1), dtype=np.bool_)
+
+
+def _as_mask(mask, n: int) -> np.ndarray:
+    if mask is None:
+        return full_mask(n)
+    arr = np.asarray(mask)
+    if arr.shape != (n + 1, n + 1):
+        raise ValueError(f"mask must have shape {(n + 1, n + 1)} for a sentence of {n} words, got {arr.shape}")
+    if arr.dtype != np.bool_:
+        raise TypeError(f"mask must be a boolean array, got dtype {arr.dtype}")
+    return np.ascontiguousarray(arr)
+
+
+def inside_chart(grammar: Grammar, words: str | Sequence[str] | np.ndarray, mask=None) -> InsideChart:
+    """Pruned inside pass (Algorithm 3); ``mask=None`` gives the exact inside algorithm.
+
+    Parameters
+    ----------
+    grammar : Grammar
+    words : str, sequence of str, or int array of terminal ids
+    mask : bool ndarray (n+1, n+1), optional
+    """
+    if not isinstance(grammar, Grammar):
+        raise TypeError(f"grammar must be a Grammar, got {type(grammar).__name__}")
+    ids = grammar.encode(words)
+    keep = _as_mask(mask, len(ids))
+    chart, alive = inside_kernel(ids, grammar.lexical_log_weights, grammar.binary_rules,
+                                 grammar.binary_log_weights, keep)
+    return InsideChart(float(chart[0, len(ids), grammar.start]), chart, alive, ids, keep)
+
+
+def _require_parse(ins: InsideChart) -> None:
+    if ins.log_z == -np.inf:
+        raise ValueError("the sentence has no parse under this grammar and mask (every tree is pruned "
+                         "or has zero weight)")
+
+
+def expectations_from_inside(grammar: Grammar, ins: InsideChart) -> Expectations:
+    """Outside pass on top of an inside chart: span posteriors and expected rule counts."""
+    _require_parse(ins)
+    outside, counts, lexc = outside_kernel(ins.words, grammar.lexical_log_weights, grammar.binary_rules,
+                                           grammar.binary_log_weights, ins.mask, ins.chart, ins.alive,
+                                           grammar.start)
+    post = span_posteriors_kernel(ins.chart, outside, ins.log_z)
+    return Expectations(ins.log_z, post, counts, lexc)
+
+
+def expected_counts(grammar: Grammar, words: str | Sequence[str] | np.ndarray, mask=None) -> Expectations:
+    """Span posteriors and expected rule counts by (pruned) inside-outside.
+
+    With ``mask=None`` these are the exact expectations E[f]; with a mask they are E_m[f], the
+    expectations under the distribution restricted to trees the mask keeps (Sec. 2.2).
+
+    Raises
+    ------
+    ValueError
+        Empty sentence, an unknown word (named), a mask of the wrong shape, or no allowed tree.
+
+    Examples
+    --------
+    >>> g = Grammar.random(3, 4, seed=0)
+    >>> e = expected_counts(g, ["w0", "w1", "w2"])
+    >>> float(e.span_posteriors[0, 3])
+    1.0
+    """
+    return expectations_from_inside(grammar, inside_chart(grammar, words, mask))
+
+
+def sample_trees(grammar: Grammar, words, n_samples: int = 1, *, mask=None, seed=None,
+                 inside: InsideChart | None = None) -> np.ndarray:
+    """Exact draws from the (masked) tree posterior by top-down sampling from the inside chart.
+
+    Returns
+    -------
+    ndarray of int64, shape (n_samples, 2n-1, 4)
+        Each tree as rows ``(i, k, label, rule)`` in pre-order; ``rule`` is the binary-rule index or
+        -1 for a preterminal.
+    """
+    n_samples = check_int(n_samples, "n_samples", low=1)
+    ins = inside if inside is not None else inside_chart(grammar, words, mask)
+    _require_parse(ins)
+    return sample_trees_kernel(ins.chart, ins.alive, ins.mask, grammar.binary_rules, grammar.binary_log_weights,
+                               grammar.rule_offsets, grammar.start, n_samples, kernel_seed(seed))
+
+
+def viterbi(grammar: Grammar, words, mask=None) -> tuple[float, np.ndarray]:
+    """Best tree under the (masked) grammar: ``(log weight, nodes (2n-1, 4))`` as in :func:`sample_trees`."""
+    ids = grammar.encode(words)
+    keep = _as_mask(mask, len(ids))
+    score, nodes = viterbi_kernel(ids, grammar.lexical_log_weights, grammar.binary_rules,
+                                  grammar.binary_log_weights, keep, grammar.start)
+    if score == -np.inf:
+        raise ValueError("the sentence has no parse under this grammar and mask")
+    return float(score), nodes
+
+
+def tree_spans(nodes: np.ndarray, n: int) -> np.ndarray:
+    """Boolean ``(n+1, n+1)`` indicator of the constituents of a tree given as node rows."""
+    spans = np.zeros((n + 1, n + 1), dtype=np.bool_)
+    spans[nodes[:, 0], nodes[:, 1]] = True
+    return spans

@@ -1,0 +1,367 @@
+"""Weighted context-free grammars in Chomsky normal form, with log rule weights.
+
+A :class:`Grammar` holds binary rules ``A -> B C`` and lexical rules ``A -> 'w'`` with log weights
+(rule probabilities for a PCFG, any positive weights otherwise).  Textbook grammars with unary rules
+``A -> B``, mixed rules ``A -> 'a' B`` and long rules ``A -> B C D`` are converted to an equivalent
+CNF grammar: long and mixed right-hand sides are binarised with weight-one helper symbols, and unary
+chains are removed by the unary closure ``U = (I - W_unary)^{-1}`` (summing over all unary chains),
+which preserves every sentence's total weight (hence :meth:`Grammar.log_probability`) exactly.
+
+This is the grammar side of Bouchard-Cote, Petrov & Klein (2009), Sec. 2.1: the model whose
+expected rule counts the (pruned) inside-outside algorithm computes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from ..rng import as_generator
+from ..validation import check_float, check_int
+
+_RULE_RE = re.compile(r"^\s*(?P<lhs>\S+)\s*->\s*(?P<rhs>.*?)\s*\[(?P<w>[^\]]*)\]\s*$")
+_TOKEN_RE = re.compile(r"'([^']*)'|\"([^\"]*)\"|(\S+)")
+
+
+@dataclass(frozen=True)
+class Grammar:
+    """A weighted CNF grammar with log rule weights.
+
+    Parameters
+    ----------
+    nonterminals : sequence of str
+        Nonterminal names; index ``i`` of every array below refers to ``nonterminals[i]``.
+    terminals : sequence of str
+        The vocabulary.
+    binary_rules : ndarray of int64, shape (R, 3)
+        Rows ``(A, B, C)`` for rules ``A -> B C``, sorted by ``A``.
+    binary_log_weights : ndarray of float64, shape (R,)
+        Log weight of each binary rule (finite).
+    lexical_log_weights : ndarray of float64, shape (N, V)
+        ``log w(A -> terminal)``; ``-inf`` where there is no rule.
+    start : int
+        Index of the start symbol.
+
+    Use :meth:`from_string`, :meth:`from_rules` or :meth:`random` rather than this constructor.
+    """
+
+    nonterminals: tuple
+    terminals: tuple
+    binary_rules: np.ndarray
+    binary_log_weights: np.ndarray
+    lexical_log_weights: np.ndarray
+    start: int
+
+    # -- construction ------------------------------------------------------------------------
+    def __post_init__(self) -> None:
+        rules = np.asarray(self.binary_rules, dtype=np.int64).reshape(-1, 3)
+        logw = np.asarray(self.binary_log_weights, dtype=np.float64).reshape(-1)
+        lex = np.asarray(self.lexical_log_weights, dtype=np.float64)
+        n_nt = len(self.nonterminals)
+        if n_nt == 0:
+            raise ValueError("nonterminals must not be empty")
+        if len(set(self.nonterminals)) != n_nt:
+            raise ValueError("nonterminals must be unique")
+        if len(set(self.terminals)) != len(self.terminals):
+            raise ValueError("terminals must be unique")
+        if rules.shape[0] != logw.shape[0]:
+            raise ValueError(f"binary_log_weights must have one entry per binary rule ({rules.shape[0]}), "
+                             f"got {logw.shape[0]}")
+        if rules.size and (rules.min() < 0 or rules.max() >= n_nt):
+            raise ValueError(f"binary_rules must index nonterminals in [0, {n_nt})")
+        if not np.all(np.isfinite(logw)):
+            raise ValueError("binary_log_weights must be finite (log of positive weights)")
+        if lex.shape != (n_nt, len(self.terminals)):
+            raise ValueError(f"lexical_log_weights must have shape {(n_nt, len(self.terminals))}, got {lex.shape}")
+        if np.any(np.isnan(lex)) or np.any(lex == np.inf):
+            raise ValueError("lexical_log_weights must be finite or -inf (no rule)")
+        check_int(self.start, "start", low=0, high=n_nt - 1)
+        order = np.argsort(rules[:, 0], kind="stable")
+        object.__setattr__(self, "nonterminals", tuple(self.nonterminals))
+        object.__setattr__(self, "terminals", tuple(self.terminals))
+        object.__setattr__(self, "binary_rules", np.ascontiguousarray(rules[order]))
+        object.__setattr__(self, "binary_log_weights", np.ascontiguousarray(logw[order]))
+        object.__setattr__(self, "lexical_log_weights", np.ascontiguousarray(lex))
+        object.__setattr__(self, "start", int(self.start))
+        offsets = np.searchsorted(self.binary_rules[:, 0], np.arange(n_nt + 1)).astype(np.int64)
+        object.__setattr__(self, "rule_offsets", offsets)
+        object.__setattr__(self, "_terminal_index", {w: i for i, w in enumerate(self.terminals)})
+
+    @classmethod
+    def from_rules(cls, rules: Iterable[tuple[str, Sequence[str], float]], *, start: str = "S",
+                   terminals: Iterable[str] | None = None) -> "Grammar":
+        """Build a CNF grammar from ``(lhs, rhs, weight)`` triples, converting non-CNF rules.
+
+        ``rhs`` items are nonterminal names or terminals written as ``"'word'"`` (quoted).  Rules
+        with unary, mixed or long right-hand sides are converted (see the module docstring).
+
+        Raises
+        ------
+        ValueError
+            Negative or non-finite weights, an empty right-hand side, an unknown start symbol,
+            or unary cycles whose total weight diverges (no equivalent CNF grammar exists).
+        """
+        return _convert([(lhs, tuple(rhs), w) for lhs, rhs, w in rules], start=start, terminals=terminals)
+
+    @classmethod
+    def from_string(cls, text: str, *, start: str = "S") -> "Grammar":
+        """Read a grammar in the plain-text format ``A -> B C [0.3]`` / ``A -> 'word' [0.1]``.
+
+        One rule per line; ``#`` starts a comment; quoted tokens are terminals, other tokens are
+        nonterminals; the bracket holds the rule's (linear, non-negative) weight.  Non-CNF rules
+        (unary ``A -> B [p]``, mixed ``A -> 'to' VP [p]``, long ``A -> B C D [p]``) are converted.
+
+        Examples
+        --------
+        >>> g = Grammar.from_string('''
+        ... S -> NP VP [1.0]
+        ... NP -> 'she' [0.6]
+        ... NP -> 'fish' [0.4]
+        ... VP -> 'eats' NP [1.0]
+        ... ''')
+        >>> round(float(np.exp(g.log_probability("she eats fish"))), 3)
+        0.24
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        rules = []
+        for lineno, raw in enumerate(text.splitlines(), start=1):
+            line = raw.split("#", 1)[0].strip()
+            if not line:
+                continue
+            m = _RULE_RE.match(line)
+            if m is None:
+                raise ValueError(f"grammar line {lineno}: expected \"A -> B C [weight]\" or "
+                                 f"\"A -> 'word' [weight]\", got {raw.strip()!r}")
+            try:
+                weight = float(m.group("w"))
+            except ValueError:
+                raise ValueError(f"grammar line {lineno}: weight must be a number, got {m.group('w')!r}") from None
+            rhs = []
+            for q1, q2, bare in _TOKEN_RE.findall(m.group("rhs")):
+                rhs.append(f"'{q1 or q2}'" if bare == "" else bare)
+            rules.append((m.group("lhs"), tuple(rhs), weight, lineno))
+        if not rules:
+            raise ValueError("text holds no grammar rules")
+        return _convert(rules, start=start, terminals=None)
+
+    @classmethod
+    def random(cls, n_nonterminals: int, n_terminals: int, *, rule_density: float = 1.0,
+               concentration: float = 1.0, lexical_share: float = 0.3, seed=None) -> "Grammar":
+        """A seeded random PCFG (rule probabilities of each parent sum to one).
+
+        Parameters
+        ----------
+        n_nonterminals, n_terminals : int
+            Sizes; nonterminal 0 (``"S"``) is the start symbol.
+        rule_density : float in (0, 1]
+            Fraction of the ``N^3`` binary rules present (each parent keeps at least one).
+        concentration : float > 0
+            Dirichlet concentration of the rule probabilities: small values give peaked rules
+            (low ambiguity), large values flat ones (high ambiguity).
+        lexical_share : float in (0, 1)
+            Total probability of each parent's lexical rules.
+        seed : int, Generator or None
+        """
+        n = check_int(n_nonterminals, "n_nonterminals", low=1)
+        v = check_int(n_terminals, "n_terminals", low=1)
+        density = check_float(rule_density, "rule_density", low=0.0, high=1.0, low_open=True)
+        alpha = check_float(concentration, "concentration", low=0.0, low_open=True)
+        share = check_float(lexical_share, "lexical_share", low=0.0, high=1.0, low_open=True, high_open=True)
+        rng = as_generator(seed)
+        triples = np.array([(a, b, c) for a in range(n) for b in range(n) for c in range(n)], dtype=np.int64)
+        keep = rng.random(len(triples)) < density
+        for a in range(n):
+            rows = np.flatnonzero(triples[:, 0] == a)
+            if not keep[rows].any():
+                keep[rng.choice(rows)] = True
+        triples = triples[keep]
+        logw = np.empty(len(triples))
+        lex = np.empty((n, v))
+        for a in range(n):
+            rows = np.flatnonzero(triples[:, 0] == a)
+            logw[rows] = np.log(rng.dirichlet(np.full(len(rows), alpha)) * (1.0 - share))
+            lex[a] = np.log(rng.dirichlet(np.full(v, alpha)) * share)
+        with np.errstate(divide="ignore"):
+            logw = np.maximum(logw, np.log(1e-300))
+            lex = np.maximum(lex, np.log(1e-300))
+        names = ["S"] + [f"N{i}" for i in range(1, n)]
+        return cls(tuple(names), tuple(f"w{i}" for i in range(v)), triples, logw, lex, 0)
+
+    # -- queries ------------------------------------------------------------------------------
+    @property
+    def n_nonterminals(self) -> int:
+        """Number of nonterminals."""
+        return len(self.nonterminals)
+
+    @property
+    def n_binary(self) -> int:
+        """Number of binary rules."""
+        return int(self.binary_rules.shape[0])
+
+    def encode(self, words: str | Sequence[str]) -> np.ndarray:
+        """Map a sentence (a whitespace-separated str or a sequence of str) to terminal ids.
+
+        Raises
+        ------
+        ValueError
+            If the sentence is empty or holds a word the grammar cannot generate (named).
+        """
+        if isinstance(words, str):
+            tokens = words.split()
+        elif isinstance(words, np.ndarray) and np.issubdtype(words.dtype, np.integer):
+            ids = words.astype(np.int64).reshape(-1)
+            if ids.size == 0:
+                raise ValueError("words must not be empty")
+            if ids.min() < 0 or ids.max() >= len(self.terminals):
+                raise ValueError(f"words holds terminal ids outside [0, {len(self.terminals)})")
+            return ids
+        else:
+            tokens = list(words)
+        if len(tokens) == 0:
+            raise ValueError("words must not be empty (an empty sentence has no CNF parse)")
+        ids = np.empty(len(tokens), dtype=np.int64)
+        for i, tok in enumerate(tokens):
+            if not isinstance(tok, str):
+                raise TypeError(f"words must hold str tokens, got {type(tok).__name__} at position {i}")
+            idx = self._terminal_index.get(tok)
+            if idx is None or not np.any(np.isfinite(self.lexical_log_weights[:, idx])):
+                raise ValueError(f"word {tok!r} (position {i}) cannot be generated by the grammar")
+            ids[i] = idx
+        return ids
+
+    def log_probability(self, words: str | Sequence[str]) -> float:
+        """Exact log total weight of all trees with yield ``words`` (log sentence probability).
+
+        Computed by the inside algorithm (Algorithm 3 with an all-keep mask); ``-inf`` when the
+        words are known but no tree yields them.
+        """
+        from .chart import inside_chart
+
+        return inside_chart(self, words).log_z
+
+    def project(self, mapping: Sequence[int]) -> "Grammar":
+        """A coarse grammar over merged nonterminals (coarse-to-fine projection, uniform weights).
+
+        ``mapping[A]`` is the coarse symbol of fine nonterminal ``A``.  Coarse rule weights are the
+        averages over the merged parents of the summed fine weights, so every fine tree has a
+        coarse image of positive weight.
+        """
+        mapping = np.asarray(mapping, dtype=np.int64)
+        if mapping.shape != (self.n_nonterminals,):
+            raise ValueError(f"mapping must have one entry per nonterminal ({self.n_nonterminals}), got {mapping.shape}")
+        if mapping.min() < 0:
+            raise ValueError("mapping must be non-negative")
+        k = int(mapping.max()) + 1
+        sizes = np.bincount(mapping, minlength=k).astype(float)
+        if np.any(sizes == 0):
+            raise ValueError("mapping must use every coarse symbol 0..max(mapping)")
+        bw = np.zeros((k, k, k))
+        r = self.binary_rules
+        np.add.at(bw, (mapping[r[:, 0]], mapping[r[:, 1]], mapping[r[:, 2]]), np.exp(self.binary_log_weights))
+        bw /= sizes[:, None, None]
+        lex = np.zeros((k, len(self.terminals)))
+        np.add.at(lex, mapping, np.exp(self.lexical_log_weights))
+        lex /= sizes[:, None]
+        idx = np.argwhere(bw > 0)
+        with np.errstate(divide="ignore"):
+            names = tuple("S" if c == mapping[self.start] else f"C{c}" for c in range(k))
+            return Grammar(names, self.terminals, idx, np.log(bw[tuple(idx.T)]), np.log(lex),
+                           int(mapping[self.start]))
+
+
+def _symbol_is_terminal(sym: str) -> bool:
+    return len(sym) >= 2 and sym[0] == "'" and sym[-1] == "'"
+
+
+def _convert(rules: list, *, start: str, terminals: Iterable[str] | None) -> Grammar:
+    """Binarise, lift terminals out of mixed rules, take the unary closure; return a CNF Grammar."""
+    binary: dict[tuple[str, str, str], float] = {}
+    lexical: dict[tuple[str, str], float] = {}
+    unary: dict[tuple[str, str], float] = {}
+
+    def add(table, key, w):
+        table[key] = table.get(key, 0.0) + w
+
+    def where(rule):
+        return f" (line {rule[3]})" if len(rule) > 3 else ""
+
+    for rule in rules:
+        lhs, rhs, w = rule[0], rule[1], rule[2]
+        if not isinstance(lhs, str) or not lhs or _symbol_is_terminal(lhs):
+            raise ValueError(f"rule left-hand side must be a nonterminal name, got {lhs!r}{where(rule)}")
+        try:
+            w = float(w)
+        except (TypeError, ValueError):
+            raise ValueError(f"rule weight must be a number, got {w!r} for {lhs} -> {' '.join(rhs)}{where(rule)}") from None
+        if not np.isfinite(w) or w < 0:
+            raise ValueError(f"rule weights must be finite and non-negative; {lhs} -> {' '.join(rhs)} "
+                             f"has weight {w}{where(rule)}")
+        if len(rhs) == 0:
+            raise ValueError(f"rule {lhs} -> (empty) is an epsilon rule, which cannot be converted to CNF{where(rule)}")
+        if w == 0.0:
+            continue
+        rhs = list(rhs)
+        if len(rhs) == 1:
+            if _symbol_is_terminal(rhs[0]):
+                add(lexical, (lhs, rhs[0][1:-1]), w)
+            else:
+                add(unary, (lhs, rhs[0]), w)
+            continue
+        for i, sym in enumerate(rhs):  # lift terminals out of mixed / long rules
+            if _symbol_is_terminal(sym):
+                pre = f"<{sym[1:-1]}>"
+                lexical[(pre, sym[1:-1])] = 1.0
+                rhs[i] = pre
+        parent = lhs
+        while len(rhs) > 2:  # right-branching binarisation with weight-one helpers
+            helper = f"{lhs}|{'_'.join(rhs[1:])}"
+            if parent == lhs:
+                add(binary, (parent, rhs[0], helper), w)
+            else:
+                binary[(parent, rhs[0], helper)] = 1.0
+            parent, rhs = helper, rhs[1:]
+        if parent == lhs:
+            add(binary, (parent, rhs[0], rhs[1]), w)
+        else:
+            binary[(parent, rhs[0], rhs[1])] = 1.0
+
+    names: list[str] = []
+    for table in (binary, lexical, unary):
+        for key in table:
+            for sym in (key if table is not lexical else key[:1]):
+                if sym not in names:
+                    names.append(sym)
+    if start not in names:
+        raise ValueError(f"start symbol {start!r} does not appear in the grammar")
+    index = {s: i for i, s in enumerate(names)}
+    n = len(names)
+    vocab = list(dict.fromkeys(list(terminals or []) + [t for _, t in lexical]))
+    vindex = {t: i for i, t in enumerate(vocab)}
+
+    closure = np.eye(n)
+    if unary:
+        wu = np.zeros((n, n))
+        for (a, b), w in unary.items():
+            wu[index[a], index[b]] += w
+        radius = float(np.max(np.abs(np.linalg.eigvals(wu)))) if n else 0.0
+        if radius >= 1.0 - 1e-12:
+            raise ValueError(f"unary rules form cycles with total weight >= 1 (spectral radius {radius:.3g}); "
+                             "the unary closure diverges, so the grammar has no equivalent CNF form")
+        closure = np.linalg.inv(np.eye(n) - wu)  # U = sum_k W_u^k, all unary chains A ->* B
+    bw = np.zeros((n, n, n))
+    for (a, b, c), w in binary.items():
+        bw[index[a], index[b], index[c]] += w
+    lw = np.zeros((n, len(vocab)))
+    for (a, t), w in lexical.items():
+        lw[index[a], vindex[t]] += w
+    bw = np.einsum("ax,xbc->abc", closure, bw)
+    lw = closure @ lw
+    bw[np.abs(bw) < 1e-300] = 0.0
+    idx = np.argwhere(bw > 0)
+    with np.errstate(divide="ignore"):
+        return Grammar(tuple(names), tuple(vocab), idx, np.log(bw[tuple(idx.T)]), np.log(np.maximum(lw, 0.0)),
+                       index[start])
