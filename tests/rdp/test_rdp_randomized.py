@@ -30,11 +30,12 @@ def test_full_budget_reproduces_exact_chain_values(k1, k2):
     em, tr, emb = _chain(1, 2, 5, 5)
     lengths = torch.tensor([5, 3])
     gen = torch.Generator().manual_seed(0)
-    for trans, kw in ((tr, {}), (None, {"state_embeddings": emb})):
+    per_step = torch.randn(2, 4, 5, 5, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    for trans, kw in ((tr, {}), (per_step, {}), (None, {"state_embeddings": emb})):
         exact_z = rdp.chain_log_partition(em, trans, lengths, **kw)
         exact_h = rdp.chain_entropy(em, trans, lengths, **kw)
         est = rdp.randomized_chain_log_partition(em, trans, k1=k1, k2=k2, generator=gen, lengths=lengths,
-                                                 proposal="local", **kw)
+                                                 proposal="local+global", **kw)
         ent = rdp.randomized_chain_entropy(em, trans, k1=k1, k2=k2, generator=gen, lengths=lengths, **kw)
         assert torch.allclose(est, exact_z, atol=1e-10)
         assert torch.allclose(ent, exact_h, atol=1e-10)
@@ -73,19 +74,24 @@ def test_randomized_gumbel_sample_shapes_and_support():
     assert (s.relaxed > 0).sum(-1).max() <= 5  # mass only on the K1 + K2 chosen states
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("seed,proposal,k1,k2", [(0, "local+global", 2, 2), (1, "uniform", 1, 3),
-                                                 (2, "local", 0, 2)])
-def test_linear_space_forward_is_unbiased_for_z(seed, proposal, k1, k2):
+@pytest.mark.parametrize("seed,proposal,k1,k2,per_step", [(0, "local+global", 2, 2, False),
+                                                          (1, "uniform", 1, 3, False), (2, "local", 0, 2, False),
+                                                          (3, "global", 2, 1, True)])
+def test_linear_space_forward_is_unbiased_for_z(seed, proposal, k1, k2, per_step):
     """Mean of 2000 linear-space estimates within 4 standard errors of Z (Theorem A.1); the mean of
     the log-space estimates does not exceed log Z beyond 4 standard errors (Jensen)."""
     reps, n, t = 2000, 8, 5
     em, _, emb = _chain(seed, 1, t, n)
-    exact = float(rdp.chain_log_partition(em, state_embeddings=emb))
+    trans, kw = None, {"state_embeddings": emb}
+    if per_step:  # full per-step transitions, one (T-1, N, N) copy per batch row
+        trans, kw = torch.randn(1, t - 1, n, n, dtype=torch.float64, generator=torch.Generator().manual_seed(9)), {}
+    exact = float(rdp.chain_log_partition(em, trans, **kw))
     gen = torch.Generator().manual_seed(seed)
     batch = em.expand(reps, -1, -1)  # one independent draw of the index sets per batch row
-    z = rdp.randomized_chain_log_partition(batch, state_embeddings=emb, k1=k1, k2=k2, proposal=proposal,
-                                           space="linear", log_scale=exact, generator=gen).numpy()
+    if per_step:
+        trans = trans.expand(reps, -1, -1, -1)
+    z = rdp.randomized_chain_log_partition(batch, trans, k1=k1, k2=k2, proposal=proposal, space="linear",
+                                           log_scale=exact, generator=gen, **kw).numpy()
     assert_close_in_se(z.mean(), 1.0, se=z.std(ddof=1) / math.sqrt(reps), k=4, what="mean Z-hat / Z")
     log_z = np.log(z) + exact
     assert log_z.mean() <= exact + 4 * log_z.std(ddof=1) / math.sqrt(reps)
@@ -113,7 +119,6 @@ def test_unweighted_sampling_is_detected_as_biased():
         assert_close_in_se(bad.mean(), 1.0, se=bad.std(ddof=1) / math.sqrt(reps), k=4)
 
 
-@pytest.mark.slow
 def test_randomized_inside_linear_space_is_unbiased():
     """Mean of 2000 linear-space randomized Inside estimates within 4 standard errors of Z."""
     reps = 2000
