@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple
 
+from samplers.validation import check_float, check_int
+
 from ._checks import as_potentials, check_generator, check_lengths
 from ._torch import torch
 from .transitions import ChainTransitions
@@ -304,8 +306,6 @@ def chain_gumbel_sample(emissions: Any, transitions: Any = None, lengths: Any = 
     GumbelSample
         ``hard`` (B, T) exact posterior draw, ``relaxed`` (B, T, N).
     """
-    from samplers.validation import check_float
-
     tau = check_float(tau, "tau", low=0.0, low_open=True)
     emissions, trans, lengths = prepare_chain(emissions, transitions, state_embeddings, lengths)
     generator = check_generator(generator, emissions.device)
@@ -328,8 +328,6 @@ def chain_exact_reference(emissions: Any, transitions: Any = None, lengths: Any 
     dict
         ``{"log_partition": (B,), "entropy": (B,)}`` (entropy only when ``entropy=True``).
     """
-    from samplers.validation import check_int
-
     chunk_size = check_int(chunk_size, "chunk_size", low=1)
     with torch.no_grad():
         emissions, trans, lengths = prepare_chain(emissions, transitions, state_embeddings, lengths)
