@@ -181,13 +181,11 @@ class Grammar:
         triples = triples[keep]
         logw = np.empty(len(triples))
         lex = np.empty((n, v))
+        tiny = 1e-300
         for a in range(n):
             rows = np.flatnonzero(triples[:, 0] == a)
-            logw[rows] = np.log(rng.dirichlet(np.full(len(rows), alpha)) * (1.0 - share))
-            lex[a] = np.log(rng.dirichlet(np.full(v, alpha)) * share)
-        with np.errstate(divide="ignore"):
-            logw = np.maximum(logw, np.log(1e-300))
-            lex = np.maximum(lex, np.log(1e-300))
+            logw[rows] = np.log(np.maximum(rng.dirichlet(np.full(len(rows), alpha)), tiny) * (1.0 - share))
+            lex[a] = np.log(np.maximum(rng.dirichlet(np.full(v, alpha)), tiny) * share)
         names = ["S"] + [f"N{i}" for i in range(1, n)]
         return cls(tuple(names), tuple(f"w{i}" for i in range(v)), triples, logw, lex, 0)
 
