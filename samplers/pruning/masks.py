@@ -71,16 +71,24 @@ def _always_kept(keep: np.ndarray) -> np.ndarray:
     return keep
 
 
-def threshold_mask(span_scores, threshold: float) -> np.ndarray:
+def threshold_mask(span_scores, threshold: float, backbone=None) -> np.ndarray:
     """Fixed coarse-to-fine style mask: keep spans whose score (a posterior) is >= ``threshold``.
 
-    One-word spans and the whole sentence are always kept.
+    One-word spans, the whole sentence and the spans of ``backbone`` (optional boolean
+    ``(n+1, n+1)``, e.g. the constituents of the coarse Viterbi tree, so the mask keeps a tree)
+    are always kept.
     """
     scores = as_float_array(span_scores, "span_scores", ndim=2)
     if scores.shape[0] != scores.shape[1] or scores.shape[0] < 2:
         raise ValueError(f"span_scores must be square (n+1, n+1), got {scores.shape}")
     threshold = check_float(threshold, "threshold", low=0.0)
-    return _always_kept(scores >= threshold)
+    keep = scores >= threshold
+    if backbone is not None:
+        backbone = np.asarray(backbone, dtype=bool)
+        if backbone.shape != keep.shape:
+            raise ValueError(f"backbone must have shape {keep.shape}, got {backbone.shape}")
+        keep |= backbone
+    return _always_kept(keep)
 
 
 def coarse_span_posteriors(grammar: Grammar, words, coarse: Grammar | None = None) -> np.ndarray:
@@ -90,8 +98,8 @@ def coarse_span_posteriors(grammar: Grammar, words, coarse: Grammar | None = Non
 
 
 def default_coarse(grammar: Grammar) -> Grammar:
-    """The projection of ``grammar`` onto ``max(1, N // 4)`` coarse symbols (fine symbol A -> A mod k)."""
-    k = max(1, grammar.n_nonterminals // 4)
+    """The projection of ``grammar`` onto ``max(1, N // 2)`` coarse symbols (fine symbol A -> A mod k)."""
+    k = max(1, grammar.n_nonterminals // 2)
     return grammar.project(np.arange(grammar.n_nonterminals) % k)
 
 
@@ -122,9 +130,18 @@ def figure_of_merit_scores(grammar: Grammar, words, coarse: Grammar | None = Non
         return np.exp(fom)
 
 
-def figure_of_merit_mask(grammar: Grammar, words, threshold: float, coarse: Grammar | None = None) -> np.ndarray:
+def figure_of_merit_mask(grammar: Grammar, words, threshold: float, coarse: Grammar | None = None,
+                         backbone=None) -> np.ndarray:
     """Keep spans whose :func:`figure_of_merit_scores` is >= ``threshold`` (plus the always-kept spans)."""
-    return threshold_mask(figure_of_merit_scores(grammar, words, coarse), threshold)
+    return threshold_mask(figure_of_merit_scores(grammar, words, coarse), threshold, backbone)
+
+
+def viterbi_backbone(grammar: Grammar, words) -> np.ndarray:
+    """Constituent indicator ``(n+1, n+1)`` of the Viterbi tree of ``grammar`` (e.g. a coarse grammar)."""
+    from .chart import tree_spans, viterbi
+
+    ids = grammar.encode(words)
+    return tree_spans(viterbi(grammar, ids)[1], len(ids))
 
 
 def kept_fraction(mask) -> float:
@@ -134,5 +151,5 @@ def kept_fraction(mask) -> float:
     return float(keep[iu].mean())
 
 
-__all__ = ["ambiguous_spans", "coarse_span_posteriors", "create_mask", "default_coarse", "figure_of_merit_mask",
+__all__ = ["viterbi_backbone", "ambiguous_spans", "coarse_span_posteriors", "create_mask", "default_coarse", "figure_of_merit_mask",
            "figure_of_merit_scores", "full_mask", "kept_fraction", "threshold_mask"]
