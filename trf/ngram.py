@@ -1,0 +1,397 @@
+"""Counting-based n-gram language models: interpolated modified Kneser-Ney and Witten-Bell.
+
+Both models work over integer token sequences (sentences of ids in ``[0, vocab_size)``) and predict
+the ``vocab_size + 1`` symbols "words plus end-of-sentence": every sentence ``w_1 .. w_L`` is scored
+as ``p(w_1 | <s>) ... p(w_L | ...) p(</s> | ...)``, so a sentence contributes ``L + 1`` predicted
+tokens (one end-of-sentence per sentence; the same convention as the TRF language models in
+``trf.lm``).  Histories are truncated at the sentence start: a single ``<s>`` is context only and
+is never predicted.
+
+Counting is done in NumPy.  Every n-gram "window" of length ``k`` gets an integer id at level
+``k``; the key of a window is ``id(prefix) * B + last_token`` with ``B = vocab_size + 2`` (words,
+``</s>``, ``<s>``), so keys fit in int64 for any corpus size, and lookups are binary searches
+(``np.searchsorted``) over sorted keys.
+
+Models
+------
+* :class:`KneserNey` -- interpolated modified Kneser-Ney (Chen & Goodman 1999, Eq. 17 and 26 of
+  their report): three discounts per order estimated from counts-of-counts, continuation counts
+  ``N1+(. g)`` below the highest order (raw counts for n-grams that start with ``<s>``), and a
+  uniform distribution over words plus ``</s>`` below the unigram.
+* :class:`WittenBell` -- interpolated Witten-Bell: ``p(w|h) = (c(h,w) + T(h) p(w|h')) /
+  (c(h) + T(h))`` with ``T(h)`` the number of distinct successors of ``h``.
+
+Both are exactly normalised over the ``vocab_size + 1`` predicted symbols for every history
+(seen or not); ``tests/trf_lm/test_trf_lm_ngram.py`` checks it.  A character trigram baseline is
+``WittenBell(order=3).fit(words_as_char_ids, n_chars)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from samplers.validation import as_int_array, check_int
+
+__all__ = ["NGramModel", "KneserNey", "WittenBell", "perplexity"]
+
+NGRAM_ORDERS = (2, 3, 4, 5)
+
+
+@dataclass
+class _Level:
+    """Counts of all windows of one length ``k`` (``k >= 2``).
+
+    ``keys`` are sorted ``prefix_id * B + last_token``; ``weight`` is the count the model uses
+    (raw or continuation count); the per-context arrays are indexed by the level ``k - 1`` id of
+    the prefix.
+    """
+
+    keys: np.ndarray           # int64 (n_k,)
+    weight: np.ndarray         # float64 (n_k,), count used for this level (KN: adjusted)
+    ctx_total: np.ndarray      # float64 (n_{k-1},), sum of weights with that prefix
+    ctx_backoff: np.ndarray    # float64 (n_{k-1},), mass numerator given to the lower order
+
+
+def _pad_corpus(sentences: Iterable[Sequence[int]], vocab_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Concatenate ``<s> w_1 .. w_L </s>`` for every sentence; return tokens and in-sentence offsets."""
+    eos, bos = vocab_size, vocab_size + 1
+    tokens: list[np.ndarray] = []
+    n_sent = 0
+    for index, sentence in enumerate(sentences):
+        arr = as_int_array(sentence, f"sentences[{index}]", ndim=1, low=0, high=vocab_size)
+        tokens.append(np.concatenate(([bos], arr, [eos])))
+        n_sent += 1
+    if n_sent == 0:
+        raise ValueError("sentences must contain at least one sentence, got an empty corpus")
+    seq = np.concatenate(tokens).astype(np.int64)
+    lengths = np.fromiter((t.size for t in tokens), dtype=np.int64, count=len(tokens))
+    starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
+    return seq, np.arange(seq.size, dtype=np.int64) - starts
+
+
+class NGramModel:
+    """Base class: window counting, lookups and the interpolation recursion.
+
+    Subclasses choose the count each level uses (:meth:`_level_weights`) and the mass given to the
+    lower order (:meth:`_backoff_numerators`).
+
+    Parameters
+    ----------
+    order : int
+        n-gram order, 2 to 5.
+    """
+
+    kind = "ngram"
+
+    def __init__(self, order: int = 3) -> None:
+        self.order = check_int(order, "order", low=NGRAM_ORDERS[0], high=NGRAM_ORDERS[-1])
+        self.vocab_size: int | None = None
+        self._levels: list[_Level] = []
+        self._unigram: np.ndarray | None = None  # float64 (V+1,), p_1 over words + </s>
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, sentences: Iterable[Sequence[int]], vocab_size: int) -> "NGramModel":
+        """Count n-grams of a training corpus.
+
+        Parameters
+        ----------
+        sentences : iterable of int sequences
+            Token ids in ``[0, vocab_size)``; ``</s>`` is added to each sentence.
+        vocab_size : int
+            Number of word ids (the model predicts ``vocab_size + 1`` symbols).
+
+        Returns
+        -------
+        self
+        """
+        self.vocab_size = check_int(vocab_size, "vocab_size", low=1)
+        seq, pos = _pad_corpus(sentences, self.vocab_size)
+        base = self.vocab_size + 2
+        n = self.order
+        ids = [None, seq]                 # ids[k][i]: level-k id of the window ending at i, or -1
+        keys = [None, None]
+        suffix = [None, None]             # suffix[k][j]: level-(k-1) id of window j's suffix
+        raw = [None, np.bincount(seq[pos >= 1], minlength=base).astype(np.float64)]
+        starts_bos = [None, np.arange(base) == self.vocab_size + 1]
+        for k in range(2, n + 1):
+            valid = np.flatnonzero(pos >= k - 1)
+            key = ids[k - 1][valid - 1] * base + seq[valid]
+            uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+            level_ids = np.full(seq.size, -1, dtype=np.int64)
+            level_ids[valid] = inverse
+            ids.append(level_ids)
+            keys.append(uniq)
+            suffix.append(ids[k - 1][valid[first]])
+            raw.append(np.bincount(inverse, minlength=uniq.size).astype(np.float64))
+            starts_bos.append(starts_bos[k - 1][uniq // base])
+        continuation = [None] + [np.bincount(suffix[k + 1], minlength=raw[k].size).astype(np.float64)
+                                 for k in range(1, n)] + [None]
+        weights = [None] + [self._level_weights(k, raw[k], continuation[k], starts_bos[k]) for k in range(1, n + 1)]
+        self._fit_levels(keys, weights, base)
+        return self
+
+    def _fit_levels(self, keys: list, weights: list, base: int) -> None:
+        V1 = self.vocab_size + 1
+        w1 = weights[1][:V1]
+        total = w1.sum()
+        backoff = self._backoff_numerators(1, w1, np.zeros(w1.size, dtype=np.int64), 1)[0]
+        self._unigram = (self._discounted(1, w1) + backoff / V1) / total
+        self._levels = [None, None]
+        for k in range(2, self.order + 1):
+            prefix = keys[k] // base
+            n_ctx = keys[k - 1].size if k > 2 else base
+            ctx_total = np.bincount(prefix, weights=weights[k], minlength=n_ctx)
+            ctx_backoff = self._backoff_numerators(k, weights[k], prefix, n_ctx)
+            self._levels.append(_Level(keys[k], self._discounted(k, weights[k]), ctx_total, ctx_backoff))
+
+    # -------------------------------------------------------------- subclass API
+    def _level_weights(self, k, raw, continuation, starts_bos) -> np.ndarray:  # pragma: no cover
+        raise NotImplementedError
+
+    def _discounted(self, k: int, weight: np.ndarray) -> np.ndarray:  # pragma: no cover
+        raise NotImplementedError
+
+    def _backoff_numerators(self, k, weight, prefix, n_ctx) -> np.ndarray:  # pragma: no cover
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ scoring
+    def _check_fitted(self) -> None:
+        if self._unigram is None:
+            raise ValueError("the n-gram model is not fitted; call fit(sentences, vocab_size) first")
+
+    def _lookup(self, k: int, prefix_ids: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+        """Level-``k`` ids of windows ``prefix + token`` (``-1`` when unseen or prefix unseen)."""
+        base = self.vocab_size + 2
+        keys = self._levels[k].keys
+        key = prefix_ids * base + tokens
+        where = np.searchsorted(keys, key)
+        where = np.minimum(where, keys.size - 1)
+        found = (prefix_ids >= 0) & (keys[where] == key)
+        return np.where(found, where, -1)
+
+    def _interpolate(self, contexts: list[np.ndarray], tokens: np.ndarray) -> np.ndarray:
+        """Probabilities of ``tokens`` given per-level context ids (``contexts[k]`` at level k-1)."""
+        prob = self._unigram[tokens]
+        for k in range(2, len(contexts)):
+            level = self._levels[k]
+            ctx = contexts[k]
+            window = self._lookup(k, ctx, tokens)
+            seen = ctx >= 0
+            safe_ctx = np.where(seen, ctx, 0)
+            total = level.ctx_total[safe_ctx]
+            seen &= total > 0
+            discounted = np.where(window >= 0, level.weight[np.maximum(window, 0)], 0.0)
+            mixed = (discounted + level.ctx_backoff[safe_ctx] * prob) / np.where(seen, total, 1.0)
+            prob = np.where(seen, mixed, prob)
+        return prob
+
+    def token_log_probs(self, sentences: Iterable[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+        """Natural-log probability of every predicted token (words and one ``</s>`` per sentence).
+
+        Returns
+        -------
+        log_probs : float64 array (n_tokens,)
+        sentence_index : int64 array (n_tokens,)
+            Which sentence each token belongs to.
+        """
+        self._check_fitted()
+        seq, pos = _pad_corpus(sentences, self.vocab_size)
+        sentence_index = np.cumsum(pos == 0) - 1
+        predicted = np.flatnonzero(pos >= 1)
+        tokens = seq[predicted]
+        # contexts[k][j]: level-(k-1) id of the k-1 tokens before predicted token j.
+        history_ids = seq.copy()                   # level-1 ids are the tokens themselves
+        contexts: list[np.ndarray] = [None, None, seq[predicted - 1]]
+        for k in range(3, self.order + 1):
+            nxt = np.full(seq.size, -1, dtype=np.int64)
+            ok = np.flatnonzero(pos >= k - 2)
+            nxt[ok] = self._lookup(k - 1, history_ids[ok - 1], seq[ok])
+            history_ids = nxt
+            contexts.append(history_ids[predicted - 1])
+        prob = self._interpolate(contexts, tokens)
+        return np.log(prob), sentence_index[predicted]
+
+    def log_prob(self, sentences: Iterable[Sequence[int]]) -> np.ndarray:
+        """Natural-log probability of each sentence including its ``</s>``, shape ``(n_sentences,)``."""
+        token_lp, sentence_index = self.token_log_probs(sentences)
+        return np.bincount(sentence_index, weights=token_lp)
+
+    def next_log_probs(self, history: Sequence[int]) -> np.ndarray:
+        """Log-probabilities of all ``vocab_size + 1`` next symbols (index ``vocab_size`` is ``</s>``).
+
+        ``history`` holds word ids after ``<s>``; only its last ``order - 1`` symbols matter.
+        """
+        self._check_fitted()
+        hist = as_int_array(history, "history", ndim=1, low=0, high=self.vocab_size)
+        padded = np.concatenate(([self.vocab_size + 1], hist))[-(self.order - 1):]
+        tokens = np.arange(self.vocab_size + 1, dtype=np.int64)
+        contexts: list[np.ndarray] = [None, None]
+        prefix = np.int64(-1)
+        for k in range(2, self.order + 1):
+            if k - 1 > padded.size:
+                contexts.append(np.full(tokens.size, -1, dtype=np.int64))
+                continue
+            window = padded[padded.size - (k - 1):]
+            prefix = np.int64(window[0])
+            for j in range(1, window.size):
+                prefix = self._lookup(j + 1, np.array([prefix]), np.array([window[j]]))[0]
+            contexts.append(np.full(tokens.size, prefix, dtype=np.int64))
+        return np.log(self._interpolate(contexts, tokens))
+
+    def n_ngrams(self) -> dict[int, int]:
+        """Number of stored n-grams per order (order 1: words plus ``</s>``)."""
+        self._check_fitted()
+        return {1: self.vocab_size + 1, **{k: int(self._levels[k].keys.size) for k in range(2, self.order + 1)}}
+
+    # ------------------------------------------------------------- persistence
+    def to_arrays(self) -> tuple[dict[str, np.ndarray], dict]:
+        """Flat arrays and metadata describing the fitted model (for ``trf.io``-style files)."""
+        self._check_fitted()
+        arrays = {"unigram": self._unigram}
+        for k in range(2, self.order + 1):
+            level = self._levels[k]
+            arrays.update({f"keys{k}": level.keys, f"weight{k}": level.weight,
+                           f"ctx_total{k}": level.ctx_total, f"ctx_backoff{k}": level.ctx_backoff})
+        meta = {"model": type(self).__name__, "order": self.order, "vocab_size": self.vocab_size}
+        return arrays, meta
+
+    @classmethod
+    def from_arrays(cls, arrays: dict, meta: dict) -> "NGramModel":
+        """Inverse of :meth:`to_arrays`; ``meta['model']`` picks the subclass."""
+        classes = {c.__name__: c for c in (KneserNey, WittenBell)}
+        name = meta.get("model")
+        if name not in classes:
+            raise ValueError(f"meta['model'] must be one of {sorted(classes)}, got {name!r}")
+        model = classes[name](order=int(meta["order"]))
+        model.vocab_size = int(meta["vocab_size"])
+        model._unigram = np.asarray(arrays["unigram"], dtype=np.float64)
+        model._levels = [None, None]
+        for k in range(2, model.order + 1):
+            model._levels.append(_Level(*(np.asarray(arrays[f"{field}{k}"]) for field in
+                                          ("keys", "weight", "ctx_total", "ctx_backoff"))))
+        return model
+
+    def save(self, path) -> None:
+        """Write the model to ``path`` (``.npz``) atomically."""
+        from trf.lm.store import save_arrays
+
+        arrays, meta = self.to_arrays()
+        save_arrays(path, arrays, meta, kind="ngram")
+
+    @staticmethod
+    def load(path) -> "NGramModel":
+        """Read a model written by :meth:`save`; clear errors for missing, truncated or foreign files."""
+        from trf.lm.store import load_arrays
+
+        arrays, meta = load_arrays(path, kind="ngram")
+        return NGramModel.from_arrays(arrays, meta)
+
+
+class KneserNey(NGramModel):
+    """Interpolated modified Kneser-Ney smoothing (Chen & Goodman 1999).
+
+    ``p_k(w|h) = (a(hw) - D_k(a(hw)))^+ / S(h) + gamma(h) p_{k-1}(w|h')`` with
+    ``gamma(h) = (D_k1 N1(h.) + D_k2 N2(h.) + D_k3+ N3+(h.)) / S(h)``; ``a`` is the raw count at
+    the highest order and for n-grams starting with ``<s>``, the continuation count ``N1+(. g)``
+    otherwise.  Discounts per order: ``Y = n1/(n1 + 2 n2)``, ``D_r = r - (r+1) Y n_{r+1}/n_r``,
+    clipped to ``[0, r]`` (degenerate counts-of-counts fall back to ``D_r = min(r, 0.5 r)``).
+
+    Examples
+    --------
+    >>> lm = KneserNey(order=3).fit([[0, 1, 2], [0, 2]], vocab_size=3)
+    >>> float(np.exp(lm.next_log_probs([0])).sum())  # doctest: +ELLIPSIS
+    1.0...
+    """
+
+    def __init__(self, order: int = 5) -> None:
+        super().__init__(order)
+        self.discounts: dict[int, np.ndarray] = {}
+
+    def fit(self, sentences: Iterable[Sequence[int]], vocab_size: int) -> "KneserNey":
+        self.discounts = {}
+        return super().fit(sentences, vocab_size)
+
+    fit.__doc__ = NGramModel.fit.__doc__
+
+    def _level_weights(self, k, raw, continuation, starts_bos):
+        if k == self.order:
+            return raw
+        return np.where(starts_bos, raw, continuation)
+
+    @staticmethod
+    def _estimate_discounts(weight: np.ndarray) -> np.ndarray:
+        counts = np.rint(weight).astype(np.int64)
+        n = np.bincount(counts[(counts >= 1) & (counts <= 4)], minlength=5).astype(np.float64)
+        discounts = np.array([0.5, 1.0, 1.5])
+        if n[1] > 0 and n[2] > 0:
+            y = n[1] / (n[1] + 2 * n[2])
+            for r in (1, 2, 3):
+                if n[r] > 0:
+                    discounts[r - 1] = r - (r + 1) * y * n[r + 1] / n[r]
+        return np.clip(discounts, 0.0, np.array([1.0, 2.0, 3.0]))
+
+    def _discount_of(self, k: int, weight: np.ndarray) -> np.ndarray:
+        if k not in self.discounts:
+            self.discounts[k] = self._estimate_discounts(weight)
+        d = self.discounts[k]
+        return np.where(weight <= 0, 0.0, d[np.clip(np.rint(weight).astype(np.int64), 1, 3) - 1])
+
+    def _discounted(self, k, weight):
+        return np.maximum(weight - self._discount_of(k, weight), 0.0)
+
+    def _backoff_numerators(self, k, weight, prefix, n_ctx):
+        return np.bincount(prefix, weights=self._discount_of(k, weight), minlength=n_ctx)
+
+    def to_arrays(self):
+        arrays, meta = super().to_arrays()
+        meta["discounts"] = {str(k): v.tolist() for k, v in self.discounts.items()}
+        return arrays, meta
+
+
+class WittenBell(NGramModel):
+    """Interpolated Witten-Bell smoothing.
+
+    ``p_k(w|h) = (c(hw) + T(h) p_{k-1}(w|h')) / (c(h) + T(h))`` with ``T(h)`` the number of
+    distinct symbols seen after ``h``; below the unigram, a uniform law over words plus ``</s>``.
+    ``WittenBell(order=3)`` over character ids is the character-trigram baseline of the TRF paper.
+
+    Examples
+    --------
+    >>> lm = WittenBell(order=2).fit([[0, 1], [1]], vocab_size=2)
+    >>> float(np.exp(lm.next_log_probs([1])).sum())  # doctest: +ELLIPSIS
+    1.0...
+    """
+
+    def __init__(self, order: int = 3) -> None:
+        super().__init__(order)
+
+    def _level_weights(self, k, raw, continuation, starts_bos):
+        return raw
+
+    def _discounted(self, k, weight):
+        return weight
+
+    def _backoff_numerators(self, k, weight, prefix, n_ctx):
+        return np.bincount(prefix, weights=(weight > 0).astype(np.float64), minlength=n_ctx)
+
+    def _fit_levels(self, keys, weights, base):
+        # c(h) + T(h) is the normaliser: fold T(h) into the stored context totals.
+        super()._fit_levels(keys, weights, base)
+        V1 = self.vocab_size + 1
+        w1 = weights[1][:V1]
+        t1 = float(np.count_nonzero(w1))
+        self._unigram = (w1 + t1 / V1) / (w1.sum() + t1)
+        for level in self._levels[2:]:
+            level.ctx_total = level.ctx_total + level.ctx_backoff
+
+
+def perplexity(log_probs: np.ndarray, n_tokens: int) -> float:
+    """Per-token perplexity ``exp(-sum(log p) / n_tokens)``.
+
+    ``n_tokens`` counts words plus one end-of-sentence per sentence (the convention of this package).
+    """
+    n_tokens = check_int(n_tokens, "n_tokens", low=1)
+    return float(np.exp(-np.sum(log_probs) / n_tokens))
