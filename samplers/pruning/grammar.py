@@ -54,6 +54,7 @@ class Grammar:
     binary_log_weights: np.ndarray
     lexical_log_weights: np.ndarray
     start: int
+    coarse_mapping: tuple | None = None
 
     # -- construction ------------------------------------------------------------------------
     def __post_init__(self) -> None:
@@ -188,6 +189,43 @@ class Grammar:
             lex[a] = np.log(np.maximum(rng.dirichlet(np.full(v, alpha)), tiny) * share)
         names = ["S"] + [f"N{i}" for i in range(1, n)]
         return cls(tuple(names), tuple(f"w{i}" for i in range(v)), triples, logw, lex, 0)
+
+    @classmethod
+    def random_split(cls, n_coarse: int, n_splits: int, n_terminals: int, *, noise: float = 1.0,
+                     concentration: float = 0.05, lexical_share: float = 0.4, rule_density: float = 0.5,
+                     seed=None) -> "Grammar":
+        """A latent-annotation style PCFG: each symbol of a random coarse PCFG split into ``n_splits``.
+
+        Fine rule weights are the coarse ones times ``exp(noise * z)`` (z standard normal),
+        renormalised per parent.  ``coarse_mapping`` records fine -> coarse symbol, so the coarse
+        grammar (``project(coarse_mapping)``) is a good cheap model for M' and fixed masks, as in
+        coarse-to-fine parsing.  ``concentration`` controls the ambiguity of the coarse grammar.
+        """
+        base = cls.random(n_coarse, n_terminals, rule_density=rule_density, concentration=concentration,
+                          lexical_share=lexical_share, seed=seed)
+        s = check_int(n_splits, "n_splits", low=1)
+        noise = check_float(noise, "noise", low=0.0)
+        rng = as_generator(seed if isinstance(seed, np.random.Generator) else
+                           None if seed is None else np.random.SeedSequence([int(seed), 1]))
+        n = n_coarse * s
+        fine_of = np.arange(n) // s
+        r = base.binary_rules
+        rows, logw = [], []
+        for a in range(n):
+            for t in range(base.rule_offsets[fine_of[a]], base.rule_offsets[fine_of[a] + 1]):
+                for b in range(s):
+                    for c in range(s):
+                        rows.append((a, r[t, 1] * s + b, r[t, 2] * s + c))
+                        logw.append(base.binary_log_weights[t] - 2 * np.log(s) + noise * rng.normal())
+        rows, logw = np.array(rows, dtype=np.int64), np.array(logw)
+        lex = base.lexical_log_weights[fine_of] + noise * rng.normal(size=(n, n_terminals))
+        for a in range(n):  # renormalise each parent to the coarse parent's total probability (1)
+            sel = rows[:, 0] == a
+            total = np.logaddexp(np.logaddexp.reduce(logw[sel]), np.logaddexp.reduce(lex[a]))
+            logw[sel] -= total
+            lex[a] -= total
+        names = ["S"] + [f"N{fine_of[i]}_{i % s}" for i in range(1, n)]
+        return cls(tuple(names), base.terminals, rows, logw, lex, 0, tuple(int(x) for x in fine_of))
 
     # -- queries ------------------------------------------------------------------------------
     @property

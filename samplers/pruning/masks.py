@@ -98,7 +98,11 @@ def coarse_span_posteriors(grammar: Grammar, words, coarse: Grammar | None = Non
 
 
 def default_coarse(grammar: Grammar) -> Grammar:
-    """The projection of ``grammar`` onto ``max(1, N // 2)`` coarse symbols (fine symbol A -> A mod k)."""
+    """The cheap model for M' and fixed masks: ``grammar.project(grammar.coarse_mapping)`` when the grammar
+    records one (:meth:`Grammar.random_split`), else the projection onto ``max(1, N // 2)`` symbols
+    (fine symbol A -> A mod k)."""
+    if grammar.coarse_mapping is not None:
+        return grammar.project(grammar.coarse_mapping)
     k = max(1, grammar.n_nonterminals // 2)
     return grammar.project(np.arange(grammar.n_nonterminals) % k)
 

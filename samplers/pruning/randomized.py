@@ -156,6 +156,23 @@ class PCFGPruningModel:
         return self._indicator(sample_trees(self.grammar, self.words, 1, inside=ins, seed=seed)[0])
 
 
+def high_confidence_set(spans: np.ndarray, scores: np.ndarray, confidence: float, max_size: int,
+                        compatible: bool = True) -> np.ndarray:
+    """Indices of M': greedily, by decreasing score >= ``confidence``, spans crossing none already taken.
+
+    Mutually compatible spans can all be constituents of one tree, so positive assignments of
+    many of them can hold at once, which is what makes the masks aggressive (Sec. 3.2).
+    """
+    chosen: list[int] = []
+    for idx in np.argsort(-scores, kind="stable"):
+        if len(chosen) >= max_size or scores[idx] < confidence:
+            break
+        i, k = spans[idx]
+        if not compatible or all(not (a < i < b < k or i < a < k < b) for a, b in spans[chosen]):
+            chosen.append(int(idx))
+    return np.sort(np.array(chosen, dtype=np.int64))
+
+
 class RandomizedPruningResult(NamedTuple):
     """Output of :func:`randomized_pruning`.
 
@@ -177,7 +194,8 @@ class RandomizedPruningResult(NamedTuple):
 
 def randomized_pruning(grammar: Grammar, words, n_masks: int, *, seed=None, burn_in: int = 0,
                        coarse: Grammar | None = None, span_scores=None, confidence: float = 0.05,
-                       max_candidates: int | None = None, record: bool = False) -> RandomizedPruningResult:
+                       max_candidates: int | None = None, compatible: bool = True,
+                       record: bool = False) -> RandomizedPruningResult:
     """Expected span and rule counts by randomized pruning (Algorithm 1, accelerated averaging).
 
     Parameters
@@ -195,8 +213,14 @@ def randomized_pruning(grammar: Grammar, words, n_masks: int, *, seed=None, burn
     confidence : float in [0, 1]
         Only ambiguous spans with score >= ``confidence`` enter M'.
     max_candidates : int, optional
-        M' keeps at most this many of them, the highest-scoring (default ``n - 2``, the number of
-        ambiguous constituents of one binary tree).
+        M' keeps at most this many of them (default ``n - 2``, the number of ambiguous
+        constituents of one binary tree), chosen greedily by score among mutually non-crossing
+        spans (see :func:`high_confidence_set`).
+    compatible : bool
+        Require the spans of M' to be mutually non-crossing (default).  ``False`` takes the top
+        scores as they come; with ``confidence=0`` and ``max_candidates`` >= the number of
+        ambiguous spans, M' = M and the masks are as aggressive as possible (about 2/3 of the
+        current tree's constituents are selected positives each iteration).
     record : bool
         Keep every iteration's soft counts in the trace.
 
@@ -228,8 +252,7 @@ def randomized_pruning(grammar: Grammar, words, n_masks: int, *, seed=None, burn
     model = PCFGPruningModel(grammar, ids, init_scores=scores)
     max_candidates = max(n - 2, 0) if max_candidates is None else check_int(max_candidates, "max_candidates", low=0)
     cand_scores = scores[model.spans[:, 0], model.spans[:, 1]]
-    order = np.argsort(-cand_scores, kind="stable")[:max_candidates]
-    candidates = np.sort(order[cand_scores[order] >= confidence])
+    candidates = high_confidence_set(model.spans, cand_scores, confidence, max_candidates, compatible)
     chain = run_auxvar_chain(model, candidates, n_masks, burn_in=burn_in, seed=seed, record=record)
     post, counts, lexc = chain.averages
     return RandomizedPruningResult(Expectations(float("nan"), post, counts, lexc), chain.trace,

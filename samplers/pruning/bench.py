@@ -1,0 +1,129 @@
+"""Harness suites for randomized pruning: ``pruning-quick`` and ``pruning-bias``.
+
+Problems are sentences under latent-annotation style random PCFGs (:meth:`Grammar.random_split`);
+the target ``"counts"`` is the vector of span posteriors and expected binary-rule counts
+(:meth:`Expectations.vector`) computed exactly by inside-outside.  Estimators:
+
+* ``randomized`` — :func:`randomized_pruning`, budget = number of masks;
+* ``fixed-posterior`` — one coarse-to-fine mask (coarse span posterior >= threshold), budget =
+  threshold level L (threshold ``0.5 * 10^{-(L-1)/2}``: larger L, less pruning);
+* ``fixed-fom`` — one tic-tac-toe style figure-of-merit mask, same threshold levels;
+* ``exact`` — exact inside-outside (budget 1), the time reference.
+
+Per-run L2 error against the exact vector and wall time give the paper's Fig. 4(c, d) axes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..harness import Estimator, Problem, Suite
+from .chart import expected_counts
+from .grammar import Grammar
+from .masks import coarse_span_posteriors, default_coarse, figure_of_merit_scores, threshold_mask, viterbi_backbone
+from .randomized import randomized_pruning
+
+
+class SentenceProblem(Problem):
+    """One sentence under a PCFG; exact target ``counts`` by inside-outside."""
+
+    def __init__(self, name: str, grammar: Grammar, words: list[str]):
+        self.name = name
+        self.grammar = grammar
+        self.words = list(words)
+        self.provenance = "exact inside-outside (all-keep mask)"
+
+    def exact(self) -> dict[str, Any]:
+        return {"counts": expected_counts(self.grammar, self.words).vector()}
+
+    def size(self) -> dict[str, int]:
+        return {"length": len(self.words), "nonterminals": self.grammar.n_nonterminals,
+                "binary_rules": self.grammar.n_binary}
+
+
+def level_threshold(level: int) -> float:
+    """Threshold of fixed-mask level ``level`` (1 = most aggressive): ``0.5 * 10^{-(level-1)/2}``."""
+    return 0.5 * 10.0 ** (-(level - 1) / 2)
+
+
+class RandomizedPruningEstimator(Estimator):
+    """Randomized pruning, budget = number of masks averaged."""
+
+    budget_label = "masks"
+
+    def __init__(self, name: str = "randomized", **options: Any):
+        self.name = name
+        self.options = options
+
+    def estimate(self, problem, budget: int, seed: int) -> dict[str, Any]:
+        res = randomized_pruning(problem.grammar, problem.words, budget, seed=seed, **self.options)
+        return {"counts": res.expectations.vector()}
+
+
+class FixedMaskEstimator(Estimator):
+    """One fixed mask from coarse span posteriors (``kind="posterior"``) or a figure of merit (``"fom"``).
+
+    The mask always keeps the coarse Viterbi tree's constituents, so it never prunes every tree.
+    """
+
+    budget_label = "threshold level"
+
+    def __init__(self, kind: str = "posterior"):
+        if kind not in ("posterior", "fom"):
+            raise ValueError(f"kind must be 'posterior' or 'fom', got {kind!r}")
+        self.kind = kind
+        self.name = f"fixed-{kind}"
+
+    def estimate(self, problem, budget: int, seed: int) -> dict[str, Any]:
+        coarse = default_coarse(problem.grammar)
+        if self.kind == "posterior":
+            scores = coarse_span_posteriors(problem.grammar, problem.words, coarse)
+        else:
+            scores = figure_of_merit_scores(problem.grammar, problem.words, coarse)
+        mask = threshold_mask(scores, level_threshold(budget), viterbi_backbone(coarse, problem.words))
+        return {"counts": expected_counts(problem.grammar, problem.words, mask).vector()}
+
+
+class ExactEstimator(Estimator):
+    """Exact inside-outside (ignores the budget); the time reference."""
+
+    name = "exact"
+    budget_label = "none"
+
+    def estimate(self, problem, budget: int, seed: int) -> dict[str, Any]:
+        return {"counts": expected_counts(problem.grammar, problem.words).vector()}
+
+
+def sentence_problems(lengths, *, n_coarse: int = 4, n_splits: int = 2, n_terminals: int = 12,
+                      seed: int = 0) -> list[SentenceProblem]:
+    """One random-split PCFG and one random sentence with a parse per length."""
+    grammar = Grammar.random_split(n_coarse, n_splits, n_terminals, seed=seed)
+    rng = np.random.default_rng(seed)
+    problems = []
+    for n in lengths:
+        words = [grammar.terminals[i] for i in rng.integers(0, n_terminals, n)]
+        problems.append(SentenceProblem(f"pcfg-{grammar.n_nonterminals}nt-len{n}", grammar, words))
+    return problems
+
+
+def _estimators() -> list[Estimator]:
+    return [RandomizedPruningEstimator(), FixedMaskEstimator("posterior"), FixedMaskEstimator("fom"),
+            ExactEstimator()]
+
+
+def pruning_quick_suite() -> Suite:
+    """Short sentences, few masks: randomized pruning vs fixed masks vs exact (part of ``make demo``)."""
+    return Suite(problems=sentence_problems([8, 12]), estimators=_estimators(),
+                 budgets={"randomized": [4, 16, 64], "fixed-posterior": [1, 3, 5], "fixed-fom": [1, 3, 5],
+                          "exact": [1]},
+                 replicates=3, description="randomized pruning vs fixed masks, short PCFG sentences")
+
+
+def pruning_bias_suite() -> Suite:
+    """L2 error vs time of randomized pruning and fixed masks (the paper's Fig. 4 c, d) on PCFGs."""
+    return Suite(problems=sentence_problems([10, 16, 22], n_coarse=5, n_splits=2), estimators=_estimators(),
+                 budgets={"randomized": [4, 16, 64, 256], "fixed-posterior": [1, 2, 3, 4, 5, 6],
+                          "fixed-fom": [1, 2, 3, 4, 5, 6], "exact": [1]},
+                 replicates=5, description="L2 bias vs time of pruning estimators (PCFG)")
