@@ -58,6 +58,8 @@ class _Level:
 def _pad_corpus(sentences: Iterable[Sequence[int]], vocab_size: int) -> tuple[np.ndarray, np.ndarray]:
     """Concatenate ``<s> w_1 .. w_L </s>`` for every sentence; return tokens and in-sentence offsets."""
     eos, bos = vocab_size, vocab_size + 1
+    if hasattr(sentences, "tokens") and hasattr(sentences, "offsets"):  # trf.lm.corpus.EncodedCorpus
+        return _pad_flat(sentences.tokens, sentences.offsets, vocab_size)
     tokens: list[np.ndarray] = []
     n_sent = 0
     for index, sentence in enumerate(sentences):
@@ -70,6 +72,26 @@ def _pad_corpus(sentences: Iterable[Sequence[int]], vocab_size: int) -> tuple[np
     lengths = np.fromiter((t.size for t in tokens), dtype=np.int64, count=len(tokens))
     starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
     return seq, np.arange(seq.size, dtype=np.int64) - starts
+
+
+def _pad_flat(flat_tokens, offsets, vocab_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Vectorised :func:`_pad_corpus` for sentences stored as flat tokens plus offsets."""
+    flat = as_int_array(flat_tokens, "sentences.tokens", ndim=1, low=0, high=vocab_size)
+    offsets = as_int_array(offsets, "sentences.offsets", ndim=1, low=0, high=flat.size + 1)
+    n_sent = offsets.size - 1
+    if n_sent < 1:
+        raise ValueError("sentences must contain at least one sentence, got an empty corpus")
+    lengths = np.diff(offsets) + 2
+    if np.any(lengths < 2):
+        raise ValueError("sentences.offsets must be non-decreasing")
+    seq = np.empty(int(lengths.sum()), dtype=np.int64)
+    starts = np.cumsum(lengths) - lengths
+    pos = np.arange(seq.size, dtype=np.int64) - np.repeat(starts, lengths)
+    seq[starts] = vocab_size + 1
+    seq[starts + lengths - 1] = vocab_size
+    inner = (pos > 0) & (pos < np.repeat(lengths, lengths) - 1)
+    seq[inner] = flat[offsets[0]:offsets[-1]]
+    return seq, pos
 
 
 class NGramModel:
