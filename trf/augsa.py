@@ -1,0 +1,388 @@
+"""Augmented stochastic approximation (AugSA) for TRFs, model-agnostic (Fig. 1, Sec. 4-5, App. E).
+
+The trainer owns the parameter updates; a *backend* owns the model: its features, data statistics and
+sampler.  Each iteration t draws K samples from
+``q(j, x^j) ∝ pi0_j exp(-zeta_j) exp(lambda . f(x^j))`` (Eq. 12) through the backend, then updates
+
+* lambda by Eq. (16), or its L2 form Eq. (38) when ``l2 = mu > 0``::
+
+      lambda += gamma_lambda,t / (sigma + mu) * (-mu lambda + p~[f] - K^-1 sum_k (pi_j / pi0_j) f(x_k))
+
+  with ``sigma`` the stratified empirical feature variances censored from below (Sec. 5.2);
+* zeta by Eq. (17)-(18): ``zeta += gamma_zeta,t * delta_j(B) / pi0_j`` then ``zeta -= zeta_1``;
+
+with the two-stage learning rates of Eq. (24)-(25) and the length proposal ``pi0`` of Eq. (26) (or
+``n_j / n``).  Optional per-step clipping, the stop rule of Appendix E, callbacks, a progress bar and
+periodic atomic checkpoints with exact resume (per-iteration seeds derive from ``(seed, t)`` and the
+backend's chain state is saved) complete it.
+
+Backend protocol
+----------------
+A backend (see :class:`AugSABackend`) supplies ``n_features``, ``m``, ``pi`` (empirical length law,
+shape (m,)), ``empirical_mean`` (p~[f], shape (d,)), ``feature_variance`` (stratified sigma, shape
+(d,)), ``initial_zeta()`` (exact zeta at lambda = 0) and ``sample(lam, zeta, pi0, n_samples,
+length_weight, seed) -> SampleBatch`` where ``SampleBatch.feature_sum = sum_k length_weight[j_k - 1]
+* f(x_k)``.  Optional: ``log_likelihood(lam, zeta, split)`` for ``split in ("train", "dev")`` (needed
+by the stop rule and reported in the history), and ``get_state() -> dict of arrays`` /
+``set_state(dict)`` for the sampler's chain state in checkpoints.  :class:`trf.transms.WordBackend`
+is the word implementation; the sentence LM implements the same protocol.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, NamedTuple, Protocol, runtime_checkable
+
+import numpy as np
+
+from samplers.validation import as_float_array, check_distribution, check_float, check_int
+
+from .io import atomic_write_npz, read_npz
+
+CHECKPOINT_KIND = "augsa-checkpoint"
+_MAX_SEED = 2**31 - 1
+
+
+class SampleBatch(NamedTuple):
+    """What a backend returns from one sampling round.
+
+    Attributes
+    ----------
+    lengths : ndarray of int, shape (K,)
+        Lengths j (1..m) of the K draws.
+    feature_sum : ndarray, shape (d,)
+        ``sum_k length_weight[j_k - 1] * f(x_k)``.
+    info : dict of str -> float
+        Sampler diagnostics (acceptance rates ...), copied into the training history.
+    """
+
+    lengths: np.ndarray
+    feature_sum: np.ndarray
+    info: dict
+
+
+@runtime_checkable
+class AugSABackend(Protocol):
+    """What :class:`AugSA` needs from a model; see the module docstring."""
+
+    n_features: int
+    m: int
+    pi: np.ndarray
+    empirical_mean: np.ndarray
+    feature_variance: np.ndarray
+
+    def initial_zeta(self) -> np.ndarray: ...
+
+    def sample(self, lam: np.ndarray, zeta: np.ndarray, pi0: np.ndarray, n_samples: int,
+               length_weight: np.ndarray, seed: int) -> SampleBatch: ...
+
+
+def learning_rates(t: int, t_c: float, beta_lambda: float, beta_zeta: float, t0: int) -> tuple[float, float]:
+    """Two-stage learning rates ``(gamma_lambda,t, gamma_zeta,t)`` of Eq. (24)-(25), t >= 1."""
+    if t <= t0:
+        return 1.0 / (t_c + t ** beta_lambda), t ** (-beta_zeta)
+    return 1.0 / (t_c + t - t0 + t0 ** beta_lambda), 1.0 / (t - t0 + t0 ** beta_zeta)
+
+
+def pi0_eq26(n_j: np.ndarray, c: float = 1e-5) -> np.ndarray:
+    """Length proposal of Eq. (26): ``max(u_j, c)`` normalised, ``u_j = n_max / n`` for j <= j_max.
+
+    Parameters
+    ----------
+    n_j : array-like, shape (m,)
+        Training counts per length.
+    c : float
+        Floor (1e-5 in the paper).
+    """
+    n_j = as_float_array(n_j, "n_j", ndim=1)
+    if np.any(n_j < 0) or n_j.sum() <= 0:
+        raise ValueError("n_j must be non-negative counts with a positive total")
+    c = check_float(c, "c", low=0.0, low_open=True)
+    n = n_j.sum()
+    j_max = int(np.argmax(n_j))
+    u = n_j / n
+    u[: j_max + 1] = n_j[j_max] / n
+    p = np.maximum(u, c)
+    return p / p.sum()
+
+
+@dataclass
+class AugSAConfig:
+    """Settings of :class:`AugSA` (defaults: the word-morphology settings of Sec. 6).
+
+    Attributes
+    ----------
+    n_samples : int
+        K, draws per iteration.
+    t_max : int
+        Maximum number of iterations.
+    t_c, beta_lambda, beta_zeta, t0 : float, float, float, int
+        Learning-rate schedule, Eq. (24)-(25).
+    pi0 : "eq26", "empirical" or array of shape (m,)
+        Length proposal: Eq. (26), ``n_j / n``, or explicit.
+    pi0_floor : float
+        c of Eq. (26).
+    variance_floor : float
+        Lower censoring of sigma (1e-15 in Sec. 5.2).
+    l2 : float
+        mu of Eq. (38); 0 gives Eq. (16).
+    clip : float or None
+        Per-step bound on the absolute change of each lambda and zeta entry.
+    stop_window, stop_tol : int or None, float
+        Appendix-E stop rule: stop when ``S_t < stop_tol`` (H = ``stop_window``); needs a backend
+        with ``log_likelihood``.  None disables it.
+    checkpoint_every : int
+        Write a checkpoint every this many iterations (0: never; needs a checkpoint path).
+    seed : int
+        Root seed; iteration t samples with a seed derived from ``(seed, t)``.
+    """
+
+    n_samples: int = 100
+    t_max: int = 1000
+    t_c: float = 100.0
+    beta_lambda: float = 0.8
+    beta_zeta: float = 0.6
+    t0: int = 200
+    pi0: Any = "eq26"
+    pi0_floor: float = 1e-5
+    variance_floor: float = 1e-15
+    l2: float = 0.0
+    clip: float | None = None
+    stop_window: int | None = None
+    stop_tol: float = 1e-4
+    checkpoint_every: int = 0
+    seed: int = 0
+
+    def validate(self) -> "AugSAConfig":
+        check_int(self.n_samples, "n_samples", low=1)
+        check_int(self.t_max, "t_max", low=1)
+        check_float(self.t_c, "t_c", low=0.0)
+        check_float(self.beta_lambda, "beta_lambda", low=0.0, high=1.0)
+        check_float(self.beta_zeta, "beta_zeta", low=0.0, high=1.0)
+        check_int(self.t0, "t0", low=0)
+        check_float(self.pi0_floor, "pi0_floor", low=0.0, low_open=True)
+        check_float(self.variance_floor, "variance_floor", low=0.0, low_open=True)
+        check_float(self.l2, "l2", low=0.0)
+        if self.clip is not None:
+            check_float(self.clip, "clip", low=0.0, low_open=True)
+        if self.stop_window is not None:
+            check_int(self.stop_window, "stop_window", low=1)
+        check_int(self.checkpoint_every, "checkpoint_every", low=0)
+        check_int(self.seed, "seed", low=0)
+        if isinstance(self.pi0, str) and self.pi0 not in ("eq26", "empirical"):
+            raise ValueError(f"pi0 must be 'eq26', 'empirical' or an array, got {self.pi0!r}")
+        return self
+
+
+@dataclass
+class AugSAResult:
+    """Outcome of :meth:`AugSA.fit`: final parameters, iterations run, history and timings."""
+
+    lam: np.ndarray
+    zeta: np.ndarray
+    t: int
+    stopped_early: bool
+    history: list[dict] = field(default_factory=list)
+    time_sampling: float = 0.0
+    time_updates: float = 0.0
+    n_draws: int = 0
+
+
+def iteration_seed(seed: int, t: int) -> int:
+    """The kernel seed of iteration t (a function of ``(seed, t)`` only, so resume is exact)."""
+    return int(np.random.SeedSequence([seed, t]).generate_state(1, dtype=np.uint32)[0] & _MAX_SEED)
+
+
+class AugSA:
+    """The AugSA trainer (Algorithm 1 of Fig. 1 with the techniques of Sec. 5 and Appendix E).
+
+    Parameters
+    ----------
+    backend : AugSABackend
+    config : AugSAConfig, optional
+    callbacks : sequence of callables, optional
+        ``callback(trainer, t, record)`` after every iteration; returning True stops training.
+        ``trainer.lam`` / ``trainer.zeta`` hold the current parameters.
+    checkpoint_path : path-like, optional
+        Where periodic checkpoints go (atomic writes).
+    progress : bool
+        Show a tqdm bar (only when stderr is a terminal).
+
+    Examples
+    --------
+    >>> from trf.transms import WordBackend                      # doctest: +SKIP
+    >>> result = AugSA(WordBackend(train), AugSAConfig(t_max=200)).fit()   # doctest: +SKIP
+    """
+
+    def __init__(self, backend: AugSABackend, config: AugSAConfig | None = None, *,
+                 callbacks: tuple[Callable, ...] | list = (), checkpoint_path: str | Path | None = None,
+                 progress: bool = True) -> None:
+        for name in ("n_features", "m", "pi", "empirical_mean", "feature_variance", "initial_zeta", "sample"):
+            if not hasattr(backend, name):
+                raise TypeError(f"backend lacks {name!r}; it must implement trf.augsa.AugSABackend")
+        self.backend = backend
+        self.config = (config or AugSAConfig()).validate()
+        self.callbacks = list(callbacks)
+        self.checkpoint_path = None if checkpoint_path is None else Path(checkpoint_path)
+        if self.config.checkpoint_every and self.checkpoint_path is None:
+            raise ValueError("checkpoint_every > 0 needs a checkpoint_path")
+        self.progress = progress
+        m, d = int(backend.m), int(backend.n_features)
+        self.pi = check_distribution(as_float_array(backend.pi, "backend.pi", ndim=1), "backend.pi")
+        if self.pi.shape[0] != m:
+            raise ValueError(f"backend.pi must have length m = {m}")
+        self.pi0 = self._resolve_pi0(m)
+        self.length_weight = self.pi / self.pi0
+        self.mean = as_float_array(backend.empirical_mean, "backend.empirical_mean", ndim=1)
+        sigma = as_float_array(backend.feature_variance, "backend.feature_variance", ndim=1)
+        if self.mean.shape[0] != d or sigma.shape[0] != d:
+            raise ValueError(f"backend.empirical_mean and feature_variance must have length d = {d}")
+        self.sigma = np.maximum(sigma, self.config.variance_floor)
+        self.lam = np.zeros(d)
+        self.zeta = as_float_array(backend.initial_zeta(), "backend.initial_zeta()", ndim=1).copy()
+        if self.zeta.shape[0] != m:
+            raise ValueError(f"backend.initial_zeta() must have length m = {m}")
+        self.t = 0
+        self.history: list[dict] = []
+        self._d_gaps: list[float] = []
+        self.time_sampling = 0.0
+        self.time_updates = 0.0
+
+    def _resolve_pi0(self, m: int) -> np.ndarray:
+        spec = self.config.pi0
+        if isinstance(spec, str):
+            if spec == "empirical":
+                pi0 = self.pi.copy()
+            else:
+                pi0 = pi0_eq26(self.pi, self.config.pi0_floor)
+        else:
+            pi0 = check_distribution(as_float_array(spec, "pi0", ndim=1), "pi0")
+            if pi0.shape[0] != m:
+                raise ValueError(f"pi0 must have length m = {m}, got {pi0.shape[0]}")
+        if np.any(pi0 <= 0):
+            raise ValueError("pi0 must be positive for every length (use pi0='eq26' when some n_j = 0)")
+        return pi0
+
+    # --- one iteration -------------------------------------------------------------------------
+    def step(self) -> dict:
+        """Run iteration ``t + 1``: sample (Fig. 1 steps 3-8), update lambda and zeta (steps 9-10)."""
+        cfg = self.config
+        t = self.t + 1
+        start = time.perf_counter()
+        batch = self.backend.sample(self.lam, self.zeta, self.pi0, cfg.n_samples, self.length_weight,
+                                    iteration_seed(cfg.seed, t))
+        mid = time.perf_counter()
+        g_lam, g_zeta = learning_rates(t, cfg.t_c, cfg.beta_lambda, cfg.beta_zeta, cfg.t0)
+        K = cfg.n_samples
+        grad = self.mean - np.asarray(batch.feature_sum, dtype=np.float64) / K - cfg.l2 * self.lam
+        d_lam = g_lam / (self.sigma + cfg.l2) * grad                             # Eq. (16) / (38)
+        delta = np.bincount(np.asarray(batch.lengths) - 1, minlength=len(self.zeta))[: len(self.zeta)] / K
+        d_zeta = g_zeta * delta / self.pi0                                        # Eq. (17)
+        if cfg.clip is not None:
+            d_lam = np.clip(d_lam, -cfg.clip, cfg.clip)
+            d_zeta = np.clip(d_zeta, -cfg.clip, cfg.clip)
+        self.lam = self.lam + d_lam
+        zeta = self.zeta + d_zeta
+        self.zeta = zeta - zeta[0]                                                # Eq. (18)
+        end = time.perf_counter()
+        self.t = t
+        self.time_sampling += mid - start
+        self.time_updates += end - mid
+        record = {"t": t, "gamma_lambda": g_lam, "gamma_zeta": g_zeta, "time_sampling": mid - start,
+                  "time_update": end - mid, **{k: float(v) for k, v in batch.info.items()}}
+        if not (np.all(np.isfinite(self.lam)) and np.all(np.isfinite(self.zeta))):
+            raise FloatingPointError(f"AugSA diverged at iteration {t} (non-finite parameters); "
+                                     "try clip=... or a larger t_c")
+        return record
+
+    def _stop_statistic(self, record: dict) -> float | None:
+        """Appendix E: S_t from the train-dev log-likelihood gaps D(t) over two windows of H."""
+        H = self.config.stop_window
+        if H is None or not hasattr(self.backend, "log_likelihood"):
+            return None
+        train = self.backend.log_likelihood(self.lam, self.zeta, "train")
+        dev = self.backend.log_likelihood(self.lam, self.zeta, "dev")
+        if train is None or dev is None:
+            return None
+        record["ll_train"], record["ll_dev"] = float(train), float(dev)
+        self._d_gaps.append(float(train) - float(dev))
+        if len(self._d_gaps) < 2 * H:
+            return None
+        gaps = self._d_gaps[-2 * H:]
+        return (sum(gaps[H:]) - sum(gaps[:H])) / H
+
+    # --- the loop --------------------------------------------------------------------------------
+    def fit(self, resume: str | Path | None = None) -> AugSAResult:
+        """Run iterations until ``t_max``, the stop rule or a callback stops; optionally resume first."""
+        if resume is not None:
+            self.load_checkpoint(resume)
+        cfg = self.config
+        stopped = False
+        bar = _progress_bar(cfg.t_max, self.t, self.progress)
+        try:
+            while self.t < cfg.t_max:
+                record = self.step()
+                s_t = self._stop_statistic(record)
+                if s_t is not None:
+                    record["S_t"] = s_t
+                self.history.append(record)
+                if cfg.checkpoint_every and self.t % cfg.checkpoint_every == 0:
+                    self.save_checkpoint(self.checkpoint_path)
+                if bar is not None:
+                    bar.update(1)
+                if any(cb(self, self.t, record) for cb in self.callbacks):
+                    stopped = True
+                    break
+                if s_t is not None and s_t < cfg.stop_tol:
+                    stopped = True
+                    break
+        finally:
+            if bar is not None:
+                bar.close()
+        draws = self.t * cfg.n_samples
+        return AugSAResult(self.lam.copy(), self.zeta.copy(), self.t, stopped, list(self.history),
+                           self.time_sampling, self.time_updates, draws)
+
+    # --- checkpoints ----------------------------------------------------------------------------
+    def save_checkpoint(self, path: str | Path) -> Path:
+        """Atomically write lambda, zeta, t, the stop-rule gaps and the backend's chain state."""
+        arrays = {"lam": self.lam, "zeta": self.zeta, "d_gaps": np.asarray(self._d_gaps, dtype=np.float64)}
+        get_state = getattr(self.backend, "get_state", None)
+        if get_state is not None:
+            arrays.update({f"backend.{k}": v for k, v in get_state().items()})
+        cfg = asdict(self.config)
+        cfg["pi0"] = self.pi0.tolist()
+        meta = {"t": self.t, "config": cfg, "time_sampling": self.time_sampling, "time_updates": self.time_updates}
+        return atomic_write_npz(path, arrays, meta, kind=CHECKPOINT_KIND)
+
+    def load_checkpoint(self, path: str | Path) -> None:
+        """Restore a checkpoint written by :meth:`save_checkpoint` (same backend and config)."""
+        arrays, meta = read_npz(path, CHECKPOINT_KIND)
+        lam = as_float_array(arrays["lam"], "checkpoint lam", ndim=1)
+        zeta = as_float_array(arrays["zeta"], "checkpoint zeta", ndim=1)
+        if lam.shape != self.lam.shape or zeta.shape != self.zeta.shape:
+            raise ValueError(f"checkpoint {str(path)!r} has d = {lam.shape[0]}, m = {zeta.shape[0]}; "
+                             f"the backend has d = {self.lam.shape[0]}, m = {self.zeta.shape[0]}")
+        if not np.allclose(meta["config"]["pi0"], self.pi0):
+            raise ValueError(f"checkpoint {str(path)!r} was trained with another pi0")
+        self.lam, self.zeta, self.t = lam.copy(), zeta.copy(), int(meta["t"])
+        self._d_gaps = list(arrays["d_gaps"])
+        self.time_sampling = float(meta.get("time_sampling", 0.0))
+        self.time_updates = float(meta.get("time_updates", 0.0))
+        state = {k[len("backend."):]: v for k, v in arrays.items() if k.startswith("backend.")}
+        set_state = getattr(self.backend, "set_state", None)
+        if state and set_state is not None:
+            set_state(state)
+
+
+def _progress_bar(total: int, initial: int, enabled: bool):
+    if not enabled or not sys.stderr.isatty():
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:  # pragma: no cover - tqdm is a dependency
+        return None
+    return tqdm(total=total, initial=initial, desc="AugSA", unit="it")

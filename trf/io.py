@@ -1,0 +1,135 @@
+"""Atomic model and checkpoint files shared by every ``trf`` model.
+
+A file is one ``.npz`` archive of flat arrays plus a JSON header stored as the reserved array
+``__header__`` with ``format_version``, ``kind`` (``"trf-word"``, ``"trf-lm"``, ``"augsa-checkpoint"``,
+...) and a free ``meta`` dictionary.  Writes go to a temporary file in the destination folder and are
+moved into place with ``os.replace``, so an interrupted save never leaves a half-written file.
+Reading checks that the file is complete, carries the header, has a known format version and the
+expected kind; every failure is a ``ValueError`` (``FileNotFoundError`` for a missing file) that
+names the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+FORMAT_VERSION = 1
+HEADER_KEY = "__header__"
+
+
+def atomic_write_npz(path: str | os.PathLike, arrays: dict[str, Any], meta: dict[str, Any], *,
+                     kind: str) -> Path:
+    """Write ``arrays`` and the JSON-serialisable ``meta`` to ``path`` atomically.
+
+    Parameters
+    ----------
+    path : path-like
+        Destination (its folder is created if needed).
+    arrays : dict of str -> array-like
+        Flat arrays to store (``allow_pickle`` is never used, so object arrays are rejected).
+    meta : dict
+        JSON-serialisable metadata (hyper-parameters, iteration number, ...).
+    kind : str
+        What the file holds; :func:`read_npz` checks it.
+
+    Returns
+    -------
+    pathlib.Path
+        The written path.
+    """
+    path = Path(path)
+    if not isinstance(kind, str) or not kind:
+        raise ValueError(f"kind must be a non-empty string, got {kind!r}")
+    if HEADER_KEY in arrays:
+        raise ValueError(f"arrays must not use the reserved name {HEADER_KEY!r}")
+    payload = {}
+    for name, value in arrays.items():
+        arr = np.asarray(value)
+        if arr.dtype == object:
+            raise TypeError(f"arrays[{name!r}] must be a numeric or string array, not dtype=object")
+        payload[name] = arr
+    header = json.dumps({"format_version": FORMAT_VERSION, "kind": kind, "meta": meta})
+    payload[HEADER_KEY] = np.frombuffer(header.encode("utf-8"), dtype=np.uint8)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            np.savez(handle, **payload)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def read_header(path: str | os.PathLike) -> dict[str, Any]:
+    """The header (``format_version``, ``kind``, ``meta``) of a file written by :func:`atomic_write_npz`."""
+    return _read(path)[1]
+
+
+def read_npz(path: str | os.PathLike, expected_kind: str | tuple[str, ...] | None = None
+             ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Read a file written by :func:`atomic_write_npz`.
+
+    Parameters
+    ----------
+    path : path-like
+    expected_kind : str or tuple of str, optional
+        Accepted kinds; ``None`` accepts any kind.
+
+    Returns
+    -------
+    arrays : dict of str -> ndarray
+    meta : dict
+        The stored ``meta`` with ``kind`` and ``format_version`` added.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    ValueError
+        If the file is truncated, not an mcsa file, of another format version or of another kind.
+    """
+    arrays, header = _read(path)
+    kind = header.get("kind")
+    if expected_kind is not None:
+        accepted = (expected_kind,) if isinstance(expected_kind, str) else tuple(expected_kind)
+        if kind not in accepted:
+            raise ValueError(f"file {str(path)!r} holds kind {kind!r}, expected {' or '.join(map(repr, accepted))}")
+    meta = dict(header.get("meta") or {})
+    meta["kind"] = kind
+    meta["format_version"] = header["format_version"]
+    return arrays, meta
+
+
+def _read(path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"file {str(path)!r} does not exist")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            if not hasattr(data, "files"):
+                raise ValueError("not an npz archive")
+            arrays = {name: data[name] for name in data.files}
+    except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError) as exc:
+        raise ValueError(f"file {str(path)!r} is truncated or not an mcsa model file ({exc})") from None
+    if HEADER_KEY not in arrays:
+        raise ValueError(f"file {str(path)!r} has no mcsa header; it is not an mcsa model file")
+    try:
+        header = json.loads(arrays.pop(HEADER_KEY).tobytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"file {str(path)!r} has a corrupt header ({exc})") from None
+    if not isinstance(header, dict) or header.get("format_version") != FORMAT_VERSION:
+        version = header.get("format_version") if isinstance(header, dict) else None
+        raise ValueError(f"file {str(path)!r} has format version {version!r}; this version reads {FORMAT_VERSION}")
+    return arrays, header
