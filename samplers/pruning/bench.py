@@ -4,7 +4,8 @@ Problems are sentences under latent-annotation style random PCFGs (:meth:`Gramma
 the target ``"counts"`` is the vector of span posteriors and expected binary-rule counts
 (:meth:`Expectations.vector`) computed exactly by inside-outside.  Estimators:
 
-* ``randomized`` — :func:`randomized_pruning`, budget = number of masks;
+* ``randomized`` — :func:`randomized_pruning`, budget = number of masks (``randomized-aggressive``
+  in the bias suite: M' = all ambiguous spans);
 * ``fixed-posterior`` — one coarse-to-fine mask (coarse span posterior >= threshold), budget =
   threshold level L (threshold ``0.5 * 10^{-(L-1)/2}``: larger L, less pruning);
 * ``fixed-fom`` — one tic-tac-toe style figure-of-merit mask, same threshold levels;
@@ -108,8 +109,12 @@ def sentence_problems(lengths, *, n_coarse: int = 4, n_splits: int = 2, n_termin
     return problems
 
 
-def _estimators() -> list[Estimator]:
-    return [RandomizedPruningEstimator(), FixedMaskEstimator("posterior"), FixedMaskEstimator("fom"),
+AGGRESSIVE = {"confidence": 0.0, "max_candidates": 10**9, "compatible": False}
+
+
+def _estimators(aggressive: bool = False) -> list[Estimator]:
+    extra = [RandomizedPruningEstimator("randomized-aggressive", **AGGRESSIVE)] if aggressive else []
+    return [RandomizedPruningEstimator(), *extra, FixedMaskEstimator("posterior"), FixedMaskEstimator("fom"),
             ExactEstimator()]
 
 
@@ -123,7 +128,9 @@ def pruning_quick_suite() -> Suite:
 
 def pruning_bias_suite() -> Suite:
     """L2 error vs time of randomized pruning and fixed masks (the paper's Fig. 4 c, d) on PCFGs."""
-    return Suite(problems=sentence_problems([10, 16, 22], n_coarse=5, n_splits=2), estimators=_estimators(),
-                 budgets={"randomized": [4, 16, 64, 256], "fixed-posterior": [1, 2, 3, 4, 5, 6],
+    return Suite(problems=sentence_problems([10, 16, 22], n_coarse=5, n_splits=2),
+                 estimators=_estimators(aggressive=True),
+                 budgets={"randomized": [4, 16, 64, 256], "randomized-aggressive": [4, 16, 64, 256],
+                          "fixed-posterior": [1, 2, 3, 4, 5, 6],
                           "fixed-fom": [1, 2, 3, 4, 5, 6], "exact": [1]},
                  replicates=5, description="L2 bias vs time of pruning estimators (PCFG)")
