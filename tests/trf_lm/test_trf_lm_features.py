@@ -1,0 +1,98 @@
+"""Sentence feature templates (Table 2) against a plain-Python oracle; hash table; bad input."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from trf.lm import _feature_kernels as fk
+from trf.lm.corpus import EncodedCorpus
+from trf.lm.features import FEATURE_TYPES, SentenceFeatures, parse_feature_spec
+
+V = 6
+WORD_CLASS = np.array([0, 0, 1, 1, 2, 2])
+ALL = "w+c+ws+cs+wsh+csh+cpw+tied"
+
+
+def _oracle(sentence, types, n_words=V, word_class=WORD_CLASS):
+    """Multiset of (group, symbols) firing in one sentence, straight from FEATURE_TYPES."""
+    n_classes = int(word_class.max()) + 1
+    w = [n_words + 1, *sentence, n_words]
+    c = [n_classes + 1, *(int(word_class[t]) for t in sentence), n_classes]
+    j = len(sentence)
+    out = Counter()
+    group = 0
+    for t in types:
+        for rows in FEATURE_TYPES[t]:
+            for row in rows:
+                for p in range(1, j + 2):
+                    if p + row[0][0] < 0 or (len(row) == 1 and p == j + 1):
+                        continue
+                    out[(group, tuple(w[p + o] if k == 0 else c[p + o] for o, k in row))] += 1
+            group += 1
+    return out
+
+
+def _decode(features):
+    hi, lo = features.key_hi, features.key_lo
+    symbols = np.stack([(hi >> 24) & fk.EMPTY, hi & fk.EMPTY, lo >> 24, lo & fk.EMPTY], axis=1)
+    return [(int(g), tuple(int(s) for s in row if s != fk.EMPTY)) for g, row in zip(hi >> 48, symbols)]
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    rng = np.random.default_rng(5)
+    return EncodedCorpus.from_sentences([rng.integers(0, V, size=rng.integers(1, 13)) for _ in range(40)])
+
+
+@pytest.mark.parametrize("spec", [ALL, "w", "c+tied", "cpw+wsh"])
+def test_features_match_python_oracle(corpus, spec):
+    types = parse_feature_spec(spec)
+    feats = SentenceFeatures.build(corpus, V, spec, word_class=WORD_CLASS)
+    keys = _decode(feats)
+    total = Counter()
+    for s in corpus:
+        total.update(_oracle(s.tolist(), types))
+    assert dict(zip(keys, feats.counts)) == dict(total)
+    index = {k: i for i, k in enumerate(keys)}
+    unseen = [0, 5, 5, 5, 4, 3, 1, 1, 2, 0, 5]
+    dense = feats.feature_vector(unseen)
+    expected = np.zeros(feats.n_features)
+    for key, n in _oracle(unseen, types).items():
+        if key in index:  # only observed n-grams are features
+            expected[index[key]] += n
+    np.testing.assert_array_equal(dense, expected)
+    lam = np.random.default_rng(0).normal(size=feats.n_features)
+    vectors = np.stack([feats.feature_vector(s) for s in corpus])
+    np.testing.assert_allclose(feats.scores(corpus, lam), vectors @ lam, atol=1e-12)
+
+
+def test_tied_features_share_one_weight_across_distances():
+    sentence = [0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 0]  # word 0 at positions 1, 7, 11: distances 6 and 10
+    feats = SentenceFeatures.build(EncodedCorpus.from_sentences([sentence]), V, "tied", word_class=WORD_CLASS)
+    assert set(feats.describe()) == {0, 1}  # two weights: class pairs and word pairs
+    keys = _decode(feats)
+    vec = feats.feature_vector(sentence)
+    assert vec[keys.index((1, (0, 0)))] == 1  # distance 6 counts, distance 10 does not
+    assert vec[keys.index((1, (1, 1)))] == 1  # word 1 at positions 2 and 8
+    # class 0 = words {0, 1}: pairs at distance 6..9 among positions {1, 2, 7, 8, 11}
+    assert vec[keys.index((0, (0, 0)))] == 4  # pairs (1,7) (2,8) (1,8) (2,11): d = 6, 6, 7, 9
+
+
+def test_feature_table_roundtrip_memory_and_bad_input(corpus):
+    feats = SentenceFeatures.build(corpus, V, ALL, word_class=WORD_CLASS)
+    arrays, meta = feats.to_arrays()
+    again = SentenceFeatures.from_arrays(arrays, meta)
+    np.testing.assert_array_equal(again.feature_vector([1, 2, 3]), feats.feature_vector([1, 2, 3]))
+    assert 24e6 <= feats.bytes_per_million() <= 64e6
+    assert feats.max_context == 9
+    with pytest.raises(ValueError, match="unknown template"):
+        parse_feature_spec("w+trigger")
+    with pytest.raises(ValueError, match="twice"):
+        parse_feature_spec("w+w")
+    with pytest.raises(ValueError, match="word_class"):
+        SentenceFeatures.build(corpus, V, "c", word_class=[0, 1])
+    with pytest.raises(ValueError, match="lam"):
+        feats.scores(corpus, np.zeros(3))

@@ -1,0 +1,162 @@
+"""Numba kernels of the sentence feature templates and their open-addressing hash table.  Private.
+
+Layout shared by every kernel
+-----------------------------
+A sentence of length ``j`` lives in buffers ``w`` and ``c`` of size >= ``j + 2``: ``w[0]`` is
+``<s>``, ``w[1..j]`` the words, ``w[j+1]`` is ``</s>`` (``c`` holds the classes; word symbols
+``<s>``/``</s>`` are ``V+1``/``V`` and class symbols ``C+1``/``C``).  A template row ``r`` has
+``row_len[r]`` elements with offsets ``row_off[r, e] <= 0`` (the last one is 0) and types
+``row_type[r, e]`` (0: word, 1: class); at a position ``p`` in ``1..j+1`` it fires when
+``p + row_off[r, 0] >= 0``, with key ``(row_group[r], symbols...)``.  Unigram rows do not fire at
+``</s>`` (that feature would be constant).  Keys pack into two int64: ``hi = group << 48 | s0 << 24
+| s1``, ``lo = s2 << 24 | s3`` (missing symbols are ``EMPTY``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from samplers._jit import jit
+
+EMPTY = (1 << 24) - 1
+MAX_SYMBOL = EMPTY - 1
+
+
+@jit
+def row_key(r, p, w, c, row_group, row_len, row_off, row_type):
+    s0 = EMPTY
+    s1 = EMPTY
+    s2 = EMPTY
+    s3 = EMPTY
+    for e in range(row_len[r]):
+        q = p + row_off[r, e]
+        s = w[q] if row_type[r, e] == 0 else c[q]
+        if e == 0:
+            s0 = s
+        elif e == 1:
+            s1 = s
+        elif e == 2:
+            s2 = s
+        else:
+            s3 = s
+    hi = (np.int64(row_group[r]) << 48) | (np.int64(s0) << 24) | np.int64(s1)
+    lo = (np.int64(s2) << 24) | np.int64(s3)
+    return hi, lo
+
+
+@jit
+def row_fires(r, p, j, row_len, row_off):
+    return p + row_off[r, 0] >= 0 and not (row_len[r] == 1 and p == j + 1)
+
+
+@jit
+def slot_of(hi, lo, mask):
+    h = hi * np.int64(-7046029254386353131) + lo
+    h = h * np.int64(-4417276706812531889)
+    h = h ^ (h >> 31)
+    return h & mask
+
+
+@jit
+def table_insert_all(key_hi, key_lo, slots):
+    """Fill ``slots`` (all -1, power-of-two size) with the indices of the (distinct) keys."""
+    mask = slots.size - 1
+    for f in range(key_hi.size):
+        s = slot_of(key_hi[f], key_lo[f], mask)
+        while slots[s] >= 0:
+            s = (s + 1) & mask
+        slots[s] = f
+
+
+@jit
+def table_find(hi, lo, key_hi, key_lo, slots):
+    mask = slots.size - 1
+    s = slot_of(hi, lo, mask)
+    while True:
+        f = slots[s]
+        if f < 0:
+            return -1
+        if key_hi[f] == hi and key_lo[f] == lo:
+            return f
+        s = (s + 1) & mask
+
+
+@jit
+def corpus_keys(tokens, offsets, word_class, n_words, n_classes, row_group, row_len, row_off, row_type):
+    """Keys of every firing (position, row) of a corpus, for building the feature set."""
+    n_sent = offsets.size - 1
+    n_rows = row_len.size
+    total = 0
+    for i in range(n_sent):
+        total += (offsets[i + 1] - offsets[i] + 1) * n_rows
+    hi_out = np.empty(total, dtype=np.int64)
+    lo_out = np.empty(total, dtype=np.int64)
+    n = 0
+    longest = 0
+    for i in range(n_sent):
+        longest = max(longest, offsets[i + 1] - offsets[i])
+    w = np.empty(longest + 2, dtype=np.int64)
+    c = np.empty(longest + 2, dtype=np.int64)
+    for i in range(n_sent):
+        j = load_sentence(tokens[offsets[i]:offsets[i + 1]], word_class, n_words, n_classes, w, c)
+        for p in range(1, j + 2):
+            for r in range(n_rows):
+                if row_fires(r, p, j, row_len, row_off):
+                    hi, lo = row_key(r, p, w, c, row_group, row_len, row_off, row_type)
+                    hi_out[n] = hi
+                    lo_out[n] = lo
+                    n += 1
+    return hi_out[:n], lo_out[:n]
+
+
+@jit
+def load_sentence(sentence, word_class, n_words, n_classes, w, c):
+    j = sentence.size
+    w[0] = n_words + 1
+    c[0] = n_classes + 1
+    for k in range(j):
+        w[k + 1] = sentence[k]
+        c[k + 1] = word_class[sentence[k]]
+    w[j + 1] = n_words
+    c[j + 1] = n_classes
+    return j
+
+
+@jit
+def positions_score(w, c, j, p_from, p_to, lam, key_hi, key_lo, slots, row_group, row_len, row_off, row_type):
+    """Sum of ``lam`` over the features firing at positions ``p_from..p_to`` (clipped to ``1..j+1``)."""
+    total = 0.0
+    for p in range(max(p_from, 1), min(p_to, j + 1) + 1):
+        for r in range(row_len.size):
+            if row_fires(r, p, j, row_len, row_off):
+                hi, lo = row_key(r, p, w, c, row_group, row_len, row_off, row_type)
+                f = table_find(hi, lo, key_hi, key_lo, slots)
+                if f >= 0:
+                    total += lam[f]
+    return total
+
+
+@jit
+def corpus_scores(tokens, offsets, word_class, n_words, n_classes, lam, key_hi, key_lo, slots,
+                  row_group, row_len, row_off, row_type, out):
+    """``out[i] = lambda . f(sentence i)`` for every sentence of a flat corpus."""
+    longest = 0
+    for i in range(offsets.size - 1):
+        longest = max(longest, offsets[i + 1] - offsets[i])
+    w = np.empty(longest + 2, dtype=np.int64)
+    c = np.empty(longest + 2, dtype=np.int64)
+    for i in range(offsets.size - 1):
+        j = load_sentence(tokens[offsets[i]:offsets[i + 1]], word_class, n_words, n_classes, w, c)
+        out[i] = positions_score(w, c, j, 1, j + 1, lam, key_hi, key_lo, slots, row_group, row_len, row_off, row_type)
+
+
+@jit
+def accumulate_features(w, c, j, weight, acc, key_hi, key_lo, slots, row_group, row_len, row_off, row_type):
+    """``acc[f] += weight * f(x)`` for the features of one sentence."""
+    for p in range(1, j + 2):
+        for r in range(row_len.size):
+            if row_fires(r, p, j, row_len, row_off):
+                hi, lo = row_key(r, p, w, c, row_group, row_len, row_off, row_type)
+                f = table_find(hi, lo, key_hi, key_lo, slots)
+                if f >= 0:
+                    acc[f] += weight

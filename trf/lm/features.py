@@ -1,0 +1,211 @@
+"""Sentence feature templates of TRF language models (Table 2 of Wang, Ou & Tan 2017).
+
+Types (offsets relative to the current word ``w_0``; ``c`` are word classes):
+
+======  ================================================================
+w       (w-3 w-2 w-1 w0) (w-2 w-1 w0) (w-1 w0) (w0)
+c       the same over classes
+ws      (w-3 w0) (w-3 w-2 w0) (w-3 w-1 w0) (w-2 w0)
+cs      the same over classes
+wsh     (w-4 w0) (w-5 w0)
+csh     (c-4 c0) (c-5 c0)
+cpw     (c-3 c-2 c-1 w0) (c-2 c-1 w0) (c-1 w0)
+tied    (c-d c0) and (w-d w0) for d = 6..9, each sharing one weight over d
+======  ================================================================
+
+Features are position- and length-independent counts (Sec. 3): ``f_i(x)`` is the number of
+positions where n-gram ``i`` occurs, with ``<s>`` before and ``</s>`` after the sentence as context
+(``</s>`` is a predicted position too, so ``(w-1 </s>)`` is a feature; the unigram of ``</s>`` is
+constant and left out).  Only n-grams observed in the training corpus become features.
+
+Storage: per feature two int64 key words and one float64 count, plus an int32 open-addressing
+table at load factor <= 0.5 (see :mod:`trf.lm._feature_kernels`), i.e. about 32-40 bytes per
+feature, 32-40 MB per million features (:meth:`SentenceFeatures.bytes_per_million`).  The same
+table is read from Numba by the samplers and scorers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from samplers.validation import as_float_array, as_int_array, check_int
+from trf.lm import _feature_kernels as fk
+from trf.lm.corpus import EncodedCorpus
+
+__all__ = ["FEATURE_TYPES", "parse_feature_spec", "SentenceFeatures"]
+
+_W, _C = 0, 1
+
+
+def _ngram(offsets, kind):
+    return [(o, _W if k == "w" else _C) for o, k in zip(offsets, kind)]
+
+
+FEATURE_TYPES: dict[str, list[list[list[tuple[int, int]]]]] = {
+    # type -> groups -> rows (a group of several rows shares one weight: "tied")
+    "w": [[_ngram(o, "w" * len(o))] for o in ((-3, -2, -1, 0), (-2, -1, 0), (-1, 0), (0,))],
+    "c": [[_ngram(o, "c" * len(o))] for o in ((-3, -2, -1, 0), (-2, -1, 0), (-1, 0), (0,))],
+    "ws": [[_ngram(o, "w" * len(o))] for o in ((-3, 0), (-3, -2, 0), (-3, -1, 0), (-2, 0))],
+    "cs": [[_ngram(o, "c" * len(o))] for o in ((-3, 0), (-3, -2, 0), (-3, -1, 0), (-2, 0))],
+    "wsh": [[_ngram(o, "ww")] for o in ((-4, 0), (-5, 0))],
+    "csh": [[_ngram(o, "cc")] for o in ((-4, 0), (-5, 0))],
+    "cpw": [[_ngram(o, k)] for o, k in (((-3, -2, -1, 0), "cccw"), ((-2, -1, 0), "ccw"), ((-1, 0), "cw"))],
+    "tied": [[_ngram((-d, 0), "cc") for d in range(6, 10)], [_ngram((-d, 0), "ww") for d in range(6, 10)]],
+}
+
+
+def parse_feature_spec(spec: str) -> tuple[str, ...]:
+    """Split ``"w+c+ws+cs+wsh+csh+tied"`` into known feature types (unknown ones raise ValueError)."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"features must be a non-empty string like 'w+c+ws', got {spec!r}")
+    types = tuple(t.strip() for t in spec.split("+"))
+    unknown = [t for t in types if t not in FEATURE_TYPES]
+    if unknown:
+        raise ValueError(f"features has unknown template type(s) {unknown}; known: {'+'.join(FEATURE_TYPES)}")
+    if len(set(types)) != len(types):
+        raise ValueError(f"features lists a template type twice: {spec!r}")
+    return types
+
+
+def template_rows(types: tuple[str, ...]):
+    """Flatten feature types into kernel row arrays ``(row_group, row_len, row_off, row_type)``."""
+    groups, lens, offs, kinds = [], [], [], []
+    group = 0
+    for t in types:
+        for rows in FEATURE_TYPES[t]:
+            for row in rows:
+                groups.append(group)
+                lens.append(len(row))
+                offs.append([o for o, _ in row] + [0] * (4 - len(row)))
+                kinds.append([k for _, k in row] + [0] * (4 - len(row)))
+            group += 1
+    return (np.array(groups, dtype=np.int64), np.array(lens, dtype=np.int64),
+            np.array(offs, dtype=np.int64), np.array(kinds, dtype=np.int64))
+
+
+@dataclass
+class SentenceFeatures:
+    """The observed features of a training corpus and the hash table that finds them.
+
+    Build with :meth:`build`.  ``counts[f]`` is the training-corpus total of feature ``f``
+    (divide by the number of sentences for the empirical mean ``p~[f]`` of Eq. 6).
+    """
+
+    types: tuple[str, ...]
+    n_words: int
+    n_classes: int
+    word_class: np.ndarray   # int64 (n_words,)
+    key_hi: np.ndarray       # int64 (n_features,)
+    key_lo: np.ndarray       # int64 (n_features,)
+    counts: np.ndarray       # float64 (n_features,)
+    slots: np.ndarray        # int32 (power of two,)
+
+    def __post_init__(self) -> None:
+        self.rows = template_rows(self.types)
+
+    @property
+    def n_features(self) -> int:
+        return int(self.key_hi.size)
+
+    @property
+    def max_context(self) -> int:
+        """Largest distance back that any template looks (9 with ``tied``)."""
+        return int(-self.rows[2].min())
+
+    @classmethod
+    def build(cls, corpus: EncodedCorpus, vocab_size: int, features: str, word_class=None) -> "SentenceFeatures":
+        """Collect every template n-gram observed in ``corpus``.
+
+        Parameters
+        ----------
+        corpus : EncodedCorpus
+            Training sentences, ids in ``[0, vocab_size)``.
+        vocab_size : int
+        features : str
+            Feature types joined by ``+`` (see :data:`FEATURE_TYPES`).
+        word_class : int array (vocab_size,), optional
+            Class of each word; required by class templates.  ``None`` means one class per word.
+        """
+        types = parse_feature_spec(features)
+        vocab_size = check_int(vocab_size, "vocab_size", low=1, high=fk.MAX_SYMBOL - 2)
+        if not isinstance(corpus, EncodedCorpus):
+            raise TypeError(f"corpus must be an EncodedCorpus, got {type(corpus).__name__}")
+        if len(corpus) == 0:
+            raise ValueError("corpus must hold at least one sentence")
+        tokens = as_int_array(corpus.tokens, "corpus.tokens", ndim=1, low=0, high=vocab_size)
+        if word_class is None:
+            word_class = np.arange(vocab_size)
+        word_class = as_int_array(word_class, "word_class", ndim=1, low=0)
+        if word_class.size != vocab_size:
+            raise ValueError(f"word_class must have vocab_size={vocab_size} entries, got {word_class.size}")
+        n_classes = int(word_class.max()) + 1
+        rows = template_rows(types)
+        hi, lo = fk.corpus_keys(tokens, corpus.offsets, word_class, vocab_size, n_classes, *rows)
+        order = np.lexsort((lo, hi))
+        hi, lo = hi[order], lo[order]
+        new = np.ones(hi.size, dtype=bool)
+        new[1:] = (hi[1:] != hi[:-1]) | (lo[1:] != lo[:-1])
+        starts = np.flatnonzero(new)
+        counts = np.diff(np.append(starts, hi.size)).astype(np.float64)
+        key_hi, key_lo = hi[starts].copy(), lo[starts].copy()
+        slots = np.full(1 << max(4, int(np.ceil(np.log2(2 * max(key_hi.size, 1))))), -1, dtype=np.int32)
+        fk.table_insert_all(key_hi, key_lo, slots)
+        return cls(types, vocab_size, n_classes, word_class, key_hi, key_lo, counts, slots)
+
+    # ----------------------------------------------------------------- queries
+    def kernel_args(self) -> tuple:
+        """``(key_hi, key_lo, slots, row_group, row_len, row_off, row_type)`` for the Numba kernels."""
+        return (self.key_hi, self.key_lo, self.slots, *self.rows)
+
+    def scores(self, corpus: EncodedCorpus, lam) -> np.ndarray:
+        """``lambda . f(x)`` for every sentence of ``corpus`` (unseen n-grams contribute nothing)."""
+        lam = as_float_array(lam, "lam", ndim=1)
+        if lam.size != self.n_features:
+            raise ValueError(f"lam must have n_features={self.n_features} entries, got {lam.size}")
+        tokens = as_int_array(corpus.tokens, "corpus.tokens", ndim=1, low=0, high=self.n_words)
+        out = np.empty(len(corpus))
+        fk.corpus_scores(tokens, corpus.offsets, self.word_class, self.n_words, self.n_classes, lam,
+                         *self.kernel_args(), out)
+        return out
+
+    def feature_vector(self, sentence) -> np.ndarray:
+        """Dense ``f(x)`` of one sentence (for tests and small models)."""
+        sentence = as_int_array(sentence, "sentence", ndim=1, low=0, high=self.n_words)
+        w = np.empty(sentence.size + 2, dtype=np.int64)
+        c = np.empty(sentence.size + 2, dtype=np.int64)
+        j = fk.load_sentence(sentence, self.word_class, self.n_words, self.n_classes, w, c)
+        acc = np.zeros(self.n_features)
+        fk.accumulate_features(w, c, j, 1.0, acc, *self.kernel_args())
+        return acc
+
+    def nbytes(self) -> int:
+        """Bytes held by the feature set (keys, counts, hash table; the weights add 8 per feature)."""
+        return int(self.key_hi.nbytes + self.key_lo.nbytes + self.counts.nbytes + self.slots.nbytes)
+
+    def bytes_per_million(self, with_weights: bool = True) -> float:
+        """Memory per million features, including one float64 weight each when ``with_weights``."""
+        total = self.nbytes() + (8 * self.n_features if with_weights else 0)
+        return total / max(self.n_features, 1) * 1e6
+
+    def describe(self) -> dict[int, int]:
+        """Number of features per template group."""
+        groups = self.key_hi >> 48
+        return {int(g): int(n) for g, n in zip(*np.unique(groups, return_counts=True))}
+
+    # ------------------------------------------------------------- persistence
+    def to_arrays(self, prefix: str = "feat_") -> tuple[dict[str, np.ndarray], dict]:
+        arrays = {prefix + "word_class": self.word_class, prefix + "key_hi": self.key_hi,
+                  prefix + "key_lo": self.key_lo, prefix + "counts": self.counts}
+        return arrays, {"types": list(self.types), "n_words": self.n_words, "n_classes": self.n_classes}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict, meta: dict, prefix: str = "feat_") -> "SentenceFeatures":
+        key_hi = np.asarray(arrays[prefix + "key_hi"], dtype=np.int64)
+        key_lo = np.asarray(arrays[prefix + "key_lo"], dtype=np.int64)
+        slots = np.full(1 << max(4, int(np.ceil(np.log2(2 * max(key_hi.size, 1))))), -1, dtype=np.int32)
+        fk.table_insert_all(key_hi, key_lo, slots)
+        return cls(tuple(meta["types"]), int(meta["n_words"]), int(meta["n_classes"]),
+                   np.asarray(arrays[prefix + "word_class"], dtype=np.int64), key_hi, key_lo,
+                   np.asarray(arrays[prefix + "counts"], dtype=np.float64), slots)
