@@ -1,0 +1,9 @@
+"""Strong Doeblin chains, staged chains, learning their stationary laws (Steinhardt & Liang 2015).
+
+Row-stochastic convention throughout: ``A[i, j] = P(next = j | current = i)``.
+"""
+
+from .chains import (StagedDoeblinChain, StrongDoeblinChain, corollary_37_gap_bound,
+                     cyclic_stage_chain)
+
+__all__ = ["StrongDoeblinChain", "StagedDoeblinChain", "cyclic_stage_chain", "corollary_37_gap_bound"]
