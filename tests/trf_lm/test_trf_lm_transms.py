@@ -1,0 +1,82 @@
+"""Class-based TransMS leaves q (Eq. 12) invariant: chi-square against exact enumeration."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from samplers.testing import assert_frequencies_match, chi_square_gof
+from trf.lm.corpus import EncodedCorpus
+from trf.lm.features import SentenceFeatures
+from trf.lm.transms import SentenceSampler
+
+V, M = 3, 3
+WORD_CLASS = np.array([0, 0, 1])  # one class with two words, one singleton class
+N_CHAINS, STEPS = 8000, 25
+
+
+@pytest.fixture(scope="module")
+def setup():
+    rng = np.random.default_rng(0)
+    corpus = EncodedCorpus.from_sentences([rng.integers(0, V, size=rng.integers(1, M + 1)) for _ in range(40)])
+    feats = SentenceFeatures.build(corpus, V, "w+c+ws+cpw", word_class=WORD_CLASS)
+    lam = rng.normal(scale=0.8, size=feats.n_features)
+    log_len_weight = rng.normal(size=M)
+    states = [s for j in range(1, M + 1) for s in itertools.product(range(V), repeat=j)]
+    return feats, lam, log_len_weight, states
+
+
+def _exact(feats, lam, log_len_weight, states):
+    logq = np.array([log_len_weight[len(s) - 1] + feats.feature_vector(list(s)) @ lam for s in states])
+    p = np.exp(logq - logq.max())
+    return p / p.sum()
+
+
+def _final_state_counts(sampler, lam, log_len_weight, states, seed):
+    """Independent draws: the last state of many short chains started from single words."""
+    start = sampler.init_chains(N_CHAINS, seed=seed)
+    final, _, _, info = sampler.run(lam, log_len_weight, start, STEPS, seed=seed + 1, parallel=False)
+    index = {s: i for i, s in enumerate(states)}
+    counts = np.zeros(len(states))
+    for r in range(N_CHAINS):
+        counts[index[tuple(final.tokens[r, :final.lengths[r]].tolist())]] += 1
+    return counts, info
+
+
+def test_class_based_transms_is_invariant_for_q(setup):
+    feats, lam, lw, states = setup
+    sampler = SentenceSampler(feats, M)
+    counts, info = _final_state_counts(sampler, lam, lw, states, seed=11)
+    # chi-square GOF at alpha = 1e-3 over 39 states (lengths 1..3); draws are independent chains
+    assert_frequencies_match(counts, _exact(feats, lam, lw, states), alpha=1e-3)
+    assert 0.05 < info.jump_acceptance < 0.95 and info.class_proposed > 0 and info.class_accepted > 0
+
+
+def test_transms_negative_control_wrong_target_is_detected(setup):
+    feats, lam, lw, states = setup
+    sampler = SentenceSampler(feats, M)
+    counts, _ = _final_state_counts(sampler, lam, lw, states, seed=11)
+    wrong = lam.copy()
+    wrong[np.argmax(feats.counts)] += 0.5  # the most frequent feature's weight off by 0.5
+    _, _, p_value = chi_square_gof(counts, _exact(feats, wrong, lw, states))
+    assert p_value < 1e-6
+
+
+def test_parallel_chains_match_serial_and_bad_input(setup):
+    feats, lam, lw, _ = setup
+    sampler = SentenceSampler(feats, M)
+    start = sampler.init_chains(6, seed=3)
+    serial = sampler.run(lam, lw, start, 5, seed=4, parallel=False)
+    parallel = sampler.run(lam, lw, start, 5, seed=4, parallel=True)
+    np.testing.assert_array_equal(serial[1], parallel[1])
+    np.testing.assert_array_equal(serial[2], parallel[2])
+    np.testing.assert_array_equal(start.lengths, np.ones(6))  # input state not modified
+    weights = np.ones(serial[2].size)
+    dense = sum(feats.feature_vector(t[:n]) for t, n in zip(serial[1], serial[2]))
+    np.testing.assert_allclose(sampler.weighted_feature_sum(serial[1], serial[2], weights), dense)
+    with pytest.raises(ValueError, match="log_len_weight"):
+        sampler.run(lam, lw[:2], start, 1)
+    with pytest.raises(ValueError, match="lam"):
+        sampler.run(lam[:-1], lw, start, 1)

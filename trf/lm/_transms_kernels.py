@@ -1,0 +1,221 @@
+"""Numba kernels of class-based TransMS for sentence TRFs (Algorithm 2 of Table 1, Appendix C).  Private.
+
+Sentence buffers follow :mod:`trf.lm._feature_kernels` (``w[0] = <s>``, ``w[j+1] = </s>``).  ``fa`` is
+the tuple of feature arrays ``(key_hi, key_lo, slots, row_group, row_len, row_off, row_type)``.
+``lw[j-1] = log pi0_j - zeta_j`` is the length part of ``log q`` (Eq. 12).  ``span`` is the largest
+look-back of any template: changing position ``i`` changes the features at ``i .. i+span`` only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import prange
+
+from samplers._jit import jit
+from samplers._kernels import categorical_from_logits, logsumexp_1d
+from trf.lm._feature_kernels import (accumulate_features, load_sentence, positions_score, row_fires, row_key,
+                                      table_find)
+
+
+@jit
+def class_rows_score(w, c, j, i, p_lo, p_hi, lam, fa):
+    """Score of the reduced class model at position ``i``: rows whose element at ``i`` is a class."""
+    key_hi, key_lo, slots, row_group, row_len, row_off, row_type = fa
+    total = 0.0
+    for p in range(max(p_lo, 1), min(p_hi, j + 1) + 1):
+        for r in range(row_len.size):
+            if not row_fires(r, p, j, row_len, row_off):
+                continue
+            uses_class = False
+            for e in range(row_len[r]):
+                if p + row_off[r, e] == i:
+                    uses_class = row_type[r, e] == 1
+            if uses_class:
+                hi, lo = row_key(r, p, w, c, row_group, row_len, row_off, row_type)
+                f = table_find(hi, lo, key_hi, key_lo, slots)
+                if f >= 0:
+                    total += lam[f]
+    return total
+
+
+@jit
+def class_proposal_logits(w, c, j, i, span, n_classes, lam, fa, out):
+    """``out[k] = log Q_i(k)`` (normalised), the class-only reduced model at position ``i`` (App. C)."""
+    saved = c[i]
+    for k in range(n_classes):
+        c[i] = k
+        out[k] = class_rows_score(w, c, j, i, i, i + span, lam, fa)
+    c[i] = saved
+    lz = logsumexp_1d(out[:n_classes])
+    for k in range(n_classes):
+        out[k] -= lz
+
+
+@jit
+def class_word_scores(w, c, j, i, k, span, class_ptr, class_words, lam, fa, out):
+    """``out[n]`` = local log-potential with ``x_i`` = the n-th word of class ``k``; returns their count."""
+    key_hi, key_lo, slots, row_group, row_len, row_off, row_type = fa
+    saved_w, saved_c = w[i], c[i]
+    n = class_ptr[k + 1] - class_ptr[k]
+    c[i] = k
+    for t in range(n):
+        w[i] = class_words[class_ptr[k] + t]
+        out[t] = positions_score(w, c, j, i, i + span, lam, key_hi, key_lo, slots, row_group, row_len, row_off,
+                                 row_type)
+    w[i], c[i] = saved_w, saved_c
+    return n
+
+
+@jit
+def jump_prob(k, j, m):
+    """Gamma(k, j) of Eq. (19)."""
+    if m == 1:
+        return 1.0 if j == 1 else 0.0
+    if abs(j - k) > 1 or j < 1 or j > m:
+        return 0.0
+    if k == 1 or k == m:
+        return 0.5
+    return 1.0 / 3.0
+
+
+@jit
+def draw_jump(k, m):
+    if m == 1:
+        return 1
+    u = np.random.random()
+    if k == 1:
+        return 1 if u < 0.5 else 2
+    if k == m:
+        return m - 1 if u < 0.5 else m
+    if u < 1.0 / 3.0:
+        return k - 1
+    if u < 2.0 / 3.0:
+        return k
+    return k + 1
+
+
+@jit
+def local_sum(w, c, j, p_lo, p_hi, lam, fa):
+    key_hi, key_lo, slots, row_group, row_len, row_off, row_type = fa
+    return positions_score(w, c, j, p_lo, p_hi, lam, key_hi, key_lo, slots, row_group, row_len, row_off, row_type)
+
+
+@jit
+def chain_step(w, c, j, m, n_words, n_classes, word_class, class_ptr, class_words, lam, fa, lw, span,
+               log_q, scores_a, scores_b, stats):
+    """One TransMS step (local jump, then a class-based Markov move over all positions); returns j."""
+    eos_w, eos_c = n_words, n_classes
+    k = j
+    target = draw_jump(k, m)
+    if target == k + 1:
+        stats[0] += 1
+        old_local = local_sum(w, c, k, k + 1, k + 1, lam, fa)
+        w[k + 2], c[k + 2] = eos_w, eos_c
+        class_proposal_logits(w, c, k + 1, k + 1, span, n_classes, lam, fa, log_q)
+        c0 = categorical_from_logits(log_q[:n_classes])
+        n = class_word_scores(w, c, k + 1, k + 1, c0, span, class_ptr, class_words, lam, fa, scores_a)
+        lse = logsumexp_1d(scores_a[:n])
+        t = categorical_from_logits(scores_a[:n])
+        log_g = log_q[c0] + scores_a[t] - lse                                   # Eq. (35)-(36)
+        log_ratio = (np.log(jump_prob(k + 1, k, m) / jump_prob(k, k + 1, m)) + lw[k] - lw[k - 1]
+                     + scores_a[t] - old_local - log_g)                         # Eq. (20)
+        if np.log(np.random.random()) < log_ratio:
+            w[k + 1], c[k + 1] = class_words[class_ptr[c0] + t], c0
+            j = k + 1
+            stats[1] += 1
+        else:
+            w[k + 1], c[k + 1] = eos_w, eos_c
+    elif target == k - 1:
+        stats[2] += 1
+        u_c = c[k]
+        cur_local = local_sum(w, c, k, k, k + 1, lam, fa)
+        class_proposal_logits(w, c, k, k, span, n_classes, lam, fa, log_q)
+        n = class_word_scores(w, c, k, k, u_c, span, class_ptr, class_words, lam, fa, scores_a)
+        log_g = log_q[u_c] + cur_local - logsumexp_1d(scores_a[:n])             # Eq. (37)
+        u_w = w[k]
+        w[k], c[k] = eos_w, eos_c
+        new_local = local_sum(w, c, k - 1, k, k, lam, fa)
+        log_ratio = (np.log(jump_prob(k - 1, k, m) / jump_prob(k, k - 1, m)) + lw[k - 2] - lw[k - 1]
+                     + new_local + log_g - cur_local)                           # Eq. (21)
+        if np.log(np.random.random()) < log_ratio:
+            j = k - 1
+            stats[3] += 1
+        else:
+            w[k], c[k] = u_w, u_c
+    for i in range(1, j + 1):                                                   # Markov move
+        cur = c[i]
+        class_proposal_logits(w, c, j, i, span, n_classes, lam, fa, log_q)
+        c0 = categorical_from_logits(log_q[:n_classes])
+        n_cur = class_word_scores(w, c, j, i, cur, span, class_ptr, class_words, lam, fa, scores_a)
+        chosen = cur
+        if c0 != cur:
+            stats[4] += 1
+            n_new = class_word_scores(w, c, j, i, c0, span, class_ptr, class_words, lam, fa, scores_b)
+            log_acc = (log_q[cur] - log_q[c0] + logsumexp_1d(scores_b[:n_new])
+                       - logsumexp_1d(scores_a[:n_cur]))                        # Eq. (34)
+            if np.log(np.random.random()) < log_acc:
+                chosen = c0
+                stats[5] += 1
+        if chosen == cur:
+            t = categorical_from_logits(scores_a[:n_cur])
+        else:
+            t = categorical_from_logits(scores_b[:n_new])
+        w[i], c[i] = class_words[class_ptr[chosen] + t], chosen
+    return j
+
+
+@jit
+def run_chain(ch, steps, seed, tokens, lengths, m, n_words, n_classes, word_class, class_ptr, class_words, lam, fa,
+              lw, span, max_class, out_tokens, out_len, stats):
+    """Advance chain ``ch`` by ``steps`` steps from ``tokens[ch, :lengths[ch]]``, recording every state."""
+    np.random.seed(seed)
+    w = np.empty(m + 3, dtype=np.int64)
+    c = np.empty(m + 3, dtype=np.int64)
+    j = lengths[ch]
+    w[0], c[0] = n_words + 1, n_classes + 1
+    for i in range(j):
+        w[i + 1] = tokens[ch, i]
+        c[i + 1] = word_class[tokens[ch, i]]
+    w[j + 1], c[j + 1] = n_words, n_classes
+    log_q = np.empty(n_classes)
+    scores_a = np.empty(max_class)
+    scores_b = np.empty(max_class)
+    for s in range(steps):
+        j = chain_step(w, c, j, m, n_words, n_classes, word_class, class_ptr, class_words, lam, fa, lw, span,
+                       log_q, scores_a, scores_b, stats[ch])
+        row = ch * steps + s
+        out_len[row] = j
+        for i in range(j):
+            out_tokens[row, i] = w[i + 1]
+    lengths[ch] = j
+    for i in range(j):
+        tokens[ch, i] = w[i + 1]
+
+
+@jit
+def run_chains_serial(steps, seeds, tokens, lengths, m, n_words, n_classes, word_class, class_ptr, class_words,
+                      lam, fa, lw, span, max_class, out_tokens, out_len, stats):
+    for ch in range(lengths.size):
+        run_chain(ch, steps, seeds[ch], tokens, lengths, m, n_words, n_classes, word_class, class_ptr, class_words,
+                  lam, fa, lw, span, max_class, out_tokens, out_len, stats)
+
+
+@jit(parallel=True)
+def run_chains_parallel(steps, seeds, tokens, lengths, m, n_words, n_classes, word_class, class_ptr, class_words,
+                        lam, fa, lw, span, max_class, out_tokens, out_len, stats):
+    """Appendix D: chains on separate cores; each reseeds Numba's generator, so results match the serial build."""
+    for ch in prange(lengths.size):
+        run_chain(ch, steps, seeds[ch], tokens, lengths, m, n_words, n_classes, word_class, class_ptr, class_words,
+                  lam, fa, lw, span, max_class, out_tokens, out_len, stats)
+
+
+@jit
+def weighted_feature_sum(out_tokens, out_len, weights, word_class, n_words, n_classes, key_hi, key_lo, slots,
+                         row_group, row_len, row_off, row_type, acc):
+    """``acc += sum_r weights[r] f(x_r)`` over recorded samples (the sum in Eq. 16/38)."""
+    m = out_tokens.shape[1]
+    w = np.empty(m + 2, dtype=np.int64)
+    c = np.empty(m + 2, dtype=np.int64)
+    for r in range(out_len.size):
+        j = load_sentence(out_tokens[r, :out_len[r]], word_class, n_words, n_classes, w, c)
+        accumulate_features(w, c, j, weights[r], acc, key_hi, key_lo, slots, row_group, row_len, row_off, row_type)

@@ -1,0 +1,138 @@
+"""Class-based trans-dimensional mixture sampling for sentence TRFs (Algorithm 2 of Table 1, App. C-D).
+
+Targets ``q(j, x^j) ∝ pi0_j exp(-zeta_j + lambda . f(x^j))`` (Eq. 12) over sentences of length
+``1..m``.  A step of a chain is
+
+1. a local jump ``j -> j ± 1`` (Eq. 19): appending draws a class ``c0 ~ Q_{k+1}`` from the reduced
+   class-only model and a word within ``c0`` by Eq. (35); acceptance Eq. (20) with ``g`` of Eq. (36);
+   removing the last word uses Eq. (21) with ``g`` of Eq. (37);
+2. a Markov move over positions ``i = 1..j``: a class ``c0 ~ Q_i`` accepted by Eq. (34), then a
+   Gibbs draw of the word within the (new) class.
+
+Chains are independent and run on separate cores (Appendix D) with per-chain seeds, so the parallel
+build gives the same draws as the serial one.  Sentences longer than ``m`` are outside the sampler's
+support (the model scores them with the pooled length of Sec. 5.4; see :mod:`trf.lm.model`).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from samplers.rng import as_generator, kernel_seeds
+from samplers.validation import as_float_array, check_int
+from trf.lm import _transms_kernels as tk
+from trf.lm.features import SentenceFeatures
+
+__all__ = ["ChainState", "SamplerInfo", "SentenceSampler"]
+
+
+class ChainState(NamedTuple):
+    """Chain ``r`` holds the sentence ``tokens[r, :lengths[r]]``."""
+
+    tokens: np.ndarray   # int64 (n_chains, m)
+    lengths: np.ndarray  # int64 (n_chains,)
+
+
+class SamplerInfo(NamedTuple):
+    """Move counts summed over chains."""
+
+    up_proposed: int
+    up_accepted: int
+    down_proposed: int
+    down_accepted: int
+    class_proposed: int
+    class_accepted: int
+
+    @property
+    def jump_acceptance(self) -> float:
+        n = self.up_proposed + self.down_proposed
+        return (self.up_accepted + self.down_accepted) / n if n else float("nan")
+
+    @property
+    def class_acceptance(self) -> float:
+        return self.class_accepted / self.class_proposed if self.class_proposed else float("nan")
+
+
+class SentenceSampler:
+    """Class-based TransMS over the features of a :class:`~trf.lm.features.SentenceFeatures`.
+
+    Parameters
+    ----------
+    features : SentenceFeatures
+        Its ``word_class`` is the class map used by the sampler.
+    m : int
+        Maximum sentence length sampled.
+    """
+
+    def __init__(self, features: SentenceFeatures, m: int) -> None:
+        self.features = features
+        self.m = check_int(m, "m", low=1)
+        order = np.argsort(features.word_class, kind="stable")
+        self.class_words = order.astype(np.int64)
+        self.class_ptr = np.searchsorted(features.word_class[order], np.arange(features.n_classes + 1)).astype(np.int64)
+        self.max_class = int(np.diff(self.class_ptr).max())
+        self.span = features.max_context
+
+    def init_chains(self, n_chains: int, seed=None) -> ChainState:
+        """``n_chains`` chains, each a single uniformly drawn word."""
+        n_chains = check_int(n_chains, "n_chains", low=1)
+        tokens = np.zeros((n_chains, self.m), dtype=np.int64)
+        tokens[:, 0] = as_generator(seed).integers(0, self.features.n_words, size=n_chains)
+        return ChainState(tokens, np.ones(n_chains, dtype=np.int64))
+
+    def run(self, lam, log_len_weight, state: ChainState, steps: int, seed=None, *, parallel: bool = True
+            ) -> tuple[ChainState, np.ndarray, np.ndarray, SamplerInfo]:
+        """Advance every chain ``steps`` steps and return all visited states.
+
+        Parameters
+        ----------
+        lam : float array (n_features,)
+        log_len_weight : float array (m,)
+            ``log pi0_j - zeta_j`` (Eq. 12).
+        state : ChainState
+            Not modified; the new state is returned.
+        steps : int
+        seed : int, Generator or None
+            One kernel seed per chain is derived from it.
+        parallel : bool
+            Run chains on all cores (Appendix D); the serial build gives identical results.
+
+        Returns
+        -------
+        state : ChainState
+        tokens : int64 (n_chains * steps, m)
+            Row ``r * steps + s`` is chain r after step s; ``lengths`` says how much is valid.
+        lengths : int64 (n_chains * steps,)
+        info : SamplerInfo
+        """
+        feats = self.features
+        lam = as_float_array(lam, "lam", ndim=1)
+        if lam.size != feats.n_features:
+            raise ValueError(f"lam must have n_features={feats.n_features} entries, got {lam.size}")
+        lw = as_float_array(log_len_weight, "log_len_weight", ndim=1, finite=False)
+        if lw.size != self.m or np.any(np.isnan(lw)) or np.any(lw == np.inf):
+            raise ValueError(f"log_len_weight must have m={self.m} entries, none NaN or +inf")
+        steps = check_int(steps, "steps", low=1)
+        tokens, lengths = state.tokens.copy(), state.lengths.copy()
+        if tokens.ndim != 2 or tokens.shape[1] != self.m or lengths.shape != (tokens.shape[0],):
+            raise ValueError(f"state must hold tokens of shape (n_chains, {self.m}) and matching lengths")
+        n_chains = lengths.size
+        seeds = kernel_seeds(seed, n_chains).astype(np.int64)
+        out_tokens = np.zeros((n_chains * steps, self.m), dtype=np.int64)
+        out_len = np.zeros(n_chains * steps, dtype=np.int64)
+        stats = np.zeros((n_chains, 6), dtype=np.int64)
+        runner = tk.run_chains_parallel if parallel else tk.run_chains_serial
+        runner(steps, seeds, tokens, lengths, self.m, feats.n_words, feats.n_classes, feats.word_class,
+               self.class_ptr, self.class_words, lam, feats.kernel_args(), lw, self.span, self.max_class,
+               out_tokens, out_len, stats)
+        return ChainState(tokens, lengths), out_tokens, out_len, SamplerInfo(*map(int, stats.sum(axis=0)))
+
+    def weighted_feature_sum(self, tokens: np.ndarray, lengths: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """``sum_r weights[r] f(x_r)`` over sampled sentences (the sample term of Eq. 16/38)."""
+        feats = self.features
+        acc = np.zeros(feats.n_features)
+        tk.weighted_feature_sum(tokens, lengths, np.asarray(weights, dtype=np.float64), feats.word_class,
+                                feats.n_words, feats.n_classes, *feats.kernel_args(), acc)
+        return acc
