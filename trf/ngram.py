@@ -38,6 +38,7 @@ from samplers.validation import as_int_array, check_int
 __all__ = ["NGramModel", "KneserNey", "WittenBell", "perplexity"]
 
 NGRAM_ORDERS = (2, 3, 4, 5)
+KIND = "ngram"  # the kind field of n-gram model files (trf.io)
 
 
 @dataclass
@@ -105,8 +106,6 @@ class NGramModel:
     order : int
         n-gram order, 2 to 5.
     """
-
-    kind = "ngram"
 
     def __init__(self, order: int = 3) -> None:
         self.order = check_int(order, "order", low=NGRAM_ORDERS[0], high=NGRAM_ORDERS[-1])
@@ -298,17 +297,17 @@ class NGramModel:
 
     def save(self, path) -> None:
         """Write the model to ``path`` (``.npz``) atomically."""
-        from trf.lm.store import save_arrays
+        from trf.io import atomic_write_npz
 
         arrays, meta = self.to_arrays()
-        save_arrays(path, arrays, meta, kind="ngram")
+        atomic_write_npz(path, arrays, meta, kind=KIND)
 
     @staticmethod
     def load(path) -> "NGramModel":
         """Read a model written by :meth:`save`; clear errors for missing, truncated or foreign files."""
-        from trf.lm.store import load_arrays
+        from trf.io import read_npz
 
-        arrays, meta = load_arrays(path, kind="ngram")
+        arrays, meta = read_npz(path, KIND)
         return NGramModel.from_arrays(arrays, meta)
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from trf.lm.corpus import EncodedCorpus, ReadStats, Vocabulary, encode_file
-from trf.lm.store import load_arrays, save_arrays
-from trf.ngram import KneserNey, NGramModel, WittenBell, perplexity
+from trf.io import atomic_write_npz, read_npz
+from trf.ngram import KIND, KneserNey, NGramModel, WittenBell, perplexity
 
 METHODS = {"kn": KneserNey, "wb": WittenBell}
 PERPLEXITY_CONVENTION = "per token: words plus one end-of-sentence per sentence; <unk> scored as a word"
@@ -39,12 +39,12 @@ def train_ngram(train_path, *, method: str = "kn", order: int = 5, vocab_size: i
 def save_ngram(path, model: NGramModel, vocab: Vocabulary) -> None:
     """One file with the model's arrays and its vocabulary."""
     arrays, meta = model.to_arrays()
-    save_arrays(path, {**arrays, **vocab.to_arrays()}, meta, kind="ngram")
+    atomic_write_npz(path, {**arrays, **vocab.to_arrays()}, meta, kind=KIND)
 
 
 def load_ngram(path) -> tuple[NGramModel, Vocabulary]:
     """Inverse of :func:`save_ngram`."""
-    arrays, meta = load_arrays(path, kind="ngram")
+    arrays, meta = read_npz(path, KIND)
     if "vocab_words" not in arrays:
         raise ValueError(f"model file {str(path)!r} has no vocabulary (saved with NGramModel.save?)")
     return NGramModel.from_arrays(arrays, meta), Vocabulary.from_arrays(arrays)
