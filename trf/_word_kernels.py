@@ -1,0 +1,246 @@
+"""Numba kernels for character n-gram features of words (private; wrappers validate input).
+
+Every feature of a word is a *term* at a dense position of a table laid out as
+``[uni V | bi V^2 | tri V^3 | begin-uni V | end-uni V | begin-bi V^2 | end-bi V^2]`` (V = alphabet
+size).  :func:`fired_positions` lists the terms of one word; scoring, counting and the local score
+changes used by TransMS all follow from it, so the template set is written down once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from samplers._jit import jit
+from samplers._kernels import categorical_from_logits, logsumexp_1d
+
+
+@jit
+def table_bases(V):
+    """Start of each template block: uni, bi, tri, begin-uni, end-uni, begin-bi, end-bi, total."""
+    b = np.empty(8, dtype=np.int64)
+    b[0] = 0
+    b[1] = V
+    b[2] = b[1] + V * V
+    b[3] = b[2] + V * V * V
+    b[4] = b[3] + V
+    b[5] = b[4] + V
+    b[6] = b[5] + V * V
+    b[7] = b[6] + V * V
+    return b
+
+
+@jit
+def fired_positions(x, start, L, V, out):
+    """Write the dense positions of all terms of word ``x[start:start+L]`` into ``out``; return count."""
+    b = table_bases(V)
+    n = 0
+    for i in range(L):
+        out[n] = b[0] + x[start + i]
+        n += 1
+    for i in range(L - 1):
+        out[n] = b[1] + x[start + i] * V + x[start + i + 1]
+        n += 1
+    for i in range(L - 2):
+        out[n] = b[2] + (x[start + i] * V + x[start + i + 1]) * V + x[start + i + 2]
+        n += 1
+    out[n] = b[3] + x[start]
+    n += 1
+    out[n] = b[4] + x[start + L - 1]
+    n += 1
+    if L >= 2:
+        out[n] = b[5] + x[start] * V + x[start + 1]
+        n += 1
+        out[n] = b[6] + x[start + L - 2] * V + x[start + L - 1]
+        n += 1
+    return n
+
+
+@jit
+def score_word(w, V, x, start, L, scratch):
+    """lambda . f(x) for one word, reading dense weights ``w``."""
+    n = fired_positions(x, start, L, V, scratch)
+    s = 0.0
+    for k in range(n):
+        s += w[scratch[k]]
+    return s
+
+
+@jit
+def score_batch(w, V, tokens, offsets, out):
+    """lambda . f(x_i) for every word of a flat batch."""
+    scratch = np.empty(3 * (np.max(np.diff(offsets)) + 2), dtype=np.int64)
+    for i in range(offsets.shape[0] - 1):
+        out[i] = score_word(w, V, tokens, offsets[i], offsets[i + 1] - offsets[i], scratch)
+
+
+@jit
+def terms_at(w, V, x, L, i):
+    """Sum of the weights of all terms of ``x[:L]`` that involve position ``i`` (each once)."""
+    b = table_bases(V)
+    s = w[b[0] + x[i]]
+    if i >= 1:
+        s += w[b[1] + x[i - 1] * V + x[i]]
+    if i + 1 < L:
+        s += w[b[1] + x[i] * V + x[i + 1]]
+    if i >= 2:
+        s += w[b[2] + (x[i - 2] * V + x[i - 1]) * V + x[i]]
+    if i >= 1 and i + 1 < L:
+        s += w[b[2] + (x[i - 1] * V + x[i]) * V + x[i + 1]]
+    if i + 2 < L:
+        s += w[b[2] + (x[i] * V + x[i + 1]) * V + x[i + 2]]
+    if i == 0:
+        s += w[b[3] + x[0]]
+    if i == L - 1:
+        s += w[b[4] + x[L - 1]]
+    if L >= 2:
+        if i <= 1:
+            s += w[b[5] + x[0] * V + x[1]]
+        if i >= L - 2:
+            s += w[b[6] + x[L - 2] * V + x[L - 1]]
+    return s
+
+
+@jit
+def end_terms(w, V, x, L):
+    """Weights of the end-of-word terms of ``x[:L]`` (end unigram and, for L >= 2, end bigram)."""
+    b = table_bases(V)
+    s = w[b[4] + x[L - 1]]
+    if L >= 2:
+        s += w[b[6] + x[L - 2] * V + x[L - 1]]
+    return s
+
+
+@jit
+def append_deltas(w, V, x, L, out):
+    """``out[u] = score(x[:L] + u) - score(x[:L])`` for every symbol u (x must have room for L+1)."""
+    removed = end_terms(w, V, x, L)
+    for u in range(V):
+        x[L] = u
+        out[u] = terms_at(w, V, x, L + 1, L) - removed
+
+
+@jit
+def weighted_counts(index, V, tokens, offsets, weights, out):
+    """``out[k] += weights[i] * count of feature k in word i`` (``index`` maps dense position -> k or -1)."""
+    scratch = np.empty(3 * (np.max(np.diff(offsets)) + 2), dtype=np.int64)
+    for i in range(offsets.shape[0] - 1):
+        n = fired_positions(tokens, offsets[i], offsets[i + 1] - offsets[i], V, scratch)
+        for k in range(n):
+            f = index[scratch[k]]
+            if f >= 0:
+                out[f] += weights[i]
+
+
+@jit
+def per_length_moments(index, V, tokens, offsets, d, m, sums, sumsq):
+    """Per-length sums and sums of squares of feature counts: ``sums[j-1, k]``, ``sumsq[j-1, k]``."""
+    scratch = np.empty(3 * (np.max(np.diff(offsets)) + 2), dtype=np.int64)
+    cnt = np.zeros(d, dtype=np.float64)
+    for i in range(offsets.shape[0] - 1):
+        L = offsets[i + 1] - offsets[i]
+        n = fired_positions(tokens, offsets[i], L, V, scratch)
+        for k in range(n):
+            f = index[scratch[k]]
+            if f >= 0:
+                cnt[f] += 1.0
+        for k in range(n):
+            f = index[scratch[k]]
+            if f >= 0 and cnt[f] > 0.0:
+                sums[L - 1, f] += cnt[f]
+                sumsq[L - 1, f] += cnt[f] * cnt[f]
+                cnt[f] = 0.0
+
+
+@jit
+def gibbs_sweep(w, V, x, L, logits, scale):
+    """One systematic-scan Gibbs sweep over positions 0..L-1 of ``x[:L]`` at ``exp(scale * lambda . f)``.
+
+    Table 1, step II (``scale`` = 1); AIS uses ``scale`` = the inverse temperature.
+    """
+    for i in range(L):
+        for u in range(V):
+            x[i] = u
+            logits[u] = scale * terms_at(w, V, x, L, i)
+        x[i] = categorical_from_logits(logits)
+
+
+@jit
+def _log_gamma_ratio(k, j, m):
+    """log Gamma(j, k) - log Gamma(k, j) for the uniform neighbour jump law Eq. (19)."""
+    gk = np.log(0.5) if (k == 1 or k == m) else np.log(1.0 / 3.0)
+    gj = np.log(0.5) if (j == 1 or j == m) else np.log(1.0 / 3.0)
+    return gj - gk
+
+
+@jit
+def transms_run(w, V, log_len_weight, m, x, lengths, schedule, jump, seed, out_x, out_len, stats):
+    """Advance chains by TransMS (Table 1) and record every state.
+
+    For record r, chain ``schedule[r]`` makes one local jump (Eq. 19-22; skipped when ``jump`` is
+    False) and one Gibbs sweep, and its state is written to ``out_x[r]``, ``out_len[r]``.
+    ``log_len_weight[j-1] = log pi0_j - zeta_j``.  ``stats`` accumulates
+    [up proposals, up accepts, down proposals, down accepts].
+    """
+    np.random.seed(seed)
+    logits = np.empty(V)
+    for r in range(schedule.shape[0]):
+        c = schedule[r]
+        xc = x[c]
+        k = lengths[c]
+        if jump and m > 1:
+            u01 = np.random.random()
+            if k == 1:
+                j = 1 if u01 < 0.5 else 2
+            elif k == m:
+                j = m - 1 if u01 < 0.5 else m
+            else:
+                j = k - 1 + int(u01 * 3.0)
+                if j > k + 1:
+                    j = k + 1
+            if j == k + 1:
+                append_deltas(w, V, xc, k, logits)
+                lse = logsumexp_1d(logits)
+                u = categorical_from_logits(logits)
+                log_acc = _log_gamma_ratio(k, j, m) + log_len_weight[j - 1] - log_len_weight[k - 1] + lse
+                stats[0] += 1
+                if np.log(np.random.random()) < log_acc:
+                    xc[k] = u
+                    lengths[c] = j
+                    stats[1] += 1
+            elif j == k - 1:
+                last = xc[k - 1]
+                append_deltas(w, V, xc, k - 1, logits)
+                xc[k - 1] = last
+                lse = logsumexp_1d(logits)
+                log_acc = _log_gamma_ratio(k, j, m) + log_len_weight[j - 1] - log_len_weight[k - 1] - lse
+                stats[2] += 1
+                if np.log(np.random.random()) < log_acc:
+                    lengths[c] = j
+                    stats[3] += 1
+        L = lengths[c]
+        gibbs_sweep(w, V, xc, L, logits, 1.0)
+        for i in range(L):
+            out_x[r, i] = xc[i]
+        out_len[r] = L
+
+
+@jit
+def ais_run(w, V, L, betas, n_particles, seed, log_weights):
+    """AIS for one length: uniform words -> exp(lambda . f) along ``betas`` with Gibbs transitions.
+
+    ``log_weights[p]`` receives sum_t (beta_t - beta_{t-1}) lambda . f(x_{t-1}) of particle p, so
+    ``log mean exp(log_weights) + L log V`` estimates log Z_L (Neal 2001).
+    """
+    np.random.seed(seed)
+    x = np.empty(L + 1, dtype=np.int32)
+    logits = np.empty(V)
+    scratch = np.empty(3 * L + 4, dtype=np.int64)
+    for p in range(n_particles):
+        for i in range(L):
+            x[i] = np.random.randint(0, V)
+        lw = 0.0
+        for t in range(1, betas.shape[0]):
+            lw += (betas[t] - betas[t - 1]) * score_word(w, V, x, 0, L, scratch)
+            if t < betas.shape[0] - 1:
+                gibbs_sweep(w, V, x, L, logits, betas[t])
+        log_weights[p] = lw

@@ -1,0 +1,137 @@
+"""Baselines of the word-morphology experiment (Sec. 6): quasi-Newton, IIS and WB3.
+
+* :func:`fit_quasi_newton` -- the TRF fitted exactly: scipy L-BFGS on the exact mean NLL
+  ``-p~[lambda . f] + sum_j pi_j log Z_j(lambda)`` and its gradient ``-p~[f] + p_lambda[f]`` (Eq. 6),
+  both from the forward-backward pass of :mod:`trf.exact`.
+* :func:`fit_iis` -- improved iterative scaling (Della Pietra et al. 1997) with expectations from K
+  sampled words per iteration, sampled as footnote 11 says: a length from ``n_j / n``, then a Gibbs
+  sweep on the last word of that length.
+* :func:`fit_wb3` -- interpolated Witten-Bell character trigram with an end symbol (``trf.ngram``).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import numpy as np
+from scipy.optimize import minimize
+
+from samplers.rng import as_generator
+from samplers.validation import check_float, check_int
+
+from . import exact
+from .data import WordData
+from .features import FeatureSet
+from .transms import ChainState, transms
+
+
+def exact_nll_and_grad(features: FeatureSet, lam: np.ndarray, pi: np.ndarray, mean: np.ndarray
+                       ) -> tuple[float, np.ndarray]:
+    """Exact mean NLL per word (nats) and its gradient for empirical means ``mean`` and length law ``pi``."""
+    log_z, expect = exact.log_partition_and_expectations(features, lam, pi)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        entropy_term = np.where(pi > 0, pi * np.log(pi), 0.0).sum()
+    nll = -float(mean @ lam) + float(pi @ log_z) - entropy_term
+    return nll, expect - mean
+
+
+def fit_quasi_newton(features: FeatureSet, train: WordData, *, max_iter: int = 500, tol: float = 1e-9,
+                     callback: Callable[[np.ndarray], None] | None = None) -> tuple[np.ndarray, dict]:
+    """Maximum-likelihood lambda by L-BFGS with exact gradients (the paper's "Quasi-Newton").
+
+    Returns
+    -------
+    lam : ndarray, shape (d,)
+    info : dict
+        ``nll`` (mean exact training NLL per word), ``iterations``, ``evaluations``, ``seconds``,
+        ``grad_norm``, ``converged``.
+    """
+    max_iter = check_int(max_iter, "max_iter", low=1)
+    n_j = train.length_counts()
+    pi = n_j / n_j.sum()
+    mean = features.counts(train) / len(train)
+    start = time.perf_counter()
+    res = minimize(lambda lam: exact_nll_and_grad(features, lam, pi, mean), np.zeros(features.d), jac=True,
+                   method="L-BFGS-B", callback=callback,
+                   options={"maxiter": max_iter, "gtol": tol, "ftol": tol * 1e-3, "maxcor": 20})
+    return res.x, {"nll": float(res.fun), "iterations": int(res.nit), "evaluations": int(res.nfev),
+                   "seconds": time.perf_counter() - start, "grad_norm": float(np.abs(res.jac).max()),
+                   "converged": bool(res.success)}
+
+
+def iis_step(features: FeatureSet, words: WordData, mean: np.ndarray, *, max_step: float = 1.0,
+             newton_iters: int = 30) -> np.ndarray:
+    """One IIS update delta from sampled words (their mean feature counts estimate ``p_lambda[f]``).
+
+    Solves ``K^-1 sum_k f_i(x_k) exp(delta_i f#(x_k)) = p~[f_i]`` for every feature i by Newton's
+    method on the log of the left side (f# = number of active features of a word); features never
+    seen in the sample get the bound ``+max_step``.
+    """
+    K = len(words)
+    f_sharp = features.scores(np.ones(features.d), words)        # number of active features per word
+    levels = np.unique(f_sharp)
+    A = np.stack([features.counts(words, (f_sharp == s) / K) for s in levels])
+    seen = A.sum(axis=0) > 0
+    target = np.log(np.maximum(mean, 1e-300))
+    delta = np.zeros(features.d)
+    with np.errstate(divide="ignore"):
+        logA = np.log(A[:, seen])
+    d = np.zeros(int(seen.sum()))
+    for _ in range(newton_iters):
+        e = logA + d[None, :] * levels[:, None]
+        mx = e.max(axis=0)
+        w = np.exp(e - mx)
+        h = mx + np.log(w.sum(axis=0)) - target[seen]
+        slope = (w * levels[:, None]).sum(axis=0) / w.sum(axis=0)
+        d = np.clip(d - h / slope, -max_step, max_step)
+    delta[seen] = d
+    delta[~seen] = max_step
+    return delta
+
+
+def fit_iis(features: FeatureSet, train: WordData, *, iters: int = 1000, n_samples: int = 100,
+            seed=None, max_step: float = 1.0,
+            callback: Callable[[int, np.ndarray], None] | None = None) -> tuple[np.ndarray, dict]:
+    """IIS with sampled expectations (K words per iteration, lengths from ``n_j / n``, Gibbs moves).
+
+    Returns
+    -------
+    lam : ndarray, shape (d,)
+    info : dict with ``seconds``.
+    """
+    iters = check_int(iters, "iters", low=1)
+    n_samples = check_int(n_samples, "n_samples", low=1)
+    max_step = check_float(max_step, "max_step", low=0.0, low_open=True)
+    rng = as_generator(seed)
+    m, V = train.m, features.V
+    n_j = train.length_counts()
+    pi = n_j / n_j.sum()
+    mean = features.counts(train) / len(train)
+    tokens = np.zeros((m, m + 1), dtype=np.int32)
+    tokens[:, :m] = rng.integers(0, V, size=(m, m))
+    state = ChainState(tokens, np.arange(1, m + 1, dtype=np.int64))   # chain j-1 holds the last word of length j
+    log_len = np.zeros(m)
+    lam = np.zeros(features.d)
+    start = time.perf_counter()
+    for t in range(1, iters + 1):
+        schedule = rng.choice(m, size=n_samples, p=pi)
+        state, words, _ = transms(features, lam, log_len, state, n_samples, rng, jump=False, schedule=schedule)
+        lam = lam + iis_step(features, words, mean, max_step=max_step)
+        if callback is not None:
+            callback(t, lam)
+    return lam, {"seconds": time.perf_counter() - start}
+
+
+def fit_wb3(train: WordData):
+    """Interpolated Witten-Bell character trigram (the paper's WB3) over the words of ``train``."""
+    from .ngram import WittenBell
+
+    words = [train.tokens[train.offsets[i]:train.offsets[i + 1]] for i in range(len(train))]
+    return WittenBell(order=3).fit(words, train.alphabet.size)
+
+
+def wb3_nll(model, data: WordData) -> float:
+    """Mean NLL per word (nats, end symbol included) of a WB3 model."""
+    words = [data.tokens[data.offsets[i]:data.offsets[i + 1]] for i in range(len(data))]
+    return float(-np.mean(model.log_prob(words)))

@@ -1,0 +1,134 @@
+"""Exact normalising constants and feature expectations of word TRFs (Sec. 6).
+
+With n-gram features of order at most 3, ``log Z_j(lambda)`` for every length j follows from one
+forward pass over 2-symbol histories (states ``(x_{i-1}, x_i)``, cost ``O(m V^3)``), and the model
+expectations ``p_j[f]`` from a matching backward pass.  The backward messages depend only on the
+distance to the end of the word, so both passes are shared by all lengths.  These give the exact
+NLL, the exact ``zeta*_j = log Z_j - log Z_1`` and the exact gradient used by the quasi-Newton
+baseline.  :func:`brute_force_log_z` enumerates all words (tests only).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+from scipy.special import logsumexp
+
+from samplers.validation import as_float_array, check_int
+
+from .features import FeatureSet, n_dense
+from . import _word_kernels as K
+
+
+def _tables(w: np.ndarray, V: int):
+    b = K.table_bases(V)
+    U = w[b[0]:b[1]]
+    B = w[b[1]:b[2]].reshape(V, V)
+    T = w[b[2]:b[3]].reshape(V, V, V)
+    return U, B, T, w[b[3]:b[4]], w[b[4]:b[5]], w[b[5]:b[6]].reshape(V, V), w[b[6]:b[7]].reshape(V, V)
+
+
+def _forward(w: np.ndarray, V: int, m: int):
+    """log Z_j (j = 1..m) and the forward messages alpha_i (i = 2..m, states (x_{i-1}, x_i))."""
+    U, B, T, BU, EU, BB, EB = _tables(w, V)
+    log_z = np.empty(m)
+    log_z[0] = logsumexp(U + BU + EU)
+    alphas = []
+    if m >= 2:
+        alpha = U[:, None] + U[None, :] + B + BU[:, None] + BB
+        alphas.append(alpha)
+        for j in range(2, m + 1):
+            if j > 2:
+                alpha = logsumexp(alpha[:, :, None] + T, axis=0) + B + U[None, :]
+                alphas.append(alpha)
+            log_z[j - 1] = logsumexp(alpha + EU[None, :] + EB)
+    return log_z, alphas
+
+
+def log_partition(features: FeatureSet, lam: np.ndarray, m: int) -> np.ndarray:
+    """Exact ``log Z_j(lambda)`` for j = 1..m by the forward pass.
+
+    Parameters
+    ----------
+    features : FeatureSet
+    lam : ndarray, shape (d,)
+    m : int
+        Maximum length.
+
+    Returns
+    -------
+    ndarray, shape (m,)
+    """
+    lam = as_float_array(lam, "lam", ndim=1)
+    if lam.shape[0] != features.d:
+        raise ValueError(f"lam must have length d = {features.d}, got {lam.shape[0]}")
+    m = check_int(m, "m", low=1)
+    return _forward(features.dense_weights(lam), features.V, m)[0]
+
+
+def exact_zeta(features: FeatureSet, lam: np.ndarray, m: int) -> np.ndarray:
+    """Exact log ratios ``zeta*_j = log Z_j - log Z_1`` (zeta*_1 = 0)."""
+    log_z = log_partition(features, lam, m)
+    return log_z - log_z[0]
+
+
+def log_partition_and_expectations(features: FeatureSet, lam: np.ndarray, length_weights: np.ndarray
+                                   ) -> tuple[np.ndarray, np.ndarray]:
+    """``log Z_j`` for every j and ``sum_j length_weights[j] * p_j[f]`` (shape (d,)), exactly.
+
+    ``p_j[f]`` is the expectation of the feature counts under the length-j field
+    ``p_j(x) = exp(lambda . f(x)) / Z_j``; with ``length_weights = pi`` this is the model
+    expectation ``p_lambda[f]`` of Eq. (6).
+    """
+    lam = as_float_array(lam, "lam", ndim=1)
+    weights = as_float_array(length_weights, "length_weights", ndim=1)
+    m = weights.shape[0]
+    V = features.V
+    w = features.dense_weights(lam)
+    U, B, T, BU, EU, BB, EB = _tables(w, V)
+    log_z, alphas = _forward(w, V, m)
+    dense = np.zeros(n_dense(V))
+    eU, eB, eT, eBU, eEU, eBB, eEB = _tables(dense, V)  # views into ``dense``
+    if weights[0] != 0.0:
+        p1 = np.exp(U + BU + EU - log_z[0]) * weights[0]
+        eU += p1
+        eBU += p1
+        eEU += p1
+    if m >= 2:
+        # beta[r]: log-sum over the r symbols after a pair state, end terms included.
+        betas = [EU[None, :] + EB]
+        step = T + B[None, :, :] + U[None, None, :]
+        for _ in range(m - 2):
+            betas.append(logsumexp(step + betas[-1][None, :, :], axis=2))
+        for j in range(2, m + 1):
+            if weights[j - 1] == 0.0:
+                continue
+            wj = weights[j - 1]
+            for i in range(2, j + 1):
+                pair = np.exp(alphas[i - 2] + betas[j - i] - log_z[j - 1]) * wj
+                eB += pair
+                eU += pair.sum(axis=0)
+                if i == 2:
+                    eU += pair.sum(axis=1)
+                    eBU += pair.sum(axis=1)
+                    eBB += pair
+                if i == j:
+                    eEU += pair.sum(axis=0)
+                    eEB += pair
+                if i < j:
+                    eT += np.exp(alphas[i - 2][:, :, None] + step + betas[j - i - 1][None, :, :] - log_z[j - 1]) * wj
+    return log_z, dense[features.position]
+
+
+def brute_force_log_z(features: FeatureSet, lam: np.ndarray, m: int) -> np.ndarray:
+    """``log Z_j`` by enumerating all ``V^j`` words (tiny alphabets and lengths only; for tests)."""
+    V = features.V
+    w = features.dense_weights(as_float_array(lam, "lam", ndim=1))
+    out = np.empty(m)
+    scratch = np.empty(3 * m + 4, dtype=np.int64)
+    for j in range(1, m + 1):
+        scores = [K.score_word(w, V, np.array(x, dtype=np.int32), 0, j, scratch)
+                  for x in itertools.product(range(V), repeat=j)]
+        out[j - 1] = logsumexp(scores)
+    return out

@@ -1,0 +1,165 @@
+"""Trans-dimensional mixture sampling (TransMS, Table 1 / Sec. 4.3) for word TRFs, in Numba.
+
+Targets ``q(j, x^j) ∝ pi0_j exp(-zeta_j) exp(lambda . f(x^j))`` (Eq. 12).  Each step of a chain is a
+Metropolis-Hastings local jump to ``j ± 1`` (jump law Eq. 19, acceptance Eq. 20-21 with the
+"append a symbol" proposal g of Eq. 22) followed by a systematic Gibbs sweep over positions.  Several
+independent persistent chains are advanced round-robin by one compiled kernel with an explicit seed.
+
+:class:`WordBackend` wraps the sampler and the training data's statistics into the
+:class:`trf.augsa.AugSABackend` protocol.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from samplers.rng import as_generator, kernel_seed
+from samplers.validation import as_float_array, check_int
+
+from . import _word_kernels as K
+from .augsa import SampleBatch
+from .data import WordData
+from .features import FeatureSet
+
+
+class ChainState(NamedTuple):
+    """Persistent chain states: ``tokens[c, :lengths[c]]`` is chain c's word."""
+
+    tokens: np.ndarray
+    lengths: np.ndarray
+
+
+class TransMSInfo(NamedTuple):
+    """Move statistics of one run: proposals and acceptances of up (j+1) and down (j-1) jumps."""
+
+    up_proposed: int
+    up_accepted: int
+    down_proposed: int
+    down_accepted: int
+
+    @property
+    def jump_acceptance(self) -> float:
+        n = self.up_proposed + self.down_proposed
+        return (self.up_accepted + self.down_accepted) / n if n else float("nan")
+
+
+def init_chains(n_chains: int, m: int, V: int, seed=None) -> ChainState:
+    """``n_chains`` chains of length 1 with uniform random symbols (buffers of width m + 1)."""
+    n_chains = check_int(n_chains, "n_chains", low=1)
+    m = check_int(m, "m", low=1)
+    tokens = np.zeros((n_chains, m + 1), dtype=np.int32)
+    tokens[:, 0] = as_generator(seed).integers(0, V, size=n_chains)
+    return ChainState(tokens, np.ones(n_chains, dtype=np.int64))
+
+
+def transms(features: FeatureSet, lam: np.ndarray, log_len_weight: np.ndarray, state: ChainState,
+            n_samples: int, seed=None, *, jump: bool = True, schedule: np.ndarray | None = None
+            ) -> tuple[ChainState, WordData, TransMSInfo]:
+    """Draw ``n_samples`` states by TransMS from persistent chains.
+
+    Parameters
+    ----------
+    features : FeatureSet
+    lam : ndarray, shape (d,)
+    log_len_weight : ndarray, shape (m,)
+        ``log pi0_j - zeta_j`` (the length part of Eq. 12).
+    state : ChainState
+        Chains to advance (copied, not modified).
+    n_samples : int
+        Number of recorded steps; chain ``r % n_chains`` moves at step r unless ``schedule`` says.
+    seed : int, Generator or None
+    jump : bool
+        False keeps every chain's length (Gibbs sweeps only; the IIS baseline samples this way).
+    schedule : ndarray of int, optional
+        Chain index of every recorded step.
+
+    Returns
+    -------
+    (ChainState, WordData, TransMSInfo)
+        New chain states, the recorded words and the jump statistics.
+    """
+    lam = as_float_array(lam, "lam", ndim=1)
+    if lam.shape[0] != features.d:
+        raise ValueError(f"lam must have length d = {features.d}, got {lam.shape[0]}")
+    lw = as_float_array(log_len_weight, "log_len_weight", ndim=1, finite=False)
+    if np.any(np.isnan(lw)) or np.any(lw == np.inf):
+        raise ValueError("log_len_weight must not hold NaN or +inf")
+    m = lw.shape[0]
+    n_samples = check_int(n_samples, "n_samples", low=1)
+    tokens, lengths = state.tokens.copy(), state.lengths.copy()
+    if tokens.shape[1] != m + 1:
+        raise ValueError(f"state was built for m = {tokens.shape[1] - 1}, log_len_weight has m = {m}")
+    if schedule is None:
+        schedule = np.arange(n_samples, dtype=np.int64) % tokens.shape[0]
+    schedule = np.asarray(schedule, dtype=np.int64)
+    out_x = np.zeros((n_samples, m + 1), dtype=np.int32)
+    out_len = np.zeros(n_samples, dtype=np.int64)
+    stats = np.zeros(4, dtype=np.int64)
+    K.transms_run(features.dense_weights(lam), features.V, lw, m, tokens, lengths, schedule, jump,
+                  kernel_seed(seed), out_x, out_len, stats)
+    mask = np.arange(m + 1)[None, :] < out_len[:, None]
+    offsets = np.zeros(n_samples + 1, dtype=np.int64)
+    offsets[1:] = np.cumsum(out_len)
+    words = WordData(out_x[mask].astype(np.int32), offsets, features.alphabet, m)
+    return ChainState(tokens, lengths), words, TransMSInfo(*map(int, stats))
+
+
+class WordBackend:
+    """Word TRF backend for :class:`trf.augsa.AugSA` (implements ``AugSABackend``).
+
+    Parameters
+    ----------
+    train : WordData
+        Training words (defines features, ``pi = n_j / n``, p~[f] and the stratified variances).
+    features : FeatureSet, optional
+        Defaults to the n-grams seen in ``train``.
+    dev : WordData, optional
+        Development words for ``log_likelihood(..., "dev")`` (Appendix-E stop rule).
+    n_chains : int
+        Persistent TransMS chains (advanced round-robin, one step per recorded draw).
+    """
+
+    def __init__(self, train: WordData, features: FeatureSet | None = None, dev: WordData | None = None,
+                 n_chains: int = 100, seed: int = 0) -> None:
+        self.features = FeatureSet.from_words(train) if features is None else features
+        self.train, self.dev = train, dev
+        self.m = train.m
+        self.n_features = self.features.d
+        n_j = train.length_counts()
+        self.pi = n_j / n_j.sum()
+        self.empirical_mean = self.features.counts(train) / len(train)
+        self.feature_variance = self.features.stratified_variance(train)
+        self.state = init_chains(n_chains, self.m, self.features.V, seed)
+
+    def initial_zeta(self) -> np.ndarray:
+        """Exact zeta at lambda = 0: ``log Z_j = j log V``, so ``zeta_j = (j - 1) log V``."""
+        return np.arange(self.m) * np.log(self.features.V)
+
+    def sample(self, lam, zeta, pi0, n_samples, length_weight, seed) -> SampleBatch:
+        """K TransMS draws from q (Eq. 12) and their weighted feature sum (the sum in Eq. 16)."""
+        with np.errstate(divide="ignore"):
+            log_len_weight = np.log(pi0) - zeta
+        self.state, words, info = transms(self.features, lam, log_len_weight, self.state, n_samples, seed)
+        lengths = words.lengths
+        feature_sum = self.features.counts(words, np.asarray(length_weight)[lengths - 1])
+        return SampleBatch(lengths, feature_sum, {"jump_acceptance": info.jump_acceptance})
+
+    def log_likelihood(self, lam, zeta, split: str) -> float | None:
+        """Mean log p(j, x^j; lambda, zeta) per word on ``split`` ("train" or "dev"), estimated zeta."""
+        data = {"train": self.train, "dev": self.dev}.get(split)
+        if data is None:
+            return None
+        from .model import TRF
+
+        return float(np.mean(TRF(self.features, self.pi, lam, zeta).log_prob(data)))
+
+    def get_state(self) -> dict[str, np.ndarray]:
+        return {"tokens": self.state.tokens, "lengths": self.state.lengths}
+
+    def set_state(self, state: dict[str, np.ndarray]) -> None:
+        tokens = np.asarray(state["tokens"], dtype=np.int32)
+        if tokens.ndim != 2 or tokens.shape[1] != self.m + 1:
+            raise ValueError(f"chain state has shape {tokens.shape}, expected (n_chains, {self.m + 1})")
+        self.state = ChainState(tokens.copy(), np.asarray(state["lengths"], dtype=np.int64).copy())
