@@ -1,0 +1,164 @@
+"""Numba kernels for DNF formula search (Experiment 2 of Steinhardt & Liang 2015).
+
+A formula is ``f(x) = OR_i AND_j [a_ij . x <= b_ij]`` with ``a`` (n, m, d) and ``b`` (n, m) in
+{-1, 0, 1}.  The search is Metropolis-Hastings on ``exp(-beta * cost)`` with symmetric atom-edit
+proposals, run as a 0-, 1- or 2-stage chain; it stops at the first formula with zero errors.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from samplers._jit import jit
+
+
+@jit
+def _random_formula(a, b):
+    n, m, d = a.shape
+    for i in range(n):
+        for j in range(m):
+            for k in range(d):
+                a[i, j, k] = np.random.randint(-1, 2)
+            b[i, j] = np.random.randint(-1, 2)
+
+
+@jit
+def _atom_column(X, a, b, i, j, out):
+    N, d = X.shape
+    for r in range(N):
+        s = 0
+        for k in range(d):
+            s += a[i, j, k] * X[r, k]
+        out[r] = s <= b[i, j]
+
+
+@jit
+def _evaluate_all(X, a, b, atoms, disj):
+    n, m, _ = a.shape
+    N = X.shape[0]
+    for i in range(n):
+        for j in range(m):
+            _atom_column(X, a, b, i, j, atoms[i, j])
+        for r in range(N):
+            v = True
+            for j in range(m):
+                v = v and atoms[i, j, r]
+            disj[i, r] = v
+
+
+@jit
+def _full_cost(disj, labels):
+    """I(f): number of misclassified examples."""
+    n, N = disj.shape
+    c = 0
+    for r in range(N):
+        v = False
+        for i in range(n):
+            v = v or disj[i, r]
+        if v != labels[r]:
+            c += 1
+    return float(c)
+
+
+@jit
+def _simplified_cost(disj, labels, small):
+    """Per-disjunct cost: 1 for d_i(x) true on a negative example, ``small`` for d_i(x) false on a
+    positive example, 0 otherwise (summed over disjuncts and examples)."""
+    n, N = disj.shape
+    c = 0.0
+    for i in range(n):
+        for r in range(N):
+            if disj[i, r] and not labels[r]:
+                c += 1.0
+            elif (not disj[i, r]) and labels[r]:
+                c += small
+    return c
+
+
+@jit
+def _cost(disj, labels, simplified, small):
+    if simplified:
+        return _simplified_cost(disj, labels, small)
+    return _full_cost(disj, labels)
+
+
+@jit
+def dnf_search(X, labels, n, m, n_stages, eps_simplified, eps_restart, beta, max_steps, seed):
+    """Run the 0-, 1- or 2-stage chain until a consistent formula is found.
+
+    Stages: 0-stage = MH on the full cost from one uniform start; 1-stage = each step restarts from a
+    uniform formula w.p. ``eps_restart``, else MH on the full cost; 2-stage = restart (uniform), then
+    MH on the simplified cost, leaving w.p. ``eps_simplified`` per step, then MH on the full cost,
+    restarting w.p. ``eps_restart`` per step (the cyclic staged chain of Fig. 2(b)).  Every step (a
+    restart or an MH proposal) counts as one.  Returns ``(steps, a, b)``; ``steps = -1`` if no
+    consistent formula was found within ``max_steps``.
+    """
+    np.random.seed(seed)
+    N, d = X.shape
+    a = np.empty((n, m, d), dtype=np.int64)
+    b = np.empty((n, m), dtype=np.int64)
+    atoms = np.empty((n, m, N), dtype=np.bool_)
+    disj = np.empty((n, N), dtype=np.bool_)
+    col = np.empty(N, dtype=np.bool_)
+    old_disj = np.empty(N, dtype=np.bool_)
+    old_atom = np.empty(N, dtype=np.bool_)
+    old_a = np.empty(d, dtype=np.int64)
+    small = 1.0 / n
+    _random_formula(a, b)
+    _evaluate_all(X, a, b, atoms, disj)
+    stage = 1 if n_stages == 2 else 2          # 1 = simplified cost, 2 = full cost
+    cost = _cost(disj, labels, stage == 1, small)
+    if _full_cost(disj, labels) == 0.0:
+        return 0, a, b
+    for step in range(1, max_steps + 1):
+        if n_stages >= 1 and stage == 2 and np.random.random() < eps_restart:
+            _random_formula(a, b)
+            _evaluate_all(X, a, b, atoms, disj)
+            stage = 1 if n_stages == 2 else 2
+            cost = _cost(disj, labels, stage == 1, small)
+        else:
+            if stage == 1 and np.random.random() < eps_simplified:
+                stage = 2
+                cost = _full_cost(disj, labels)
+            # propose an atom edit: one entry of [a_ij b_ij] or the whole atom
+            i = np.random.randint(0, n)
+            j = np.random.randint(0, m)
+            for k in range(d):
+                old_a[k] = a[i, j, k]
+            old_b = b[i, j]
+            if np.random.random() < 0.5:
+                k = np.random.randint(0, d + 1)
+                cur = a[i, j, k] if k < d else b[i, j]
+                new = cur + np.random.randint(1, 3)      # uniform over the two other values
+                new = (new + 1) % 3 - 1
+                if k < d:
+                    a[i, j, k] = new
+                else:
+                    b[i, j] = new
+            else:
+                for k in range(d):
+                    a[i, j, k] = np.random.randint(-1, 2)
+                b[i, j] = np.random.randint(-1, 2)
+            old_atom[:] = atoms[i, j]
+            old_disj[:] = disj[i]
+            _atom_column(X, a, b, i, j, col)
+            atoms[i, j] = col
+            for r in range(N):
+                v = True
+                for jj in range(m):
+                    v = v and atoms[i, jj, r]
+                disj[i, r] = v
+            new_cost = _cost(disj, labels, stage == 1, small)
+            if new_cost <= cost or np.random.random() < np.exp(-beta * (new_cost - cost)):
+                cost = new_cost
+            else:
+                for k in range(d):
+                    a[i, j, k] = old_a[k]
+                b[i, j] = old_b
+                atoms[i, j] = old_atom
+                disj[i] = old_disj
+        if stage == 2 and cost == 0.0:
+            return step, a, b
+        if stage == 1 and _full_cost(disj, labels) == 0.0:
+            return step, a, b
+    return -1, a, b
