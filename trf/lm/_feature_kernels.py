@@ -160,3 +160,32 @@ def accumulate_features(w, c, j, weight, acc, key_hi, key_lo, slots, row_group, 
                 f = table_find(hi, lo, key_hi, key_lo, slots)
                 if f >= 0:
                     acc[f] += weight
+
+
+@jit
+def corpus_feature_hits(tokens, offsets, word_class, n_words, n_classes, key_hi, key_lo, slots,
+                        row_group, row_len, row_off, row_type):
+    """``(sentence index, feature index)`` of every firing of an observed feature in a flat corpus."""
+    n_sent = offsets.size - 1
+    total = 0
+    longest = 0
+    for i in range(n_sent):
+        total += (offsets[i + 1] - offsets[i] + 1) * row_len.size
+        longest = max(longest, offsets[i + 1] - offsets[i])
+    sent_out = np.empty(total, dtype=np.int64)
+    feat_out = np.empty(total, dtype=np.int64)
+    w = np.empty(longest + 2, dtype=np.int64)
+    c = np.empty(longest + 2, dtype=np.int64)
+    n = 0
+    for i in range(n_sent):
+        j = load_sentence(tokens[offsets[i]:offsets[i + 1]], word_class, n_words, n_classes, w, c)
+        for p in range(1, j + 2):
+            for r in range(row_len.size):
+                if row_fires(r, p, j, row_len, row_off):
+                    hi, lo = row_key(r, p, w, c, row_group, row_len, row_off, row_type)
+                    f = table_find(hi, lo, key_hi, key_lo, slots)
+                    if f >= 0:
+                        sent_out[n] = i
+                        feat_out[n] = f
+                        n += 1
+    return sent_out[:n], feat_out[:n]

@@ -102,11 +102,12 @@ def local_sum(w, c, j, p_lo, p_hi, lam, fa):
 
 @jit
 def chain_step(w, c, j, m, n_words, n_classes, word_class, class_ptr, class_words, lam, fa, lw, span,
-               log_q, scores_a, scores_b, stats):
-    """One TransMS step (local jump, then a class-based Markov move over all positions); returns j."""
+               log_q, scores_a, scores_b, stats, jump):
+    """One TransMS step (local jump unless ``jump`` is False, then a class-based Markov move over all
+    positions); returns the new length."""
     eos_w, eos_c = n_words, n_classes
     k = j
-    target = draw_jump(k, m)
+    target = draw_jump(k, m) if jump else k
     if target == k + 1:
         stats[0] += 1
         old_local = local_sum(w, c, k, k + 1, k + 1, lam, fa)
@@ -166,7 +167,7 @@ def chain_step(w, c, j, m, n_words, n_classes, word_class, class_ptr, class_word
 
 @jit
 def run_chain(ch, steps, seed, tokens, lengths, m, n_words, n_classes, word_class, class_ptr, class_words, lam, fa,
-              lw, span, max_class, out_tokens, out_len, stats):
+              lw, span, max_class, out_tokens, out_len, stats, jump):
     """Advance chain ``ch`` by ``steps`` steps from ``tokens[ch, :lengths[ch]]``, recording every state."""
     np.random.seed(seed)
     w = np.empty(m + 3, dtype=np.int64)
@@ -182,7 +183,7 @@ def run_chain(ch, steps, seed, tokens, lengths, m, n_words, n_classes, word_clas
     scores_b = np.empty(max_class)
     for s in range(steps):
         j = chain_step(w, c, j, m, n_words, n_classes, word_class, class_ptr, class_words, lam, fa, lw, span,
-                       log_q, scores_a, scores_b, stats[ch])
+                       log_q, scores_a, scores_b, stats[ch], jump)
         row = ch * steps + s
         out_len[row] = j
         for i in range(j):
@@ -194,19 +195,19 @@ def run_chain(ch, steps, seed, tokens, lengths, m, n_words, n_classes, word_clas
 
 @jit
 def run_chains_serial(steps, seeds, tokens, lengths, m, n_words, n_classes, word_class, class_ptr, class_words,
-                      lam, fa, lw, span, max_class, out_tokens, out_len, stats):
+                      lam, fa, lw, span, max_class, out_tokens, out_len, stats, jump):
     for ch in range(lengths.size):
         run_chain(ch, steps, seeds[ch], tokens, lengths, m, n_words, n_classes, word_class, class_ptr, class_words,
-                  lam, fa, lw, span, max_class, out_tokens, out_len, stats)
+                  lam, fa, lw, span, max_class, out_tokens, out_len, stats, jump)
 
 
 @jit(parallel=True)
 def run_chains_parallel(steps, seeds, tokens, lengths, m, n_words, n_classes, word_class, class_ptr, class_words,
-                        lam, fa, lw, span, max_class, out_tokens, out_len, stats):
+                        lam, fa, lw, span, max_class, out_tokens, out_len, stats, jump):
     """Appendix D: chains on separate cores; each reseeds Numba's generator, so results match the serial build."""
     for ch in prange(lengths.size):
         run_chain(ch, steps, seeds[ch], tokens, lengths, m, n_words, n_classes, word_class, class_ptr, class_words,
-                  lam, fa, lw, span, max_class, out_tokens, out_len, stats)
+                  lam, fa, lw, span, max_class, out_tokens, out_len, stats, jump)
 
 
 @jit

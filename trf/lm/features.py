@@ -180,6 +180,28 @@ class SentenceFeatures:
         fk.accumulate_features(w, c, j, 1.0, acc, *self.kernel_args())
         return acc
 
+    def stratified_variance(self, corpus: EncodedCorpus) -> np.ndarray:
+        """Stratified empirical variances ``sigma_i = sum_j (n_j/n) Var_j[f_i]`` (Sec. 5.2), sparse.
+
+        Uses ``sum_j (n_j/n) Var_j[f] = E[f^2] - sum_j S_j^2 / (n n_j)`` with ``S_j`` the total of
+        ``f`` over sentences of length ``j``; only (length, feature) pairs that occur are touched.
+        """
+        tokens = as_int_array(corpus.tokens, "corpus.tokens", ndim=1, low=0, high=self.n_words)
+        sent, feat = fk.corpus_feature_hits(tokens, corpus.offsets, self.word_class, self.n_words, self.n_classes,
+                                            *self.kernel_args())
+        n = len(corpus)
+        d = np.int64(self.n_features)
+        pair, per_sentence = np.unique(sent * d + feat, return_counts=True)
+        second_moment = np.bincount(pair % d, weights=per_sentence.astype(np.float64) ** 2, minlength=d) / n
+        lengths = corpus.lengths
+        n_j = np.bincount(lengths)
+        keys = lengths[pair // d] * d + pair % d
+        by_length, inverse = np.unique(keys, return_inverse=True)
+        totals = np.bincount(inverse, weights=per_sentence.astype(np.float64))
+        j = by_length // d
+        between = np.bincount(by_length % d, weights=totals ** 2 / (n * n_j[j]), minlength=d)
+        return np.maximum(second_moment - between, 0.0)
+
     def nbytes(self) -> int:
         """Bytes held by the feature set (keys, counts, hash table; the weights add 8 per feature)."""
         return int(self.key_hi.nbytes + self.key_lo.nbytes + self.counts.nbytes + self.slots.nbytes)

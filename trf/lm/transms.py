@@ -82,8 +82,8 @@ class SentenceSampler:
         tokens[:, 0] = as_generator(seed).integers(0, self.features.n_words, size=n_chains)
         return ChainState(tokens, np.ones(n_chains, dtype=np.int64))
 
-    def run(self, lam, log_len_weight, state: ChainState, steps: int, seed=None, *, parallel: bool = True
-            ) -> tuple[ChainState, np.ndarray, np.ndarray, SamplerInfo]:
+    def run(self, lam, log_len_weight, state: ChainState, steps: int, seed=None, *, parallel: bool = True,
+            jump: bool = True) -> tuple[ChainState, np.ndarray, np.ndarray, SamplerInfo]:
         """Advance every chain ``steps`` steps and return all visited states.
 
         Parameters
@@ -98,6 +98,8 @@ class SentenceSampler:
             One kernel seed per chain is derived from it.
         parallel : bool
             Run chains on all cores (Appendix D); the serial build gives identical results.
+        jump : bool
+            False keeps every chain's length (Markov moves only; used by AIS at a fixed length).
 
         Returns
         -------
@@ -126,7 +128,7 @@ class SentenceSampler:
         runner = tk.run_chains_parallel if parallel else tk.run_chains_serial
         runner(steps, seeds, tokens, lengths, self.m, feats.n_words, feats.n_classes, feats.word_class,
                self.class_ptr, self.class_words, lam, feats.kernel_args(), lw, self.span, self.max_class,
-               out_tokens, out_len, stats)
+               out_tokens, out_len, stats, bool(jump))
         return ChainState(tokens, lengths), out_tokens, out_len, SamplerInfo(*map(int, stats.sum(axis=0)))
 
     def weighted_feature_sum(self, tokens: np.ndarray, lengths: np.ndarray, weights: np.ndarray) -> np.ndarray:

@@ -1,0 +1,122 @@
+"""The sentence-LM backend of the core AugSA trainer (implements :class:`trf.augsa.AugSABackend`).
+
+It supplies the training statistics (``pi``, ``p~[f]``, stratified variances of Sec. 5.2, exact
+``zeta`` at ``lambda = 0``), draws the K samples of each iteration with class-based TransMS
+(:mod:`trf.lm.transms`, chains on all cores), and reports train/dev log-likelihoods for the
+Appendix-E stop rule.  The update equations stay in :mod:`trf.augsa`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from samplers._kernels import logsumexp_1d
+from samplers.validation import check_int
+from trf.augsa import AugSAConfig, SampleBatch
+from trf.lm.corpus import EncodedCorpus
+from trf.lm.features import SentenceFeatures
+from trf.lm.model import smoothed_length_law
+from trf.lm.transms import ChainState, SentenceSampler
+
+__all__ = ["SentenceBackend", "lm_config"]
+
+
+def lm_config(**overrides) -> AugSAConfig:
+    """AugSA settings of Sec. 7 (PTB): K = 300, t_c = 3000, beta = 0.8 / 0.6, t_0 = 2000, pi0 by
+    Eq. (26), L2 mu = 4e-5 (Eq. 38), stop rule H = 100, S_t < 1e-4 (Appendix E)."""
+    settings = dict(n_samples=300, t_max=100000, t_c=3000.0, beta_lambda=0.8, beta_zeta=0.6, t0=2000, pi0="eq26",
+                    l2=4e-5, stop_window=100, stop_tol=1e-4)
+    settings.update(overrides)
+    return AugSAConfig(**settings)
+
+
+class SentenceBackend:
+    """Sentence TRF backend for :class:`trf.augsa.AugSA`.
+
+    Parameters
+    ----------
+    train : EncodedCorpus
+    features : SentenceFeatures
+        Built on ``train``; its word classes drive the class-based sampler.
+    dev : EncodedCorpus, optional
+        For ``log_likelihood(..., "dev")`` (stop rule, progress).
+    m : int, optional
+        Longest sentence length modelled (default: longest training sentence).
+    n_chains : int
+        Persistent TransMS chains; each iteration advances every chain ``ceil(K / n_chains)`` steps.
+    ll_sentences : int
+        Train/dev log-likelihoods use at most this many sentences (the first ones) per split.
+    parallel : bool
+        Run chains on all cores (Appendix D).
+    """
+
+    def __init__(self, train: EncodedCorpus, features: SentenceFeatures, dev: EncodedCorpus | None = None, *,
+                 m: int | None = None, n_chains: int = 30, seed: int = 0, ll_sentences: int = 2000,
+                 parallel: bool = True) -> None:
+        lengths = train.lengths
+        if lengths.size == 0 or lengths.min() < 1:
+            raise ValueError("train must hold at least one sentence and no empty sentence")
+        self.m = int(lengths.max()) if m is None else check_int(m, "m", low=int(lengths.max()))
+        self.features = features
+        self.n_features = features.n_features
+        self.pi = smoothed_length_law(lengths, self.m)
+        self.empirical_mean = features.counts / len(train)
+        self.feature_variance = features.stratified_variance(train)
+        self.sampler = SentenceSampler(features, self.m)
+        self.state = self.sampler.init_chains(check_int(n_chains, "n_chains", low=1), seed)
+        self.parallel = parallel
+        ll_sentences = check_int(ll_sentences, "ll_sentences", low=1)
+        self.splits = {"train": _head(train, ll_sentences), "dev": None if dev is None else _head(dev, ll_sentences)}
+        if self.splits["dev"] is not None and self.splits["dev"].lengths.max() > self.m:
+            self.splits["dev"] = _keep_short(self.splits["dev"], self.m)
+
+    def initial_zeta(self) -> np.ndarray:
+        """Exact zeta at lambda = 0: ``Z_j = V^j``, so ``zeta_j = (j - 1) log V``."""
+        return np.arange(self.m) * np.log(self.features.n_words)
+
+    def sample(self, lam, zeta, pi0, n_samples, length_weight, seed) -> SampleBatch:
+        """K TransMS draws from q (Eq. 12) and ``sum_k (pi_j / pi0_j) f(x_k)`` (the sum in Eq. 16/38)."""
+        n_chains = self.state.lengths.size
+        steps = -(-int(n_samples) // n_chains)
+        with np.errstate(divide="ignore"):
+            log_len_weight = np.log(pi0) - zeta
+        self.state, tokens, lengths, info = self.sampler.run(lam, log_len_weight, self.state, steps, seed,
+                                                             parallel=self.parallel)
+        # step-major order, so every chain contributes to the first K draws
+        order = (np.arange(n_chains)[None, :] * steps + np.arange(steps)[:, None]).ravel()[:n_samples]
+        tokens, lengths = tokens[order], lengths[order]
+        weights = np.asarray(length_weight)[lengths - 1]
+        feature_sum = self.sampler.weighted_feature_sum(tokens, lengths, weights)
+        return SampleBatch(lengths, feature_sum, {"jump_acceptance": info.jump_acceptance,
+                                                  "class_acceptance": info.class_acceptance})
+
+    def log_likelihood(self, lam, zeta, split: str) -> float | None:
+        """Mean ``log p(j, x^j; lambda, zeta)`` per sentence on (the head of) ``split``."""
+        corpus = self.splits.get(split)
+        if corpus is None:
+            return None
+        V = self.features.n_words
+        one_word = EncodedCorpus(np.arange(V, dtype=np.int32), np.arange(V + 1, dtype=np.int64))
+        log_z1 = logsumexp_1d(self.features.scores(one_word, lam))
+        lengths = corpus.lengths
+        scores = self.features.scores(corpus, lam)
+        return float(np.mean(np.log(self.pi[lengths - 1]) + scores - zeta[lengths - 1] - log_z1))
+
+    def get_state(self) -> dict[str, np.ndarray]:
+        return {"tokens": self.state.tokens, "lengths": self.state.lengths}
+
+    def set_state(self, state: dict[str, np.ndarray]) -> None:
+        tokens = np.asarray(state["tokens"], dtype=np.int64)
+        if tokens.ndim != 2 or tokens.shape[1] != self.m:
+            raise ValueError(f"chain state has shape {tokens.shape}, expected (n_chains, {self.m})")
+        self.state = ChainState(tokens.copy(), np.asarray(state["lengths"], dtype=np.int64).copy())
+
+
+def _head(corpus: EncodedCorpus, n: int) -> EncodedCorpus:
+    n = min(n, len(corpus))
+    offsets = corpus.offsets[:n + 1]
+    return EncodedCorpus(corpus.tokens[:offsets[-1]], offsets)
+
+
+def _keep_short(corpus: EncodedCorpus, m: int) -> EncodedCorpus:
+    return EncodedCorpus.from_sentences([s for s in corpus if s.size <= m])

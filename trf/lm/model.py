@@ -1,0 +1,125 @@
+"""The sentence TRF language model: ``p(j, x^j) = pi_j exp(lambda . f(x^j)) / Z_j(lambda)`` (Eq. 2).
+
+``Z_j`` comes from the estimated log ratios ``zeta_j = log Z_j / Z_1`` (Sec. 4) and the exact
+``log Z_1`` (a sum over the vocabulary), so ``log p(j, x) = log pi_j + lambda . f(x) - zeta_j - log Z_1``.
+Perplexity counts every word plus one end-of-sentence per sentence (the same convention as
+:mod:`trf.ngram`), so the two are comparable.  Sentences longer than ``m`` are not modelled (the
+pooled sub-model of Sec. 5.4 is not implemented) and raise ``ValueError``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from samplers._kernels import logsumexp_1d
+from samplers.validation import as_float_array, check_distribution
+from trf.io import atomic_write_npz, read_npz
+from trf.lm.corpus import EncodedCorpus, Vocabulary
+from trf.lm.features import SentenceFeatures
+
+KIND = "trf-lm"
+PERPLEXITY_CONVENTION = "per token: words plus one end-of-sentence per sentence; <unk> scored as a word"
+
+__all__ = ["KIND", "SentenceTRF", "smoothed_length_law", "as_corpus"]
+
+
+def smoothed_length_law(lengths: np.ndarray, m: int, add: float = 0.5) -> np.ndarray:
+    """``pi_j = (n_j + add) / (n + add m)`` for ``j = 1..m`` (add-``add`` so unseen lengths keep mass)."""
+    n_j = np.bincount(np.asarray(lengths, dtype=np.int64), minlength=m + 1)[1:m + 1].astype(np.float64)
+    return (n_j + add) / (n_j.sum() + add * m)
+
+
+def as_corpus(sentences, vocab: Vocabulary) -> EncodedCorpus:
+    """Accept an EncodedCorpus, strings (whitespace tokens) or token lists; map words through ``vocab``."""
+    if isinstance(sentences, EncodedCorpus):
+        return sentences
+    if isinstance(sentences, str):
+        raise TypeError("sentences must be a list of sentences, not one string; wrap it in a list")
+    encoded = []
+    for i, s in enumerate(sentences):
+        tokens = s.split() if isinstance(s, str) else list(s)
+        if not tokens:
+            raise ValueError(f"sentences[{i}] is empty; every sentence needs at least one word")
+        if all(isinstance(t, str) for t in tokens):
+            encoded.append(vocab.encode(tokens))
+        else:
+            raise TypeError(f"sentences[{i}] must be a string or a list of word strings")
+    if not encoded:
+        raise ValueError("sentences is empty")
+    return EncodedCorpus.from_sentences(encoded)
+
+
+@dataclass
+class SentenceTRF:
+    """A trained sentence TRF LM: vocabulary, word classes and features, length law, lambda, zeta."""
+
+    vocab: Vocabulary
+    features: SentenceFeatures
+    pi: np.ndarray
+    lam: np.ndarray
+    zeta: np.ndarray
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.pi = check_distribution(as_float_array(self.pi, "pi", ndim=1), "pi")
+        self.lam = as_float_array(self.lam, "lam", ndim=1)
+        self.zeta = as_float_array(self.zeta, "zeta", ndim=1)
+        if self.lam.size != self.features.n_features:
+            raise ValueError(f"lam must have n_features={self.features.n_features} entries, got {self.lam.size}")
+        if self.zeta.size != self.pi.size:
+            raise ValueError(f"zeta and pi must both have m entries, got {self.zeta.size} and {self.pi.size}")
+        if len(self.vocab) != self.features.n_words:
+            raise ValueError("vocab and features disagree on the vocabulary size")
+        self._log_z1 = None
+
+    @property
+    def m(self) -> int:
+        return int(self.pi.size)
+
+    def log_z1(self) -> float:
+        """Exact ``log Z_1(lambda)``: log-sum-exp of ``lambda . f`` over all one-word sentences."""
+        if self._log_z1 is None:
+            V = self.features.n_words
+            one_word = EncodedCorpus(np.arange(V, dtype=np.int32), np.arange(V + 1, dtype=np.int64))
+            self._log_z1 = float(logsumexp_1d(self.features.scores(one_word, self.lam)))
+        return self._log_z1
+
+    def log_prob(self, sentences) -> np.ndarray:
+        """Natural-log ``p(j, x^j)`` of each sentence (strings, token lists or an EncodedCorpus)."""
+        corpus = as_corpus(sentences, self.vocab)
+        lengths = corpus.lengths
+        if lengths.min() < 1:
+            raise ValueError("every sentence needs at least one word")
+        if lengths.max() > self.m:
+            raise ValueError(f"sentences longer than m={self.m} words are not modelled "
+                             f"(longest here: {lengths.max()}); Sec. 5.4's pooled sub-model is not implemented")
+        scores = self.features.scores(corpus, self.lam)
+        return np.log(self.pi[lengths - 1]) + scores - self.zeta[lengths - 1] - self.log_z1()
+
+    def perplexity(self, sentences) -> float:
+        """``exp(-sum log p / n_tokens)`` with n_tokens = words + one end-of-sentence per sentence."""
+        corpus = as_corpus(sentences, self.vocab)
+        return float(np.exp(-self.log_prob(corpus).sum() / corpus.n_predicted))
+
+    # ------------------------------------------------------------- persistence
+    def save(self, path) -> None:
+        """Write the model atomically (``trf.io`` file of kind ``"trf-lm"``)."""
+        feat_arrays, feat_meta = self.features.to_arrays()
+        arrays = {**feat_arrays, **self.vocab.to_arrays(), "pi": self.pi, "lam": self.lam, "zeta": self.zeta}
+        atomic_write_npz(path, arrays, {"features": feat_meta, **self.meta}, kind=KIND)
+
+    @classmethod
+    def load(cls, path) -> "SentenceTRF":
+        """Read a model written by :meth:`save` (clear errors for truncated or foreign files)."""
+        arrays, meta = read_npz(path, KIND)
+        try:
+            features = SentenceFeatures.from_arrays(arrays, meta["features"])
+            vocab = Vocabulary.from_arrays(arrays)
+            extra = {k: v for k, v in meta.items() if k not in ("features", "kind", "format_version")}
+            return cls(vocab, features, arrays["pi"], arrays["lam"], arrays["zeta"], extra)
+        except KeyError as exc:
+            raise ValueError(f"model file {str(path)!r} lacks {exc}; it is not a complete trf-lm model") from None
+

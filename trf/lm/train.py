@@ -1,0 +1,107 @@
+"""Train a sentence TRF LM from text files: vocabulary -> exchange classes -> features -> AugSA.
+
+Every step is deterministic given the files and the seed, so a run interrupted at any point resumes
+from its checkpoint (``resume=True``) with the same features, the same iteration count, the same
+chain states and the same per-iteration seeds as if it had not stopped.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from samplers.validation import check_float, check_int
+from trf.augsa import AugSA, AugSAConfig, AugSAResult
+from trf.lm.backend import SentenceBackend, lm_config
+from trf.lm.cluster import exchange_clustering
+from trf.lm.corpus import ReadStats, Vocabulary, encode_file
+from trf.lm.features import SentenceFeatures, parse_feature_spec
+from trf.lm.model import SentenceTRF
+
+__all__ = ["train_lm", "DEFAULT_FEATURES"]
+
+DEFAULT_FEATURES = "w+c+ws+cs+wsh+csh+tied"
+
+
+def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, classes: int = 200,
+             vocab_size: int | None = None, min_count: int = 1, config: AugSAConfig | None = None,
+             n_chains: int = 30, seed: int = 0, checkpoint=None, checkpoint_every: int = 50, resume: bool = False,
+             time_limit: float | None = None, cluster_passes: int = 5, parallel: bool = True,
+             progress: bool = True, log_every: int = 0, encoding: str = "utf-8", callbacks=()) -> tuple[SentenceTRF, AugSAResult]:
+    """Train a TRF LM on ``train_path`` (one sentence per line).
+
+    Parameters
+    ----------
+    train_path, valid_path : path
+        Training and (optional) development text.
+    features : str
+        Feature types of Table 2 joined by ``+``.
+    classes : int
+        Number of exchange word classes (<= vocabulary size).
+    vocab_size, min_count : int
+        Vocabulary limits (the rest maps to ``<unk>``).
+    config : AugSAConfig, optional
+        Defaults to :func:`trf.lm.backend.lm_config` (the Sec. 7 settings).
+    checkpoint : path, optional
+        Checkpoint file, written every ``checkpoint_every`` iterations; with ``resume=True`` an existing
+        checkpoint is loaded first.
+    time_limit : float, optional
+        Stop after this many seconds of training (checked after each iteration).
+    log_every : int
+        Print iteration, rate and dev log-likelihood to stderr every this many iterations (0: never).
+
+    Returns
+    -------
+    (SentenceTRF, AugSAResult)
+    """
+    parse_feature_spec(features)
+    classes = check_int(classes, "classes", low=1)
+    if time_limit is not None:
+        time_limit = check_float(time_limit, "time_limit", low=0.0, low_open=True)
+    started = time.perf_counter()
+    stats = ReadStats()
+    vocab = Vocabulary.build(train_path, max_size=vocab_size, min_count=min_count, encoding=encoding)
+    train = encode_file(train_path, vocab, encoding=encoding, stats=stats)
+    if classes > len(vocab):
+        raise ValueError(f"classes must be <= the vocabulary size ({len(vocab)}), got {classes}")
+    dev = encode_file(valid_path, vocab, encoding=encoding) if valid_path is not None else None
+    clustering = exchange_clustering(train, len(vocab), classes, seed=seed, max_passes=cluster_passes)
+    feats = SentenceFeatures.build(train, len(vocab), features, word_class=clustering.classes)
+    prep_seconds = time.perf_counter() - started
+    backend = SentenceBackend(train, feats, dev, n_chains=n_chains, seed=seed, parallel=parallel)
+    cfg = replace(config if config is not None else lm_config(), seed=seed,
+                  checkpoint_every=checkpoint_every if checkpoint is not None else 0)
+    train_start = time.perf_counter()
+    hooks = list(callbacks)
+    if time_limit is not None:
+        hooks.append(lambda trainer, t, record: time.perf_counter() - train_start > time_limit)
+    if log_every:
+        hooks.append(_progress_logger(backend, log_every, train_start))
+    trainer = AugSA(backend, cfg, callbacks=hooks, checkpoint_path=checkpoint, progress=progress)
+    resume_from = checkpoint if (resume and checkpoint is not None and Path(checkpoint).is_file()) else None
+    result = trainer.fit(resume=resume_from)
+    if checkpoint is not None:
+        trainer.save_checkpoint(checkpoint)
+    meta = {"features_spec": features, "classes": classes, "iterations": result.t, "seed": seed,
+            "train_sentences": stats.sentences, "train_tokens": stats.tokens, "n_features": feats.n_features,
+            "clustering_log_likelihood": clustering.log_likelihood.tolist(), "prep_seconds": prep_seconds,
+            "train_seconds": time.perf_counter() - train_start, "time_sampling": result.time_sampling,
+            "n_chains": n_chains, "n_samples": cfg.n_samples}
+    return SentenceTRF(vocab, feats, backend.pi, result.lam, result.zeta, meta), result
+
+
+def _progress_logger(backend: SentenceBackend, every: int, start: float):
+    def log(trainer, t, record):
+        if t % every == 0:
+            dev = backend.log_likelihood(trainer.lam, trainer.zeta, "dev")
+            rate = t / max(time.perf_counter() - start, 1e-9)
+            dev_text = "n/a" if dev is None else f"{dev:.3f}"
+            print(f"iteration {t}: {rate:.2f} it/s, dev log-likelihood per sentence {dev_text}, "
+                  f"jump acceptance {record.get('jump_acceptance', float('nan')):.2f}", file=sys.stderr)
+        return False
+
+    return log
