@@ -1,6 +1,6 @@
 """Experiment 2 (Table 1 style): steps and time to a consistent DNF formula, 0/1/2-stage chains.
 
-Run: NUMBA_CACHE_DIR=.numba_cache .venv/bin/python benchmarks/doeblin_dnf.py [--trials 40]
+Run: PYTHONPATH=. NUMBA_CACHE_DIR=.numba_cache .venv/bin/python benchmarks/doeblin_dnf.py [--trials 40]
 Unfinished trials count as ``max_steps`` (so means are lower bounds when found < trials).
 """
 
