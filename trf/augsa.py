@@ -9,7 +9,8 @@ sampler.  Each iteration t draws K samples from
       lambda += gamma_lambda,t / (sigma + mu) * (-mu lambda + p~[f] - K^-1 sum_k (pi_j / pi0_j) f(x_k))
 
   with ``sigma`` the stratified empirical feature variances censored from below (Sec. 5.2);
-* zeta by Eq. (17)-(18): ``zeta += gamma_zeta,t * delta_j(B) / pi0_j`` then ``zeta -= zeta_1``;
+* zeta by Eq. (17)-(18): ``zeta += gamma_zeta,t * delta_j(B) / pi0_j`` then ``zeta -= zeta_1``
+  (lengths with ``pi0_j = pi_j = 0`` are never sampled; their zeta stays at its initial value);
 
 with the two-stage learning rates of Eq. (24)-(25) and the length proposal ``pi0`` of Eq. (26) (or
 ``n_j / n``).  Optional per-step clipping, the stop rule of Appendix E, callbacks, a progress bar and
@@ -138,6 +139,9 @@ class AugSAConfig:
         Write a checkpoint every this many iterations (0: never; needs a checkpoint path).
     seed : int
         Root seed; iteration t samples with a seed derived from ``(seed, t)``.
+    learn_lambda : bool
+        False freezes lambda and runs the zeta recursion (17)-(18) alone (how the paper estimates
+        zeta for IIS fits, footnote 17, and how the ``trf-zeta`` suite scores AugSA's zeta).
     """
 
     n_samples: int = 100
@@ -155,6 +159,7 @@ class AugSAConfig:
     stop_tol: float = 1e-4
     checkpoint_every: int = 0
     seed: int = 0
+    learn_lambda: bool = True
 
     def validate(self) -> "AugSAConfig":
         check_int(self.n_samples, "n_samples", low=1)
@@ -235,7 +240,9 @@ class AugSA:
         if self.pi.shape[0] != m:
             raise ValueError(f"backend.pi must have length m = {m}")
         self.pi0 = self._resolve_pi0(m)
-        self.length_weight = self.pi / self.pi0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.length_weight = np.where(self.pi0 > 0, self.pi / self.pi0, 0.0)
+            self._inv_pi0 = np.where(self.pi0 > 0, 1.0 / self.pi0, 0.0)
         self.mean = as_float_array(backend.empirical_mean, "backend.empirical_mean", ndim=1)
         sigma = as_float_array(backend.feature_variance, "backend.feature_variance", ndim=1)
         if self.mean.shape[0] != d or sigma.shape[0] != d:
@@ -262,8 +269,8 @@ class AugSA:
             pi0 = check_distribution(as_float_array(spec, "pi0", ndim=1), "pi0")
             if pi0.shape[0] != m:
                 raise ValueError(f"pi0 must have length m = {m}, got {pi0.shape[0]}")
-        if np.any(pi0 <= 0):
-            raise ValueError("pi0 must be positive for every length (use pi0='eq26' when some n_j = 0)")
+        if np.any((pi0 <= 0) & (self.pi > 0)):
+            raise ValueError("pi0 must be positive wherever the empirical length law pi is")
         return pi0
 
     # --- one iteration -------------------------------------------------------------------------
@@ -280,11 +287,12 @@ class AugSA:
         grad = self.mean - np.asarray(batch.feature_sum, dtype=np.float64) / K - cfg.l2 * self.lam
         d_lam = g_lam / (self.sigma + cfg.l2) * grad                             # Eq. (16) / (38)
         delta = np.bincount(np.asarray(batch.lengths) - 1, minlength=len(self.zeta))[: len(self.zeta)] / K
-        d_zeta = g_zeta * delta / self.pi0                                        # Eq. (17)
+        d_zeta = g_zeta * delta * self._inv_pi0                                   # Eq. (17)
         if cfg.clip is not None:
             d_lam = np.clip(d_lam, -cfg.clip, cfg.clip)
             d_zeta = np.clip(d_zeta, -cfg.clip, cfg.clip)
-        self.lam = self.lam + d_lam
+        if cfg.learn_lambda:
+            self.lam = self.lam + d_lam
         zeta = self.zeta + d_zeta
         self.zeta = zeta - zeta[0]                                                # Eq. (18)
         end = time.perf_counter()
@@ -315,8 +323,17 @@ class AugSA:
         return (sum(gaps[H:]) - sum(gaps[:H])) / H
 
     # --- the loop --------------------------------------------------------------------------------
-    def fit(self, resume: str | Path | None = None) -> AugSAResult:
-        """Run iterations until ``t_max``, the stop rule or a callback stops; optionally resume first."""
+    def fit(self, resume: str | Path | None = None, lam0: np.ndarray | None = None) -> AugSAResult:
+        """Run iterations until ``t_max``, the stop rule or a callback stops.
+
+        ``resume`` restores a checkpoint first; ``lam0`` sets the starting lambda (default zeros; zeta
+        still starts from ``backend.initial_zeta()``, exact at lambda = 0).
+        """
+        if lam0 is not None:
+            lam0 = as_float_array(lam0, "lam0", ndim=1)
+            if lam0.shape != self.lam.shape:
+                raise ValueError(f"lam0 must have length d = {self.lam.shape[0]}, got {lam0.shape[0]}")
+            self.lam = lam0.copy()
         if resume is not None:
             self.load_checkpoint(resume)
         cfg = self.config

@@ -1,0 +1,232 @@
+"""The word-morphology benchmark (Sec. 6, Fig. 3 of Wang, Ou & Tan 2017) with exact likelihoods.
+
+Trains the same character n-gram TRF by AugSA with ``pi0 = n_j / n`` and with ``pi0`` of Eq. (26),
+by IIS with sampled expectations and by quasi-Newton on the exact likelihood, fits the WB3 character
+trigram, and records exact train/test NLL per word (nats) for every model, AugSA's NLL with its own
+estimated zeta, ``|zeta - zeta*|`` at t = 100 and at the end, wall times, TransMS throughput and the
+time split between sampling and updates.  :func:`run_morph` returns the metrics dictionary and
+writes ``metrics.json`` plus Fig.-3-style plots into the output folder.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from samplers.validation import check_int
+
+from . import exact
+from .augsa import AugSA, AugSAConfig, pi0_eq26
+from .baselines import fit_iis, fit_quasi_newton, fit_wb3, wb3_nll
+from .data import WordData
+from .model import TRF
+from .transms import WordBackend
+
+
+@dataclass
+class MorphSettings:
+    """Settings of the benchmark (defaults: the paper's, Sec. 6)."""
+
+    iters: int = 1000
+    samples: int = 100
+    t_c: float = 100.0
+    beta_lambda: float = 0.8
+    beta_zeta: float = 0.6
+    t0: int = 200
+    seed: int = 0
+    eval_every: int = 10
+    qn_max_iter: int = 500
+    progress: bool = True
+
+
+def _augsa_run(train: WordData, test: WordData, backend_features, pi0: str, s: MorphSettings) -> dict:
+    backend = WordBackend(train, features=backend_features, n_chains=s.samples, seed=s.seed)
+    cfg = AugSAConfig(n_samples=s.samples, t_max=s.iters, t_c=s.t_c, beta_lambda=s.beta_lambda,
+                      beta_zeta=s.beta_zeta, t0=s.t0, pi0=pi0, seed=s.seed)
+    curve: list[tuple[int, float, float]] = []
+    zeta_snapshots: dict[int, tuple[list, list]] = {}
+    features, pi, m = backend.features, backend.pi, train.m
+    eval_time = [0.0]
+
+    def record(trainer, t, _):
+        start = time.perf_counter()
+        if t % s.eval_every == 0 or t == 100 or t == s.iters:
+            zeta_star = exact.exact_zeta(features, trainer.lam, m)
+            model = TRF(features, pi, trainer.lam, trainer.zeta)
+            log_z = model.log_z1() + zeta_star
+            curve.append((t, float(-model.log_prob(train, log_z).mean()), float(-model.log_prob(train).mean())))
+            if t in (100, s.iters):
+                zeta_snapshots[t] = (trainer.zeta.tolist(), zeta_star.tolist())
+        eval_time[0] += time.perf_counter() - start
+
+    start = time.perf_counter()
+    result = AugSA(backend, cfg, callbacks=[record], progress=s.progress).fit()
+    wall = time.perf_counter() - start - eval_time[0]
+    model = TRF(features, pi, result.lam, result.zeta)
+    log_z = model.exact_log_z()
+    used = pi > 0
+
+    def zeta_error(t):
+        est, star = (np.asarray(a) for a in zeta_snapshots[t])
+        return float(np.abs(est - star)[used].mean())
+
+    acc = [h["jump_acceptance"] for h in result.history if np.isfinite(h["jump_acceptance"])]
+    return {
+        "train_nll_exact": float(-model.log_prob(train, log_z).mean()),
+        "test_nll_exact": float(-model.log_prob(test, log_z).mean()),
+        "train_nll_estimated_zeta": float(-model.log_prob(train).mean()),
+        "test_nll_estimated_zeta": float(-model.log_prob(test).mean()),
+        "mean_abs_zeta_error_t100": zeta_error(100) if 100 in zeta_snapshots else None,
+        "mean_abs_zeta_error_end": zeta_error(s.iters),
+        "wall_seconds": wall,
+        "sampling_seconds": result.time_sampling,
+        "update_seconds": result.time_updates,
+        "samples_per_second": result.n_draws / result.time_sampling,
+        "jump_acceptance": float(np.mean(acc)) if acc else None,
+        "pi0": backend_pi0(train, pi0).tolist(),
+        "curve": curve,
+        "zeta_snapshots": {str(k): v for k, v in zeta_snapshots.items()},
+    }
+
+
+def backend_pi0(train: WordData, pi0: str) -> np.ndarray:
+    n_j = train.length_counts()
+    return n_j / n_j.sum() if pi0 == "empirical" else pi0_eq26(n_j)
+
+
+def run_morph(train: WordData, test: WordData, out: str | Path, settings: MorphSettings | None = None) -> dict:
+    """Run the whole benchmark; write ``out/metrics.json`` and ``out/fig3*.png``; return the metrics.
+
+    Parameters
+    ----------
+    train, test : WordData
+        Same alphabet and m; test lengths must occur in training (pi_j > 0).
+    out : path-like
+        Output folder (created).
+    settings : MorphSettings, optional
+    """
+    s = settings or MorphSettings()
+    check_int(s.iters, "iters", low=1)
+    check_int(s.samples, "samples", low=1)
+    check_int(s.eval_every, "eval_every", low=1)
+    if test.alphabet != train.alphabet or test.m != train.m:
+        raise ValueError("train and test must share the alphabet and m")
+    n_j = train.length_counts()
+    if np.any(n_j[test.lengths - 1] == 0):
+        raise ValueError("test holds word lengths absent from training (their probability would be 0)")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    features = WordBackend(train, n_chains=1).features
+    pi = n_j / n_j.sum()
+    metrics: dict = {"settings": s.__dict__.copy(), "n_train": len(train), "n_test": len(test), "m": train.m,
+                     "d": features.d, "feature_templates": features.template_sizes(),
+                     "length_counts": n_j.tolist()}
+    metrics["augsa_empirical_pi0"] = _augsa_run(train, test, features, "empirical", s)
+    metrics["augsa_eq26_pi0"] = _augsa_run(train, test, features, "eq26", s)
+
+    iis_curve: list[tuple[int, float]] = []
+
+    def iis_record(t, lam):
+        if t % s.eval_every == 0 or t == s.iters:
+            iis_curve.append((t, TRF(features, pi, lam).nll(train)))
+
+    start = time.perf_counter()
+    lam_iis, _ = fit_iis(features, train, iters=s.iters, n_samples=s.samples, seed=s.seed + 1, callback=iis_record)
+    iis_model = TRF(features, pi, lam_iis)
+    metrics["iis"] = {"train_nll_exact": iis_model.nll(train), "test_nll_exact": iis_model.nll(test),
+                      "wall_seconds": time.perf_counter() - start, "curve": iis_curve}
+
+    lam_qn, info = fit_quasi_newton(features, train, max_iter=s.qn_max_iter)
+    qn_model = TRF(features, pi, lam_qn)
+    metrics["quasi_newton"] = {"train_nll_exact": qn_model.nll(train), "test_nll_exact": qn_model.nll(test),
+                               "wall_seconds": info["seconds"], "iterations": info["iterations"],
+                               "grad_norm": info["grad_norm"], "converged": info["converged"]}
+    start = time.perf_counter()
+    wb3 = fit_wb3(train)
+    metrics["wb3"] = {"train_nll_exact": wb3_nll(wb3, train), "test_nll_exact": wb3_nll(wb3, test),
+                      "wall_seconds": time.perf_counter() - start}
+    with open(out / "metrics.json", "w") as handle:
+        json.dump(metrics, handle, indent=1)
+    plot_fig3(metrics, out)
+    return metrics
+
+
+MODEL_LABELS = {"augsa_empirical_pi0": "AugSA (pi0 = n_j/n)", "augsa_eq26_pi0": "AugSA (pi0 Eq. 26)",
+                "iis": "IIS", "quasi_newton": "Quasi-Newton", "wb3": "WB3"}
+
+
+def metrics_table(metrics: dict) -> str:
+    """Markdown table of the exact NLLs (and AugSA's estimated-zeta NLL) per model."""
+    qn = metrics["quasi_newton"]["test_nll_exact"]
+    rows = ["| model | train NLL | test NLL | test vs QN | test NLL with estimated zeta | mean abs(zeta - zeta*) t=100 / end | wall s |",
+            "| --- | --- | --- | --- | --- | --- | --- |"]
+    for key, label in MODEL_LABELS.items():
+        r = metrics[key]
+        est = f"{r['test_nll_estimated_zeta']:.3f}" if "test_nll_estimated_zeta" in r else ""
+        zerr = (f"{r['mean_abs_zeta_error_t100']:.3g} / {r['mean_abs_zeta_error_end']:.3g}"
+                if "mean_abs_zeta_error_end" in r else "")
+        rows.append(f"| {label} | {r['train_nll_exact']:.3f} | {r['test_nll_exact']:.3f} | "
+                    f"{100 * (r['test_nll_exact'] / qn - 1):+.2f}% | {est} | {zerr} | {r['wall_seconds']:.1f} |")
+    return "\n".join(rows)
+
+
+def plot_fig3(metrics: dict, out: Path) -> list[Path]:
+    """Fig. 3 (a)-(d): NLL curves, length laws, exact vs estimated NLL, relative zeta errors."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colors = {"augsa_empirical_pi0": "tab:red", "augsa_eq26_pi0": "tab:green", "iis": "tab:blue"}
+    paths = []
+    fig, ax = plt.subplots(figsize=(4.5, 3.2))
+    for key in ("augsa_empirical_pi0", "augsa_eq26_pi0", "iis"):
+        c = np.asarray(metrics[key]["curve"])
+        ax.plot(c[:, 0], c[:, 1], color=colors[key], label=MODEL_LABELS[key])
+    for key, style in (("quasi_newton", "k:"), ("wb3", "r-.")):
+        ax.axhline(metrics[key]["train_nll_exact"], linestyle=style[1:], color=style[0], label=MODEL_LABELS[key])
+    lo = metrics["quasi_newton"]["train_nll_exact"]
+    ax.set_ylim(lo - 0.5, lo + 4)
+    ax.set(xlabel="iteration", ylabel="train NLL per word (nats)", title="(a) exact NLL")
+    ax.legend(fontsize=6)
+    paths.append(_save(fig, out / "fig3a_nll.png"))
+    fig, ax = plt.subplots(figsize=(4.5, 3.2))
+    j = np.arange(1, metrics["m"] + 1)
+    ax.semilogy(j, metrics["augsa_empirical_pi0"]["pi0"], "r-o", ms=3, label="n_j / n")
+    ax.semilogy(j, metrics["augsa_eq26_pi0"]["pi0"], "g-s", ms=3, label="pi0 (Eq. 26)")
+    ax.set(xlabel="length j", ylabel="probability", title="(b) length laws")
+    ax.legend(fontsize=6)
+    paths.append(_save(fig, out / "fig3b_pi0.png"))
+    fig, ax = plt.subplots(figsize=(4.5, 3.2))
+    for key in ("augsa_empirical_pi0", "augsa_eq26_pi0"):
+        c = np.asarray(metrics[key]["curve"])
+        ax.plot(c[:, 0], c[:, 1], color=colors[key], label=MODEL_LABELS[key] + " - zeta*")
+        ax.plot(c[:, 0], c[:, 2], color=colors[key], linestyle="--", label=MODEL_LABELS[key] + " - zeta")
+    ax.set_ylim(lo - 3, lo + 4)
+    ax.set(xlabel="iteration", ylabel="train NLL per word (nats)", title="(c) exact vs estimated zeta")
+    ax.legend(fontsize=5)
+    paths.append(_save(fig, out / "fig3c_nll_zeta.png"))
+    fig, ax = plt.subplots(figsize=(4.5, 3.2))
+    for key in ("augsa_empirical_pi0", "augsa_eq26_pi0"):
+        for t, (est, star) in metrics[key]["zeta_snapshots"].items():
+            est, star = np.asarray(est)[1:], np.asarray(star)[1:]
+            ax.plot(j[1:], np.abs(est - star) / np.abs(star), color=colors[key],
+                    linestyle="-" if t != "100" else ":", label=f"{MODEL_LABELS[key]}, t={t}")
+    ax.set_yscale("log")
+    ax.set(xlabel="length j", ylabel="|zeta - zeta*| / |zeta*|", title="(d) relative zeta error")
+    ax.legend(fontsize=5)
+    paths.append(_save(fig, out / "fig3d_zeta.png"))
+    return paths
+
+
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return path
