@@ -24,6 +24,7 @@ def test_tasks_are_balanced_and_labelled_by_invariant():
     assert t.labels.mean() == 0.5
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_stages", [0, 1, 2])
 def test_search_finds_consistent_formula(n_stages):
     task = loop_invariant_tasks(n_examples=30)[0]          # nested: k >= 1
