@@ -12,7 +12,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from samplers.rng import kernel_seeds
-from samplers.validation import as_float_array, check_int
+from samplers.validation import check_int
 
 from . import _word_kernels as K
 from .features import FeatureSet
@@ -41,9 +41,7 @@ def ais_log_partition(features: FeatureSet, lam: np.ndarray, m: int, n_temperatu
     log_weight_se : ndarray, shape (m,)
         Delta-method standard error of ``log_z`` (std of the normalised weights / sqrt(P)).
     """
-    lam = as_float_array(lam, "lam", ndim=1)
-    if lam.shape[0] != features.d:
-        raise ValueError(f"lam must have length d = {features.d}, got {lam.shape[0]}")
+    lam = features.check_lambda(lam)
     m = check_int(m, "m", low=1)
     n_temperatures = check_int(n_temperatures, "n_temperatures", low=1)
     n_particles = check_int(n_particles, "n_particles", low=1)

@@ -60,9 +60,7 @@ def log_partition(features: FeatureSet, lam: np.ndarray, m: int) -> np.ndarray:
     -------
     ndarray, shape (m,)
     """
-    lam = as_float_array(lam, "lam", ndim=1)
-    if lam.shape[0] != features.d:
-        raise ValueError(f"lam must have length d = {features.d}, got {lam.shape[0]}")
+    lam = features.check_lambda(lam)
     m = check_int(m, "m", low=1)
     return _forward(features.dense_weights(lam), features.V, m)[0]
 
@@ -81,7 +79,7 @@ def log_partition_and_expectations(features: FeatureSet, lam: np.ndarray, length
     ``p_j(x) = exp(lambda . f(x)) / Z_j``; with ``length_weights = pi`` this is the model
     expectation ``p_lambda[f]`` of Eq. (6).
     """
-    lam = as_float_array(lam, "lam", ndim=1)
+    lam = features.check_lambda(lam)
     weights = as_float_array(length_weights, "length_weights", ndim=1)
     m = weights.shape[0]
     V = features.V
@@ -124,7 +122,7 @@ def log_partition_and_expectations(features: FeatureSet, lam: np.ndarray, length
 def brute_force_log_z(features: FeatureSet, lam: np.ndarray, m: int) -> np.ndarray:
     """``log Z_j`` by enumerating all ``V^j`` words (tiny alphabets and lengths only; for tests)."""
     V = features.V
-    w = features.dense_weights(as_float_array(lam, "lam", ndim=1))
+    w = features.dense_weights(features.check_lambda(lam))
     out = np.empty(m)
     scratch = np.empty(3 * m + 4, dtype=np.int64)
     for j in range(1, m + 1):

@@ -77,6 +77,13 @@ class FeatureSet:
         block = np.searchsorted(bases, self.position, side="right") - 1
         return {name: int(np.sum(block == k)) for k, name in enumerate(TEMPLATES)}
 
+    def check_lambda(self, lam, name: str = "lam") -> np.ndarray:
+        """``lam`` as a finite float array of shape (d,), or a ValueError naming ``name``."""
+        lam = as_float_array(lam, name, ndim=1)
+        if lam.shape[0] != self.d:
+            raise ValueError(f"{name} must have length d = {self.d}, got {lam.shape[0]}")
+        return lam
+
     def dense_weights(self, lam: np.ndarray) -> np.ndarray:
         """Dense weight vector with ``lam`` at the features' positions and 0 elsewhere."""
         w = np.zeros(n_dense(self.V), dtype=np.float64)

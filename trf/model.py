@@ -40,9 +40,7 @@ class TRF:
         self.features = features
         self.pi = check_distribution(as_float_array(pi, "pi", ndim=1), "pi")
         self.m = check_int(int(self.pi.shape[0]), "m", low=1)
-        self.lam = np.zeros(features.d) if lam is None else as_float_array(lam, "lam", ndim=1).copy()
-        if self.lam.shape[0] != features.d:
-            raise ValueError(f"lam must have length d = {features.d}, got {self.lam.shape[0]}")
+        self.lam = np.zeros(features.d) if lam is None else features.check_lambda(lam).copy()
         if zeta is None:
             self.zeta = exact.exact_zeta(features, self.lam, self.m)
         else:

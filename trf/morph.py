@@ -29,14 +29,14 @@ from .transms import WordBackend
 
 @dataclass
 class MorphSettings:
-    """Settings of the benchmark (defaults: the paper's, Sec. 6)."""
+    """Settings of the benchmark: t_max, K, seed, evaluation period, L-BFGS limit.
+
+    The learning-rate schedule is :class:`trf.augsa.AugSAConfig`'s default, the paper's Sec. 6
+    settings (t_c = 100, beta_lambda = 0.8, beta_zeta = 0.6, t0 = 200).
+    """
 
     iters: int = 1000
     samples: int = 100
-    t_c: float = 100.0
-    beta_lambda: float = 0.8
-    beta_zeta: float = 0.6
-    t0: int = 200
     seed: int = 0
     eval_every: int = 10
     qn_max_iter: int = 500
@@ -45,8 +45,7 @@ class MorphSettings:
 
 def _augsa_run(train: WordData, test: WordData, backend_features, pi0: str, s: MorphSettings) -> dict:
     backend = WordBackend(train, features=backend_features, n_chains=s.samples, seed=s.seed)
-    cfg = AugSAConfig(n_samples=s.samples, t_max=s.iters, t_c=s.t_c, beta_lambda=s.beta_lambda,
-                      beta_zeta=s.beta_zeta, t0=s.t0, pi0=pi0, seed=s.seed)
+    cfg = AugSAConfig(n_samples=s.samples, t_max=s.iters, pi0=pi0, seed=s.seed)
     curve: list[tuple[int, float, float]] = []
     zeta_snapshots: dict[int, tuple[list, list]] = {}
     features, pi, m = backend.features, backend.pi, train.m

@@ -45,13 +45,25 @@ class TransMSInfo(NamedTuple):
         return (self.up_accepted + self.down_accepted) / n if n else float("nan")
 
 
-def init_chains(n_chains: int, m: int, V: int, seed=None) -> ChainState:
-    """``n_chains`` chains of length 1 with uniform random symbols (buffers of width m + 1)."""
+def init_chains(n_chains: int, m: int, V: int, seed=None, length_probs: np.ndarray | None = None) -> ChainState:
+    """``n_chains`` chains of uniform random symbols (buffers of width m + 1).
+
+    Lengths are 1, or drawn from ``length_probs`` (shape (m,)) when given: with ``length_probs = pi0``
+    these are exact draws of q (Eq. 12) at lambda = 0 and the exact initial zeta.
+    """
     n_chains = check_int(n_chains, "n_chains", low=1)
     m = check_int(m, "m", low=1)
+    rng = as_generator(seed)
     tokens = np.zeros((n_chains, m + 1), dtype=np.int32)
-    tokens[:, 0] = as_generator(seed).integers(0, V, size=n_chains)
-    return ChainState(tokens, np.ones(n_chains, dtype=np.int64))
+    tokens[:, :m] = rng.integers(0, V, size=(n_chains, m))
+    if length_probs is None:
+        lengths = np.ones(n_chains, dtype=np.int64)
+    else:
+        p = as_float_array(length_probs, "length_probs", ndim=1)
+        if p.shape[0] != m:
+            raise ValueError(f"length_probs must have length m = {m}, got {p.shape[0]}")
+        lengths = rng.choice(m, size=n_chains, p=p / p.sum()).astype(np.int64) + 1
+    return ChainState(tokens, lengths)
 
 
 def transms(features: FeatureSet, lam: np.ndarray, log_len_weight: np.ndarray, state: ChainState,
@@ -80,9 +92,7 @@ def transms(features: FeatureSet, lam: np.ndarray, log_len_weight: np.ndarray, s
     (ChainState, WordData, TransMSInfo)
         New chain states, the recorded words and the jump statistics.
     """
-    lam = as_float_array(lam, "lam", ndim=1)
-    if lam.shape[0] != features.d:
-        raise ValueError(f"lam must have length d = {features.d}, got {lam.shape[0]}")
+    lam = features.check_lambda(lam)
     lw = as_float_array(log_len_weight, "log_len_weight", ndim=1, finite=False)
     if np.any(np.isnan(lw)) or np.any(lw == np.inf):
         raise ValueError("log_len_weight must not hold NaN or +inf")
@@ -118,7 +128,10 @@ class WordBackend:
     dev : WordData, optional
         Development words for ``log_likelihood(..., "dev")`` (Appendix-E stop rule).
     n_chains : int
-        Persistent TransMS chains (advanced round-robin, one step per recorded draw).
+        Persistent TransMS chains (advanced round-robin, one step per recorded draw); they start
+        as exact draws of q at lambda = 0 (lengths from pi0, uniform symbols).
+    seed : int
+        Seed of the initial chain states.
     """
 
     def __init__(self, train: WordData, features: FeatureSet | None = None, dev: WordData | None = None,
@@ -131,7 +144,8 @@ class WordBackend:
         self.pi = n_j / n_j.sum()
         self.empirical_mean = self.features.counts(train) / len(train)
         self.feature_variance = self.features.stratified_variance(train)
-        self.state = init_chains(n_chains, self.m, self.features.V, seed)
+        self.n_chains, self.seed = check_int(n_chains, "n_chains", low=1), seed
+        self.state: ChainState | None = None  # drawn from q at lambda = 0 on the first sample()
 
     def initial_zeta(self) -> np.ndarray:
         """Exact zeta at lambda = 0: ``log Z_j = j log V``, so ``zeta_j = (j - 1) log V``."""
@@ -141,6 +155,8 @@ class WordBackend:
         """K TransMS draws from q (Eq. 12) and their weighted feature sum (the sum in Eq. 16)."""
         with np.errstate(divide="ignore"):
             log_len_weight = np.log(pi0) - zeta
+        if self.state is None:
+            self.state = init_chains(self.n_chains, self.m, self.features.V, self.seed, length_probs=pi0)
         self.state, words, info = transms(self.features, lam, log_len_weight, self.state, n_samples, seed)
         lengths = words.lengths
         feature_sum = self.features.counts(words, np.asarray(length_weight)[lengths - 1])
@@ -156,6 +172,8 @@ class WordBackend:
         return float(np.mean(TRF(self.features, self.pi, lam, zeta).log_prob(data)))
 
     def get_state(self) -> dict[str, np.ndarray]:
+        if self.state is None:
+            return {}
         return {"tokens": self.state.tokens, "lengths": self.state.lengths}
 
     def set_state(self, state: dict[str, np.ndarray]) -> None:
