@@ -139,6 +139,18 @@ def span_posteriors_kernel(inside, outside, log_z):
 
 
 @jit
+def _push_children(stack, top, i, j, k, left, right):
+    """Push the children (i, j, left) and (j, k, right) so the left one is popped first."""
+    stack[top + 1, 0] = j
+    stack[top + 1, 1] = k
+    stack[top + 1, 2] = right
+    stack[top + 2, 0] = i
+    stack[top + 2, 1] = j
+    stack[top + 2, 2] = left
+    return top + 2
+
+
+@jit
 def _sample_one(inside, alive, keep, rules, logw, offsets, start, nodes, stack, buf):
     """Draw one tree top-down from a (pruned) inside chart into ``nodes`` rows (i, k, label, rule)."""
     n = inside.shape[0] - 1
@@ -182,14 +194,7 @@ def _sample_one(inside, alive, keep, rules, logw, offsets, start, nodes, stack, 
                 break
         nodes[count, 3] = pick_r
         count += 1
-        top += 1
-        stack[top, 0] = pick_j
-        stack[top, 1] = k
-        stack[top, 2] = rules[pick_r, 2]
-        top += 1
-        stack[top, 0] = i
-        stack[top, 1] = pick_j
-        stack[top, 2] = rules[pick_r, 1]
+        top = _push_children(stack, top, i, pick_j, k, rules[pick_r, 1], rules[pick_r, 2])
     return count
 
 
@@ -262,13 +267,6 @@ def viterbi_kernel(words, lex, rules, logw, keep, start):
             r = back_r[i, k, a]
             j = back_j[i, k, a]
             nodes[count, 3] = r
-            top += 1
-            stack[top, 0] = j
-            stack[top, 1] = k
-            stack[top, 2] = rules[r, 2]
-            top += 1
-            stack[top, 0] = i
-            stack[top, 1] = j
-            stack[top, 2] = rules[r, 1]
+            top = _push_children(stack, top, i, j, k, rules[r, 1], rules[r, 2])
         count += 1
     return score, nodes

@@ -45,6 +45,45 @@ def _children(s, t, u, v, ss, uu, inverted):
 
 
 @jit
+def _bispan_splits(s, t, u, v, alive, buf):
+    """Rows (ls, lt, lu, lv, rs, rt, ru, rv, inverted) of the usable splits of bispan (s, t, u, v):
+    both children non-empty and alive.  Returns how many rows were written into ``buf``."""
+    m = 0
+    for orient in range(2):
+        for ss in range(s, t + 1):
+            for uu in range(u, v + 1):
+                ls, lt, lu, lv, rs, rt, ru, rv, ok = _children(s, t, u, v, ss, uu, orient == 1)
+                if not ok or not (alive[ls, lt, lu, lv] and alive[rs, rt, ru, rv]):
+                    continue
+                buf[m, 0] = ls
+                buf[m, 1] = lt
+                buf[m, 2] = lu
+                buf[m, 3] = lv
+                buf[m, 4] = rs
+                buf[m, 5] = rt
+                buf[m, 6] = ru
+                buf[m, 7] = rv
+                buf[m, 8] = orient
+                m += 1
+    return m
+
+
+@jit
+def _bilinear(w, a, el, er):
+    """sum_{B, C} w[a, B, C] el[B] er[C]."""
+    x = 0.0
+    nt = el.shape[0]
+    for b in range(nt):
+        if el[b] == 0.0:
+            continue
+        y = 0.0
+        for c in range(nt):
+            y += w[a, b, c] * er[c]
+        x += el[b] * y
+    return x
+
+
+@jit
 def itg_inside_kernel(e, f, straight, inverted, pair, null_e, null_f, keep, pair_keep):
     """Pruned inside chart and ``alive`` flags of an ITG."""
     p = e.shape[0]
@@ -57,6 +96,7 @@ def itg_inside_kernel(e, f, straight, inverted, pair, null_e, null_f, keep, pair
     acc = np.zeros(nt)
     el = np.empty(nt)
     er = np.empty(nt)
+    buf = np.empty((2 * (p + 1) * (q + 1), 9), dtype=np.int64)
     for total in range(1, p + q + 1):
         for le in range(max(0, total - q), min(p, total) + 1):
             lf = total - le
@@ -66,43 +106,26 @@ def itg_inside_kernel(e, f, straight, inverted, pair, null_e, null_f, keep, pair
                     v = u + lf
                     if not keep[s, t, u, v]:
                         continue
-                    # pass 1: the largest split score, for scaling
-                    best = -np.inf
-                    for orient in range(2):
-                        for ss in range(s, t + 1):
-                            for uu in range(u, v + 1):
-                                ls, lt, lu, lv, rs, rt, ru, rv, ok = _children(s, t, u, v, ss, uu, orient == 1)
-                                if not ok or not (alive[ls, lt, lu, lv] and alive[rs, rt, ru, rv]):
-                                    continue
-                                ml = np.max(chart[ls, lt, lu, lv])
-                                mr = np.max(chart[rs, rt, ru, rv])
-                                if ml + mr > best:
-                                    best = ml + mr
+                    m = _bispan_splits(s, t, u, v, alive, buf)
+                    best = -np.inf  # pass 1: the largest split score, for scaling
+                    for x in range(m):
+                        sc = np.max(chart[buf[x, 0], buf[x, 1], buf[x, 2], buf[x, 3]]) + \
+                            np.max(chart[buf[x, 4], buf[x, 5], buf[x, 6], buf[x, 7]])
+                        if sc > best:
+                            best = sc
                     acc[:] = 0.0
-                    if best > -np.inf:
-                        for orient in range(2):
-                            w = wi if orient == 1 else ws
-                            for ss in range(s, t + 1):
-                                for uu in range(u, v + 1):
-                                    ls, lt, lu, lv, rs, rt, ru, rv, ok = _children(s, t, u, v, ss, uu, orient == 1)
-                                    if not ok or not (alive[ls, lt, lu, lv] and alive[rs, rt, ru, rv]):
-                                        continue
-                                    ml = np.max(chart[ls, lt, lu, lv])
-                                    mr = np.max(chart[rs, rt, ru, rv])
-                                    scale = np.exp(ml + mr - best)
-                                    for b in range(nt):
-                                        el[b] = np.exp(chart[ls, lt, lu, lv, b] - ml)
-                                        er[b] = np.exp(chart[rs, rt, ru, rv, b] - mr) * scale
-                                    for a in range(nt):
-                                        x = 0.0
-                                        for b in range(nt):
-                                            if el[b] == 0.0:
-                                                continue
-                                            y = 0.0
-                                            for c in range(nt):
-                                                y += w[a, b, c] * er[c]
-                                            x += el[b] * y
-                                        acc[a] += x
+                    for x in range(m if best > -np.inf else 0):
+                        w = wi if buf[x, 8] == 1 else ws
+                        left = chart[buf[x, 0], buf[x, 1], buf[x, 2], buf[x, 3]]
+                        right = chart[buf[x, 4], buf[x, 5], buf[x, 6], buf[x, 7]]
+                        ml = np.max(left)
+                        mr = np.max(right)
+                        scale = np.exp(ml + mr - best)
+                        for b in range(nt):
+                            el[b] = np.exp(left[b] - ml)
+                            er[b] = np.exp(right[b] - mr) * scale
+                        for a in range(nt):
+                            acc[a] += _bilinear(w, a, el, er)
                     for a in range(nt):
                         val = best + np.log(acc[a]) if acc[a] > 0.0 else -np.inf
                         val = logaddexp(val, _lexical(s, t, u, v, e, f, pair, null_e, null_f, pair_keep, a))
@@ -134,6 +157,7 @@ def itg_outside_kernel(e, f, straight, inverted, pair, null_e, null_f, keep, pai
     oa = np.empty(nt)
     el = np.empty(nt)
     er = np.empty(nt)
+    buf = np.empty((2 * (p + 1) * (q + 1), 9), dtype=np.int64)
     for total in range(p + q, 0, -1):
         for le in range(max(0, total - q), min(p, total) + 1):
             lf = total - le
@@ -159,34 +183,32 @@ def itg_outside_kernel(e, f, straight, inverted, pair, null_e, null_f, keep, pai
                                 nul_f[u] += post
                     if total == 1:
                         continue
-                    for orient in range(2):
-                        w = wi if orient == 1 else ws
-                        cnt = ci if orient == 1 else cs
-                        for ss in range(s, t + 1):
-                            for uu in range(u, v + 1):
-                                ls, lt, lu, lv, rs, rt, ru, rv, ok = _children(s, t, u, v, ss, uu, orient == 1)
-                                if not ok or not (alive[ls, lt, lu, lv] and alive[rs, rt, ru, rv]):
+                    m = _bispan_splits(s, t, u, v, alive, buf)
+                    for x in range(m):
+                        w = wi if buf[x, 8] == 1 else ws
+                        cnt = ci if buf[x, 8] == 1 else cs
+                        ls, lt, lu, lv = buf[x, 0], buf[x, 1], buf[x, 2], buf[x, 3]
+                        rs, rt, ru, rv = buf[x, 4], buf[x, 5], buf[x, 6], buf[x, 7]
+                        ml = np.max(inside[ls, lt, lu, lv])
+                        mr = np.max(inside[rs, rt, ru, rv])
+                        for b in range(nt):
+                            el[b] = np.exp(inside[ls, lt, lu, lv, b] - ml)
+                            er[b] = np.exp(inside[rs, rt, ru, rv, b] - mr)
+                        z = np.exp(mo + ml + mr - log_z)
+                        for b in range(nt):
+                            xl = 0.0  # sum_{A, C} oa[A] w[A, b, C] er[C]
+                            xr = 0.0  # sum_{A, B} oa[A] w[A, B, b] el[B]
+                            for a in range(nt):
+                                if oa[a] == 0.0:
                                     continue
-                                ml = np.max(inside[ls, lt, lu, lv])
-                                mr = np.max(inside[rs, rt, ru, rv])
-                                for b in range(nt):
-                                    el[b] = np.exp(inside[ls, lt, lu, lv, b] - ml)
-                                    er[b] = np.exp(inside[rs, rt, ru, rv, b] - mr)
-                                z = np.exp(mo + ml + mr - log_z)
-                                for b in range(nt):
-                                    xl = 0.0  # sum_{A, C} oa[A] w[A, b, C] er[C]
-                                    xr = 0.0  # sum_{A, B} oa[A] w[A, B, b] el[B]
-                                    for a in range(nt):
-                                        if oa[a] == 0.0:
-                                            continue
-                                        for c in range(nt):
-                                            xl += oa[a] * w[a, b, c] * er[c]
-                                            xr += oa[a] * w[a, c, b] * el[c]
-                                            cnt[a, b, c] += z * oa[a] * w[a, b, c] * el[b] * er[c]
-                                    if xl > 0.0:
-                                        out[ls, lt, lu, lv, b] = logaddexp(out[ls, lt, lu, lv, b], mo + mr + np.log(xl))
-                                    if xr > 0.0:
-                                        out[rs, rt, ru, rv, b] = logaddexp(out[rs, rt, ru, rv, b], mo + ml + np.log(xr))
+                                for c in range(nt):
+                                    xl += oa[a] * w[a, b, c] * er[c]
+                                    xr += oa[a] * w[a, c, b] * el[c]
+                                    cnt[a, b, c] += z * oa[a] * w[a, b, c] * el[b] * er[c]
+                            if xl > 0.0:
+                                out[ls, lt, lu, lv, b] = logaddexp(out[ls, lt, lu, lv, b], mo + mr + np.log(xl))
+                            if xr > 0.0:
+                                out[rs, rt, ru, rv, b] = logaddexp(out[rs, rt, ru, rv, b], mo + ml + np.log(xr))
     return align, nul_e, nul_f, cs, ci
 
 
@@ -200,6 +222,7 @@ def itg_sample_alignments_kernel(e, f, straight, inverted, pair, null_e, null_f,
     nt = straight.shape[0]
     links = np.zeros((p, q), dtype=np.bool_)
     stack = np.empty((2 * (p + q) + 2, 5), dtype=np.int64)
+    buf = np.empty((2 * (p + 1) * (q + 1), 9), dtype=np.int64)
     top = 0
     stack[0, 0] = 0
     stack[0, 1] = p
@@ -223,43 +246,29 @@ def itg_sample_alignments_kernel(e, f, straight, inverted, pair, null_e, null_f,
                 if t - s == 1 and v - u == 1:
                     links[s, u] = True
                 continue
-        done = False
-        last = np.zeros(9, dtype=np.int64)
-        have = False
-        for orient in range(2):
-            w = inverted if orient == 1 else straight
-            for ss in range(s, t + 1):
-                for uu in range(u, v + 1):
-                    ls, lt, lu, lv, rs, rt, ru, rv, ok = _children(s, t, u, v, ss, uu, orient == 1)
-                    if not ok or not (alive[ls, lt, lu, lv] and alive[rs, rt, ru, rv]):
-                        continue
-                    for b in range(nt):
-                        for c in range(nt):
-                            x = w[a, b, c] + inside[ls, lt, lu, lv, b] + inside[rs, rt, ru, rv, c]
-                            if x == -np.inf:
-                                continue
-                            acc += np.exp(x - target)
-                            last[0] = ls
-                            last[1] = lt
-                            last[2] = lu
-                            last[3] = lv
-                            last[4] = rs
-                            last[5] = rt
-                            last[6] = ru
-                            last[7] = rv
-                            last[8] = b * nt + c
-                            have = True
-                            if r < acc:
-                                done = True
-                                break
-                        if done:
-                            break
-                    if done:
-                        break
-                if done:
+        m = _bispan_splits(s, t, u, v, alive, buf)
+        pick = -1
+        pick_bc = 0
+        for x in range(m):
+            w = inverted if buf[x, 8] == 1 else straight
+            left = inside[buf[x, 0], buf[x, 1], buf[x, 2], buf[x, 3]]
+            right = inside[buf[x, 4], buf[x, 5], buf[x, 6], buf[x, 7]]
+            for bc in range(nt * nt):
+                y = w[a, bc // nt, bc % nt] + left[bc // nt] + right[bc % nt]
+                if y == -np.inf:
+                    continue
+                acc += np.exp(y - target)
+                pick = x
+                pick_bc = bc
+                if r < acc:
                     break
-            if done:
+            if r < acc:
                 break
+        have = pick >= 0
+        last = np.empty(9, dtype=np.int64)
+        if have:
+            last[:8] = buf[pick, :8]
+            last[8] = pick_bc
         if not have:
             continue
         top += 1

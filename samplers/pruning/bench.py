@@ -9,6 +9,8 @@ the target ``"counts"`` is the vector of span posteriors and expected binary-rul
 * ``fixed-posterior`` — one coarse-to-fine mask (coarse span posterior >= threshold), budget =
   threshold level L (threshold ``0.5 * 10^{-(L-1)/2}``: larger L, less pruning);
 * ``fixed-fom`` — one tic-tac-toe style figure-of-merit mask, same threshold levels;
+* ``itg-randomized`` / ``itg-tic-tac-toe`` — the same two families on ITG sentence pairs (target:
+  alignment and null posteriors plus binary-rule counts, :meth:`ITGExpectations.vector`);
 * ``exact`` — exact inside-outside (budget 1), the time reference.
 
 Per-run L2 error against the exact vector and wall time give the paper's Fig. 4(c, d) axes.
@@ -24,6 +26,7 @@ from ..harness import Estimator, Problem, Suite
 from .chart import expected_counts
 from .grammar import Grammar
 from .masks import coarse_span_posteriors, default_coarse, figure_of_merit_scores, threshold_mask, viterbi_backbone
+from .itg import ITG, itg_expectations, itg_randomized_pruning, tic_tac_toe_mask
 from .randomized import randomized_pruning
 
 
@@ -44,6 +47,24 @@ class SentenceProblem(Problem):
                 "binary_rules": self.grammar.n_binary}
 
 
+class SentencePairProblem(Problem):
+    """One sentence pair under an ITG; exact target ``counts`` (alignment and null posteriors, rule
+    counts: :meth:`ITGExpectations.vector`) by O(p^3 q^3) bitext inside-outside."""
+
+    def __init__(self, name: str, itg: ITG, e: np.ndarray, f: np.ndarray):
+        self.name = name
+        self.itg = itg
+        self.e = np.asarray(e, dtype=np.int64)
+        self.f = np.asarray(f, dtype=np.int64)
+        self.provenance = "exact bitext inside-outside (no mask)"
+
+    def exact(self) -> dict[str, Any]:
+        return {"counts": itg_expectations(self.itg, self.e, self.f).vector()}
+
+    def size(self) -> dict[str, int]:
+        return {"p": len(self.e), "q": len(self.f), "nonterminals": self.itg.n_nonterminals}
+
+
 def level_threshold(level: int) -> float:
     """Threshold of fixed-mask level ``level`` (1 = most aggressive): ``0.5 * 10^{-(level-1)/2}``."""
     return 0.5 * 10.0 ** (-(level - 1) / 2)
@@ -58,9 +79,43 @@ class RandomizedPruningEstimator(Estimator):
         self.name = name
         self.options = options
 
+    def supports(self, problem) -> bool:
+        return isinstance(problem, SentenceProblem)
+
     def estimate(self, problem, budget: int, seed: int) -> dict[str, Any]:
         res = randomized_pruning(problem.grammar, problem.words, budget, seed=seed, **self.options)
         return {"counts": res.expectations.vector()}
+
+
+class ITGRandomizedPruningEstimator(Estimator):
+    """Randomized pruning over alignment variables of an ITG, budget = number of masks."""
+
+    budget_label = "masks"
+
+    def __init__(self, name: str = "itg-randomized", **options: Any):
+        self.name = name
+        self.options = {"confidence": 0.02, **options}
+
+    def supports(self, problem) -> bool:
+        return isinstance(problem, SentencePairProblem)
+
+    def estimate(self, problem, budget: int, seed: int) -> dict[str, Any]:
+        res = itg_randomized_pruning(problem.itg, problem.e, problem.f, budget, seed=seed, **self.options)
+        return {"counts": res.expectations.vector()}
+
+
+class TicTacToeEstimator(Estimator):
+    """One fixed tic-tac-toe mask on an ITG; budget = threshold level (:func:`level_threshold`)."""
+
+    name = "itg-tic-tac-toe"
+    budget_label = "threshold level"
+
+    def supports(self, problem) -> bool:
+        return isinstance(problem, SentencePairProblem)
+
+    def estimate(self, problem, budget: int, seed: int) -> dict[str, Any]:
+        keep = tic_tac_toe_mask(problem.itg, problem.e, problem.f, level_threshold(budget))
+        return {"counts": itg_expectations(problem.itg, problem.e, problem.f, keep).vector()}
 
 
 class FixedMaskEstimator(Estimator):
@@ -76,6 +131,9 @@ class FixedMaskEstimator(Estimator):
             raise ValueError(f"kind must be 'posterior' or 'fom', got {kind!r}")
         self.kind = kind
         self.name = f"fixed-{kind}"
+
+    def supports(self, problem) -> bool:
+        return isinstance(problem, SentenceProblem)
 
     def estimate(self, problem, budget: int, seed: int) -> dict[str, Any]:
         coarse = default_coarse(problem.grammar)
@@ -94,7 +152,7 @@ class ExactEstimator(Estimator):
     budget_label = "none"
 
     def estimate(self, problem, budget: int, seed: int) -> dict[str, Any]:
-        return {"counts": expected_counts(problem.grammar, problem.words).vector()}
+        return problem.exact()
 
 
 def sentence_problems(lengths, *, n_coarse: int = 4, n_splits: int = 2, n_terminals: int = 12,
@@ -109,28 +167,50 @@ def sentence_problems(lengths, *, n_coarse: int = 4, n_splits: int = 2, n_termin
     return problems
 
 
+def sentence_pair_problems(lengths, *, n_nonterminals: int = 2, vocabulary: int = 30, seed: int = 0,
+                           noise: float = 0.2) -> list[SentencePairProblem]:
+    """Random ITG and, per length n, a pair (e, f): f = each e word's likeliest translation, locally
+    reordered (adjacent swaps), with a fraction ``noise`` of f words replaced at random."""
+    itg = ITG.random(n_nonterminals, vocabulary, vocabulary, seed=seed, concentration=0.05)
+    best = np.exp(itg.pair).sum(axis=0).argmax(axis=1)
+    rng = np.random.default_rng(seed)
+    problems = []
+    for n in lengths:
+        e = rng.integers(0, vocabulary, n)
+        f = best[e]
+        for i in range(0, n - 1, 2):
+            if rng.random() < 0.5:
+                f[i], f[i + 1] = f[i + 1], f[i]
+        swap = rng.random(n) < noise
+        f[swap] = rng.integers(0, vocabulary, swap.sum())
+        problems.append(SentencePairProblem(f"itg-{n}x{n}", itg, e, f))
+    return problems
+
+
 AGGRESSIVE = {"confidence": 0.0, "max_candidates": 10**9, "compatible": False}
 
 
 def _estimators(aggressive: bool = False) -> list[Estimator]:
     extra = [RandomizedPruningEstimator("randomized-aggressive", **AGGRESSIVE)] if aggressive else []
     return [RandomizedPruningEstimator(), *extra, FixedMaskEstimator("posterior"), FixedMaskEstimator("fom"),
-            ExactEstimator()]
+            ITGRandomizedPruningEstimator(), TicTacToeEstimator(), ExactEstimator()]
 
 
 def pruning_quick_suite() -> Suite:
-    """Short sentences, few masks: randomized pruning vs fixed masks vs exact (part of ``make demo``)."""
-    return Suite(problems=sentence_problems([8, 12]), estimators=_estimators(),
+    """Short sentences and pairs, few masks: randomized pruning vs fixed masks vs exact (``make demo``)."""
+    return Suite(problems=[*sentence_problems([8, 12]), *sentence_pair_problems([6])], estimators=_estimators(),
                  budgets={"randomized": [4, 16, 64], "fixed-posterior": [1, 3, 5], "fixed-fom": [1, 3, 5],
-                          "exact": [1]},
-                 replicates=3, description="randomized pruning vs fixed masks, short PCFG sentences")
+                          "itg-randomized": [4, 16, 64], "itg-tic-tac-toe": [1, 3, 5], "exact": [1]},
+                 replicates=3, description="randomized pruning vs fixed masks, short PCFG sentences and ITG pairs")
 
 
 def pruning_bias_suite() -> Suite:
-    """L2 error vs time of randomized pruning and fixed masks (the paper's Fig. 4 c, d) on PCFGs."""
-    return Suite(problems=sentence_problems([10, 16, 22], n_coarse=5, n_splits=2),
+    """L2 error vs time of randomized pruning and fixed masks (the paper's Fig. 4 c, d), PCFG and ITG."""
+    return Suite(problems=[*sentence_problems([10, 16, 22], n_coarse=5, n_splits=2),
+                           *sentence_pair_problems([10, 14, 18])],
                  estimators=_estimators(aggressive=True),
                  budgets={"randomized": [4, 16, 64, 256], "randomized-aggressive": [4, 16, 64, 256],
-                          "fixed-posterior": [1, 2, 3, 4, 5, 6],
-                          "fixed-fom": [1, 2, 3, 4, 5, 6], "exact": [1]},
-                 replicates=5, description="L2 bias vs time of pruning estimators (PCFG)")
+                          "fixed-posterior": [1, 2, 3, 4, 5, 6], "fixed-fom": [1, 2, 3, 4, 5, 6],
+                          "itg-randomized": [4, 16, 64, 256], "itg-tic-tac-toe": [1, 2, 3, 4, 5, 6, 7, 8, 10, 12],
+                          "exact": [1]},
+                 replicates=5, description="L2 bias vs time of pruning estimators (PCFG, ITG)")

@@ -285,14 +285,14 @@ class ITGPruningModel:
         self.links = np.array([(i, j) for i in range(self.p) for j in range(self.q)], dtype=np.int64)
 
     def initial_assignment(self, rng: np.random.Generator) -> np.ndarray:
-        """Alignment of a derivation drawn under the mask with every ``init_links`` link positive
-        (cheap); an exact draw only if that mask admits no derivation."""
-        ins = None
-        if self._init_links is not None and len(self._init_links):
-            ins = itg_inside(self.itg, self.e, self.f,
-                             *self.mask(self._init_links, np.ones(len(self._init_links), dtype=bool)))
-        if ins is None or ins.log_z == -np.inf:
-            ins = itg_inside(self.itg, self.e, self.f)
+        """Alignment of a derivation drawn under the mask making ``init_links`` positive (cheap pruned
+        passes): while that mask admits no derivation, the last link (lowest score) is dropped."""
+        links = np.asarray(self._init_links if self._init_links is not None else [], dtype=np.int64)
+        while True:
+            ins = itg_inside(self.itg, self.e, self.f, *self.mask(links, np.ones(len(links), dtype=bool)))
+            if ins.log_z > -np.inf or len(links) == 0:
+                break
+            links = links[:-1]
         return itg_sample_alignment(self.itg, ins, rng).ravel()
 
     def mask(self, selected: np.ndarray, positive: np.ndarray):
@@ -344,8 +344,10 @@ def itg_randomized_pruning(itg: ITG, e, f, n_masks: int, *, seed=None, burn_in: 
     burn_in = check_int(burn_in, "burn_in", low=0)
     confidence = check_float(confidence, "confidence", low=0.0, high=1.0)
     e, f = itg.encode(e, f)
-    candidates = high_confidence_links(link_scores(itg, e, f), confidence)
-    model = ITGPruningModel(itg, e, f, init_links=candidates)
+    scores = link_scores(itg, e, f)
+    candidates = high_confidence_links(scores, confidence)
+    by_score = candidates[np.argsort(-scores.ravel()[candidates], kind="stable")]
+    model = ITGPruningModel(itg, e, f, init_links=by_score)
     chain = run_auxvar_chain(model, candidates, n_masks, burn_in=burn_in, seed=seed, record=record)
     align, ne, nf, cs, ci = chain.averages
     return ITGPruningResult(ITGExpectations(float("nan"), align, ne, nf, cs, ci), chain.trace,
