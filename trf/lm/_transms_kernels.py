@@ -2,7 +2,9 @@
 
 Sentence buffers follow :mod:`trf.lm._feature_kernels` (``w[0] = <s>``, ``w[j+1] = </s>``).  ``fa`` is
 the tuple of feature arrays ``(key_hi, key_lo, slots, row_group, row_len, row_off, row_type)``.
-``lw[j-1] = log pi0_j - zeta_j`` is the length part of ``log q`` (Eq. 12).  ``span`` is the largest
+``lw[j-1] = log pi0_j - zeta_j`` is the length part of ``log q`` (Eq. 12).  ``tab`` holds
+``(touch_ptr, touch_rows, class_ptr, class_rows)``: for each distance ``d = p - i`` the template rows
+that read position ``i`` (any type), and those that read it through its class.  ``span`` is the largest
 look-back of any template: changing position ``i`` changes the features at ``i .. i+span`` only.
 """
 
@@ -18,19 +20,18 @@ from trf.lm._feature_kernels import (accumulate_features, load_sentence, positio
 
 
 @jit
-def class_rows_score(w, c, j, i, p_lo, p_hi, lam, fa):
-    """Score of the reduced class model at position ``i``: rows whose element at ``i`` is a class."""
+def touched_score(w, c, j, i, span, lam, fa, touch_ptr, touch_rows):
+    """Sum of ``lam`` over features at positions ``i..i+span`` whose rows are listed for the distance
+    ``p - i`` in ``touch_rows[touch_ptr[d]:touch_ptr[d+1]]`` (rows that read position ``i``)."""
     key_hi, key_lo, slots, row_group, row_len, row_off, row_type = fa
     total = 0.0
-    for p in range(max(p_lo, 1), min(p_hi, j + 1) + 1):
-        for r in range(row_len.size):
-            if not row_fires(r, p, j, row_len, row_off):
-                continue
-            uses_class = False
-            for e in range(row_len[r]):
-                if p + row_off[r, e] == i:
-                    uses_class = row_type[r, e] == 1
-            if uses_class:
+    for d in range(span + 1):
+        p = i + d
+        if p > j + 1:
+            break
+        for t in range(touch_ptr[d], touch_ptr[d + 1]):
+            r = touch_rows[t]
+            if row_fires(r, p, j, row_len, row_off):
                 hi, lo = row_key(r, p, w, c, row_group, row_len, row_off, row_type)
                 f = table_find(hi, lo, key_hi, key_lo, slots)
                 if f >= 0:
@@ -39,12 +40,13 @@ def class_rows_score(w, c, j, i, p_lo, p_hi, lam, fa):
 
 
 @jit
-def class_proposal_logits(w, c, j, i, span, n_classes, lam, fa, out):
-    """``out[k] = log Q_i(k)`` (normalised), the class-only reduced model at position ``i`` (App. C)."""
+def class_proposal_logits(w, c, j, i, span, n_classes, lam, fa, tab, out):
+    """``out[k] = log Q_i(k)`` (normalised): the reduced model of the rows that read position ``i``
+    through its class (Appendix C)."""
     saved = c[i]
     for k in range(n_classes):
         c[i] = k
-        out[k] = class_rows_score(w, c, j, i, i, i + span, lam, fa)
+        out[k] = touched_score(w, c, j, i, span, lam, fa, tab[2], tab[3])
     c[i] = saved
     lz = logsumexp_1d(out[:n_classes])
     for k in range(n_classes):
@@ -52,16 +54,15 @@ def class_proposal_logits(w, c, j, i, span, n_classes, lam, fa, out):
 
 
 @jit
-def class_word_scores(w, c, j, i, k, span, class_ptr, class_words, lam, fa, out):
-    """``out[n]`` = local log-potential with ``x_i`` = the n-th word of class ``k``; returns their count."""
-    key_hi, key_lo, slots, row_group, row_len, row_off, row_type = fa
+def class_word_scores(w, c, j, i, k, span, class_ptr, class_words, lam, fa, tab, out):
+    """``out[n]`` = log-potential of the rows reading position ``i`` with ``x_i`` = the n-th word of
+    class ``k`` (the other features do not depend on ``x_i``); returns the class size."""
     saved_w, saved_c = w[i], c[i]
     n = class_ptr[k + 1] - class_ptr[k]
     c[i] = k
     for t in range(n):
         w[i] = class_words[class_ptr[k] + t]
-        out[t] = positions_score(w, c, j, i, i + span, lam, key_hi, key_lo, slots, row_group, row_len, row_off,
-                                 row_type)
+        out[t] = touched_score(w, c, j, i, span, lam, fa, tab[0], tab[1])
     w[i], c[i] = saved_w, saved_c
     return n
 
@@ -101,7 +102,7 @@ def local_sum(w, c, j, p_lo, p_hi, lam, fa):
 
 
 @jit
-def chain_step(w, c, j, m, n_words, n_classes, word_class, class_ptr, class_words, lam, fa, lw, span,
+def chain_step(w, c, j, m, n_words, n_classes, word_class, class_ptr, class_words, lam, fa, tab, lw, span,
                log_q, scores_a, scores_b, stats, jump):
     """One TransMS step (local jump unless ``jump`` is False, then a class-based Markov move over all
     positions); returns the new length."""
@@ -112,14 +113,16 @@ def chain_step(w, c, j, m, n_words, n_classes, word_class, class_ptr, class_word
         stats[0] += 1
         old_local = local_sum(w, c, k, k + 1, k + 1, lam, fa)
         w[k + 2], c[k + 2] = eos_w, eos_c
-        class_proposal_logits(w, c, k + 1, k + 1, span, n_classes, lam, fa, log_q)
+        class_proposal_logits(w, c, k + 1, k + 1, span, n_classes, lam, fa, tab, log_q)
         c0 = categorical_from_logits(log_q[:n_classes])
-        n = class_word_scores(w, c, k + 1, k + 1, c0, span, class_ptr, class_words, lam, fa, scores_a)
-        lse = logsumexp_1d(scores_a[:n])
+        n = class_word_scores(w, c, k + 1, k + 1, c0, span, class_ptr, class_words, lam, fa, tab, scores_a)
         t = categorical_from_logits(scores_a[:n])
-        log_g = log_q[c0] + scores_a[t] - lse                                   # Eq. (35)-(36)
+        w[k + 1], c[k + 1] = class_words[class_ptr[c0] + t], c0
+        new_local = local_sum(w, c, k + 1, k + 1, k + 2, lam, fa)             # all features at k+1, k+2
+        log_g = log_q[c0] + scores_a[t] - logsumexp_1d(scores_a[:n])           # Eq. (35)-(36)
         log_ratio = (np.log(jump_prob(k + 1, k, m) / jump_prob(k, k + 1, m)) + lw[k] - lw[k - 1]
-                     + scores_a[t] - old_local - log_g)                         # Eq. (20)
+                     + new_local - old_local - log_g)                          # Eq. (20)
+        w[k + 1], c[k + 1] = eos_w, eos_c
         if np.log(np.random.random()) < log_ratio:
             w[k + 1], c[k + 1] = class_words[class_ptr[c0] + t], c0
             j = k + 1
@@ -130,9 +133,10 @@ def chain_step(w, c, j, m, n_words, n_classes, word_class, class_ptr, class_word
         stats[2] += 1
         u_c = c[k]
         cur_local = local_sum(w, c, k, k, k + 1, lam, fa)
-        class_proposal_logits(w, c, k, k, span, n_classes, lam, fa, log_q)
-        n = class_word_scores(w, c, k, k, u_c, span, class_ptr, class_words, lam, fa, scores_a)
-        log_g = log_q[u_c] + cur_local - logsumexp_1d(scores_a[:n])             # Eq. (37)
+        class_proposal_logits(w, c, k, k, span, n_classes, lam, fa, tab, log_q)
+        n = class_word_scores(w, c, k, k, u_c, span, class_ptr, class_words, lam, fa, tab, scores_a)
+        own = touched_score(w, c, k, k, span, lam, fa, tab[0], tab[1])
+        log_g = log_q[u_c] + own - logsumexp_1d(scores_a[:n])                  # Eq. (37)
         u_w = w[k]
         w[k], c[k] = eos_w, eos_c
         new_local = local_sum(w, c, k - 1, k, k, lam, fa)
@@ -145,13 +149,13 @@ def chain_step(w, c, j, m, n_words, n_classes, word_class, class_ptr, class_word
             w[k], c[k] = u_w, u_c
     for i in range(1, j + 1):                                                   # Markov move
         cur = c[i]
-        class_proposal_logits(w, c, j, i, span, n_classes, lam, fa, log_q)
+        class_proposal_logits(w, c, j, i, span, n_classes, lam, fa, tab, log_q)
         c0 = categorical_from_logits(log_q[:n_classes])
-        n_cur = class_word_scores(w, c, j, i, cur, span, class_ptr, class_words, lam, fa, scores_a)
+        n_cur = class_word_scores(w, c, j, i, cur, span, class_ptr, class_words, lam, fa, tab, scores_a)
         chosen = cur
         if c0 != cur:
             stats[4] += 1
-            n_new = class_word_scores(w, c, j, i, c0, span, class_ptr, class_words, lam, fa, scores_b)
+            n_new = class_word_scores(w, c, j, i, c0, span, class_ptr, class_words, lam, fa, tab, scores_b)
             log_acc = (log_q[cur] - log_q[c0] + logsumexp_1d(scores_b[:n_new])
                        - logsumexp_1d(scores_a[:n_cur]))                        # Eq. (34)
             if np.log(np.random.random()) < log_acc:
@@ -167,7 +171,7 @@ def chain_step(w, c, j, m, n_words, n_classes, word_class, class_ptr, class_word
 
 @jit
 def run_chain(ch, steps, seed, tokens, lengths, m, n_words, n_classes, word_class, class_ptr, class_words, lam, fa,
-              lw, span, max_class, out_tokens, out_len, stats, jump):
+              tab, lw, span, max_class, out_tokens, out_len, stats, jump):
     """Advance chain ``ch`` by ``steps`` steps from ``tokens[ch, :lengths[ch]]``, recording every state."""
     np.random.seed(seed)
     w = np.empty(m + 3, dtype=np.int64)
@@ -182,7 +186,7 @@ def run_chain(ch, steps, seed, tokens, lengths, m, n_words, n_classes, word_clas
     scores_a = np.empty(max_class)
     scores_b = np.empty(max_class)
     for s in range(steps):
-        j = chain_step(w, c, j, m, n_words, n_classes, word_class, class_ptr, class_words, lam, fa, lw, span,
+        j = chain_step(w, c, j, m, n_words, n_classes, word_class, class_ptr, class_words, lam, fa, tab, lw, span,
                        log_q, scores_a, scores_b, stats[ch], jump)
         row = ch * steps + s
         out_len[row] = j
@@ -195,19 +199,19 @@ def run_chain(ch, steps, seed, tokens, lengths, m, n_words, n_classes, word_clas
 
 @jit
 def run_chains_serial(steps, seeds, tokens, lengths, m, n_words, n_classes, word_class, class_ptr, class_words,
-                      lam, fa, lw, span, max_class, out_tokens, out_len, stats, jump):
+                      lam, fa, tab, lw, span, max_class, out_tokens, out_len, stats, jump):
     for ch in range(lengths.size):
         run_chain(ch, steps, seeds[ch], tokens, lengths, m, n_words, n_classes, word_class, class_ptr, class_words,
-                  lam, fa, lw, span, max_class, out_tokens, out_len, stats, jump)
+                  lam, fa, tab, lw, span, max_class, out_tokens, out_len, stats, jump)
 
 
 @jit(parallel=True)
 def run_chains_parallel(steps, seeds, tokens, lengths, m, n_words, n_classes, word_class, class_ptr, class_words,
-                        lam, fa, lw, span, max_class, out_tokens, out_len, stats, jump):
+                        lam, fa, tab, lw, span, max_class, out_tokens, out_len, stats, jump):
     """Appendix D: chains on separate cores; each reseeds Numba's generator, so results match the serial build."""
     for ch in prange(lengths.size):
         run_chain(ch, steps, seeds[ch], tokens, lengths, m, n_words, n_classes, word_class, class_ptr, class_words,
-                  lam, fa, lw, span, max_class, out_tokens, out_len, stats, jump)
+                  lam, fa, tab, lw, span, max_class, out_tokens, out_len, stats, jump)
 
 
 @jit

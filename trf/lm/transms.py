@@ -55,6 +55,28 @@ class SamplerInfo(NamedTuple):
         return self.class_accepted / self.class_proposed if self.class_proposed else float("nan")
 
 
+def touch_tables(rows, span: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """For each distance ``d = 0..span``, the template rows that read the word ``d`` positions back
+    (any type) and those that read it through its class: ``(touch_ptr, touch_rows, class_ptr, class_rows)``.
+
+    Changing ``x_i`` only changes those rows at positions ``i + d``, so conditionals need no other row.
+    """
+    _, row_len, row_off, row_type = rows
+    touch, by_class = [[] for _ in range(span + 1)], [[] for _ in range(span + 1)]
+    for r in range(row_len.size):
+        for e in range(row_len[r]):
+            d = -int(row_off[r, e])
+            touch[d].append(r)
+            if row_type[r, e] == 1:
+                by_class[d].append(r)
+
+    def csr(lists):
+        ptr = np.concatenate(([0], np.cumsum([len(x) for x in lists]))).astype(np.int64)
+        return ptr, np.array([r for x in lists for r in x], dtype=np.int64)
+
+    return (*csr(touch), *csr(by_class))
+
+
 class SentenceSampler:
     """Class-based TransMS over the features of a :class:`~trf.lm.features.SentenceFeatures`.
 
@@ -74,6 +96,7 @@ class SentenceSampler:
         self.class_ptr = np.searchsorted(features.word_class[order], np.arange(features.n_classes + 1)).astype(np.int64)
         self.max_class = int(np.diff(self.class_ptr).max())
         self.span = features.max_context
+        self.touch_tables = touch_tables(features.rows, self.span)
 
     def init_chains(self, n_chains: int, seed=None) -> ChainState:
         """``n_chains`` chains, each a single uniformly drawn word."""
@@ -127,7 +150,8 @@ class SentenceSampler:
         stats = np.zeros((n_chains, 6), dtype=np.int64)
         runner = tk.run_chains_parallel if parallel else tk.run_chains_serial
         runner(steps, seeds, tokens, lengths, self.m, feats.n_words, feats.n_classes, feats.word_class,
-               self.class_ptr, self.class_words, lam, feats.kernel_args(), lw, self.span, self.max_class,
+               self.class_ptr, self.class_words, lam, feats.kernel_args(), self.touch_tables, lw, self.span,
+               self.max_class,
                out_tokens, out_len, stats, bool(jump))
         return ChainState(tokens, lengths), out_tokens, out_len, SamplerInfo(*map(int, stats.sum(axis=0)))
 

@@ -1,0 +1,130 @@
+"""``mcsa trf train | eval | score``: sentence TRF language models from the command line.
+
+``train`` builds vocabulary, exchange classes and features from ``--train`` and runs AugSA (Sec. 7
+defaults; ``--minutes`` bounds the time; ``--checkpoint`` + ``--resume`` continue an interrupted run
+with the same iteration count and chain states).  ``eval`` prints the test perplexity (words plus one
+end-of-sentence per sentence) and optional AIS checks of the normalisers, and writes JSON.
+``score`` reads sentences on stdin and writes one natural-log probability per line.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from trf.lm.train import DEFAULT_FEATURES
+
+
+def _train(args) -> int:
+    from trf.lm.backend import lm_config
+    from trf.lm.train import train_lm
+
+    overrides = {k: v for k, v in {"n_samples": args.samples, "t_max": args.max_iterations, "t_c": args.t_c,
+                                   "t0": args.t0, "l2": args.l2, "clip": args.clip}.items() if v is not None}
+    model, result = train_lm(args.train, valid_path=args.valid, features=args.features, classes=args.classes,
+                             vocab_size=args.vocab_size, min_count=args.min_count, config=lm_config(**overrides),
+                             n_chains=args.chains, seed=args.seed, checkpoint=args.checkpoint,
+                             checkpoint_every=args.checkpoint_every, resume=args.resume,
+                             time_limit=None if args.minutes is None else args.minutes * 60,
+                             progress=not args.quiet, log_every=args.log_every)
+    model.save(args.out)
+    print(f"trained {result.t} iterations ({'stopped by rule/limit' if result.stopped_early else 'reached t_max'}), "
+          f"{model.features.n_features} features, {model.features.n_classes} classes, vocabulary {len(model.vocab)} "
+          f"-> {args.out}")
+    return 0
+
+
+def _eval(args) -> int:
+    from trf.lm.corpus import ReadStats, encode_file
+    from trf.lm.model import PERPLEXITY_CONVENTION, SentenceTRF
+
+    model = SentenceTRF.load(args.model)
+    stats = ReadStats()
+    corpus = encode_file(args.test, model.vocab, stats=stats)
+    start = time.perf_counter()
+    log_probs = model.log_prob(corpus)
+    seconds = time.perf_counter() - start
+    ppl = float(np.exp(-log_probs.sum() / corpus.n_predicted))
+    result = {"perplexity": ppl, "convention": PERPLEXITY_CONVENTION, "sentences": len(corpus),
+              "predicted_tokens": corpus.n_predicted, "oov_tokens": int(np.count_nonzero(corpus.tokens == 0)),
+              "log_prob_total": float(log_probs.sum()), "score_seconds": seconds,
+              "empty_lines_skipped": stats.empty_lines, "model": str(args.model), "test": str(args.test)}
+    print(f"perplexity {ppl:.3f} ({PERPLEXITY_CONVENTION}) with the AugSA zeta; {len(corpus)} sentences")
+    if args.ais:
+        from trf.lm.evaluate import ais_check
+
+        longest = min(int(corpus.lengths.max()), model.m, args.ais_max_length)
+        check = ais_check(model, range(1, longest + 1), n_temperatures=args.ais_temperatures,
+                          n_chains=args.ais_chains, seed=0)
+        keep = corpus.lengths <= longest
+        sub = type(corpus).from_sentences([s for s, k in zip(corpus, keep) if k])
+        result["ais"] = {k: v for k, v in check.items() if k != "log_prob"}
+        for which in ("augsa", "separate", "smoothed"):
+            lp = check["log_prob"](sub, which)
+            result["ais"][f"perplexity_{which}"] = float(np.exp(-lp.sum() / sub.n_predicted))
+        result["ais"]["sentences"] = len(sub)
+        print(f"on the {len(sub)} sentences of <= {longest} words: perplexity with AugSA zeta "
+              f"{result['ais']['perplexity_augsa']:.3f}, separate AIS {result['ais']['perplexity_separate']:.3f}, "
+              f"smoothed AIS {result['ais']['perplexity_smoothed']:.3f}; global AIS log normaliser "
+              f"{check['global']:.3f} (0 = AugSA zeta self-consistent)")
+    text = json.dumps(result, indent=2)
+    if args.json:
+        Path(args.json).write_text(text)
+    else:
+        print(text)
+    return 0
+
+
+def _score(args) -> int:
+    from trf.lm.model import SentenceTRF
+
+    model = SentenceTRF.load(args.model)
+    lines = [line for line in sys.stdin.read().splitlines() if line.strip()]
+    if not lines:
+        raise ValueError("no sentences on stdin (one sentence per line expected)")
+    for value in model.log_prob(lines):
+        print(f"{value:.6f}")
+    return 0
+
+
+def register(subparsers) -> None:
+    """Add ``train``, ``eval`` and ``score`` to ``mcsa trf``."""
+    train = subparsers.add_parser("train", help="train a sentence TRF language model")
+    train.add_argument("--train", required=True, help="training text, one sentence per line")
+    train.add_argument("--valid", default=None, help="development text (stop rule, progress)")
+    train.add_argument("--out", required=True, help="model file to write")
+    train.add_argument("--features", default=DEFAULT_FEATURES, help=f"feature types (default {DEFAULT_FEATURES})")
+    train.add_argument("--classes", type=int, default=200)
+    train.add_argument("--vocab-size", type=int, default=None)
+    train.add_argument("--min-count", type=int, default=1)
+    train.add_argument("--samples", type=int, default=None, help="K per iteration (default 300)")
+    train.add_argument("--max-iterations", type=int, default=None)
+    train.add_argument("--t-c", dest="t_c", type=float, default=None, help="t_c of Eq. 24 (default 3000)")
+    train.add_argument("--t0", type=int, default=None, help="t_0 of Eq. 24-25 (default 2000)")
+    train.add_argument("--l2", type=float, default=None, help="mu of Eq. 38 (default 4e-5)")
+    train.add_argument("--clip", type=float, default=None)
+    train.add_argument("--chains", type=int, default=30)
+    train.add_argument("--minutes", type=float, default=None, help="training time limit")
+    train.add_argument("--checkpoint", default=None)
+    train.add_argument("--checkpoint-every", type=int, default=50)
+    train.add_argument("--resume", action="store_true", help="continue from --checkpoint if it exists")
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--log-every", type=int, default=0, help="print rate and dev log-likelihood every N its")
+    train.add_argument("--quiet", action="store_true", help="no progress bar")
+    train.set_defaults(func=_train)
+    ev = subparsers.add_parser("eval", help="test perplexity of a TRF LM (and AIS checks)")
+    ev.add_argument("--model", required=True)
+    ev.add_argument("--test", required=True)
+    ev.add_argument("--json", default=None)
+    ev.add_argument("--ais", action="store_true", help="AIS estimates of log Z_j (separate, smoothed, global)")
+    ev.add_argument("--ais-temperatures", type=int, default=1000)
+    ev.add_argument("--ais-chains", type=int, default=10)
+    ev.add_argument("--ais-max-length", type=int, default=20)
+    ev.set_defaults(func=_eval)
+    score = subparsers.add_parser("score", help="log-probabilities of sentences read from stdin")
+    score.add_argument("--model", required=True)
+    score.set_defaults(func=_score)
