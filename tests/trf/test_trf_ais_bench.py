@@ -48,6 +48,7 @@ def test_quick_suite_estimates_improve_with_budget():
     assert Study is not None
 
 
+@pytest.mark.slow
 def test_morph_cli_on_tiny_lists(tmp_path, capsys):
     from samplers.cli import main
 

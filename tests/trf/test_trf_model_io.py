@@ -106,3 +106,15 @@ def test_import_trf_does_not_import_torch():
 
     code = "import sys, trf, trf.augsa, trf.transms, trf.baselines; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_docs_example_runs():
+    """The python example of docs/trf.md runs as written."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "trf.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert blocks
+    for block in blocks:
+        exec(compile(block, "docs/trf.md", "exec"), {"__name__": "__main__"})
