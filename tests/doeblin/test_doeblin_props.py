@@ -113,3 +113,14 @@ def test_fig1_limits(eps, expected):
     pi = chain.stationary(method="gth")
     assert pi[0] == pytest.approx(expected, abs=0.005)
     np.testing.assert_allclose(pi, chain.stationary(), atol=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_doeblin_coefficient_and_reversibility_helpers(seed):
+    from doeblin.markov import doeblin_coefficient, is_reversible
+    chain = _random_doeblin(seed)
+    # A~ = (1 - eps) A + eps 1 u has Doeblin coefficient sum_y min_y' A~(y | y') >= eps
+    assert doeblin_coefficient(chain.transition_matrix()) >= chain.eps - 1e-12
+    P, pi = random_reversible_chain(5, seed=seed)
+    assert is_reversible(P, pi)
+    assert not is_reversible(chain.A, chain.base_stationary())   # a random dense chain is not
