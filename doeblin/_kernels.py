@@ -1,7 +1,7 @@
 """Numba kernels for finite-state (strong and staged) Doeblin chains.
 
-Plain arrays in, plain arrays out, no validation (the wrappers in :mod:`doeblin.chain` and
-:mod:`doeblin.staged` validate).  Convention everywhere: transition matrices are **row-stochastic**,
+Plain arrays in, plain arrays out, no validation (the wrappers in :mod:`doeblin.chains` and
+:mod:`doeblin.bench` validate).  Convention everywhere: transition matrices are **row-stochastic**,
 ``A[i, j] = P(next = j | current = i)``; kernels that draw take cumulative rows (``cdf[i, j] =
 sum_{l <= j} A[i, l]``) so a draw is one uniform and a binary search.
 """
