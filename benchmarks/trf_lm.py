@@ -90,6 +90,7 @@ def main(argv=None) -> int:
     parser.add_argument("--features", default="w+c+ws+cs+wsh+csh+tied")
     parser.add_argument("--minutes", type=float, default=15.0)
     parser.add_argument("--chains", type=int, default=30)
+    parser.add_argument("--samples", type=int, default=300, help="K per AugSA iteration (Sec. 7: 300)")
     parser.add_argument("--eval-every", type=float, default=180.0, help="seconds between perplexity snapshots")
     parser.add_argument("--ais-temperatures", type=int, default=300)
     parser.add_argument("--ais-chains", type=int, default=10)
@@ -100,7 +101,8 @@ def main(argv=None) -> int:
 
     from trf.augsa import AugSA  # noqa: F401  (imported here so --help works without numba)
     from trf.lm.corpus import Vocabulary, encode_file
-    from trf.lm.evaluate import (ais_check, interpolate_linear, scoring_speed)
+    from trf.lm.backend import lm_config
+    from trf.lm.evaluate import ais_check, interpolate_linear, scoring_speed
     from trf.lm.train import train_lm
     from trf.ngram import KneserNey, WittenBell, perplexity
 
@@ -129,7 +131,7 @@ def main(argv=None) -> int:
             report[f"{cls.__name__}{order}"] = {**ppl, "seconds": seconds}
     kn5 = ngram_lp[("KneserNey", 5)]
 
-    print(f"\n## TRF training ({args.features}, {args.classes} classes, budget {args.minutes} min on "
+    print(f"\n## TRF training ({args.features}, {args.classes} classes, K={args.samples}, budget {args.minutes} min on "
           f"{__import__('os').cpu_count()} cores)")
     snapshots = []
     last = [time.perf_counter()]
@@ -147,6 +149,7 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     model, result = train_lm(paths["train"], valid_path=paths["valid"], features=args.features, classes=args.classes,
                              vocab_size=args.vocab, n_chains=args.chains, time_limit=args.minutes * 60,
+                             config=lm_config(n_samples=args.samples),
                              progress=False, callbacks=[snapshot], checkpoint=args.out + ".ckpt")
     total = time.perf_counter() - t0
     model.save(args.out)

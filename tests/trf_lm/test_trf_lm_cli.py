@@ -1,0 +1,93 @@
+"""``mcsa trf train | eval | score``, ``trf.load`` dispatch, and the bad-input errors of the issue."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pytest
+
+import trf
+from samplers.cli import main
+from trf.lm.model import SentenceTRF
+
+TEXT = "\n".join(["the cat sat", "the dog sat", "a cat ran", "the cat ran home", "a dog sat down", "", "the end"] * 6)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("lm")
+    train = folder / "train.txt"
+    train.write_text(TEXT + "\n")
+    model = folder / "model.npz"
+    args = ["trf", "train", "--train", str(train), "--valid", str(train), "--out", str(model), "--classes", "3",
+            "--features", "w+c+ws+cpw+tied", "--max-iterations", "30", "--samples", "20", "--chains", "2",
+            "--t-c", "100", "--t0", "10", "--quiet", "--checkpoint", str(folder / "ckpt.npz"),
+            "--checkpoint-every", "10"]
+    assert main(args) == 0
+    return folder, train, model
+
+
+def test_train_eval_score_roundtrip(trained, capsys, monkeypatch):
+    folder, train, model = trained
+    lm = trf.load(model)  # trf.load dispatches on the file's kind
+    assert isinstance(lm, SentenceTRF) and lm.meta["iterations"] == 30
+    assert main(["trf", "eval", "--model", str(model), "--test", str(train), "--json", str(folder / "e.json")]) == 0
+    result = json.loads((folder / "e.json").read_text())
+    assert "one end-of-sentence per sentence" in result["convention"]
+    assert result["predicted_tokens"] == 6 * (3 + 3 + 3 + 4 + 4 + 2) + 6 * 6
+    lp = lm.log_prob(["the cat sat", "a dog ran"])
+    assert np.isclose(np.exp(-(lm.log_prob(TEXT.split("\n")[:5])).sum() / 22),
+                      lm.perplexity(TEXT.split("\n")[:5]))
+    monkeypatch.setattr("sys.stdin", io.StringIO("the cat sat\n\na dog ran\n"))
+    capsys.readouterr()
+    assert main(["trf", "score", "--model", str(model)]) == 0
+    printed = [float(x) for x in capsys.readouterr().out.split()]
+    np.testing.assert_allclose(printed, lp, atol=1e-5)
+
+
+def test_eval_with_ais_reports_all_normaliser_estimates(trained, capsys):
+    folder, train, model = trained
+    out = folder / "ais.json"
+    assert main(["trf", "eval", "--model", str(model), "--test", str(train), "--ais", "--ais-temperatures", "20",
+                 "--ais-chains", "5", "--ais-max-length", "3", "--json", str(out)]) == 0
+    ais = json.loads(out.read_text())["ais"]
+    assert {"perplexity_augsa", "perplexity_separate", "perplexity_smoothed", "global"} <= set(ais)
+    assert len(ais["per_length"]) == 3
+
+
+def test_cli_resume_continues_from_the_checkpoint(trained, capsys):
+    folder, train, model = trained
+    again = folder / "again.npz"
+    args = ["trf", "train", "--train", str(train), "--out", str(again), "--classes", "3", "--features",
+            "w+c+ws+cpw+tied", "--max-iterations", "40", "--samples", "20", "--chains", "2", "--t-c", "100",
+            "--t0", "10", "--quiet", "--checkpoint", str(folder / "ckpt.npz"), "--resume"]
+    assert main(args) == 0
+    assert SentenceTRF.load(again).meta["iterations"] == 40  # 30 from the checkpoint + 10 more
+
+
+def test_bad_input_gives_clear_errors(trained, tmp_path, capsys):
+    folder, train, model = trained
+    base = ["trf", "train", "--train", str(train), "--out", str(tmp_path / "m.npz"), "--quiet",
+            "--max-iterations", "1"]
+    assert main(base + ["--features", "w+trigger"]) == 2
+    assert "unknown template" in capsys.readouterr().err
+    assert main(base + ["--classes", "500"]) == 2
+    assert "classes must be <= the vocabulary size" in capsys.readouterr().err
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n")
+    assert main(["trf", "train", "--train", str(empty), "--out", str(tmp_path / "m.npz")]) == 2
+    assert "holds no sentence" in capsys.readouterr().err
+    latin = tmp_path / "latin.txt"
+    latin.write_bytes("caf\xe9 noir\n".encode("latin-1"))
+    assert main(["trf", "train", "--train", str(latin), "--out", str(tmp_path / "m.npz")]) == 2
+    assert "not valid utf-8" in capsys.readouterr().err
+    cut = tmp_path / "cut.npz"
+    cut.write_bytes(model.read_bytes()[:200])
+    assert main(["trf", "eval", "--model", str(cut), "--test", str(train)]) == 2
+    assert "truncated" in capsys.readouterr().err
+    ngram = tmp_path / "kn.npz"
+    assert main(["ngram", "train", "--train", str(train), "--out", str(ngram), "--order", "2"]) == 0
+    assert main(["trf", "eval", "--model", str(ngram), "--test", str(train)]) == 2
+    assert "expected 'trf-lm'" in capsys.readouterr().err

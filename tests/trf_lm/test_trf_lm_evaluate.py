@@ -1,0 +1,77 @@
+"""AIS checks of the normalisers against exact enumeration; interpolation; scoring."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from trf.lm.corpus import EncodedCorpus, Vocabulary
+from trf.lm.evaluate import (ais_check, ais_global, ais_log_z, interpolate_linear, interpolate_loglinear,
+                             scoring_speed, smooth_log_z)
+from trf.lm.features import SentenceFeatures
+from trf.lm.model import SentenceTRF, smoothed_length_law
+
+V, M = 3, 3
+
+
+@pytest.fixture(scope="module")
+def model():
+    rng = np.random.default_rng(2)
+    corpus = EncodedCorpus.from_sentences([rng.integers(0, V, size=rng.integers(1, M + 1)) for _ in range(40)])
+    feats = SentenceFeatures.build(corpus, V, "w+c+cpw", word_class=np.array([0, 0, 1]))
+    lam = rng.normal(scale=0.7, size=feats.n_features)
+    log_z = np.array([np.logaddexp.reduce([feats.feature_vector(list(s)) @ lam
+                                           for s in itertools.product(range(V), repeat=j)]) for j in range(1, M + 1)])
+    vocab = Vocabulary(["<unk>", "a", "b"])
+    return SentenceTRF(vocab, feats, smoothed_length_law(corpus.lengths, M), lam, log_z - log_z[0]), log_z
+
+
+def test_ais_per_length_matches_exact_log_z(model):
+    trf, log_z = model
+    for j in (1, 2, 3):
+        result = ais_log_z(trf, j, n_temperatures=60, n_chains=200, seed=j)
+        # 4 delta-method standard errors plus the O(stderr^2) Jensen bias
+        assert abs(result.log_partition - log_z[j - 1]) < 4 * result.stderr + result.stderr ** 2 + 1e-3
+
+
+def test_global_ais_is_zero_for_exact_zeta_and_detects_wrong_zeta(model):
+    trf, log_z = model
+    good = ais_global(trf, n_temperatures=60, n_chains=300, seed=1)
+    assert abs(good.log_partition) < 4 * good.stderr + good.stderr ** 2 + 1e-3
+    wrong = SentenceTRF(trf.vocab, trf.features, trf.pi, trf.lam, trf.zeta - np.array([0.0, 1.0, 1.0]))
+    bad = ais_global(wrong, n_temperatures=60, n_chains=300, seed=1)
+    # true global log normaliser: log sum_j pi_j e^{delta_j} with delta = (0, 1, 1)
+    expected = np.log(trf.pi @ np.exp([0.0, 1.0, 1.0]))
+    assert abs(bad.log_partition - expected) < 4 * bad.stderr + bad.stderr ** 2 + 1e-3
+    assert bad.log_partition > good.log_partition + 0.2
+
+
+def test_ais_check_table_and_smoothing(model):
+    trf, log_z = model
+    check = ais_check(trf, lengths=[1, 2, 3], n_temperatures=30, n_chains=100, seed=0)
+    rows = check["per_length"]
+    np.testing.assert_allclose([r["augsa"] for r in rows], log_z, atol=1e-9)  # zeta here is exact
+    corpus = EncodedCorpus.from_sentences([[0, 1], [2], [1, 1, 2]])
+    np.testing.assert_allclose(check["log_prob"](corpus, "augsa"), trf.log_prob(corpus))
+    np.testing.assert_allclose(smooth_log_z([1, 2, 3], [1.0, 2.0, 3.0]), [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="longer"):
+        check["log_prob"](EncodedCorpus.from_sentences([[0, 1, 2, 0]]), "augsa")
+
+
+def test_exact_model_is_normalised_and_interpolation_keeps_it(model):
+    trf, _ = model
+    every = EncodedCorpus.from_sentences([s for j in range(1, M + 1) for s in itertools.product(range(V), repeat=j)])
+    a = trf.log_prob(every)
+    b = np.log(np.full(a.size, 1.0 / a.size))  # another normalised model: uniform over the same sentences
+    assert np.exp(a).sum() == pytest.approx(1.0, abs=1e-10)
+    assert np.exp(interpolate_linear(a, b, 0.3)).sum() == pytest.approx(1.0, abs=1e-10)
+    np.testing.assert_allclose(interpolate_loglinear(a, b, 0.25), 0.25 * a + 0.75 * b)
+    assert scoring_speed(trf, every, repeats=1) > 0
+    with pytest.raises(ValueError, match="weight"):
+        interpolate_linear(a, b, 1.5)
+    with pytest.raises(ValueError, match="same shape"):
+        interpolate_linear(a, b[:-1], 0.5)
+    with pytest.raises(ValueError, match="longer than m"):
+        trf.log_prob(EncodedCorpus.from_sentences([[0, 0, 0, 0]]))
