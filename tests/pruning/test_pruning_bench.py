@@ -1,11 +1,13 @@
 """The registered pruning suites build and run through the harness."""
 
 import numpy as np
+import pytest
 
 from samplers.harness import Study, load_suite
 from samplers.pruning.bench import level_threshold
 
 
+@pytest.mark.slow  # compiles every chart and ITG kernel on a cold Numba cache
 def test_quick_suite_runs_and_exact_has_no_error():
     suite = load_suite("pruning-quick")
     names = {e.name for e in suite.estimators}

@@ -61,6 +61,7 @@ class _FrozenAssignments(PCFGPruningModel):
         return self._frozen
 
 
+@pytest.mark.slow
 def test_negative_control_without_assignment_chain_stays_biased(exact):
     ids = GRAMMAR.encode(WORDS)
     scores = coarse_span_posteriors(GRAMMAR, ids)
