@@ -8,8 +8,10 @@
 
 from .chart import Expectations, expected_counts, inside_chart, sample_trees, viterbi
 from .grammar import Grammar
+from .itg import ITG, ITGExpectations, itg_expectations, itg_randomized_pruning, tic_tac_toe_mask
 from .masks import create_mask, figure_of_merit_mask, threshold_mask
 from .randomized import RandomizedPruningResult, randomized_pruning
 
-__all__ = ["Expectations", "Grammar", "RandomizedPruningResult", "create_mask", "expected_counts",
-           "figure_of_merit_mask", "inside_chart", "randomized_pruning", "sample_trees", "threshold_mask", "viterbi"]
+__all__ = ["Expectations", "Grammar", "ITG", "ITGExpectations", "RandomizedPruningResult", "create_mask",
+           "expected_counts", "figure_of_merit_mask", "inside_chart", "itg_expectations", "itg_randomized_pruning",
+           "randomized_pruning", "sample_trees", "threshold_mask", "tic_tac_toe_mask", "viterbi"]

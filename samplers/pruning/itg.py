@@ -283,6 +283,10 @@ class ITGPruningModel:
         self.p, self.q = len(self.e), len(self.f)
         self.n_aux = self.p * self.q
         self.links = np.array([(i, j) for i in range(self.p) for j in range(self.q)], dtype=np.int64)
+        s_, t_, u_, v_ = np.ix_(np.arange(self.p + 1), np.arange(self.p + 1), np.arange(self.q + 1),
+                                np.arange(self.q + 1))
+        valid = (s_ <= t_) & (u_ <= v_) & ~((s_ == t_) & (u_ == v_))
+        self._valid = valid  # bispans s <= t, u <= v, not both empty
 
     def initial_assignment(self, rng: np.random.Generator) -> np.ndarray:
         """Alignment of a derivation drawn under the mask making ``init_links`` positive (cheap pruned
@@ -302,7 +306,8 @@ class ITGPruningModel:
         keep, pair_keep = mask
         ins = itg_inside(self.itg, self.e, self.f, keep, pair_keep)
         ex = itg_expectations_from_inside(self.itg, ins)
-        return (ex.alignment, ex.null_e, ex.null_f, ex.straight_counts, ex.inverted_counts), ins, float(keep.mean())
+        frac = float(keep[self._valid].mean())
+        return (ex.alignment, ex.null_e, ex.null_f, ex.straight_counts, ex.inverted_counts), ins, frac
 
     def resample(self, ins: ITGChart, seed: int) -> np.ndarray:
         return itg_sample_alignment(self.itg, ins, seed).ravel()
@@ -331,14 +336,33 @@ def high_confidence_links(scores: np.ndarray, confidence: float) -> np.ndarray:
     return np.sort(np.array(chosen, dtype=np.int64))
 
 
-def itg_randomized_pruning(itg: ITG, e, f, n_masks: int, *, seed=None, burn_in: int = 0, confidence: float = 0.3,
-                           record: bool = False) -> ITGPruningResult:
+def itg_randomized_pruning(itg: ITG, e, f, n_masks: int, *, seed=None, burn_in: int = 0, confidence: float = 0.02,
+                           record: bool = False, progress: bool | None = None) -> ITGPruningResult:
     """Randomized pruning (Algorithm 1) over word-alignment auxiliary variables of an ITG.
 
     M' = :func:`high_confidence_links`: one-to-one links, greedily by :func:`link_scores`
     (intersected IBM-1 posteriors) >= ``confidence``, as a high-precision intersected aligner would
     give (Sec. 4).  The initial assignment is the alignment of a draw under the mask making all of M'
     positive (one cheap pruned pass).
+
+    Parameters
+    ----------
+    itg : ITG
+    e, f : sequences of int word ids (lengths p and q)
+    n_masks : int
+        Masks averaged after ``burn_in`` discarded ones.
+    seed : int, Generator or None
+    confidence : float in [0, 1]
+        Minimum link score for M'.
+    record, progress : bool
+        As in :func:`samplers.pruning.randomized_pruning`.
+
+    Returns
+    -------
+    ITGPruningResult
+        ``.expectations`` in the form of :func:`itg_expectations` (``log_z`` NaN), ``.trace``
+        (``kept_fraction`` = fraction of valid bispans kept, ``n_selected``, ``n_positive``,
+        ``seconds``), ``.high_confidence`` links (m', 2).
     """
     n_masks = check_int(n_masks, "n_masks", low=1)
     burn_in = check_int(burn_in, "burn_in", low=0)
@@ -348,7 +372,8 @@ def itg_randomized_pruning(itg: ITG, e, f, n_masks: int, *, seed=None, burn_in: 
     candidates = high_confidence_links(scores, confidence)
     by_score = candidates[np.argsort(-scores.ravel()[candidates], kind="stable")]
     model = ITGPruningModel(itg, e, f, init_links=by_score)
-    chain = run_auxvar_chain(model, candidates, n_masks, burn_in=burn_in, seed=seed, record=record)
+    chain = run_auxvar_chain(model, candidates, n_masks, burn_in=burn_in, seed=seed, record=record,
+                             progress=progress)
     align, ne, nf, cs, ci = chain.averages
     return ITGPruningResult(ITGExpectations(float("nan"), align, ne, nf, cs, ci), chain.trace,
                             model.links[candidates])

@@ -79,12 +79,17 @@ class ChainResult(NamedTuple):
 
 
 def run_auxvar_chain(model: PruningModel, candidates: np.ndarray, n_masks: int, *, burn_in: int = 0,
-                     seed=None, record: bool = False) -> ChainResult:
+                     seed=None, record: bool = False, progress: bool | None = None) -> ChainResult:
     """Algorithm 1 (AuxVar) with accelerated averaging over ``n_masks`` masks after ``burn_in`` ones.
 
     ``record=True`` additionally stores every iteration's soft counts (trace key ``"soft_counts"``,
-    a list of tuples) so running averages can be inspected.
+    a list of tuples) so running averages can be inspected.  ``progress`` shows a tqdm bar
+    (default: only when stderr is a terminal).
     """
+    import sys
+
+    from tqdm.auto import tqdm
+
     rng = as_generator(seed)
     candidates = np.asarray(candidates, dtype=np.int64)
     assignment = model.initial_assignment(rng)
@@ -94,7 +99,8 @@ def run_auxvar_chain(model: PruningModel, candidates: np.ndarray, n_masks: int, 
     trace = {"kept_fraction": np.empty(total), "n_selected": np.empty(total, dtype=np.int64),
              "n_positive": np.empty(total, dtype=np.int64), "seconds": np.empty(total)}
     soft = []
-    for it in range(total):
+    disable = (not sys.stderr.isatty()) if progress is None else not progress
+    for it in tqdm(range(total), desc="masks", disable=disable, leave=False):
         start = time.perf_counter()
         selected = selection_step(rng, selected, candidates)  # s ~ k*(s, .)
         mask = model.mask(selected, assignment[selected])  # m = CreateMask(s, a)
@@ -195,7 +201,7 @@ class RandomizedPruningResult(NamedTuple):
 def randomized_pruning(grammar: Grammar, words, n_masks: int, *, seed=None, burn_in: int = 0,
                        coarse: Grammar | None = None, span_scores=None, confidence: float = 0.05,
                        max_candidates: int | None = None, compatible: bool = True,
-                       record: bool = False) -> RandomizedPruningResult:
+                       record: bool = False, progress: bool | None = None) -> RandomizedPruningResult:
     """Expected span and rule counts by randomized pruning (Algorithm 1, accelerated averaging).
 
     Parameters
@@ -223,6 +229,8 @@ def randomized_pruning(grammar: Grammar, words, n_masks: int, *, seed=None, burn
         current tree's constituents are selected positives each iteration).
     record : bool
         Keep every iteration's soft counts in the trace.
+    progress : bool, optional
+        Show a progress bar (default: only when stderr is a terminal).
 
     Returns
     -------
@@ -253,7 +261,8 @@ def randomized_pruning(grammar: Grammar, words, n_masks: int, *, seed=None, burn
     max_candidates = max(n - 2, 0) if max_candidates is None else check_int(max_candidates, "max_candidates", low=0)
     cand_scores = scores[model.spans[:, 0], model.spans[:, 1]]
     candidates = high_confidence_set(model.spans, cand_scores, confidence, max_candidates, compatible)
-    chain = run_auxvar_chain(model, candidates, n_masks, burn_in=burn_in, seed=seed, record=record)
+    chain = run_auxvar_chain(model, candidates, n_masks, burn_in=burn_in, seed=seed, record=record,
+                             progress=progress)
     post, counts, lexc = chain.averages
     return RandomizedPruningResult(Expectations(float("nan"), post, counts, lexc), chain.trace,
                                    model.spans[candidates])
