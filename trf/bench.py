@@ -3,12 +3,13 @@
 Problem: a word TRF with fixed lambda whose exact ``zeta*_j = log Z_j - log Z_1`` comes from the
 forward pass (:mod:`trf.exact`).  Estimators (target ``"zeta"``, an array over lengths):
 
-* ``AugSA-zeta``: the zeta recursion (17)-(18) with lambda frozen, pi0 of Eq. (26), K = 100 draws per
+* ``AugSA-zeta``: the zeta recursion (17)-(18) with lambda not learned but moved linearly from 0 to
+  the problem's lambda over the first quarter of the budget, pi0 of Eq. (26), K = 100 draws per
   iteration by TransMS; budget = iterations.
 * ``AIS``: :func:`trf.ais.ais_log_partition` per length, 10 particles; budget = temperatures.
 
 ``trf-quick`` uses a 4-symbol alphabet and m = 6 (seconds); ``trf-zeta`` uses the morphology TRF
-(web2 words, m = 25) with lambda from a short AugSA run.
+(web2 words, m = 24, the longest word) with lambda from a short AugSA run.
 """
 
 from __future__ import annotations
@@ -46,10 +47,21 @@ def trf_problem(name: str, features: FeatureSet, lam: np.ndarray, pi: np.ndarray
 
 
 def augsa_zeta(problem, budget: int, seed: int) -> dict:
+    """Zeta recursion (17)-(18) with lambda moved along ``min(1, 4t/budget) * lambda`` then frozen.
+
+    Starting at lambda = 0 where zeta is exact, the ramp lets zeta track ``zeta*(lambda_t)`` as in
+    training (a cold start at the target lambda with zeta(0) is far off for large models).
+    """
     p = problem.payload
     backend = _FixedLambdaBackend(p["features"], p["pi"], seed)
-    cfg = AugSAConfig(n_samples=100, t_max=int(budget), t0=min(200, int(budget) // 2), seed=seed, learn_lambda=False)
-    return {"zeta": AugSA(backend, cfg, progress=False).fit(lam0=p["lam"]).zeta}
+    budget = int(budget)
+    ramp = max(1, budget // 4)
+    cfg = AugSAConfig(n_samples=100, t_max=budget, t0=min(200, ramp), seed=seed, learn_lambda=False)
+
+    def move_lambda(trainer, t, _):
+        trainer.lam = min(1.0, t / ramp) * p["lam"]
+
+    return {"zeta": AugSA(backend, cfg, callbacks=[move_lambda], progress=False).fit().zeta}
 
 
 def ais_zeta(problem, budget: int, seed: int) -> dict:
@@ -74,14 +86,15 @@ def trf_quick_suite(replicates: int = 3) -> Suite:
 
 
 def trf_zeta_suite(replicates: int = 5, n_words: int = 139_000, train_iters: int = 300) -> Suite:
-    """The morphology TRF (web2, m = 25, lambda from a short AugSA run): AugSA zeta vs AIS."""
+    """The morphology TRF (web2, m = longest training word, lambda from a short AugSA run): AugSA zeta vs AIS."""
     from .data import ENGLISH_LOWER, web2_split
 
     train_words, _ = web2_split(n_train=n_words, n_test=1)
-    train: WordData = encode_words(train_words, Alphabet(ENGLISH_LOWER), 25)
+    m = max(len(w) for w in train_words)   # 24 on web2: every length 1..m occurs, so every zeta_j is learnable
+    train: WordData = encode_words(train_words, Alphabet(ENGLISH_LOWER), m)
     backend = WordBackend(train, seed=0)
     lam = AugSA(backend, AugSAConfig(t_max=train_iters, seed=0), progress=False).fit().lam
-    problem = trf_problem("morph-web2-m25", backend.features, lam, backend.pi,
+    problem = trf_problem(f"morph-web2-m{m}", backend.features, lam, backend.pi,
                           f"forward pass (trf.exact); lambda from {train_iters} AugSA iterations on web2")
     return Suite([problem], ESTIMATORS, {"AugSA-zeta": [100, 1000], "AIS": [20, 100]}, replicates=replicates,
                  description="AugSA's zeta (lambda frozen) vs AIS per length on the word-morphology TRF")
