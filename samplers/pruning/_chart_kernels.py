@@ -151,8 +151,34 @@ def _push_children(stack, top, i, j, k, left, right):
 
 
 @jit
-def _sample_one(inside, alive, keep, rules, logw, offsets, start, nodes, stack, buf):
-    """Draw one tree top-down from a (pruned) inside chart into ``nodes`` rows (i, k, label, rule)."""
+def _draw_split(inside, alive, keep, rules, logw, offsets, i, k, a, buf):
+    """Draw (rule, split) of node (i, k, a) with probability w(rule) inside(left) inside(right) / inside(i, k, a)."""
+    m = _splits(alive, keep, i, k, buf)
+    target = inside[i, k, a]
+    u = np.random.random()
+    acc = 0.0
+    pick_r = -1
+    pick_j = -1
+    for r in range(offsets[a], offsets[a + 1]):
+        b = rules[r, 1]
+        c = rules[r, 2]
+        for t in range(m):
+            j = buf[t]
+            v = logw[r] + inside[i, j, b] + inside[j, k, c]
+            if v == -np.inf:
+                continue
+            pick_r = r
+            pick_j = j
+            acc += np.exp(v - target)
+            if u < acc:
+                return pick_r, pick_j
+    return pick_r, pick_j
+
+
+@jit
+def _walk_tree(sample, inside, alive, keep, rules, logw, offsets, back_r, back_j, start, nodes, stack, buf):
+    """Write a tree top-down into ``nodes`` rows (i, k, label, rule), pre-order.  Each binary node's
+    (rule, split) is drawn from the inside chart (``sample``) or read from Viterbi back-pointers."""
     n = inside.shape[0] - 1
     top = 0
     stack[0, 0] = 0
@@ -168,33 +194,16 @@ def _sample_one(inside, alive, keep, rules, logw, offsets, start, nodes, stack, 
         nodes[count, 1] = k
         nodes[count, 2] = a
         nodes[count, 3] = -1
-        if k - i == 1:
-            count += 1
-            continue
-        m = _splits(alive, keep, i, k, buf)
-        target = inside[i, k, a]
-        u = np.random.random()
-        acc = 0.0
-        pick_r = -1
-        pick_j = -1
-        for r in range(offsets[a], offsets[a + 1]):
-            b = rules[r, 1]
-            c = rules[r, 2]
-            for t in range(m):
-                j = buf[t]
-                v = logw[r] + inside[i, j, b] + inside[j, k, c]
-                if v == -np.inf:
-                    continue
-                pick_r = r
-                pick_j = j
-                acc += np.exp(v - target)
-                if u < acc:
-                    break
-            if u < acc:
-                break
-        nodes[count, 3] = pick_r
         count += 1
-        top = _push_children(stack, top, i, pick_j, k, rules[pick_r, 1], rules[pick_r, 2])
+        if k - i == 1:
+            continue
+        if sample:
+            r, j = _draw_split(inside, alive, keep, rules, logw, offsets, i, k, a, buf)
+        else:
+            r = back_r[i, k, a]
+            j = back_j[i, k, a]
+        nodes[count - 1, 3] = r
+        top = _push_children(stack, top, i, j, k, rules[r, 1], rules[r, 2])
     return count
 
 
@@ -206,8 +215,9 @@ def sample_trees_kernel(inside, alive, keep, rules, logw, offsets, start, n_samp
     out = np.empty((n_samples, 2 * n - 1, 4), dtype=np.int64)
     stack = np.empty((2 * n + 1, 3), dtype=np.int64)
     buf = np.empty(n + 1, dtype=np.int64)
+    no_back = np.empty((1, 1, 1), dtype=np.int64)
     for s in range(n_samples):
-        _sample_one(inside, alive, keep, rules, logw, offsets, start, out[s], stack, buf)
+        _walk_tree(True, inside, alive, keep, rules, logw, offsets, no_back, no_back, start, out[s], stack, buf)
     return out
 
 
@@ -250,23 +260,6 @@ def viterbi_kernel(words, lex, rules, logw, keep, start):
     if score == -np.inf:
         return score, nodes
     stack = np.empty((2 * n + 1, 3), dtype=np.int64)
-    top = 0
-    stack[0, 0] = 0
-    stack[0, 1] = n
-    stack[0, 2] = start
-    count = 0
-    while top >= 0:
-        i = stack[top, 0]
-        k = stack[top, 1]
-        a = stack[top, 2]
-        top -= 1
-        nodes[count, 0] = i
-        nodes[count, 1] = k
-        nodes[count, 2] = a
-        if k - i > 1:
-            r = back_r[i, k, a]
-            j = back_j[i, k, a]
-            nodes[count, 3] = r
-            top = _push_children(stack, top, i, j, k, rules[r, 1], rules[r, 2])
-        count += 1
+    _walk_tree(False, best, alive, keep, rules, logw, np.zeros(nt + 1, dtype=np.int64), back_r, back_j, start, nodes,
+               stack, buf)
     return score, nodes
