@@ -76,6 +76,12 @@ def test_parallel_chains_match_serial_and_bad_input(setup):
     weights = np.ones(serial[2].size)
     dense = sum(feats.feature_vector(t[:n]) for t, n in zip(serial[1], serial[2]))
     np.testing.assert_allclose(sampler.weighted_feature_sum(serial[1], serial[2], weights), dense)
+    data = EncodedCorpus.from_sentences([[0, 1], [2, 2, 1], [1, 0, 0, 2]])  # the last is longer than M
+    from_data = sampler.init_chains(50, seed=0, start=data)
+    assert set(from_data.lengths.tolist()) == {2, 3}
+    assert all(tuple(t[:n]) in {(0, 1), (2, 2, 1)} for t, n in zip(from_data.tokens, from_data.lengths))
+    with pytest.raises(ValueError, match="no sentence"):
+        sampler.init_chains(2, start=EncodedCorpus.from_sentences([[0, 0, 0, 0]]))
     with pytest.raises(ValueError, match="log_len_weight"):
         sampler.run(lam, lw[:2], start, 1)
     with pytest.raises(ValueError, match="lam"):

@@ -63,7 +63,8 @@ class SentenceBackend:
         self.empirical_mean = features.counts / len(train)
         self.feature_variance = features.stratified_variance(train)
         self.sampler = SentenceSampler(features, self.m)
-        self.state = self.sampler.init_chains(check_int(n_chains, "n_chains", low=1), seed)
+        # chains start at random training sentences (shorter burn-in than single words)
+        self.state = self.sampler.init_chains(check_int(n_chains, "n_chains", low=1), seed, start=train)
         self.parallel = parallel
         ll_sentences = check_int(ll_sentences, "ll_sentences", low=1)
         self.splits = {"train": _head(train, ll_sentences), "dev": None if dev is None else _head(dev, ll_sentences)}

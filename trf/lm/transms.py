@@ -98,12 +98,32 @@ class SentenceSampler:
         self.span = features.max_context
         self.touch_tables = touch_tables(features.rows, self.span)
 
-    def init_chains(self, n_chains: int, seed=None) -> ChainState:
-        """``n_chains`` chains, each a single uniformly drawn word."""
+    def init_chains(self, n_chains: int, seed=None, start=None) -> ChainState:
+        """``n_chains`` chains: single uniformly drawn words, or random sentences of ``start``.
+
+        Parameters
+        ----------
+        n_chains : int
+        seed : int, Generator or None
+        start : EncodedCorpus, optional
+            Start every chain at a sentence drawn uniformly from it (sentences longer than ``m``
+            excluded); starting at data shortens the burn-in of persistent chains.
+        """
         n_chains = check_int(n_chains, "n_chains", low=1)
+        rng = as_generator(seed)
         tokens = np.zeros((n_chains, self.m), dtype=np.int64)
-        tokens[:, 0] = as_generator(seed).integers(0, self.features.n_words, size=n_chains)
-        return ChainState(tokens, np.ones(n_chains, dtype=np.int64))
+        if start is None:
+            tokens[:, 0] = rng.integers(0, self.features.n_words, size=n_chains)
+            return ChainState(tokens, np.ones(n_chains, dtype=np.int64))
+        candidates = np.flatnonzero(start.lengths <= self.m) if len(start) else np.zeros(0, dtype=np.int64)
+        candidates = candidates[start.lengths[candidates] >= 1]
+        if candidates.size == 0:
+            raise ValueError(f"start holds no sentence of 1..m={self.m} words")
+        picks = rng.choice(candidates, size=n_chains)
+        lengths = start.lengths[picks].astype(np.int64)
+        for r, i in enumerate(picks):
+            tokens[r, :lengths[r]] = start[i]
+        return ChainState(tokens, lengths)
 
     def run(self, lam, log_len_weight, state: ChainState, steps: int, seed=None, *, parallel: bool = True,
             jump: bool = True) -> tuple[ChainState, np.ndarray, np.ndarray, SamplerInfo]:
