@@ -65,8 +65,9 @@ def iis_step(features: FeatureSet, words: WordData, mean: np.ndarray, *, max_ste
     """One IIS update delta from sampled words (their mean feature counts estimate ``p_lambda[f]``).
 
     Solves ``K^-1 sum_k f_i(x_k) exp(delta_i f#(x_k)) = p~[f_i]`` for every feature i by Newton's
-    method on the log of the left side (f# = number of active features of a word); features never
-    seen in the sample get the bound ``+max_step``.
+    method on the log of the left side (f# = number of active features of a word), with |delta_i|
+    bounded by ``max_step``.  A feature absent from the sample has no finite solution (delta = +inf);
+    it is left unchanged this iteration.
     """
     K = len(words)
     f_sharp = features.scores(np.ones(features.d), words)        # number of active features per word
@@ -86,7 +87,6 @@ def iis_step(features: FeatureSet, words: WordData, mean: np.ndarray, *, max_ste
         slope = (w * levels[:, None]).sum(axis=0) / w.sum(axis=0)
         d = np.clip(d - h / slope, -max_step, max_step)
     delta[seen] = d
-    delta[~seen] = max_step
     return delta
 
 
