@@ -65,19 +65,25 @@ class Lexicon:
     word_logfreq: np.ndarray = field(repr=False)
 
     @classmethod
-    def from_words(cls, words: Sequence[str], probs) -> "Lexicon":
-        """Build the trie of ``words`` (letters a-z) with ``log probs`` at word ends."""
+    def from_words(cls, words: Sequence[str], probs, *, n_letters: int = 26) -> "Lexicon":
+        """Build the trie of ``words`` (letters among the first ``n_letters`` of a-z) with
+        ``log probs`` at word ends."""
         probs = as_float_array(probs, "probs", ndim=1)
+        K = check_int(n_letters, "n_letters", low=1, high=26)
         if len(words) == 0 or len(words) != probs.shape[0]:
             raise ValueError(f"words and probs must be non-empty and equally long, got {len(words)} and {probs.shape[0]}")
-        child = [[-1] * 26]
+        if np.any(probs <= 0):
+            raise ValueError("probs must be positive")
+        child = [[-1] * K]
         logf = [np.nan]
         for w, p in zip(words, probs):
             node = 0
             for c in encode(w):
+                if c >= K:
+                    raise ValueError(f"words must use only the first {K} letters, got {w!r}")
                 if child[node][c] < 0:
                     child[node][c] = len(child)
-                    child.append([-1] * 26)
+                    child.append([-1] * K)
                     logf.append(np.nan)
                 node = child[node][c]
             logf[node] = float(np.log(p))
