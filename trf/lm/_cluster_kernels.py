@@ -34,6 +34,42 @@ def class_log_likelihood(counts, left, right, word_term):
 
 
 @jit
+def gather_classes(w, ptr, idx, cnt, cls, acc, nz):
+    """``acc[class(v)] += count(w, v)`` over the neighbours ``v != w`` of ``w``; lists the touched classes
+    in ``nz``; returns ``(number touched, count of the self-loop (w, w))``."""
+    self_n = 0.0
+    n = 0
+    for e in range(ptr[w], ptr[w + 1]):
+        v = idx[e]
+        if v == w:
+            self_n += cnt[e]
+            continue
+        k = cls[v]
+        if acc[k] == 0.0:
+            nz[n] = k
+            n += 1
+        acc[k] += cnt[e]
+    return n, self_n
+
+
+@jit
+def shift_word(k, sign, counts, left, right, pred_cls, succ_cls, nz_pred, n_pred, nz_succ, n_succ, self_n, w_left,
+               w_right):
+    """Add (``sign = 1``) or remove (``sign = -1``) a word's bigram counts to/from class ``k``."""
+    for i in range(n_pred):
+        c = nz_pred[i]
+        if c != k:
+            counts[c, k] += sign * pred_cls[c]
+    for i in range(n_succ):
+        d = nz_succ[i]
+        if d != k:
+            counts[k, d] += sign * succ_cls[d]
+    counts[k, k] += sign * (pred_cls[k] + succ_cls[k] + self_n)
+    left[k] += sign * w_left
+    right[k] += sign * w_right
+
+
+@jit
 def _move_gain(k, counts, left, right, pred_cls, succ_cls, nz_pred, n_pred, nz_succ, n_succ, self_n, w_left, w_right):
     """Change of the log-likelihood when a word (already removed) joins class ``k``."""
     gain = 0.0
@@ -72,40 +108,10 @@ def exchange_passes(cls, n_classes, order, succ_ptr, succ_idx, succ_cnt, pred_pt
             old = cls[w]
             if sizes[old] == 1:
                 continue  # keep every class non-empty
-            self_n = 0.0
-            n_pred = 0
-            for e in range(pred_ptr[w], pred_ptr[w + 1]):
-                v = pred_idx[e]
-                if v == w:
-                    self_n += pred_cnt[e]
-                    continue
-                c = cls[v]
-                if pred_cls[c] == 0.0:
-                    nz_pred[n_pred] = c
-                    n_pred += 1
-                pred_cls[c] += pred_cnt[e]
-            n_succ = 0
-            for e in range(succ_ptr[w], succ_ptr[w + 1]):
-                v = succ_idx[e]
-                if v == w:
-                    continue
-                c = cls[v]
-                if succ_cls[c] == 0.0:
-                    nz_succ[n_succ] = c
-                    n_succ += 1
-                succ_cls[c] += succ_cnt[e]
-            # remove w from its class
-            for i in range(n_pred):
-                c = nz_pred[i]
-                if c != old:
-                    counts[c, old] -= pred_cls[c]
-            for i in range(n_succ):
-                d = nz_succ[i]
-                if d != old:
-                    counts[old, d] -= succ_cls[d]
-            counts[old, old] -= pred_cls[old] + succ_cls[old] + self_n
-            left[old] -= word_left[w]
-            right[old] -= word_right[w]
+            n_pred, self_n = gather_classes(w, pred_ptr, pred_idx, pred_cnt, cls, pred_cls, nz_pred)
+            n_succ, _ = gather_classes(w, succ_ptr, succ_idx, succ_cnt, cls, succ_cls, nz_succ)
+            shift_word(old, -1.0, counts, left, right, pred_cls, succ_cls, nz_pred, n_pred, nz_succ, n_succ, self_n,
+                       word_left[w], word_right[w])
             # staying put is the reference; another class must be strictly better
             best = old
             best_gain = _move_gain(old, counts, left, right, pred_cls, succ_cls, nz_pred, n_pred, nz_succ, n_succ,
@@ -118,18 +124,8 @@ def exchange_passes(cls, n_classes, order, succ_ptr, succ_idx, succ_cnt, pred_pt
                 if gain > best_gain + 1e-10 * (1.0 + abs(best_gain)):
                     best_gain = gain
                     best = k
-            # add w to the best class
-            for i in range(n_pred):
-                c = nz_pred[i]
-                if c != best:
-                    counts[c, best] += pred_cls[c]
-            for i in range(n_succ):
-                d = nz_succ[i]
-                if d != best:
-                    counts[best, d] += succ_cls[d]
-            counts[best, best] += pred_cls[best] + succ_cls[best] + self_n
-            left[best] += word_left[w]
-            right[best] += word_right[w]
+            shift_word(best, 1.0, counts, left, right, pred_cls, succ_cls, nz_pred, n_pred, nz_succ, n_succ, self_n,
+                       word_left[w], word_right[w])
             if best != old:
                 sizes[old] -= 1
                 sizes[best] += 1

@@ -123,16 +123,22 @@ def load_sentence(sentence, word_class, n_words, n_classes, w, c):
 
 
 @jit
+def row_weight(r, p, j, w, c, lam, key_hi, key_lo, slots, row_group, row_len, row_off, row_type):
+    """``lam`` of the feature that row ``r`` fires at position ``p`` (0 if it does not fire or is unseen)."""
+    if not row_fires(r, p, j, row_len, row_off):
+        return 0.0
+    hi, lo = row_key(r, p, w, c, row_group, row_len, row_off, row_type)
+    f = table_find(hi, lo, key_hi, key_lo, slots)
+    return lam[f] if f >= 0 else 0.0
+
+
+@jit
 def positions_score(w, c, j, p_from, p_to, lam, key_hi, key_lo, slots, row_group, row_len, row_off, row_type):
     """Sum of ``lam`` over the features firing at positions ``p_from..p_to`` (clipped to ``1..j+1``)."""
     total = 0.0
     for p in range(max(p_from, 1), min(p_to, j + 1) + 1):
         for r in range(row_len.size):
-            if row_fires(r, p, j, row_len, row_off):
-                hi, lo = row_key(r, p, w, c, row_group, row_len, row_off, row_type)
-                f = table_find(hi, lo, key_hi, key_lo, slots)
-                if f >= 0:
-                    total += lam[f]
+            total += row_weight(r, p, j, w, c, lam, key_hi, key_lo, slots, row_group, row_len, row_off, row_type)
     return total
 
 

@@ -15,8 +15,7 @@ from numba import prange
 
 from samplers._jit import jit
 from samplers._kernels import categorical_from_logits, logsumexp_1d
-from trf.lm._feature_kernels import (accumulate_features, load_sentence, positions_score, row_fires, row_key,
-                                      table_find)
+from trf.lm._feature_kernels import accumulate_features, load_sentence, positions_score, row_weight
 
 
 @jit
@@ -30,12 +29,8 @@ def touched_score(w, c, j, i, span, lam, fa, touch_ptr, touch_rows):
         if p > j + 1:
             break
         for t in range(touch_ptr[d], touch_ptr[d + 1]):
-            r = touch_rows[t]
-            if row_fires(r, p, j, row_len, row_off):
-                hi, lo = row_key(r, p, w, c, row_group, row_len, row_off, row_type)
-                f = table_find(hi, lo, key_hi, key_lo, slots)
-                if f >= 0:
-                    total += lam[f]
+            total += row_weight(touch_rows[t], p, j, w, c, lam, key_hi, key_lo, slots, row_group, row_len, row_off,
+                                row_type)
     return total
 
 

@@ -134,24 +134,25 @@ def ais_check(model: SentenceTRF, lengths=range(1, 11), *, n_temperatures: int =
             "log_prob": log_prob}
 
 
-def interpolate_linear(log_p_a, log_p_b, weight: float) -> np.ndarray:
-    """``log(weight p_a + (1 - weight) p_b)`` per sentence: a normalised mixture, valid for perplexity."""
+def _check_pair(log_p_a, log_p_b, weight):
     weight = check_float(weight, "weight", low=0.0, high=1.0)
     a = as_float_array(log_p_a, "log_p_a", ndim=1, finite=False)
     b = as_float_array(log_p_b, "log_p_b", ndim=1, finite=False)
     if a.shape != b.shape:
         raise ValueError(f"log_p_a and log_p_b must have the same shape, got {a.shape} and {b.shape}")
+    return a, b, weight
+
+
+def interpolate_linear(log_p_a, log_p_b, weight: float) -> np.ndarray:
+    """``log(weight p_a + (1 - weight) p_b)`` per sentence: a normalised mixture, valid for perplexity."""
+    a, b, weight = _check_pair(log_p_a, log_p_b, weight)
     with np.errstate(divide="ignore"):
         return np.logaddexp(np.log(weight) + a, np.log1p(-weight) + b)
 
 
 def interpolate_loglinear(log_p_a, log_p_b, weight: float) -> np.ndarray:
     """``weight log p_a + (1 - weight) log p_b``: unnormalised scores for n-best rescoring only."""
-    weight = check_float(weight, "weight", low=0.0, high=1.0)
-    a = as_float_array(log_p_a, "log_p_a", ndim=1, finite=False)
-    b = as_float_array(log_p_b, "log_p_b", ndim=1, finite=False)
-    if a.shape != b.shape:
-        raise ValueError(f"log_p_a and log_p_b must have the same shape, got {a.shape} and {b.shape}")
+    a, b, weight = _check_pair(log_p_a, log_p_b, weight)
     return weight * a + (1.0 - weight) * b
 
 
