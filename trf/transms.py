@@ -15,8 +15,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from samplers.rng import as_generator, kernel_seed
-from samplers.validation import as_float_array, check_int
+from samplers.rng import as_generator, kernel_seed, kernel_seeds
+from samplers.validation import as_float_array, as_int_array, check_int
 
 from . import _word_kernels as K
 from .augsa import SampleBatch
@@ -67,8 +67,8 @@ def init_chains(n_chains: int, m: int, V: int, seed=None, length_probs: np.ndarr
 
 
 def transms(features: FeatureSet, lam: np.ndarray, log_len_weight: np.ndarray, state: ChainState,
-            n_samples: int, seed=None, *, jump: bool = True, schedule: np.ndarray | None = None
-            ) -> tuple[ChainState, WordData, TransMSInfo]:
+            n_samples: int, seed=None, *, jump: bool = True, schedule: np.ndarray | None = None,
+            parallel: bool = False) -> tuple[ChainState, WordData, TransMSInfo]:
     """Draw ``n_samples`` states by TransMS from persistent chains.
 
     Parameters
@@ -86,6 +86,11 @@ def transms(features: FeatureSet, lam: np.ndarray, log_len_weight: np.ndarray, s
         False keeps every chain's length (Gibbs sweeps only; the IIS baseline samples this way).
     schedule : ndarray of int, optional
         Chain index of every recorded step.
+    parallel : bool
+        Advance the chains in parallel (Numba ``prange``), each with its own seed spawned from
+        ``seed``; record ``s * n_chains + c`` is chain c's state after step s+1 (chains make
+        ``ceil(n_samples / n_chains)`` steps).  Results do not depend on the number of threads.
+        Not combinable with ``schedule``.
 
     Returns
     -------
@@ -101,14 +106,28 @@ def transms(features: FeatureSet, lam: np.ndarray, log_len_weight: np.ndarray, s
     tokens, lengths = state.tokens.copy(), state.lengths.copy()
     if tokens.shape[1] != m + 1:
         raise ValueError(f"state was built for m = {tokens.shape[1] - 1}, log_len_weight has m = {m}")
-    if schedule is None:
-        schedule = np.arange(n_samples, dtype=np.int64) % tokens.shape[0]
-    schedule = np.asarray(schedule, dtype=np.int64)
-    out_x = np.zeros((n_samples, m + 1), dtype=np.int32)
-    out_len = np.zeros(n_samples, dtype=np.int64)
-    stats = np.zeros(4, dtype=np.int64)
-    K.transms_run(features.dense_weights(lam), features.V, lw, m, tokens, lengths, schedule, jump,
-                  kernel_seed(seed), out_x, out_len, stats)
+    w = features.dense_weights(lam)
+    if parallel:
+        if schedule is not None:
+            raise ValueError("schedule cannot be combined with parallel=True")
+        C = tokens.shape[0]
+        n_steps = -(-n_samples // C)
+        out_x = np.zeros((n_steps * C, m + 1), dtype=np.int32)
+        out_len = np.zeros(n_steps * C, dtype=np.int64)
+        chain_stats = np.zeros((C, 4), dtype=np.int64)
+        K.transms_chains_parallel(w, features.V, lw, m, tokens, lengths, n_steps, jump, kernel_seeds(seed, C),
+                                  out_x, out_len, chain_stats)
+        out_x, out_len, stats = out_x[:n_samples], out_len[:n_samples], chain_stats.sum(axis=0)
+    else:
+        if schedule is None:
+            schedule = np.arange(n_samples, dtype=np.int64) % tokens.shape[0]
+        schedule = as_int_array(schedule, "schedule", ndim=1, low=0, high=tokens.shape[0])
+        if schedule.shape[0] != n_samples:
+            raise ValueError(f"schedule must have n_samples = {n_samples} entries, got {schedule.shape[0]}")
+        out_x = np.zeros((n_samples, m + 1), dtype=np.int32)
+        out_len = np.zeros(n_samples, dtype=np.int64)
+        stats = np.zeros(4, dtype=np.int64)
+        K.transms_run(w, features.V, lw, m, tokens, lengths, schedule, jump, kernel_seed(seed), out_x, out_len, stats)
     mask = np.arange(m + 1)[None, :] < out_len[:, None]
     offsets = np.zeros(n_samples + 1, dtype=np.int64)
     offsets[1:] = np.cumsum(out_len)
@@ -132,10 +151,12 @@ class WordBackend:
         as exact draws of q at lambda = 0 (lengths from pi0, uniform symbols).
     seed : int
         Seed of the initial chain states.
+    parallel : bool
+        Advance chains with the parallel kernel (see :func:`transms`).
     """
 
     def __init__(self, train: WordData, features: FeatureSet | None = None, dev: WordData | None = None,
-                 n_chains: int = 100, seed: int = 0) -> None:
+                 n_chains: int = 100, seed: int = 0, parallel: bool = False) -> None:
         self.features = FeatureSet.from_words(train) if features is None else features
         self.train, self.dev = train, dev
         self.m = train.m
@@ -144,7 +165,7 @@ class WordBackend:
         self.pi = n_j / n_j.sum()
         self.empirical_mean = self.features.counts(train) / len(train)
         self.feature_variance = self.features.stratified_variance(train)
-        self.n_chains, self.seed = check_int(n_chains, "n_chains", low=1), seed
+        self.n_chains, self.seed, self.parallel = check_int(n_chains, "n_chains", low=1), seed, bool(parallel)
         self.state: ChainState | None = None  # drawn from q at lambda = 0 on the first sample()
 
     def initial_zeta(self) -> np.ndarray:
@@ -157,7 +178,8 @@ class WordBackend:
             log_len_weight = np.log(pi0) - zeta
         if self.state is None:
             self.state = init_chains(self.n_chains, self.m, self.features.V, self.seed, length_probs=pi0)
-        self.state, words, info = transms(self.features, lam, log_len_weight, self.state, n_samples, seed)
+        self.state, words, info = transms(self.features, lam, log_len_weight, self.state, n_samples, seed,
+                                          parallel=self.parallel)
         lengths = words.lengths
         feature_sum = self.features.counts(words, np.asarray(length_weight)[lengths - 1])
         return SampleBatch(lengths, feature_sum, {"jump_acceptance": info.jump_acceptance})

@@ -125,3 +125,27 @@ def test_transms_input_errors(tiny_model):
         transms(features, lam, np.zeros(m + 1), state, 3)
     with pytest.raises(ValueError, match="n_chains"):
         init_chains(0, m, features.V)
+
+
+def test_parallel_chains_match_serial_build_and_q(tiny_model):
+    """prange build == serial build (per-chain seeds), and its final states follow q (chi-square)."""
+    features, lam, m = tiny_model
+    words, q = exact_q(features, lam, m)
+    n, steps = 20000, 25
+    lw = np.log(PI0) - ZETA
+    start = init_chains(n, m, features.V, seed=5)
+    state, samples, info = transms(features, lam, lw, start, n * steps, seed=6, parallel=True)
+    seeds = __import__("samplers.rng", fromlist=["kernel_seeds"]).kernel_seeds(6, n)
+    tokens, lengths = start.tokens.copy(), start.lengths.copy()
+    out_x = np.zeros((n * steps, m + 1), dtype=np.int32)
+    out_len = np.zeros(n * steps, dtype=np.int64)
+    stats = np.zeros((n, 4), dtype=np.int64)
+    K.transms_chains_serial(features.dense_weights(lam), features.V, lw, m, tokens, lengths, steps, True, seeds,
+                            out_x, out_len, stats)
+    np.testing.assert_array_equal(lengths, state.lengths)
+    np.testing.assert_array_equal(tokens, state.tokens)
+    np.testing.assert_array_equal(out_len, samples.lengths)
+    assert info.up_proposed == stats[:, 0].sum()
+    assert_frequencies_match(chain_counts(state, words), q, alpha=1e-3, what="parallel TransMS")
+    with pytest.raises(ValueError, match="schedule"):
+        transms(features, lam, lw, start, 4, parallel=True, schedule=np.zeros(4, dtype=int))
