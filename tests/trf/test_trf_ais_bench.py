@@ -32,6 +32,7 @@ def test_ais_converges_with_temperatures(tiny_model):
         ais_log_partition(features, lam, m, 0)
 
 
+@pytest.mark.slow
 def test_quick_suite_estimates_improve_with_budget():
     from samplers.harness import Study
     from trf.bench import trf_quick_suite

@@ -127,6 +127,7 @@ def test_transms_input_errors(tiny_model):
         init_chains(0, m, features.V)
 
 
+@pytest.mark.slow
 def test_parallel_chains_match_serial_build_and_q(tiny_model):
     """prange build == serial build (per-chain seeds), and its final states follow q (chi-square)."""
     features, lam, m = tiny_model
