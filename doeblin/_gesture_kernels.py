@@ -91,26 +91,28 @@ def output_word(z, K, y):
 
 
 @jit
+def trie_walk(y, ny, child, word_logfreq):
+    """``(number of prefixes y[:i], i >= 1, in the dictionary, log frequency of y or NaN)``."""
+    node = 0
+    for j in range(ny):
+        nxt = child[node, y[j]]
+        if nxt < 0:
+            return j, np.nan
+        node = nxt
+    return ny, (word_logfreq[node] if ny > 0 else np.nan)
+
+
+@jit
 def rich_score(y, ny, w, K, child, word_logfreq):
     """Score of the richer features of A: bigrams, dictionary membership and log frequency, prefixes."""
     _, _, _, _, off_B, off_D, _ = layout(K)
     val = 0.0
-    node = 0
-    depth = 0
-    on_trie = True
     for j in range(ny):
-        prev = K if j == 0 else y[j - 1]
-        val += w[off_B + prev * K + y[j]]
-        if on_trie:
-            nxt = child[node, y[j]]
-            if nxt < 0:
-                on_trie = False
-            else:
-                node = nxt
-                depth += 1
+        val += w[off_B + (K if j == 0 else y[j - 1]) * K + y[j]]
+    depth, logf = trie_walk(y, ny, child, word_logfreq)
     val += w[off_D + 2] * depth
-    if on_trie and ny > 0 and not np.isnan(word_logfreq[node]):
-        val += w[off_D] + w[off_D + 1] * word_logfreq[node]
+    if not np.isnan(logf):
+        val += w[off_D] + w[off_D + 1] * logf
     return val
 
 
@@ -145,23 +147,13 @@ def add_features(x, z, K, child, word_logfreq, use_rich, scale, grad, y):
     if not use_rich:
         return
     ny = output_word(z, K, y)
-    node = 0
-    depth = 0
-    on_trie = True
     for j in range(ny):
-        prev = K if j == 0 else y[j - 1]
-        grad[off_B + prev * K + y[j]] += scale
-        if on_trie:
-            nxt = child[node, y[j]]
-            if nxt < 0:
-                on_trie = False
-            else:
-                node = nxt
-                depth += 1
+        grad[off_B + (K if j == 0 else y[j - 1]) * K + y[j]] += scale
+    depth, logf = trie_walk(y, ny, child, word_logfreq)
     grad[off_D + 2] += scale * depth
-    if on_trie and ny > 0 and not np.isnan(word_logfreq[node]):
+    if not np.isnan(logf):
         grad[off_D] += scale
-        grad[off_D + 1] += scale * word_logfreq[node]
+        grad[off_D + 1] += scale * logf
 
 
 @jit

@@ -105,7 +105,8 @@ def decode(ids) -> str:
 def make_lexicon(n_words: int = 2000, *, min_len: int = 3, max_len: int = 6, zipf_s: float = 1.0,
                  seed=None) -> Lexicon:
     """Seeded vocabulary: ``n_words`` random web2 words of length in [min_len, max_len] with Zipf
-    frequencies ``∝ rank^-zipf_s`` over a random ranking (web2 has no counts)."""
+    frequencies ``∝ rank^-zipf_s`` over a random ranking (web2 has no counts). Needs the optional
+    ``english-words`` package (extra ``mcsa[data]``)."""
     from english_words import get_english_words_set
 
     n_words = check_int(n_words, "n_words", low=1)

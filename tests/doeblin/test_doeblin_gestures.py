@@ -18,6 +18,7 @@ K_TINY = 2
 
 @pytest.fixture(scope="module")
 def lexicon():
+    pytest.importorskip("english_words")     # optional extra `mcsa[data]`
     return make_lexicon(200, seed=0)
 
 
