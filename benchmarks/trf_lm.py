@@ -100,7 +100,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     from trf.augsa import AugSA  # noqa: F401  (imported here so --help works without numba)
-    from trf.lm.corpus import Vocabulary, encode_file
+    from trf.lm.corpus import EncodedCorpus, Vocabulary, encode_file
     from trf.lm.backend import lm_config
     from trf.lm.evaluate import ais_check, interpolate_linear, scoring_speed
     from trf.lm.train import train_lm
@@ -168,13 +168,8 @@ def main(argv=None) -> int:
     print("|---|---|---|")
     print(f"| KN5 | {kn5_ppl:.2f} | 1.000 |")
     print(f"| TRF (AugSA zeta) | {trf_ppl:.2f} | {trf_ppl / kn5_ppl:.3f} |")
-    best_w, best_ppl = None, np.inf
-    for weight in np.linspace(0.1, 0.9, 9):
-        ppl = perplexity(interpolate_linear(trf_lp, kn5, weight), data["test"].n_predicted)
-        if ppl < best_ppl:
-            best_w, best_ppl = weight, ppl
-    # the weight is chosen on test here only for display; the valid-tuned weight is reported too
-    valid_trf, valid_kn = model.log_prob(data["valid"]), KneserNey(5).fit(data["train"], len(vocab)).log_prob(data["valid"])
+    kn5_model = KneserNey(5).fit(data["train"], len(vocab))
+    valid_trf, valid_kn = model.log_prob(data["valid"]), kn5_model.log_prob(data["valid"])
     weights = np.linspace(0.1, 0.9, 9)
     w_valid = weights[np.argmin([perplexity(interpolate_linear(valid_trf, valid_kn, w), data["valid"].n_predicted)
                                  for w in weights])]
@@ -197,22 +192,18 @@ def main(argv=None) -> int:
         print(f"| {row['j']} | {row['augsa']:.2f} | {row['separate']:.2f} | {row['smoothed']:.2f} | {row['stderr']:.2f} |")
     print(f"global AIS log normaliser {ais['global']:.3f} (0 = AugSA zeta self-consistent); "
           f"{time.perf_counter() - t0:.0f}s")
-    sub = [s for s, keep in zip(data["test"], short) if keep]
-    from trf.lm.corpus import EncodedCorpus
-    sub = EncodedCorpus.from_sentences(sub)
+    sub = EncodedCorpus.from_sentences([s for s, keep in zip(data["test"], short) if keep])
     for name in ("augsa", "separate", "smoothed"):
         lp = ais["log_prob"](sub, name)
         print(f"test PPL on sentences of <= {args.ais_lengths} words with {name} log Z: "
               f"{perplexity(lp, sub.n_predicted):.2f}")
     print(f"  (KN5 on the same sentences: "
-          f"{perplexity(KneserNey(5).fit(data['train'], len(vocab)).log_prob(sub), sub.n_predicted):.2f})")
+          f"{perplexity(kn5_model.log_prob(sub), sub.n_predicted):.2f})")
     report["ais"] = {k: v for k, v in ais.items() if k != "log_prob"}
 
     print("\n## scoring speed (one core)")
     speed = scoring_speed(model, data["test"], repeats=3)
     print(f"TRF: {speed:.0f} sentences/s on {len(data['test'])} test sentences")
-    t0 = time.perf_counter()
-    KneserNey(5).fit(data["train"], len(vocab)).log_prob(data["test"])
     print(f"peak RSS {peak_rss_mb():.0f} MB")
     report.update({"score_sentences_per_second": speed, "peak_rss_mb": peak_rss_mb()})
     if args.json:

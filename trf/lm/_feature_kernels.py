@@ -86,15 +86,10 @@ def corpus_keys(tokens, offsets, word_class, n_words, n_classes, row_group, row_
     """Keys of every firing (position, row) of a corpus, for building the feature set."""
     n_sent = offsets.size - 1
     n_rows = row_len.size
-    total = 0
-    for i in range(n_sent):
-        total += (offsets[i + 1] - offsets[i] + 1) * n_rows
+    total, longest = corpus_sizes(offsets, n_rows)
     hi_out = np.empty(total, dtype=np.int64)
     lo_out = np.empty(total, dtype=np.int64)
     n = 0
-    longest = 0
-    for i in range(n_sent):
-        longest = max(longest, offsets[i + 1] - offsets[i])
     w = np.empty(longest + 2, dtype=np.int64)
     c = np.empty(longest + 2, dtype=np.int64)
     for i in range(n_sent):
@@ -123,13 +118,30 @@ def load_sentence(sentence, word_class, n_words, n_classes, w, c):
 
 
 @jit
+def row_feature(r, p, j, w, c, key_hi, key_lo, slots, row_group, row_len, row_off, row_type):
+    """Index of the feature that row ``r`` fires at position ``p`` (-1 if it does not fire or is unseen)."""
+    if not row_fires(r, p, j, row_len, row_off):
+        return -1
+    hi, lo = row_key(r, p, w, c, row_group, row_len, row_off, row_type)
+    return table_find(hi, lo, key_hi, key_lo, slots)
+
+
+@jit
 def row_weight(r, p, j, w, c, lam, key_hi, key_lo, slots, row_group, row_len, row_off, row_type):
     """``lam`` of the feature that row ``r`` fires at position ``p`` (0 if it does not fire or is unseen)."""
-    if not row_fires(r, p, j, row_len, row_off):
-        return 0.0
-    hi, lo = row_key(r, p, w, c, row_group, row_len, row_off, row_type)
-    f = table_find(hi, lo, key_hi, key_lo, slots)
+    f = row_feature(r, p, j, w, c, key_hi, key_lo, slots, row_group, row_len, row_off, row_type)
     return lam[f] if f >= 0 else 0.0
+
+
+@jit
+def corpus_sizes(offsets, n_rows):
+    """``(upper bound on firings = sum (L + 1) * n_rows, longest sentence)`` of a flat corpus."""
+    total = 0
+    longest = 0
+    for i in range(offsets.size - 1):
+        total += (offsets[i + 1] - offsets[i] + 1) * n_rows
+        longest = max(longest, offsets[i + 1] - offsets[i])
+    return total, longest
 
 
 @jit
@@ -146,9 +158,7 @@ def positions_score(w, c, j, p_from, p_to, lam, key_hi, key_lo, slots, row_group
 def corpus_scores(tokens, offsets, word_class, n_words, n_classes, lam, key_hi, key_lo, slots,
                   row_group, row_len, row_off, row_type, out):
     """``out[i] = lambda . f(sentence i)`` for every sentence of a flat corpus."""
-    longest = 0
-    for i in range(offsets.size - 1):
-        longest = max(longest, offsets[i + 1] - offsets[i])
+    _, longest = corpus_sizes(offsets, 0)
     w = np.empty(longest + 2, dtype=np.int64)
     c = np.empty(longest + 2, dtype=np.int64)
     for i in range(offsets.size - 1):
@@ -161,11 +171,9 @@ def accumulate_features(w, c, j, weight, acc, key_hi, key_lo, slots, row_group, 
     """``acc[f] += weight * f(x)`` for the features of one sentence."""
     for p in range(1, j + 2):
         for r in range(row_len.size):
-            if row_fires(r, p, j, row_len, row_off):
-                hi, lo = row_key(r, p, w, c, row_group, row_len, row_off, row_type)
-                f = table_find(hi, lo, key_hi, key_lo, slots)
-                if f >= 0:
-                    acc[f] += weight
+            f = row_feature(r, p, j, w, c, key_hi, key_lo, slots, row_group, row_len, row_off, row_type)
+            if f >= 0:
+                acc[f] += weight
 
 
 @jit
@@ -173,11 +181,7 @@ def corpus_feature_hits(tokens, offsets, word_class, n_words, n_classes, key_hi,
                         row_group, row_len, row_off, row_type):
     """``(sentence index, feature index)`` of every firing of an observed feature in a flat corpus."""
     n_sent = offsets.size - 1
-    total = 0
-    longest = 0
-    for i in range(n_sent):
-        total += (offsets[i + 1] - offsets[i] + 1) * row_len.size
-        longest = max(longest, offsets[i + 1] - offsets[i])
+    total, longest = corpus_sizes(offsets, row_len.size)
     sent_out = np.empty(total, dtype=np.int64)
     feat_out = np.empty(total, dtype=np.int64)
     w = np.empty(longest + 2, dtype=np.int64)
@@ -187,11 +191,9 @@ def corpus_feature_hits(tokens, offsets, word_class, n_words, n_classes, key_hi,
         j = load_sentence(tokens[offsets[i]:offsets[i + 1]], word_class, n_words, n_classes, w, c)
         for p in range(1, j + 2):
             for r in range(row_len.size):
-                if row_fires(r, p, j, row_len, row_off):
-                    hi, lo = row_key(r, p, w, c, row_group, row_len, row_off, row_type)
-                    f = table_find(hi, lo, key_hi, key_lo, slots)
-                    if f >= 0:
-                        sent_out[n] = i
-                        feat_out[n] = f
-                        n += 1
+                f = row_feature(r, p, j, w, c, key_hi, key_lo, slots, row_group, row_len, row_off, row_type)
+                if f >= 0:
+                    sent_out[n] = i
+                    feat_out[n] = f
+                    n += 1
     return sent_out[:n], feat_out[:n]

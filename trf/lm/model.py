@@ -10,7 +10,6 @@ pooled sub-model of Sec. 5.4 is not implemented) and raise ``ValueError``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 import numpy as np
 

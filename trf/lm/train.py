@@ -12,8 +12,6 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
-
 from samplers.validation import check_float, check_int
 from trf.augsa import AugSA, AugSAConfig, AugSAResult
 from trf.lm.backend import SentenceBackend, lm_config
