@@ -13,6 +13,14 @@ import numpy as np
 from samplers._jit import jit
 from samplers._kernels import categorical_from_logits, log_softmax_1d
 
+from ._kernels import draw_from_cdf
+
+# stage-kernel kinds of the staged sequence chain (doeblin.staged_implicit)
+KIND_RESTART = 0    # y ~ u (independent of the previous y)
+KIND_GIBBS = 1      # one random-scan Gibbs step of A
+KIND_SWEEP = 2      # one systematic Gibbs sweep, positions 0..L-1 in order
+KIND_IDENTITY = 3   # y unchanged (a waiting stage)
+
 
 @jit
 def unary_logits(x, W, i, out):
@@ -215,3 +223,94 @@ def algorithm1_chains(x, y, W_u, W_A, P, eps, k, seed):
         if T > 0 and suffix != 0.0:
             log_u_grad(x, W_u, path[0], g, suffix, buf, logp)
     return G, Z, steps
+
+
+@jit
+def gibbs_sweep(x, W, P, y, buf):
+    """One systematic-scan Gibbs sweep in place: resample y_0, y_1, ..., y_{L-1} in order."""
+    for i in range(y.shape[0]):
+        gibbs_logits(x, W, P, y, i, buf)
+        y[i] = categorical_from_logits(buf)
+
+
+@jit
+def sweep_prob(x, W, P, y_prev, y, buf, logp):
+    """Transition probability ``prod_i p(y_i | y_{<i}, y_prev_{>i})`` of :func:`gibbs_sweep`."""
+    L = y.shape[0]
+    mixed = y_prev.copy()
+    total = 0.0
+    for i in range(L):
+        gibbs_logits(x, W, P, mixed, i, buf)
+        log_softmax_1d(buf, logp)
+        total += logp[y[i]]
+        mixed[i] = y[i]
+    return np.exp(total)
+
+
+@jit
+def apply_stage_kernel(kind, x, W_u, W_A, P, y, buf):
+    """Move ``y`` in place by the base kernel of one stage (``KIND_*`` codes above)."""
+    if kind == KIND_RESTART:
+        sample_u(x, W_u, y, buf)
+    elif kind == KIND_GIBBS:
+        gibbs_step(x, W_A, P, y, buf)
+    elif kind == KIND_SWEEP:
+        gibbs_sweep(x, W_A, P, y, buf)
+
+
+@jit
+def seq_staged_simulate(x, W_u, W_A, P, kinds, cdf_C, z0, y0, n_steps, seed):
+    """Path of the staged chain (Sec. 3.1): ``z_t ~ C(. | z_{t-1})``, then ``y_t ~ A_{z_t}(. | y_{t-1})``.
+
+    ``kinds[z]`` is stage z's kernel code.  Returns ``(z_path (n_steps + 1,), y_path (n_steps + 1, L))``.
+    """
+    np.random.seed(seed)
+    L = x.shape[0]
+    buf = np.empty(W_u.shape[1])
+    y = y0.copy()
+    z = z0
+    zs = np.empty(n_steps + 1, dtype=np.int64)
+    ys = np.empty((n_steps + 1, L), dtype=np.int64)
+    zs[0] = z
+    ys[0] = y
+    for t in range(1, n_steps + 1):
+        z = draw_from_cdf(cdf_C[z])
+        apply_stage_kernel(kinds[z], x, W_u, W_A, P, y, buf)
+        zs[t] = z
+        ys[t] = y
+    return zs, ys
+
+
+@jit
+def seq_staged_draws(x, W_u, W_A, P, kinds, cdf_rho, cdf_C_rev, z_restart, size, seed):
+    """Exact stationary draws of the staged chain: ``z_0 ~ rho``, walk the reversed stage chain back
+    to the last visit of ``z*``, draw ``y ~ u`` there and apply the stage kernels forward to time 0
+    (as :func:`doeblin._kernels.exact_staged_draws`).  Returns ``(z (size,), y (size, L), steps)``
+    with ``steps`` the kernel applications per draw (the restart counts as one).
+    """
+    np.random.seed(seed)
+    L = x.shape[0]
+    buf = np.empty(W_u.shape[1])
+    y = np.empty(L, dtype=np.int64)
+    zs = np.empty(size, dtype=np.int64)
+    ys = np.empty((size, L), dtype=np.int64)
+    steps = np.empty(size, dtype=np.int64)
+    back = np.empty(64, dtype=np.int64)
+    for s in range(size):
+        z = draw_from_cdf(cdf_rho)
+        zs[s] = z
+        m = 0
+        while z != z_restart:
+            if m == back.shape[0]:
+                grown = np.empty(2 * m, dtype=np.int64)
+                grown[:m] = back
+                back = grown
+            back[m] = z
+            m += 1
+            z = draw_from_cdf(cdf_C_rev[z])
+        sample_u(x, W_u, y, buf)
+        for j in range(m - 1, -1, -1):
+            apply_stage_kernel(kinds[back[j]], x, W_u, W_A, P, y, buf)
+        ys[s] = y
+        steps[s] = m + 1
+    return zs, ys, steps
