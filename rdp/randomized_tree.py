@@ -7,6 +7,17 @@ randomized sums per split in Eq. 18) is unbiased for the split's term, and the r
 is unbiased for Z; the log-space result is a lower bound in expectation.  The recursion is
 :func:`rdp.tree.inside_on_sets`, the same one the exact inside runs.  Memory O(T^2 K) for the chosen
 potentials instead of O(T^2 N).
+
+The randomized entropy (:func:`randomized_tree_entropy`) is the quantity Alg. 3 computes on chains,
+stated for trees through the exponential-family identity the exact entropy uses
+(:func:`rdp.tree.entropy_from_log_partition`): with the index sets and their weights held fixed,
+``log Z-hat = log sum_y W(y) exp(s(y))`` over the trees y on the chosen labels, and
+
+    H-hat = log Z-hat - sum_theta theta . d log Z-hat / d theta = log Z-hat - E_pi[s(y)],
+    pi(y) = W(y) exp(s(y)) / Z-hat,
+
+which is what Eq. 19-22 accumulate (the ``-log p-hat`` terms telescope to ``log Z-hat - s(y)``
+and each state is weighted by 1/(K2 q)).  Biased (the log), exact when ``k1 + k2 = N``.
 """
 
 from __future__ import annotations
@@ -17,7 +28,23 @@ from ._checks import check_budget, check_generator
 from ._torch import torch
 from .proposals import resolve_proposal
 from .selection import select_indices
-from .tree import check_spans, inside_on_sets
+from .tree import _as_leaf, check_spans, entropy_from_log_partition, inside_on_sets
+
+
+def check_space(space: Any) -> str:
+    """Check the output space of a randomized partition estimate: ``"log"`` or ``"linear"``."""
+    if space not in ("log", "linear"):
+        raise ValueError(f"space must be 'log' or 'linear', got {space!r}")
+    return space
+
+
+def _randomized_inside(spans: "torch.Tensor", k1: Any, k2: Any, proposal: Any, generator: Any) -> "torch.Tensor":
+    """Validate the budget, choose the label sets (Eq. 5-7) and run the inside recursion on them; log Z-hat (B,)."""
+    k1, k2 = check_budget(k1, k2, spans.shape[-1])
+    generator = check_generator(generator, spans.device)
+    q = resolve_proposal(proposal, spans)
+    sets = select_indices(q, k1, k2, generator)
+    return inside_on_sets(spans.gather(3, sets.index), sets.log_weight)
 
 
 def randomized_tree_log_partition(span_potentials: Any, *, k1: int, k2: int, proposal: Any = "uniform",
@@ -43,12 +70,44 @@ def randomized_tree_log_partition(span_potentials: Any, *, k1: int, k2: int, pro
     Tensor (B,)
         Differentiable with respect to ``span_potentials``.
     """
-    if space not in ("log", "linear"):
-        raise ValueError(f"space must be 'log' or 'linear', got {space!r}")
-    spans = check_spans(span_potentials)
-    k1, k2 = check_budget(k1, k2, spans.shape[-1])
-    generator = check_generator(generator, spans.device)
-    q = resolve_proposal(proposal, spans)
-    sets = select_indices(q, k1, k2, generator)
-    log_z = inside_on_sets(spans.gather(3, sets.index), sets.log_weight)
+    space = check_space(space)
+    log_z = _randomized_inside(check_spans(span_potentials), k1, k2, proposal, generator)
     return log_z if space == "log" else log_z.exp()
+
+
+def randomized_tree_entropy(span_potentials: Any, *, k1: int, k2: int, proposal: Any = "uniform",
+                            generator: "torch.Generator | None" = None) -> "torch.Tensor":
+    """Randomized entropy of the span-labelled tree CRF (Alg. 3 of the RDP paper, on the sets of Alg. 2).
+
+    ``H-hat = log Z-hat - E_pi[s(y)]`` over the trees on the chosen labels weighted by ``1/(K2 q)``
+    (see the module docstring); computed as :func:`rdp.tree.tree_entropy` computes the exact one,
+    from the gradient of the randomized log Z-hat taken with ``create_graph=True``.
+
+    Parameters
+    ----------
+    span_potentials : Tensor (B, T, T, N)
+        Label log potentials per span (i <= j).
+    k1, k2 : int
+        Top and sampled labels per span, ``1 <= k1 + k2 <= N``; ``k1 + k2 = N`` gives the exact entropy.
+    proposal : str, Tensor or callable
+        As for :func:`randomized_tree_log_partition`.
+    generator : torch.Generator, optional
+        Source of the K2 draws.
+
+    Returns
+    -------
+    Tensor (B,)
+        Entropy estimate in nats, differentiable with respect to ``span_potentials``.
+
+    Examples
+    --------
+    >>> import torch, rdp
+    >>> spans = torch.randn(2, 4, 4, 6, dtype=torch.float64)
+    >>> h = rdp.randomized_tree_entropy(spans, k1=6, k2=0)  # full budget: the exact entropy
+    >>> bool(torch.allclose(h, rdp.tree_entropy(spans)))
+    True
+    """
+    spans = check_spans(span_potentials)
+    with torch.enable_grad():
+        leaf = _as_leaf(spans)
+        return entropy_from_log_partition(_randomized_inside(leaf, k1, k2, proposal, generator), [leaf])

@@ -1,0 +1,159 @@
+"""Randomized Inside and entropy for a PCFG in Chomsky normal form (Alg. 2, Eq. 18 of the RDP paper).
+
+Every span (i, j), leaves included, gets its own nonterminal index set Omega_ij (top-K1 of the
+proposal plus K2 draws with replacement from the rest, :func:`rdp.selection.select_indices`, chosen
+under ``torch.no_grad``), each chosen nonterminal carrying the weight ``w = 1`` (top) or
+``1 / (K2 q~)`` (sampled).  The recursion is Eq. 18 with rule scores in place of span potentials:
+
+    beta-hat(i, i, A)  = t(i, A),                                              A in Omega_ii,
+    beta-hat(i, j, A)  = sum_{m=i}^{j-1} sum_{B in Omega_im} sum_{C in Omega_(m+1)j}
+                         r(A, B, C) w_B beta-hat(i, m, B) w_C beta-hat(m+1, j, C),   A in Omega_ij,
+    Z-hat              = sum_{A in Omega_0(T-1)} w_A rho(A) beta-hat(0, T-1, A),
+
+two randomized sums per split (one per child).  The two children of a split are disjoint spans whose
+sets are drawn independently of each other and of the parent's, so by induction ``beta-hat`` is
+unbiased for ``beta`` and Z-hat for Z (``space="linear"``); log Z-hat is a lower bound in expectation.
+Cost O(T^3 K^3) and memory O(T^3 K^3) under autograd instead of O(T^3 NT^3).
+
+The entropy estimate is ``log Z-hat - E_pi[s(y)]`` over the parse trees on the chosen sets weighted by
+their ``w`` (the tree analogue of Alg. 3), computed like the exact :func:`rdp.tree.pcfg_entropy` from
+the gradient of the randomized log Z-hat (see :mod:`rdp.randomized_tree`).
+
+Proposals
+---------
+A PCFG has no per-span potentials, so the proposal's "local" scores of span (i, j) are defined as
+the preterminal scores ``t(i, .)`` on the leaves and each nonterminal's total binary-rule mass
+``logsumexp_{B, C} r(., B, C)`` on wider spans (:func:`pcfg_site_scores`).  ``"uniform"`` (default,
+as for the paper's trees), ``"local"`` (softmax of those scores), a (B, T, T, NT) weight tensor, or a
+callable mapping the (B, T, T, NT) site scores to weights are accepted (see :mod:`rdp.proposals`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._checks import check_budget, check_generator
+from ._torch import torch
+from .proposals import resolve_proposal
+from .randomized_tree import check_space
+from .selection import IndexSets, select_indices
+from .tree import _as_leaf, _check_pcfg, entropy_from_log_partition
+
+
+def pcfg_site_scores(rules: "torch.Tensor", terminal: "torch.Tensor") -> "torch.Tensor":
+    """Local proposal scores (B, T, T, NT) of a PCFG's spans: preterminal scores on the leaves, the
+    nonterminal's binary-rule mass ``logsumexp_{B,C} r(A, B, C)`` elsewhere (no gradient)."""
+    with torch.no_grad():
+        batch, length, nt = terminal.shape
+        mass = torch.logsumexp(rules.reshape(*rules.shape[:-2], -1), dim=-1)  # (NT,) or (B, NT)
+        site = mass.reshape(-1, 1, 1, nt).expand(batch, length, length, nt).clone()
+        diag = torch.arange(length, device=terminal.device)
+        site[:, diag, diag] = terminal.detach()
+        return site
+
+
+def pcfg_inside_on_sets(rules: "torch.Tensor", terminal: "torch.Tensor", root: "torch.Tensor",
+                        sets: IndexSets) -> "torch.Tensor":
+    """Inside recursion of a CNF PCFG over nonterminal index sets per span (Eq. 18); returns log Z-hat (B,).
+
+    Parameters
+    ----------
+    rules : Tensor (NT, NT, NT) or (B, NT, NT, NT)
+        Binary rule log scores ``r(A, B, C)``.
+    terminal : Tensor (B, T, NT)
+        Preterminal log scores.
+    root : Tensor (NT,) or (B, NT)
+        Root log scores.
+    sets : IndexSets
+        ``index`` and ``log_weight`` of shape (B, T, T, K): the chosen nonterminals of each span
+        (i <= j) and their log weights.
+    """
+    batch, length, _ = terminal.shape
+    index, log_w = sets.index, sets.log_weight
+    shared = rules.dim() == 3
+    bidx = torch.arange(batch, device=terminal.device).reshape(batch, 1, 1, 1, 1)
+    diag = torch.arange(length, device=terminal.device)
+    # gamma[w]: (B, T - w, K) weighted inside scores log(w_A beta-hat(i, i + w, A)) of the chosen A
+    gamma = [terminal.gather(2, index[:, diag, diag]) + log_w[:, diag, diag]]
+    for w in range(1, length):
+        n = length - w
+        starts = torch.arange(n, device=terminal.device)
+        parent = index[:, starts, starts + w][:, :, :, None, None]  # (B, n, K, 1, 1)
+        per_split = []
+        for d in range(w):  # left child (i, i + d), right child (i + d + 1, i + w)
+            left = index[:, starts, starts + d][:, :, None, :, None]
+            right = index[:, starts + d + 1, starts + w][:, :, None, None, :]
+            r = rules[parent, left, right] if shared else rules[bidx, parent, left, right]  # (B, n, K, K, K)
+            terms = r + gamma[d][:, :n, None, :, None] + gamma[w - 1 - d][:, d + 1: d + 1 + n, None, None, :]
+            per_split.append(torch.logsumexp(terms.flatten(-2), dim=-1))  # (B, n, K)
+        beta = torch.logsumexp(torch.stack(per_split, dim=-1), dim=-1)
+        gamma.append(beta + log_w[:, starts, starts + w])
+    root = root if root.dim() == 2 else root.unsqueeze(0).expand(batch, -1)
+    return torch.logsumexp(root.gather(1, index[:, 0, length - 1]) + gamma[length - 1][:, 0], dim=-1)
+
+
+def _randomized_pcfg_inside(rules, terminal, root, k1, k2, proposal, generator) -> "torch.Tensor":
+    """Validate the budget, choose the sets (Eq. 5-7) from the proposal and run the recursion."""
+    k1, k2 = check_budget(k1, k2, terminal.shape[-1])
+    generator = check_generator(generator, terminal.device)
+    q = resolve_proposal(proposal, pcfg_site_scores(rules, terminal))
+    sets = select_indices(q, k1, k2, generator)
+    return pcfg_inside_on_sets(rules, terminal, root, sets)
+
+
+def randomized_pcfg_log_partition(rule_scores: Any, terminal_scores: Any, root_scores: Any, *, k1: int, k2: int,
+                                  proposal: Any = "uniform", space: str = "log",
+                                  generator: "torch.Generator | None" = None) -> "torch.Tensor":
+    """Randomized Inside estimate of a CNF PCFG's partition function (Alg. 2, Eq. 18).
+
+    Parameters
+    ----------
+    rule_scores : Tensor (NT, NT, NT) or (B, NT, NT, NT)
+        ``[A, B, C]``: log score of A -> B C.
+    terminal_scores : Tensor (B, T, NT)
+        ``[b, i, A]``: log score of A -> word_i.
+    root_scores : Tensor (NT,) or (B, NT)
+        Log score of the start symbol A.
+    k1, k2 : int
+        Top and sampled nonterminals per span, ``1 <= k1 + k2 <= NT``; ``k2 = 0`` is Top-K,
+        ``k1 + k2 = NT`` is exact (:func:`rdp.tree.pcfg_log_partition`).
+    proposal : str, Tensor or callable
+        ``"uniform"``, ``"local"`` or user weights over (B, T, T, NT), see the module docstring.
+    space : {"log", "linear"}
+        log Z-hat (a lower bound of log Z in expectation), or Z-hat (unbiased for Z).
+    generator : torch.Generator, optional
+        Source of the K2 draws.
+
+    Returns
+    -------
+    Tensor (B,)
+        Differentiable with respect to all three score tensors.  Cost O(T^3 K^3), K = k1 + k2.
+
+    Examples
+    --------
+    >>> import torch, rdp
+    >>> g = torch.Generator().manual_seed(0)
+    >>> rules, term, root = torch.randn(8, 8, 8), torch.randn(2, 5, 8), torch.randn(8)
+    >>> rdp.randomized_pcfg_log_partition(rules, term, root, k1=2, k2=2, generator=g).shape
+    torch.Size([2])
+    """
+    space = check_space(space)
+    rules, terminal, root = _check_pcfg(rule_scores, terminal_scores, root_scores)
+    log_z = _randomized_pcfg_inside(rules, terminal, root, k1, k2, proposal, generator)
+    return log_z if space == "log" else log_z.exp()
+
+
+def randomized_pcfg_entropy(rule_scores: Any, terminal_scores: Any, root_scores: Any, *, k1: int, k2: int,
+                            proposal: Any = "uniform", generator: "torch.Generator | None" = None) -> "torch.Tensor":
+    """Randomized entropy (B,) of a CNF PCFG's parse-tree distribution (Alg. 3 on the sets of Alg. 2).
+
+    Same arguments as :func:`randomized_pcfg_log_partition`; ``log Z-hat - E_pi[s(y)]`` (module
+    docstring), biased (the log), exact when ``k1 + k2 = NT``, differentiable.
+    """
+    rules, terminal, root = _check_pcfg(rule_scores, terminal_scores, root_scores)
+    batch = terminal.shape[0]
+    with torch.enable_grad():
+        rules = rules if rules.dim() == 4 else rules.unsqueeze(0).expand(batch, -1, -1, -1)
+        root = root if root.dim() == 2 else root.unsqueeze(0).expand(batch, -1)
+        leaves = [_as_leaf(rules), _as_leaf(terminal), _as_leaf(root)]
+        return entropy_from_log_partition(_randomized_pcfg_inside(*leaves, k1, k2, proposal, generator), leaves)
