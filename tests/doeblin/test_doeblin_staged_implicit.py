@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from doeblin import SequenceStagedDoeblinChain, StagedDoeblinChain, cyclic_stage_chain
+from doeblin import (SequenceStagedDoeblinChain, StagedDoeblinChain, corollary_37_gap_bound,
+                     cyclic_stage_chain)
 from doeblin._seq_kernels import seq_staged_draws
 from doeblin.implicit import SequenceDoeblinChain, SequenceModel
 from samplers.testing import assert_frequencies_match, chi_square_gof
@@ -66,6 +67,35 @@ def test_strong_chain_is_a_staged_chain(model_x):
     y = staged.sample_stationary(N_DRAWS, seed=4)
     assert_frequencies_match(np.bincount(staged.state_index(y), minlength=K ** L), closed,
                              what="staged draws vs strong Doeblin closed form")
+
+
+RANDOM_INSTANCE_KINDS = [["restart", "sweep", "gibbs", "identity"], ["restart", "identity", "sweep", "gibbs"],
+                         ["restart", "gibbs", "restart", "sweep"]]
+
+
+@pytest.mark.parametrize("instance", range(3))
+def test_random_instances_agree_with_finite(instance):
+    """Random models, dense non-reversible stage chains and several kernel orders (incl. a transient
+    stage with no stationary mass): exact draws vs the finite chain's y-marginal, alpha = 1e-3 each."""
+    rng = np.random.default_rng(100 + instance)
+    k = 3
+    model = SequenceModel(rng.normal(size=(D, 2)), rng.normal(size=(D, 2)), 1.5 * rng.normal(size=(2, 2)))
+    x = rng.normal(size=(4, D))                       # K = 2, L = 4: 16 sequences
+    C = np.zeros((k + 1, k + 1))
+    C[:k, :k] = rng.dirichlet(np.full(k, 0.7), size=k)
+    C[k, 1] = 1.0                                     # stage k is transient: rho[k] = 0
+    kinds = RANDOM_INSTANCE_KINDS[instance]
+    chain = SequenceStagedDoeblinChain(model, x, C, kinds, 0)
+    y = chain.sample_stationary(N_DRAWS // 2, seed=instance)
+    assert_frequencies_match(np.bincount(chain.state_index(y), minlength=16), chain.as_finite().stationary(),
+                             what=f"random instance {instance} ({kinds})")
+
+
+def test_corollary_37_gap_bound(model_x):
+    deltas = [0.9, 0.4, 0.05]                         # delta_2 <= min(0.9, 0.4) / 2: Cor. 3.7 applies
+    chain = SequenceStagedDoeblinChain(*model_x, cyclic_stage_chain(deltas), ["restart", "sweep", "gibbs"], 0)
+    bound = corollary_37_gap_bound(deltas)
+    assert bound is not None and chain.as_finite().spectral_gap() >= bound
 
 
 def test_thinned_path_matches_stationary(chain, finite):
