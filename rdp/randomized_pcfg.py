@@ -35,7 +35,7 @@ from typing import Any
 from ._checks import check_budget, check_generator
 from ._torch import torch
 from .proposals import resolve_proposal
-from .randomized_tree import check_space
+from .randomized_tree import check_space, in_space
 from .selection import IndexSets, select_indices
 from .tree import _as_leaf, _check_pcfg, entropy_from_log_partition
 
@@ -103,7 +103,7 @@ def _randomized_pcfg_inside(rules, terminal, root, k1, k2, proposal, generator) 
 
 def randomized_pcfg_log_partition(rule_scores: Any, terminal_scores: Any, root_scores: Any, *, k1: int, k2: int,
                                   proposal: Any = "uniform", space: str = "log",
-                                  generator: "torch.Generator | None" = None) -> "torch.Tensor":
+                                  generator: "torch.Generator | None" = None, log_scale: Any = 0.0) -> "torch.Tensor":
     """Randomized Inside estimate of a CNF PCFG's partition function (Alg. 2, Eq. 18).
 
     Parameters
@@ -120,9 +120,12 @@ def randomized_pcfg_log_partition(rule_scores: Any, terminal_scores: Any, root_s
     proposal : str, Tensor or callable
         ``"uniform"``, ``"local"`` or user weights over (B, T, T, NT), see the module docstring.
     space : {"log", "linear"}
-        log Z-hat (a lower bound of log Z in expectation), or Z-hat (unbiased for Z).
+        log Z-hat (a lower bound of log Z in expectation), or ``Z-hat * exp(-log_scale)`` (unbiased
+        for ``Z exp(-log_scale)``).
     generator : torch.Generator, optional
         Source of the K2 draws.
+    log_scale : float or Tensor (B,)
+        Subtracted from log Z-hat before exponentiating in linear space (avoids overflow).
 
     Returns
     -------
@@ -137,10 +140,10 @@ def randomized_pcfg_log_partition(rule_scores: Any, terminal_scores: Any, root_s
     >>> rdp.randomized_pcfg_log_partition(rules, term, root, k1=2, k2=2, generator=g).shape
     torch.Size([2])
     """
-    space = check_space(space)
+    space, log_scale = check_space(space, log_scale)
     rules, terminal, root = _check_pcfg(rule_scores, terminal_scores, root_scores)
     log_z = _randomized_pcfg_inside(rules, terminal, root, k1, k2, proposal, generator)
-    return log_z if space == "log" else log_z.exp()
+    return in_space(log_z, space, log_scale)
 
 
 def randomized_pcfg_entropy(rule_scores: Any, terminal_scores: Any, root_scores: Any, *, k1: int, k2: int,

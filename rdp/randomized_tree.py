@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from samplers.validation import check_float
+
 from ._checks import check_budget, check_generator
 from ._torch import torch
 from .proposals import resolve_proposal
@@ -31,11 +33,19 @@ from .selection import select_indices
 from .tree import _as_leaf, check_spans, entropy_from_log_partition, inside_on_sets
 
 
-def check_space(space: Any) -> str:
-    """Check the output space of a randomized partition estimate: ``"log"`` or ``"linear"``."""
+def check_space(space: Any, log_scale: Any = 0.0) -> "tuple[str, float | torch.Tensor]":
+    """Check the output space of a randomized partition estimate (``"log"`` or ``"linear"``) and the
+    log scale subtracted before exponentiating in linear space (a float or a tensor broadcastable to (B,))."""
     if space not in ("log", "linear"):
         raise ValueError(f"space must be 'log' or 'linear', got {space!r}")
-    return space
+    if not isinstance(log_scale, torch.Tensor):
+        log_scale = check_float(log_scale, "log_scale")
+    return space, log_scale
+
+
+def in_space(log_z: "torch.Tensor", space: str, log_scale: "float | torch.Tensor") -> "torch.Tensor":
+    """log Z-hat as it is (``"log"``), or ``Z-hat * exp(-log_scale)`` (``"linear"``, unbiased for Z exp(-log_scale))."""
+    return log_z if space == "log" else torch.exp(log_z - log_scale)
 
 
 def _randomized_inside(spans: "torch.Tensor", k1: Any, k2: Any, proposal: Any, generator: Any) -> "torch.Tensor":
@@ -48,7 +58,8 @@ def _randomized_inside(spans: "torch.Tensor", k1: Any, k2: Any, proposal: Any, g
 
 
 def randomized_tree_log_partition(span_potentials: Any, *, k1: int, k2: int, proposal: Any = "uniform",
-                                  generator: "torch.Generator | None" = None, space: str = "log") -> "torch.Tensor":
+                                  generator: "torch.Generator | None" = None, space: str = "log",
+                                  log_scale: Any = 0.0) -> "torch.Tensor":
     """Randomized Inside estimate of the tree CRF's partition function (Alg. 2).
 
     Parameters
@@ -63,16 +74,18 @@ def randomized_tree_log_partition(span_potentials: Any, *, k1: int, k2: int, pro
     generator : torch.Generator, optional
         Source of the K2 draws.
     space : {"log", "linear"}
-        log Z-hat, or Z-hat itself (unbiased for Z).
+        log Z-hat, or ``Z-hat * exp(-log_scale)`` (unbiased for ``Z exp(-log_scale)``).
+    log_scale : float or Tensor (B,)
+        Subtracted from log Z-hat before exponentiating in linear space (avoids overflow).
 
     Returns
     -------
     Tensor (B,)
         Differentiable with respect to ``span_potentials``.
     """
-    space = check_space(space)
+    space, log_scale = check_space(space, log_scale)
     log_z = _randomized_inside(check_spans(span_potentials), k1, k2, proposal, generator)
-    return log_z if space == "log" else log_z.exp()
+    return in_space(log_z, space, log_scale)
 
 
 def randomized_tree_entropy(span_potentials: Any, *, k1: int, k2: int, proposal: Any = "uniform",

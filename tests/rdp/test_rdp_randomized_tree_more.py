@@ -81,11 +81,11 @@ def test_linear_space_pcfg_inside_is_unbiased(proposal, k1, k2):
     reps = 2000
     rules, terminal, root = _pcfg(11, b=1, t=4, nt=4, scale=0.7)
     log_z = float(rdp.pcfg_log_partition(rules, terminal, root))
-    z = rdp.randomized_pcfg_log_partition(rules, terminal.expand(reps, -1, -1), root, k1=k1, k2=k2,
-                                          proposal=proposal, space="linear", generator=torch.Generator().manual_seed(6))
-    ratio = z / math.exp(log_z)
+    ratio = rdp.randomized_pcfg_log_partition(rules, terminal.expand(reps, -1, -1), root, k1=k1, k2=k2,
+                                              proposal=proposal, space="linear", log_scale=log_z,
+                                              generator=torch.Generator().manual_seed(6))
     assert_close_in_se(ratio.mean(), 1.0, se=ratio.std() / math.sqrt(reps), k=4, what=f"mean Z-hat / Z ({proposal})")
-    logs = z.log()
+    logs = ratio.log() + log_z
     assert float(logs.mean()) <= log_z + 4 * float(logs.std()) / math.sqrt(reps)
 
 
@@ -163,6 +163,7 @@ def test_bad_budgets(k1, k2, match):
     ((PCFG[0], PCFG[1] * float("nan"), PCFG[2]), {}, ValueError, "terminal_scores must be finite"),
     ((PCFG[0].clone().fill_(float("inf")), PCFG[1], PCFG[2]), {}, ValueError, "rule_scores must be finite"),
     (PCFG, {"space": "exp"}, ValueError, "space"),
+    (PCFG, {"space": "linear", "log_scale": float("nan")}, ValueError, "log_scale"),
     (PCFG, {"proposal": "global"}, ValueError, "global prior"),
     (PCFG, {"proposal": -torch.ones(1, 3, 3, 4)}, ValueError, "non-negative"),
     (PCFG, {"proposal": torch.zeros(1, 3, 3, 4)}, ValueError, "all-zero"),
@@ -181,3 +182,12 @@ def test_bad_tree_entropy_input():
         rdp.randomized_tree_entropy(torch.full((1, 3, 3, 2), float("nan")), k1=1, k2=1)
     with pytest.raises(ValueError, match="proposal"):
         rdp.randomized_tree_entropy(_spans(0), k1=1, k2=1, proposal="global")
+
+
+def test_tree_linear_space_log_scale_rescales_and_is_checked():
+    spans = _spans(3)
+    log_z = rdp.tree_log_partition(spans)
+    scaled = rdp.randomized_tree_log_partition(spans, k1=4, k2=0, space="linear", log_scale=log_z)
+    assert torch.allclose(scaled, torch.ones_like(scaled), atol=1e-12)
+    with pytest.raises(ValueError, match="log_scale"):
+        rdp.randomized_tree_log_partition(spans, k1=1, k2=1, space="linear", log_scale=float("inf"))
