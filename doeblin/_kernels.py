@@ -166,6 +166,28 @@ def simulate_staged(cdf_C, cdf_kernels, z_restart, z0, y0, n_steps, seed):
 
 
 @jit
+def walk_back_to_restart(cdf_rho, cdf_C_rev, z_restart, back):
+    """Draw ``z_0 ~ rho`` and walk the time-reversed stage chain back to the last visit of ``z*``.
+
+    Returns ``(z_0, m, back)``: ``back[:m]`` holds the stages visited before reaching ``z*``
+    (``back[0] = z_0``), so the forward kernels to apply after the restart are ``back[m-1], ...,
+    back[0]``; ``back`` is grown (doubled) when needed and returned.
+    """
+    z = draw_from_cdf(cdf_rho)
+    z0 = z
+    m = 0
+    while z != z_restart:
+        if m == back.shape[0]:
+            grown = np.empty(2 * m, dtype=np.int64)
+            grown[:m] = back
+            back = grown
+        back[m] = z
+        m += 1
+        z = draw_from_cdf(cdf_C_rev[z])
+    return z0, m, back
+
+
+@jit
 def exact_staged_draws(cdf_rho, cdf_C_rev, cdf_kernels, z_restart, size, seed):
     """Exact stationary draws of a staged chain by walking the stage chain backwards to the last restart.
 
@@ -181,17 +203,7 @@ def exact_staged_draws(cdf_rho, cdf_C_rev, cdf_kernels, z_restart, size, seed):
     steps = np.empty(size, dtype=np.int64)
     buf = np.empty(64, dtype=np.int64)
     for i in range(size):
-        z = draw_from_cdf(cdf_rho)
-        zs[i] = z
-        m = 0
-        while z != z_restart:
-            if m == buf.shape[0]:
-                nb = np.empty(2 * m, dtype=np.int64)
-                nb[:m] = buf
-                buf = nb
-            buf[m] = z
-            m += 1
-            z = draw_from_cdf(cdf_C_rev[z])
+        zs[i], m, buf = walk_back_to_restart(cdf_rho, cdf_C_rev, z_restart, buf)
         y = draw_from_cdf(cdf_kernels[z_restart, 0])
         for j in range(m - 1, -1, -1):
             y = draw_from_cdf(cdf_kernels[buf[j], y])

@@ -13,7 +13,7 @@ import numpy as np
 from samplers._jit import jit
 from samplers._kernels import categorical_from_logits, log_softmax_1d
 
-from ._kernels import draw_from_cdf
+from ._kernels import draw_from_cdf, walk_back_to_restart
 
 # stage-kernel kinds of the staged sequence chain (doeblin.staged_implicit)
 KIND_RESTART = 0    # y ~ u (independent of the previous y)
@@ -297,17 +297,7 @@ def seq_staged_draws(x, W_u, W_A, P, kinds, cdf_rho, cdf_C_rev, z_restart, size,
     steps = np.empty(size, dtype=np.int64)
     back = np.empty(64, dtype=np.int64)
     for s in range(size):
-        z = draw_from_cdf(cdf_rho)
-        zs[s] = z
-        m = 0
-        while z != z_restart:
-            if m == back.shape[0]:
-                grown = np.empty(2 * m, dtype=np.int64)
-                grown[:m] = back
-                back = grown
-            back[m] = z
-            m += 1
-            z = draw_from_cdf(cdf_C_rev[z])
+        zs[s], m, back = walk_back_to_restart(cdf_rho, cdf_C_rev, z_restart, back)
         sample_u(x, W_u, y, buf)
         for j in range(m - 1, -1, -1):
             apply_stage_kernel(kinds[back[j]], x, W_u, W_A, P, y, buf)
