@@ -95,7 +95,8 @@ def test_frequencies_match_accepts_exact_sampler_and_rejects_wrong_one(rng):
     p = np.array([0.1, 0.2, 0.3, 0.4])
     good = np.bincount(rng.choice(4, size=5000, p=p), minlength=4)
     assert assert_frequencies_match(good, p, alpha=1e-3) > 1e-3
-    wrong = np.bincount(rng.choice(4, size=5000, p=[0.12, 0.2, 0.3, 0.38]), minlength=4)
+    # noncentrality n * sum((q - p)^2 / p) = 20000 * 0.005 = 100: power > 0.9999 at alpha = 1e-3 on 3 dof
+    wrong = np.bincount(rng.choice(4, size=20_000, p=[0.12, 0.2, 0.3, 0.38]), minlength=4)
     with pytest.raises(AssertionError, match="do not match"):
         assert_frequencies_match(wrong, p, alpha=1e-3)
     with pytest.raises(ValueError, match="alpha"):
