@@ -26,8 +26,9 @@ def _splits(alive, keep, i, k, buf):
 
 
 @jit
-def inside_kernel(words, lex, rules, logw, keep):
-    """Pruned inside chart (Algorithm 3) and the ``alive`` flags (span has a finite entry)."""
+def _word_chart(words, lex, keep):
+    """A chart (n+1, n+1, nt) holding the lexical log weights of kept one-word spans (-inf elsewhere)
+    and the ``alive`` flags (span has a finite entry)."""
     n = words.shape[0]
     nt = lex.shape[0]
     chart = np.full((n + 1, n + 1, nt), -np.inf)
@@ -39,6 +40,15 @@ def inside_kernel(words, lex, rules, logw, keep):
                 chart[i, i + 1, a] = v
                 if v > -np.inf:
                     alive[i, i + 1] = True
+    return chart, alive
+
+
+@jit
+def inside_kernel(words, lex, rules, logw, keep):
+    """Pruned inside chart (Algorithm 3) and the ``alive`` flags (span has a finite entry)."""
+    n = words.shape[0]
+    nt = lex.shape[0]
+    chart, alive = _word_chart(words, lex, keep)
     buf = np.empty(n + 1, dtype=np.int64)
     vals = np.empty(n + 1)
     for length in range(2, n + 1):
@@ -226,16 +236,9 @@ def viterbi_kernel(words, lex, rules, logw, keep, start):
     """Max-product chart with back-pointers; returns (best log weight, nodes (2n-1, 4))."""
     n = words.shape[0]
     nt = lex.shape[0]
-    best = np.full((n + 1, n + 1, nt), -np.inf)
+    best, alive = _word_chart(words, lex, keep)
     back_r = np.full((n + 1, n + 1, nt), -1, dtype=np.int64)
     back_j = np.full((n + 1, n + 1, nt), -1, dtype=np.int64)
-    alive = np.zeros((n + 1, n + 1), dtype=np.bool_)
-    for i in range(n):
-        if keep[i, i + 1]:
-            for a in range(nt):
-                best[i, i + 1, a] = lex[a, words[i]]
-                if best[i, i + 1, a] > -np.inf:
-                    alive[i, i + 1] = True
     buf = np.empty(n + 1, dtype=np.int64)
     for length in range(2, n + 1):
         for i in range(n - length + 1):
