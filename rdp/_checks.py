@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from samplers.validation import check_int
+from samplers.validation import check_float, check_int
 
 from ._torch import torch
 
@@ -86,3 +86,18 @@ def as_generator(seed: int, device="cpu") -> "torch.Generator":
     gen = torch.Generator(device=device)
     gen.manual_seed(check_int(seed, "seed", low=0))
     return gen
+
+
+def check_space(space: Any, log_scale: Any = 0.0) -> "tuple[str, float | torch.Tensor]":
+    """Check the output space of a randomized partition estimate (``"log"`` or ``"linear"``) and the
+    log scale subtracted before exponentiating in linear space (a float or a tensor broadcastable to (B,))."""
+    if space not in ("log", "linear"):
+        raise ValueError(f"space must be 'log' or 'linear', got {space!r}")
+    if not isinstance(log_scale, torch.Tensor):
+        log_scale = check_float(log_scale, "log_scale")
+    return space, log_scale
+
+
+def in_space(log_z: "torch.Tensor", space: str, log_scale: "float | torch.Tensor") -> "torch.Tensor":
+    """log Z-hat as it is (``"log"``), or ``Z-hat * exp(-log_scale)`` (``"linear"``, unbiased for Z exp(-log_scale))."""
+    return log_z if space == "log" else torch.exp(log_z - log_scale)

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 from samplers.validation import check_float
 
-from ._checks import check_budget, check_generator
+from ._checks import check_budget, check_generator, check_space, in_space
 from ._torch import torch
 from .chain import GumbelSample, Sweep, at_lengths, chain_sweep, gumbel_backward, prepare_chain
 from .proposals import resolve_proposal
@@ -92,16 +92,10 @@ def randomized_chain_log_partition(emissions: Any, transitions: Any = None, *, s
     >>> est.shape
     torch.Size([2])
     """
-    if space not in ("log", "linear"):
-        raise ValueError(f"space must be 'log' or 'linear', got {space!r}")
+    space, log_scale = check_space(space, log_scale)
     run = randomized_chain_sweep(emissions, transitions, state_embeddings=state_embeddings, k1=k1, k2=k2,
                                  proposal=proposal, generator=generator, lengths=lengths)
-    log_z = at_lengths(run.sweep.log_z, run.lengths)
-    if space == "log":
-        return log_z
-    if not isinstance(log_scale, torch.Tensor):
-        log_scale = check_float(log_scale, "log_scale")
-    return torch.exp(log_z - log_scale)
+    return in_space(at_lengths(run.sweep.log_z, run.lengths), space, log_scale)
 
 
 def randomized_chain_entropy(emissions: Any, transitions: Any = None, *, state_embeddings: Any = None, k1: int,

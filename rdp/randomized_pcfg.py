@@ -32,10 +32,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._checks import check_budget, check_generator
+from ._checks import check_budget, check_generator, check_space, in_space
 from ._torch import torch
 from .proposals import resolve_proposal
-from .randomized_tree import check_space, in_space
 from .selection import IndexSets, select_indices
 from .tree import _as_leaf, _check_pcfg, entropy_from_log_partition
 

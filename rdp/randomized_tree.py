@@ -24,28 +24,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from samplers.validation import check_float
-
-from ._checks import check_budget, check_generator
+from ._checks import check_budget, check_generator, check_space, in_space
 from ._torch import torch
 from .proposals import resolve_proposal
 from .selection import select_indices
 from .tree import _as_leaf, check_spans, entropy_from_log_partition, inside_on_sets
-
-
-def check_space(space: Any, log_scale: Any = 0.0) -> "tuple[str, float | torch.Tensor]":
-    """Check the output space of a randomized partition estimate (``"log"`` or ``"linear"``) and the
-    log scale subtracted before exponentiating in linear space (a float or a tensor broadcastable to (B,))."""
-    if space not in ("log", "linear"):
-        raise ValueError(f"space must be 'log' or 'linear', got {space!r}")
-    if not isinstance(log_scale, torch.Tensor):
-        log_scale = check_float(log_scale, "log_scale")
-    return space, log_scale
-
-
-def in_space(log_z: "torch.Tensor", space: str, log_scale: "float | torch.Tensor") -> "torch.Tensor":
-    """log Z-hat as it is (``"log"``), or ``Z-hat * exp(-log_scale)`` (``"linear"``, unbiased for Z exp(-log_scale))."""
-    return log_z if space == "log" else torch.exp(log_z - log_scale)
 
 
 def _randomized_inside(spans: "torch.Tensor", k1: Any, k2: Any, proposal: Any, generator: Any) -> "torch.Tensor":
