@@ -5,17 +5,23 @@ State of one example: ``x`` (l,) key ids in {0..K-1}; alignment ``z`` (l,) in {0
 start or continuation of the same letter), ``z_i = 2K`` (unaligned, '#'). The output word ``y`` is
 the letters of the start states, in order.
 
+The paper's indicator features on (x_i, z_{i-1}, z_i), (x_i, x_{i-1}, z_i) and (x_i, y_i, y_{i-1})
+are kept x-conditioned but reduced by describing a state (or letter) **relative to the key x_i**:
+``rel[x, c]`` (K, K) int64 is 0 if c == x, 1 if c is a keyboard neighbour of x, 2 otherwise, and the
+*class* of a state s at key x is ``rel[x, c]`` for a start of c, ``3 + rel[x, c]`` for a
+continuation of c and 6 for '#' (7 classes; 7 = BOS for a missing predecessor).
+
 Flat weight layout (``S = 2K + 1`` states)::
 
-    [0, K*S)            unary (x_i, z_i)
-    off_T  (4 x 3)      (type(z_{i-1}) or BOS, type(z_i)),   types: 0 start, 1 continue, 2 unaligned
-    off_R  (2 x 3)      ([x_i == x_{i-1}], type(z_i)) for i >= 1
-    n_base              --- end of the base features (u uses only these) ---
-    off_B  ((K+1) x K)  output letter bigrams (y_{j-1} or BOS, y_j)
-    off_D  (3)          [y in dictionary], log frequency if in dictionary, #prefixes of y in the dictionary
+    [0, K*S)                 U: (x_i, z_i), full indicator
+    off_P  K x 8 x 7         P: (x_i, class(z_{i-1} | x_i) or BOS, class(z_i | x_i))
+    off_R  K x (K+1) x 7     R: (x_i, x_{i-1} or BOS, class(z_i | x_i))
+    n_base                   --- end of the base features (u uses only these) ---
+    off_Y  3 x (K+1) x K     Y: (rel(x_i, y_j), y_{j-1} or BOS, y_j) at the start position i of y_j
+    off_D  (3)               [y in dictionary], log frequency if in dictionary, #prefixes of y in it
 
 The dictionary is a trie: ``child`` (n_nodes, K) int64 (-1: none), ``word_logfreq`` (n_nodes,)
-(NaN: the node ends no word).  No validation here.
+(NaN: the node ends no word; the root ends none).  No validation here.
 """
 
 from __future__ import annotations
@@ -25,26 +31,29 @@ import numpy as np
 from samplers._jit import jit
 from samplers._kernels import categorical_from_logits, logsumexp_1d
 
+N_CLASSES = 7     # classes of a state relative to a key; index 7 is BOS in the P block
+
 
 @jit
 def layout(K):
-    """Offsets ``(S, off_T, off_R, n_base, off_B, off_D, n_full)`` of the flat weight vector."""
+    """Offsets ``(S, off_P, off_R, n_base, off_Y, off_D, n_full)`` of the flat weight vector."""
     S = 2 * K + 1
-    off_T = K * S
-    off_R = off_T + 12
-    n_base = off_R + 6
-    off_B = n_base
-    off_D = off_B + (K + 1) * K
-    return S, off_T, off_R, n_base, off_B, off_D, off_D + 3
+    off_P = K * S
+    off_R = off_P + K * 8 * 7
+    n_base = off_R + K * (K + 1) * 7
+    off_Y = n_base
+    off_D = off_Y + 3 * (K + 1) * K
+    return S, off_P, off_R, n_base, off_Y, off_D, off_D + 3
 
 
 @jit
-def state_type(s, K):
+def state_class(s, key, K, rel):
+    """Class of state ``s`` relative to key ``key`` (0-2 start, 3-5 continue, 6 unaligned)."""
     if s < K:
-        return 0
+        return rel[key, s]
     if s < 2 * K:
-        return 1
-    return 2
+        return 3 + rel[key, s - K]
+    return 6
 
 
 @jit
@@ -53,20 +62,6 @@ def allowed(prev, s, K):
     if K <= s < 2 * K:
         return prev >= 0 and (prev == s - K or prev == s)
     return True
-
-
-@jit
-def base_local(x, z, i, w, K):
-    """Base-feature score of position i: unary, type transition from i-1 (or BOS), repeat-key."""
-    S, off_T, off_R, _, _, _, _ = layout(K)
-    s = z[i]
-    t = state_type(s, K)
-    pt = 3 if i == 0 else state_type(z[i - 1], K)
-    val = w[x[i] * S + s] + w[off_T + pt * 3 + t]
-    if i > 0:
-        r = 1 if x[i] == x[i - 1] else 0
-        val += w[off_R + r * 3 + t]
-    return val
 
 
 @jit
@@ -80,178 +75,265 @@ def is_valid(z, K):
 
 
 @jit
-def output_word(z, K, y):
-    """Write the output word of ``z`` into ``y``; return its length."""
+def r_index(x, i, s, K, rel):
+    """Index of the (x_i, x_{i-1} or BOS, class(z_i)) indicator."""
+    _, _, off_R, _, _, _, _ = layout(K)
+    xp = K if i == 0 else x[i - 1]
+    return off_R + (x[i] * (K + 1) + xp) * 7 + state_class(s, x[i], K, rel)
+
+
+@jit
+def p_index(x, i, prev, s, K, rel):
+    """Index of the (x_i, class(z_{i-1}) or BOS, class(z_i)) indicator (``prev = -1``: BOS)."""
+    _, off_P, _, _, _, _, _ = layout(K)
+    pc = 7 if prev < 0 else state_class(prev, x[i], K, rel)
+    return off_P + (x[i] * 8 + pc) * 7 + state_class(s, x[i], K, rel)
+
+
+@jit
+def y_index(key, last, c, K, rel):
+    """Index of the (rel(key, c), previous letter ``last`` or BOS = K, letter c) indicator."""
+    _, _, _, _, off_Y, _, _ = layout(K)
+    return off_Y + (rel[key, c] * (K + 1) + last) * K + c
+
+
+@jit
+def unary(x, i, s, w, K, rel):
+    """Score of the single-site base features of ``z_i = s``: (x_i, z_i) and (x_i, x_{i-1}, z_i)."""
+    return w[x[i] * (2 * K + 1) + s] + w[r_index(x, i, s, K, rel)]
+
+
+@jit
+def pair(x, i, prev, s, w, K, rel):
+    """Score of (x_i, z_{i-1}, z_i); -inf if ``s`` may not follow ``prev``."""
+    if not allowed(prev, s, K):
+        return -np.inf
+    return w[p_index(x, i, prev, s, K, rel)]
+
+
+@jit
+def trie_walk(z, starts, k, n_starts, node, depth, child):
+    """Walk the trie from ``node`` (``-1``: fallen off) along the letters ``z[starts[k:n_starts]]``;
+    return the final node (-1 if off the trie) and ``depth`` plus the number of steps that stayed on."""
+    j = k
+    while node >= 0 and j < n_starts:
+        node = child[node, z[starts[j]]]
+        if node >= 0:
+            depth += 1
+        j += 1
+    return node, depth
+
+
+@jit
+def dictionary_score(node, depth, w, K, word_logfreq):
+    """Dictionary features of a word whose trie walk ended at ``node`` having matched ``depth``
+    prefixes: #prefixes, and membership plus log frequency if ``node`` ends a word."""
+    _, _, _, _, _, off_D, _ = layout(K)
+    val = w[off_D + 2] * depth
+    if node >= 0 and not np.isnan(word_logfreq[node]):
+        val += w[off_D] + w[off_D + 1] * word_logfreq[node]
+    return val
+
+
+@jit
+def start_positions(z, K, starts):
+    """Write the positions of start states of ``z`` into ``starts``; return how many."""
     n = 0
     for i in range(z.shape[0]):
         if z[i] < K:
-            y[n] = z[i]
+            starts[n] = i
             n += 1
     return n
 
 
 @jit
-def trie_walk(y, ny, child, word_logfreq):
-    """``(number of prefixes y[:i], i >= 1, in the dictionary, log frequency of y or NaN)``."""
-    node = 0
-    for j in range(ny):
-        nxt = child[node, y[j]]
-        if nxt < 0:
-            return j, np.nan
-        node = nxt
-    return ny, (word_logfreq[node] if ny > 0 else np.nan)
+def features(x, z, K, rel, child, word_logfreq, use_rich, idx, val, starts):
+    """Sparse feature vector of ``z`` (valid): writes indices/values into ``idx``/``val`` (length
+    >= 4 l + 3) and returns their number; base features only unless ``use_rich``."""
+    _, _, _, _, _, off_D, _ = layout(K)
+    S = 2 * K + 1
+    n = 0
+    prev = -1
+    for i in range(z.shape[0]):
+        idx[n] = x[i] * S + z[i]
+        idx[n + 1] = r_index(x, i, z[i], K, rel)
+        idx[n + 2] = p_index(x, i, prev, z[i], K, rel)
+        val[n] = val[n + 1] = val[n + 2] = 1.0
+        n += 3
+        prev = z[i]
+    if not use_rich:
+        return n
+    ns = start_positions(z, K, starts)
+    last = K
+    for j in range(ns):
+        q = starts[j]
+        idx[n] = y_index(x[q], last, z[q], K, rel)
+        val[n] = 1.0
+        n += 1
+        last = z[q]
+    node, depth = trie_walk(z, starts, 0, ns, 0, 0, child)
+    idx[n] = off_D + 2
+    val[n] = depth
+    n += 1
+    if node >= 0 and not np.isnan(word_logfreq[node]):
+        idx[n] = off_D
+        idx[n + 1] = off_D + 1
+        val[n] = 1.0
+        val[n + 1] = word_logfreq[node]
+        n += 2
+    return n
 
 
 @jit
-def rich_score(y, ny, w, K, child, word_logfreq):
-    """Score of the richer features of A: bigrams, dictionary membership and log frequency, prefixes."""
-    _, _, _, _, off_B, off_D, _ = layout(K)
-    val = 0.0
-    for j in range(ny):
-        val += w[off_B + (K if j == 0 else y[j - 1]) * K + y[j]]
-    depth, logf = trie_walk(y, ny, child, word_logfreq)
-    val += w[off_D + 2] * depth
-    if not np.isnan(logf):
-        val += w[off_D] + w[off_D + 1] * logf
-    return val
-
-
-@jit
-def full_score(x, z, w, K, child, word_logfreq, use_rich):
-    """Log potential of ``z`` (-inf if invalid); base features only unless ``use_rich``."""
+def full_score(x, z, w, K, rel, child, word_logfreq, use_rich):
+    """Log potential ``w . phi(x, z)`` (-inf if invalid); base features only unless ``use_rich``."""
     if not is_valid(z, K):
         return -np.inf
-    val = 0.0
-    for i in range(z.shape[0]):
-        val += base_local(x, z, i, w, K)
-    if use_rich:
-        y = np.empty(z.shape[0], dtype=np.int64)
-        ny = output_word(z, K, y)
-        val += rich_score(y, ny, w, K, child, word_logfreq)
-    return val
+    L = z.shape[0]
+    idx = np.empty(4 * L + 3, dtype=np.int64)
+    val = np.empty(4 * L + 3)
+    n = features(x, z, K, rel, child, word_logfreq, use_rich, idx, val, np.empty(L, dtype=np.int64))
+    out = 0.0
+    for j in range(n):
+        out += w[idx[j]] * val[j]
+    return out
 
 
 @jit
-def add_features(x, z, K, child, word_logfreq, use_rich, scale, grad, y):
-    """``grad += scale * phi(x, z)`` (sparse adds; ``y`` is scratch of length l)."""
-    S, off_T, off_R, _, off_B, off_D, _ = layout(K)
-    prev_t = 3
-    for i in range(z.shape[0]):
-        t = state_type(z[i], K)
-        grad[x[i] * S + z[i]] += scale
-        grad[off_T + prev_t * 3 + t] += scale
-        if i > 0:
-            r = 1 if x[i] == x[i - 1] else 0
-            grad[off_R + r * 3 + t] += scale
-        prev_t = t
-    if not use_rich:
-        return
-    ny = output_word(z, K, y)
-    for j in range(ny):
-        grad[off_B + (K if j == 0 else y[j - 1]) * K + y[j]] += scale
-    depth, logf = trie_walk(y, ny, child, word_logfreq)
-    grad[off_D + 2] += scale * depth
-    if not np.isnan(logf):
-        grad[off_D] += scale
-        grad[off_D + 1] += scale * logf
+def add_features(x, z, K, rel, child, word_logfreq, use_rich, scale, grad, idx, val, starts):
+    """``grad += scale * phi(x, z)`` (``idx``, ``val``, ``starts``: scratch, see :func:`features`)."""
+    n = features(x, z, K, rel, child, word_logfreq, use_rich, idx, val, starts)
+    for j in range(n):
+        grad[idx[j]] += scale * val[j]
 
 
 @jit
-def _unary_u(x, i, s, w, K):
-    S, _, off_R, _, _, _, _ = layout(K)
-    val = w[x[i] * S + s]
-    if i > 0:
-        r = 1 if x[i] == x[i - 1] else 0
-        val += w[off_R + r * 3 + state_type(s, K)]
-    return val
-
-
-@jit
-def _trans_u(prev, s, w, K):
-    _, off_T, _, _, _, _, _ = layout(K)
-    if not allowed(prev, s, K):
-        return -np.inf
-    pt = 3 if prev < 0 else state_type(prev, K)
-    return w[off_T + pt * 3 + state_type(s, K)]
-
-
-@jit
-def u_forward(x, w, K):
+def u_forward(x, w, K, rel):
     """Forward log-messages ``alpha`` (l, S) of the base chain model u; log Z = logsumexp(alpha[-1])."""
     S = 2 * K + 1
     L = x.shape[0]
     alpha = np.empty((L, S))
     buf = np.empty(S)
     for s in range(S):
-        alpha[0, s] = _unary_u(x, 0, s, w, K) + _trans_u(-1, s, w, K)
+        alpha[0, s] = unary(x, 0, s, w, K, rel) + pair(x, 0, -1, s, w, K, rel)
     for i in range(1, L):
         for s in range(S):
             for p in range(S):
-                buf[p] = alpha[i - 1, p] + _trans_u(p, s, w, K)
-            alpha[i, s] = _unary_u(x, i, s, w, K) + logsumexp_1d(buf)
+                buf[p] = alpha[i - 1, p] + pair(x, i, p, s, w, K, rel)
+            alpha[i, s] = unary(x, i, s, w, K, rel) + logsumexp_1d(buf)
     return alpha
 
 
 @jit
-def u_sample_from_alpha(alpha, w, K, z):
+def u_sample_from_alpha(x, alpha, w, K, rel, z):
     """Backward sampling (FFBS) of ``z ~ u`` in place, given forward messages."""
     L, S = alpha.shape
     buf = np.empty(S)
     z[L - 1] = categorical_from_logits(alpha[L - 1])
     for i in range(L - 2, -1, -1):
         for p in range(S):
-            buf[p] = alpha[i, p] + _trans_u(p, z[i + 1], w, K)
+            buf[p] = alpha[i, p] + pair(x, i + 1, p, z[i + 1], w, K, rel)
         z[i] = categorical_from_logits(buf)
 
 
 @jit
-def u_draws(x, w, K, size, seed):
+def u_draws(x, w, K, rel, size, seed):
     """``size`` exact draws from u (forward filtering, backward sampling)."""
     np.random.seed(seed)
-    alpha = u_forward(x, w, K)
+    alpha = u_forward(x, w, K, rel)
     out = np.empty((size, x.shape[0]), dtype=np.int64)
     z = np.empty(x.shape[0], dtype=np.int64)
     for n in range(size):
-        u_sample_from_alpha(alpha, w, K, z)
+        u_sample_from_alpha(x, alpha, w, K, rel, z)
         out[n] = z
     return out
 
 
 @jit
-def gibbs_site(x, z, i, w, K, child, word_logfreq, logits, y):
-    """Resample ``z_i`` from its conditional under the full model (base + rich features)."""
+def site_logits(x, z, i, w, K, rel, child, word_logfreq, starts, k, n_starts, last, node, depth, logits):
+    """Conditional log-potentials (up to a constant) of ``z_i`` under the full model.
+
+    ``starts[k:n_starts]`` are the start positions after i, ``last`` the last letter before i (K if
+    none) and ``(node, depth)`` the trie state of the prefix before i; the prefix's own bigram
+    features and the suffix's internal ones do not depend on ``z_i`` and are left out.
+    """
     S = 2 * K + 1
     L = z.shape[0]
     prev = z[i - 1] if i > 0 else -1
+    q = starts[k] if k < n_starts else -1
+
+    # rich part shared by every non-start value: the word is prefix + suffix
+    n_node, n_depth = trie_walk(z, starts, k, n_starts, node, depth, child)
+    rich_nonstart = dictionary_score(n_node, n_depth, w, K, word_logfreq)
+    if q >= 0:
+        rich_nonstart += w[y_index(x[q], last, z[q], K, rel)]
     for v in range(S):
-        if not allowed(prev, v, K) or (i + 1 < L and not allowed(v, z[i + 1], K)):
-            logits[v] = -np.inf
-            continue
-        z[i] = v
-        val = base_local(x, z, i, w, K)
+        val = pair(x, i, prev, v, w, K, rel)
         if i + 1 < L:
-            val += base_local(x, z, i + 1, w, K)
-        ny = output_word(z, K, y)
-        logits[v] = val + rich_score(y, ny, w, K, child, word_logfreq)
-    z[i] = categorical_from_logits(logits)
+            val += pair(x, i + 1, v, z[i + 1], w, K, rel)
+        if val == -np.inf:
+            logits[v] = val
+            continue
+        val += unary(x, i, v, w, K, rel)
+        if v < K:      # the word is prefix + v + suffix
+            v_node = child[node, v] if node >= 0 else -1
+            v_node, v_depth = trie_walk(z, starts, k, n_starts, v_node, depth + (1 if v_node >= 0 else 0), child)
+            val += w[y_index(x[i], last, v, K, rel)] + dictionary_score(v_node, v_depth, w, K, word_logfreq)
+            if q >= 0:
+                val += w[y_index(x[q], v, z[q], K, rel)]
+        else:
+            val += rich_nonstart
+        logits[v] = val
 
 
 @jit
-def gibbs_sweep(x, z, w, K, child, word_logfreq, logits, y):
-    """One transition of A: a systematic Gibbs sweep over positions 0..l-1."""
+def gibbs_sweep(x, z, w, K, rel, child, word_logfreq, logits, starts):
+    """One transition of A: a systematic Gibbs sweep over positions 0..l-1 (O(l S) plus trie walks)."""
+    n_starts = start_positions(z, K, starts)     # positions > i are unchanged when site i is visited
+    k = 0
+    last = K
+    node = 0
+    depth = 0
     for i in range(z.shape[0]):
-        gibbs_site(x, z, i, w, K, child, word_logfreq, logits, y)
+        while k < n_starts and starts[k] <= i:
+            k += 1
+        site_logits(x, z, i, w, K, rel, child, word_logfreq, starts, k, n_starts, last, node, depth, logits)
+        v = categorical_from_logits(logits)
+        z[i] = v
+        if v < K:
+            last = v
+            if node >= 0:
+                node = child[node, v]
+                if node >= 0:
+                    depth += 1
 
 
 @jit
-def seeded_sweep(x, z, w, K, child, word_logfreq, seed):
+def seeded_sweep(x, z, w, K, rel, child, word_logfreq, seed):
     """One Gibbs sweep of ``z`` in place with Numba's generator seeded by ``seed``."""
     np.random.seed(seed)
-    gibbs_sweep(x, z, w, K, child, word_logfreq, np.empty(2 * K + 1), np.empty(z.shape[0], dtype=np.int64))
+    gibbs_sweep(x, z, w, K, rel, child, word_logfreq, np.empty(2 * K + 1), np.empty(z.shape[0], dtype=np.int64))
 
 
 @jit
-def run_chains(x, w_u, w_A, K, child, word_logfreq, n_steps, eps, n_chains, mode, seed):
+def conditional_logits(x, z, i, w, K, rel, child, word_logfreq):
+    """:func:`site_logits` at site ``i`` of ``z`` (prefix state rebuilt from z[:i]); for tests."""
+    starts = np.empty(z.shape[0], dtype=np.int64)
+    n_starts = start_positions(z, K, starts)
+    k = 0
+    while k < n_starts and starts[k] < i:
+        k += 1
+    last = z[starts[k - 1]] if k > 0 else K
+    node, depth = trie_walk(z, starts, 0, k, 0, 0, child)
+    if k < n_starts and starts[k] == i:
+        k += 1
+    logits = np.empty(2 * K + 1)
+    site_logits(x, z, i, w, K, rel, child, word_logfreq, starts, k, n_starts, last, node, depth, logits)
+    return logits
+
+
+@jit
+def run_chains(x, w_u, w_A, K, rel, child, word_logfreq, n_steps, eps, n_chains, mode, seed):
     """Run ``n_chains`` chains of ``n_steps`` transitions each; return the post-burn-in states.
 
     ``mode`` 0: basic Gibbs from ``z_i = start x_i``; 1: Gibbs from a u draw (smart restart);
@@ -266,25 +348,36 @@ def run_chains(x, w_u, w_A, K, child, word_logfreq, n_steps, eps, n_chains, mode
     m = n_steps - burn
     out = np.empty((n_chains * m, L), dtype=np.int64)
     logits = np.empty(S)
-    y = np.empty(L, dtype=np.int64)
+    starts = np.empty(L, dtype=np.int64)
     z = np.empty(L, dtype=np.int64)
-    alpha = u_forward(x, w_u, K) if mode > 0 else np.empty((1, S))
+    alpha = u_forward(x, w_u, K, rel) if mode > 0 else np.empty((1, S))
     r = 0
     for c in range(n_chains):
         if mode == 0:
             for i in range(L):
                 z[i] = x[i]
         else:
-            u_sample_from_alpha(alpha, w_u, K, z)
+            u_sample_from_alpha(x, alpha, w_u, K, rel, z)
         for t in range(1, n_steps + 1):
             if mode == 2 and np.random.random() < eps:
-                u_sample_from_alpha(alpha, w_u, K, z)
+                u_sample_from_alpha(x, alpha, w_u, K, rel, z)
             else:
-                gibbs_sweep(x, z, w_A, K, child, word_logfreq, logits, y)
+                gibbs_sweep(x, z, w_A, K, rel, child, word_logfreq, logits, starts)
             if t > burn:
                 out[r] = z
                 r += 1
     return out
+
+
+@jit
+def output_word(z, K, y):
+    """Write the output word of ``z`` into ``y``; return its length."""
+    n = 0
+    for i in range(z.shape[0]):
+        if z[i] < K:
+            y[n] = z[i]
+            n += 1
+    return n
 
 
 @jit
@@ -302,13 +395,16 @@ def edit_distance(a, na, b, nb):
 
 
 @jit
-def contrastive_gradient(x, samples, target, K, child, word_logfreq, use_rich, n_params):
+def contrastive_gradient(x, samples, target, K, rel, child, word_logfreq, use_rich, n_params):
     """Sampled gradient of Sec. 5: ``sum_s w_s phi(z_s) / sum_s w_s - mean_s phi(z_s)`` with
     ``w_s = 1`` if the sample's word equals ``target`` else ``exp(-(D + 1))``, D the edit distance."""
     L = x.shape[0]
     grad = np.zeros(n_params)
     pos = np.zeros(n_params)
     y = np.empty(L, dtype=np.int64)
+    starts = np.empty(L, dtype=np.int64)
+    idx = np.empty(4 * L + 3, dtype=np.int64)
+    val = np.empty(4 * L + 3)
     n = samples.shape[0]
     wsum = 0.0
     for s in range(n):
@@ -316,8 +412,8 @@ def contrastive_gradient(x, samples, target, K, child, word_logfreq, use_rich, n
         d = edit_distance(y, ny, target, target.shape[0])
         wt = 1.0 if d == 0 else np.exp(-(d + 1.0))
         wsum += wt
-        add_features(x, samples[s], K, child, word_logfreq, use_rich, wt, pos, y)
-        add_features(x, samples[s], K, child, word_logfreq, use_rich, -1.0 / n, grad, y)
+        add_features(x, samples[s], K, rel, child, word_logfreq, use_rich, wt, pos, idx, val, starts)
+        add_features(x, samples[s], K, rel, child, word_logfreq, use_rich, -1.0 / n, grad, idx, val, starts)
     for j in range(n_params):
         grad[j] += pos[j] / wsum
     return grad

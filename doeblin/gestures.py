@@ -11,26 +11,30 @@ Three parts:
   N(0, sigma^2 I) noise. The model's input ``x`` is the key under each noisy position (nearest key).
 * :class:`GestureModel` — the paper's alignment model: ``z_i`` in {start c, continue c, unaligned};
   the output word ``y`` is the letters of the start states. ``u_theta`` is a linear-chain model with
-  the base features (x_i, z_i), (type z_{i-1}, type z_i), ([x_i = x_{i-1}], type z_i) and is sampled
-  exactly by forward filtering / backward sampling. ``A_theta`` is a systematic-scan Gibbs sweep of
-  a model with the base features plus output-letter bigrams, dictionary membership, log frequency
-  and the number of dictionary prefixes of ``y`` (kernels in :mod:`doeblin._gesture_kernels`).
+  the paper's base features (x_i, z_i), (x_i, z_{i-1}, z_i) and (x_i, x_{i-1}, z_i), the last two
+  with z described by its type and the relation of its letter to the key x_i (same key / QWERTY
+  neighbour / other); it is sampled exactly by forward filtering / backward sampling. ``A_theta`` is
+  a systematic-scan Gibbs sweep of a model with the base features plus (x_i, y_j, y_{j-1}) (as
+  (relation of y_j to x_i, y_{j-1}, y_j) at the start position i of y_j), dictionary membership, log
+  frequency and the number of dictionary prefixes of ``y`` (kernels in
+  :mod:`doeblin._gesture_kernels`, which documents the exact parametrisation).
 * :func:`train_gestures` / :func:`evaluate_gestures` — training at a fixed transition budget with
   basic Gibbs, u-Gibbs (smart restarts) or the strong Doeblin chain (eps = 1 / budget), using the
-  paper's sampled gradient with edit-distance weights ``exp(-(D + 1))``.
+  paper's sampled gradient with edit-distance weights ``exp(-(D + 1))``; accuracies per sample (the
+  paper's measure) and of the decoded word, with standard errors over test examples.
 
-Deviations from the paper, stated once: the paper's (x_i, z_{i-1}, z_i), (x_i, x_{i-1}, z_i) and
-(x_i, y_i, y_{i-1}) indicator features are reduced to type-level / letter-bigram features (fewer
-parameters, small data); ``u`` is fitted first (its own sampled gradient on exact u draws) and then
-kept fixed, ``A`` starts from ``u`` (Assumption 4.3: rich weights 0, so A leaves u invariant); all
-three methods use the same contrastive weighted gradient, they differ in their sampler only.
+Deviations from the paper, stated once: the x-conditioned indicators are reduced as above (a full
+(x_i, z_{i-1}, z_i) table has 26 * 53^2 weights); ``u`` is fitted first (its own sampled gradient on
+exact u draws) and then kept fixed, ``A`` starts from ``u`` (Assumption 4.3: rich weights 0, so A
+leaves u invariant); all three methods use the same contrastive weighted gradient, they differ in
+their sampler only.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -53,6 +57,18 @@ def qwerty_positions() -> np.ndarray:
         for c, ch in enumerate(row):
             pos[ALPHABET.index(ch)] = (c + off, r)
     return pos
+
+
+def qwerty_relation(radius: float = 1.3) -> np.ndarray:
+    """Relation ``rel[x, c]`` (26, 26) int64 of letter c to key x: 0 same key, 1 neighbour (centres
+    closer than ``radius`` key widths: the 4-6 keys around it), 2 other. Used by the reduced
+    x-conditioned features (see :mod:`doeblin._gesture_kernels`)."""
+    radius = check_float(radius, "radius", low=0.0, low_open=True)
+    pos = qwerty_positions()
+    dist = np.linalg.norm(pos[:, None, :] - pos[None, :, :], axis=2)
+    rel = np.where(dist < radius, 1, 2).astype(np.int64)
+    np.fill_diagonal(rel, 0)
+    return rel
 
 
 @dataclass
@@ -160,13 +176,19 @@ def generate_gestures(lexicon: Lexicon, n: int, *, seed=None, **path_options) ->
 
 class GestureModel:
     """Weights of ``u`` (base features) and ``A`` (base + rich features); layout in
-    :mod:`doeblin._gesture_kernels`. ``K`` is the alphabet size (26 for words; tests use less)."""
+    :mod:`doeblin._gesture_kernels`. ``K`` is the alphabet size (26 for words; tests use less);
+    ``relation`` (K, K) ints in {0, 1, 2} says how a letter relates to a key (default: the first K
+    rows/columns of :func:`qwerty_relation`)."""
 
-    def __init__(self, lexicon: Lexicon, w_u=None, w_A=None, *, n_letters: int = 26):
+    def __init__(self, lexicon: Lexicon, w_u=None, w_A=None, *, n_letters: int = 26, relation=None):
         self.K = check_int(n_letters, "n_letters", low=1)
         _, _, _, self.n_base, _, _, self.n_full = gk.layout(self.K)
         if lexicon.child.shape[1] != self.K:
             raise ValueError(f"lexicon trie must have {self.K} letters, got {lexicon.child.shape[1]}")
+        rel = qwerty_relation()[:self.K, :self.K] if relation is None else relation
+        self.relation = np.ascontiguousarray(as_int_array(rel, "relation", ndim=2, low=0, high=3))
+        if self.relation.shape != (self.K, self.K):
+            raise ValueError(f"relation must have shape ({self.K}, {self.K}), got {self.relation.shape}")
         self.lexicon = lexicon
         self.w_u = np.zeros(self.n_base) if w_u is None else as_float_array(w_u, "w_u", ndim=1).copy()
         self.w_A = np.zeros(self.n_full) if w_A is None else as_float_array(w_A, "w_A", ndim=1).copy()
@@ -174,6 +196,10 @@ class GestureModel:
             raise ValueError(f"w_u must have length {self.n_base}, got {self.w_u.shape[0]}")
         if self.w_A.shape[0] != self.n_full:
             raise ValueError(f"w_A must have length {self.n_full}, got {self.w_A.shape[0]}")
+
+    def with_weights(self, w_u, w_A) -> "GestureModel":
+        """A model with the same lexicon, alphabet and relation and the given weights (copied)."""
+        return GestureModel(self.lexicon, w_u, w_A, n_letters=self.K, relation=self.relation)
 
     def check_x(self, x) -> np.ndarray:
         """Validate a key sequence: int ids in [0, K), length >= 1."""
@@ -185,7 +211,7 @@ class GestureModel:
     def u_draws(self, x, size: int, *, seed=None) -> np.ndarray:
         """Exact draws (size, l) of alignments from ``u`` (forward filtering, backward sampling)."""
         x = self.check_x(x)
-        return gk.u_draws(x, self.w_u, self.K, check_int(size, "size", low=0), kernel_seed(seed))
+        return gk.u_draws(x, self.w_u, self.K, self.relation, check_int(size, "size", low=0), kernel_seed(seed))
 
     def log_potential(self, x, z, *, rich: bool = True) -> float:
         """Unnormalised log probability of ``z`` under A's model (``rich``) or u's (base features)."""
@@ -194,7 +220,7 @@ class GestureModel:
         if z.shape != x.shape:
             raise ValueError(f"z must have the length of x ({x.shape[0]}), got {z.shape[0]}")
         w = self.w_A if rich else self.w_u
-        return float(gk.full_score(x, z, w, self.K, self.lexicon.child, self.lexicon.word_logfreq, rich))
+        return float(gk.full_score(x, z, w, self.K, self.relation, self.lexicon.child, self.lexicon.word_logfreq, rich))
 
     def gibbs_sweep(self, x, z, *, seed=None) -> np.ndarray:
         """One transition of ``A`` (systematic Gibbs sweep) from ``z``; returns the new alignment."""
@@ -203,7 +229,7 @@ class GestureModel:
         if z.shape != x.shape or not gk.is_valid(z, self.K):
             raise ValueError("z must be a valid alignment of the length of x")
         lex = self.lexicon
-        gk.seeded_sweep(x, z, self.w_A, self.K, lex.child, lex.word_logfreq, kernel_seed(seed))
+        gk.seeded_sweep(x, z, self.w_A, self.K, self.relation, lex.child, lex.word_logfreq, kernel_seed(seed))
         return z
 
     def run_chains(self, x, method: str, n_steps: int, n_chains: int, *, seed=None) -> np.ndarray:
@@ -214,7 +240,7 @@ class GestureModel:
             raise ValueError(f"method must be one of {METHODS}, got {method!r}")
         n_steps = check_int(n_steps, "n_steps", low=2)
         n_chains = check_int(n_chains, "n_chains", low=1)
-        return gk.run_chains(x, self.w_u, self.w_A, self.K, self.lexicon.child, self.lexicon.word_logfreq,
+        return gk.run_chains(x, self.w_u, self.w_A, self.K, self.relation, self.lexicon.child, self.lexicon.word_logfreq,
                              n_steps, 1.0 / n_steps, n_chains, METHODS.index(method), kernel_seed(seed))
 
     def output_words(self, samples) -> list[tuple[int, ...]]:
@@ -224,7 +250,7 @@ class GestureModel:
 
 def _sampled_gradient(model: GestureModel, x, target, samples, rich: bool) -> np.ndarray:
     n = model.n_full if rich else model.n_base
-    return gk.contrastive_gradient(x, samples, target, model.K, model.lexicon.child, model.lexicon.word_logfreq,
+    return gk.contrastive_gradient(x, samples, target, model.K, model.relation, model.lexicon.child, model.lexicon.word_logfreq,
                                    rich, n)
 
 
@@ -252,47 +278,75 @@ def fit_u(model: GestureModel, data, *, n_epochs: int = 3, n_samples: int = 16, 
             w = opt.step(w, _sampled_gradient(model, x, y, model.u_draws(x, n_samples, seed=gen), rich=False))
     w_A = np.zeros(model.n_full)
     w_A[:model.n_base] = w
-    return GestureModel(model.lexicon, w, w_A, n_letters=model.K)
+    return model.with_weights(w, w_A)
 
 
-def train_gestures(model: GestureModel, data, method: str, n_steps: int, *, n_chains: int = 8,
-                   n_epochs: int = 2, lr: float = 0.1, seed=None) -> GestureModel:
+def train_gestures(model: GestureModel, data, method: str, n_steps: int, *, n_chains: int = 16,
+                   n_epochs: int = 2, lr: float = 0.1, seed=None,
+                   on_epoch: Callable[[int, GestureModel], None] | None = None) -> GestureModel:
     """Train ``A``'s weights with ``method``'s sampler at ``n_steps`` transitions per chain.
 
     The gradient for each example is the paper's Sec. 5 estimate ``E_w[phi] - E[phi]`` over the
-    post-burn-in samples of ``n_chains`` chains, ``w = exp(-(D + 1))`` for a wrong word at edit
-    distance D (1 for the right word). ``u`` is left as given.
+    post-burn-in samples of ``n_chains`` chains (16 in the paper), ``w = exp(-(D + 1))`` for a wrong
+    word at edit distance D (1 for the right word); AdaGrad, one step per example. ``u`` is left as
+    given. ``on_epoch(epoch, model)`` (if given) is called after each epoch (1-based) with a copy.
     """
     data = _check_data(data, model)
     n_epochs = check_int(n_epochs, "n_epochs", low=0)
     gen = as_generator(seed)
     opt = AdaGrad(model.n_full, lr=lr)
-    out = GestureModel(model.lexicon, model.w_u, model.w_A, n_letters=model.K)
-    for _ in range(n_epochs):
+    out = model.with_weights(model.w_u, model.w_A)
+    for epoch in range(1, n_epochs + 1):
         for i in gen.permutation(len(data)):
             x, y = data[i]
             samples = out.run_chains(x, method, n_steps, n_chains, seed=gen)
             out.w_A = opt.step(out.w_A, _sampled_gradient(out, x, y, samples, rich=True))
+        if on_epoch is not None:
+            on_epoch(epoch, out.with_weights(out.w_u, out.w_A))
     return out
 
 
-def evaluate_gestures(model: GestureModel, data, method: str, n_steps: int, *, n_chains: int = 8,
-                      seed=None) -> dict[str, float]:
-    """Word and character accuracy of the **most frequent output word** among the post-burn-in samples
-    (pooled over chains). Character accuracy: fraction of the true word's positions j where the
-    decoded word has the same letter at j. ``sample_word_acc`` is the paper's measure: the fraction of
-    post-burn-in samples whose word is right (averaged over examples)."""
+def char_accuracy(output: Sequence[int], truth: Sequence[int]) -> float:
+    """Character accuracy of one output word: positions j with ``output[j] == truth[j]`` divided by
+    ``max(len(output), len(truth))`` (so extra letters count as errors; 1 iff the words are equal)."""
+    n = max(len(output), len(truth))
+    return sum(a == b for a, b in zip(output, truth)) / n if n else 1.0
+
+
+ACCURACIES = ("word_acc", "char_acc", "sample_word_acc", "sample_char_acc")
+
+
+def per_example_accuracy(model: GestureModel, data, method: str, n_steps: int, *, n_chains: int = 16,
+                         seed=None) -> dict[str, np.ndarray]:
+    """Accuracies (n_examples,) per test example for ``method`` at ``n_steps`` transitions.
+
+    ``sample_word_acc`` / ``sample_char_acc``: the paper's measures (Sec. 5), the fraction of
+    post-burn-in samples (pooled over ``n_chains`` chains) whose word is right, and their mean
+    :func:`char_accuracy`. ``word_acc`` / ``char_acc``: the same for the **most frequent output word**
+    among those samples (a decoded prediction).
+    """
     data = _check_data(data, model)
     gen = as_generator(seed)
-    words = chars = total_chars = sample_words = 0.0
-    for x, y in data:
+    out = {name: np.empty(len(data)) for name in ACCURACIES}
+    for e, (x, y) in enumerate(data):
         samples = model.run_chains(x, method, n_steps, n_chains, seed=gen)
         counts = Counter(model.output_words(samples))
-        best = counts.most_common(1)[0][0]
         truth = tuple(int(c) for c in y)
-        words += best == truth
-        sample_words += counts[truth] / samples.shape[0]
-        chars += sum(a == b for a, b in zip(best, truth))
-        total_chars += len(truth)
-    return {"word_acc": words / len(data), "char_acc": chars / total_chars,
-            "sample_word_acc": sample_words / len(data)}
+        best = counts.most_common(1)[0][0]
+        out["word_acc"][e] = best == truth
+        out["char_acc"][e] = char_accuracy(best, truth)
+        out["sample_word_acc"][e] = counts[truth] / samples.shape[0]
+        out["sample_char_acc"][e] = sum(n * char_accuracy(w, truth) for w, n in counts.items()) / samples.shape[0]
+    return out
+
+
+def evaluate_gestures(model: GestureModel, data, method: str, n_steps: int, *, n_chains: int = 16,
+                      seed=None) -> dict[str, float]:
+    """Mean of each of :func:`per_example_accuracy`'s accuracies and its standard error over the test
+    examples (keys ``name`` and ``name_se``; the se is 0 for a single example)."""
+    acc = per_example_accuracy(model, data, method, n_steps, n_chains=n_chains, seed=seed)
+    out = {}
+    for name, v in acc.items():
+        out[name] = float(v.mean())
+        out[name + "_se"] = float(v.std(ddof=1) / np.sqrt(v.size)) if v.size > 1 else 0.0
+    return out

@@ -24,11 +24,13 @@ def lexicon():
 
 @pytest.fixture(scope="module")
 def tiny():
-    """Two letters (a, b), a 4-word dictionary, random weights for u and A (rich features on)."""
+    """Two letters (a, b) that are keyboard neighbours, a 4-word dictionary, random weights for u
+    and A (rich features on)."""
     lex = Lexicon.from_words(["ab", "ba", "abb", "a"], [0.4, 0.3, 0.2, 0.1], n_letters=K_TINY)
     rng = np.random.default_rng(7)
-    m = GestureModel(lex, n_letters=K_TINY)
-    m = GestureModel(lex, rng.normal(size=m.n_base), rng.normal(size=m.n_full), n_letters=K_TINY)
+    rel = np.array([[0, 1], [1, 0]])
+    m = GestureModel(lex, n_letters=K_TINY, relation=rel)
+    m = m.with_weights(rng.normal(size=m.n_base), rng.normal(size=m.n_full))
     x = np.array([0, 1, 1])
     states = np.array(list(itertools.product(range(2 * K_TINY + 1), repeat=3)))
     return m, x, states
@@ -67,7 +69,7 @@ def test_noiseless_gesture_contains_word_keys():
 def test_u_normaliser_matches_enumeration(tiny):
     m, x, states = tiny
     _, lp = _law(m, x, states, rich=False)
-    alpha = gk.u_forward(x, m.w_u, K_TINY)
+    alpha = gk.u_forward(x, m.w_u, K_TINY, m.relation)
     assert np.isclose(logsumexp_1d(alpha[-1]), logsumexp_1d(lp))
 
 
@@ -94,10 +96,50 @@ def test_gibbs_sweep_leaves_full_model_invariant(tiny):
     # negative control: a sweep whose rich weights are wrong does not keep pi_A
     w_bad = m.w_A.copy()
     w_bad[m.n_base:] = 0.0
-    bad = GestureModel(m.lexicon, m.w_u, w_bad, n_letters=K_TINY)
+    bad = m.with_weights(m.w_u, w_bad)
     after_bad = np.array([bad.gibbs_sweep(x, z, seed=rng) for z in start])
     with pytest.raises(AssertionError):
         assert_frequencies_match(_counts(after_bad, 2 * K_TINY + 1), p, what="wrong sweep")
+
+
+def test_assumption_43_start_leaves_u_invariant(tiny):
+    """A's weights = (u's, rich 0): z ~ u (FFBS), one sweep of A, chi-square against u's law."""
+    m, x, states = tiny
+    w_A = np.zeros(m.n_full)
+    w_A[:m.n_base] = m.w_u
+    start = m.with_weights(m.w_u, w_A)
+    p, _ = _law(m, x, states, rich=False)
+    draws = m.u_draws(x, 6000, seed=12)
+    rng = np.random.default_rng(13)
+    after = np.array([start.gibbs_sweep(x, z, seed=rng) for z in draws])
+    assert_frequencies_match(_counts(after, 2 * K_TINY + 1), p, what="A at the Assumption 4.3 start")
+
+
+def test_gibbs_conditionals_match_full_score():
+    """Incremental site conditionals (prefix/suffix trie state) equal differences of the full log
+    potential, at every site of random valid alignments (3 neighbouring letters, l = 7)."""
+    K = 3
+    lex = Lexicon.from_words(["ab", "abc", "ca", "cab", "bbb", "a"], [0.3, 0.2, 0.2, 0.1, 0.1, 0.1], n_letters=K)
+    rng = np.random.default_rng(3)
+    rel = np.array([[0, 1, 2], [1, 0, 1], [2, 1, 0]])
+    m = GestureModel(lex, n_letters=K, relation=rel)
+    m = m.with_weights(rng.normal(size=m.n_base), rng.normal(size=m.n_full))
+    x = rng.integers(0, K, size=7)
+    checked = 0
+    for z in m.u_draws(x, 40, seed=4):
+        for i in range(len(z)):
+            logits = gk.conditional_logits(x, z, i, m.w_A, K, rel, lex.child, lex.word_logfreq)
+            full = np.empty(2 * K + 1)
+            for v in range(2 * K + 1):
+                zv = z.copy()
+                zv[i] = v
+                full[v] = m.log_potential(x, zv)
+            ok = np.isfinite(full)
+            assert np.array_equal(ok, np.isfinite(logits))
+            d = logits[ok] - full[ok]
+            np.testing.assert_allclose(d, d[0], atol=1e-9)
+            checked += 1
+    assert checked == 280
 
 
 @pytest.mark.slow
@@ -112,6 +154,7 @@ def test_short_training_improves_heldout_accuracy(lexicon):
     after = evaluate_gestures(trained, test, "doeblin", 20, n_chains=4, seed=4)
     assert after["word_acc"] >= before["word_acc"] + 0.1, (before, after)
     assert after["char_acc"] > before["char_acc"]
+    assert after["sample_char_acc"] >= after["sample_word_acc"]
 
 
 def test_bad_inputs(lexicon, tiny):
