@@ -9,7 +9,8 @@ A sentence of length ``j`` lives in buffers ``w`` and ``c`` of size >= ``j + 2``
 ``row_type[r, e]`` (0: word, 1: class); at a position ``p`` in ``1..j+1`` it fires when
 ``p + row_off[r, 0] >= 0``, with key ``(row_group[r], symbols...)``.  Unigram rows do not fire at
 ``</s>`` (that feature would be constant).  Keys pack into two int64: ``hi = group << 48 | s0 << 24
-| s1``, ``lo = s2 << 24 | s3`` (missing symbols are ``EMPTY``).
+| s1``, ``lo = s2 << 24 | s3`` (missing symbols are ``EMPTY``); the open-addressing table holds
+``fingerprint << 32 | feature index`` per slot.
 """
 
 from __future__ import annotations
@@ -50,35 +51,58 @@ def row_fires(r, p, j, row_len, row_off):
 
 
 @jit
-def slot_of(hi, lo, mask):
+def key_hash(hi, lo):
     h = hi * np.int64(-7046029254386353131) + lo
     h = h * np.int64(-4417276706812531889)
-    h = h ^ (h >> 31)
-    return h & mask
+    return h ^ (h >> 31)
+
+
+@jit
+def fingerprint(h):
+    return (h >> 32) & np.int64(0x7FFFFFFF)
 
 
 @jit
 def table_insert_all(key_hi, key_lo, slots):
-    """Fill ``slots`` (all -1, power-of-two size) with the indices of the (distinct) keys."""
+    """Fill ``slots`` (all -1, power-of-two size) with ``fingerprint << 32 | index`` of the distinct keys.
+
+    The 31-bit fingerprint (other hash bits than the slot's) lets a probe reject a different key
+    without reading the key arrays, so a look-up of an unseen n-gram costs about one cache miss.
+    """
     mask = slots.size - 1
     for f in range(key_hi.size):
-        s = slot_of(key_hi[f], key_lo[f], mask)
+        h = key_hash(key_hi[f], key_lo[f])
+        s = h & mask
         while slots[s] >= 0:
             s = (s + 1) & mask
-        slots[s] = f
+        slots[s] = (fingerprint(h) << 32) | f
 
 
 @jit
 def table_find(hi, lo, key_hi, key_lo, slots):
+    """Index of key ``(hi, lo)`` or -1 (linear probing)."""
     mask = slots.size - 1
-    s = slot_of(hi, lo, mask)
+    h = key_hash(hi, lo)
+    fp = fingerprint(h)
+    s = h & mask
     while True:
-        f = slots[s]
-        if f < 0:
+        v = slots[s]
+        if v < 0:
             return -1
-        if key_hi[f] == hi and key_lo[f] == lo:
-            return f
+        if (v >> 32) == fp:
+            f = v & np.int64(0xFFFFFFFF)
+            if key_hi[f] == hi and key_lo[f] == lo:
+                return f
         s = (s + 1) & mask
+
+
+@jit
+def table_lookup_many(hi, lo, key_hi, key_lo, slots):
+    """:func:`table_find` of many keys."""
+    out = np.empty(hi.size, dtype=np.int64)
+    for k in range(hi.size):
+        out[k] = table_find(hi[k], lo[k], key_hi, key_lo, slots)
+    return out
 
 
 @jit

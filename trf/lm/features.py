@@ -18,9 +18,10 @@ positions where n-gram ``i`` occurs, with ``<s>`` before and ``</s>`` after the 
 (``</s>`` is a predicted position too, so ``(w-1 </s>)`` is a feature; the unigram of ``</s>`` is
 constant and left out).  Only n-grams observed in the training corpus become features.
 
-Storage: per feature two int64 key words and one float64 count, plus an int32 open-addressing
-table at load factor <= 0.5 (see :mod:`trf.lm._feature_kernels`), i.e. about 32-40 bytes per
-feature, 32-40 MB per million features (:meth:`SentenceFeatures.bytes_per_million`).  The same
+Storage: per feature two int64 key words and one float64 count, plus an int64 open-addressing
+table (index and a hash fingerprint per slot) at load factor <= 0.5 (see
+:mod:`trf.lm._feature_kernels`), i.e. about 40-56 bytes per feature
+(:meth:`SentenceFeatures.bytes_per_million`).  The same
 table is read from Numba by the samplers and scorers.
 """
 
@@ -54,6 +55,13 @@ FEATURE_TYPES: dict[str, list[list[list[tuple[int, int]]]]] = {
     "cpw": [[_ngram(o, k)] for o, k in (((-3, -2, -1, 0), "cccw"), ((-2, -1, 0), "ccw"), ((-1, 0), "cw"))],
     "tied": [[_ngram((-d, 0), "cc") for d in range(6, 10)], [_ngram((-d, 0), "ww") for d in range(6, 10)]],
 }
+
+
+def _hash_table(key_hi: np.ndarray, key_lo: np.ndarray) -> np.ndarray:
+    """Open-addressing table of the keys at load factor <= 0.5 (see :mod:`trf.lm._feature_kernels`)."""
+    slots = np.full(1 << max(4, int(np.ceil(np.log2(2 * max(key_hi.size, 1))))), -1, dtype=np.int64)
+    fk.table_insert_all(key_hi, key_lo, slots)
+    return slots
 
 
 def parse_feature_spec(spec: str) -> tuple[str, ...]:
@@ -100,7 +108,7 @@ class SentenceFeatures:
     key_hi: np.ndarray       # int64 (n_features,)
     key_lo: np.ndarray       # int64 (n_features,)
     counts: np.ndarray       # float64 (n_features,)
-    slots: np.ndarray        # int32 (power of two,)
+    slots: np.ndarray        # int64 (power of two,): fingerprint << 32 | feature index, -1 = empty
 
     def __post_init__(self) -> None:
         self.rows = template_rows(self.types)
@@ -150,8 +158,7 @@ class SentenceFeatures:
         starts = np.flatnonzero(new)
         counts = np.diff(np.append(starts, hi.size)).astype(np.float64)
         key_hi, key_lo = hi[starts].copy(), lo[starts].copy()
-        slots = np.full(1 << max(4, int(np.ceil(np.log2(2 * max(key_hi.size, 1))))), -1, dtype=np.int32)
-        fk.table_insert_all(key_hi, key_lo, slots)
+        slots = _hash_table(key_hi, key_lo)
         return cls(types, vocab_size, n_classes, word_class, key_hi, key_lo, counts, slots)
 
     # ----------------------------------------------------------------- queries
@@ -226,8 +233,7 @@ class SentenceFeatures:
     def from_arrays(cls, arrays: dict, meta: dict, prefix: str = "feat_") -> "SentenceFeatures":
         key_hi = np.asarray(arrays[prefix + "key_hi"], dtype=np.int64)
         key_lo = np.asarray(arrays[prefix + "key_lo"], dtype=np.int64)
-        slots = np.full(1 << max(4, int(np.ceil(np.log2(2 * max(key_hi.size, 1))))), -1, dtype=np.int32)
-        fk.table_insert_all(key_hi, key_lo, slots)
+        slots = _hash_table(key_hi, key_lo)
         return cls(tuple(meta["types"]), int(meta["n_words"]), int(meta["n_classes"]),
                    np.asarray(arrays[prefix + "word_class"], dtype=np.int64), key_hi, key_lo,
                    np.asarray(arrays[prefix + "counts"], dtype=np.float64), slots)

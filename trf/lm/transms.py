@@ -22,6 +22,7 @@ import numpy as np
 
 from samplers.rng import as_generator, kernel_seeds
 from samplers.validation import as_float_array, check_int
+from trf.lm import _feature_kernels as fk
 from trf.lm import _transms_kernels as tk
 from trf.lm.features import SentenceFeatures
 
@@ -55,26 +56,76 @@ class SamplerInfo(NamedTuple):
         return self.class_accepted / self.class_proposed if self.class_proposed else float("nan")
 
 
-def touch_tables(rows, span: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """For each distance ``d = 0..span``, the template rows that read the word ``d`` positions back
-    (any type) and those that read it through its class: ``(touch_ptr, touch_rows, class_ptr, class_rows)``.
+def row_parents(rows, n_parents: int = 2) -> np.ndarray:
+    """For each template row, up to ``n_parents`` other rows whose (offset, type) pattern is a proper
+    subset of its own (largest first; -1 pads), among rows of at least two elements.
 
-    Changing ``x_i`` only changes those rows at positions ``i + d``, so conditionals need no other row.
+    Wherever a row fires, such a parent fires too with a sub-pattern of the same symbols, so an n-gram
+    of the row can only be an observed feature if the parent's n-gram is (unigram rows are excluded:
+    they do not fire at ``</s>``).  The samplers skip the look-up of a row whose parent is unseen.
     """
     _, row_len, row_off, row_type = rows
-    touch, by_class = [[] for _ in range(span + 1)], [[] for _ in range(span + 1)]
-    for r in range(row_len.size):
-        for e in range(row_len[r]):
-            d = -int(row_off[r, e])
-            touch[d].append(r)
-            if row_type[r, e] == 1:
-                by_class[d].append(r)
+    pattern = [frozenset((int(row_off[r, e]), int(row_type[r, e])) for e in range(row_len[r]))
+               for r in range(row_len.size)]
+    parents = np.full((row_len.size, n_parents), -1, dtype=np.int64)
+    for r, pat in enumerate(pattern):
+        subs = sorted((q for q, sub in enumerate(pattern) if len(sub) >= 2 and sub < pat),
+                      key=lambda q: (-len(pattern[q]), q))
+        parents[r, :len(subs[:n_parents])] = subs[:n_parents]
+    return parents
+
+
+def touch_tables(rows, span: int) -> tuple[np.ndarray, ...]:
+    """Row lists per distance ``d = 0..span`` for resampling a position ``i`` (features at ``p = i + d``):
+
+    ``(class_ptr, class_rows, word_ptr, word_rows, ctx_ptr, ctx_rows, parents)`` in CSR form: the rows
+    that read position ``i`` through its class, those that read its word, and those that do not read
+    it (their features stay fixed; they are evaluated once per position as parents).  Each list is
+    sorted by row length so a row's parents (:func:`row_parents`) are evaluated before it.
+    """
+    _, row_len, row_off, row_type = rows
+    by_class, by_word, ctx = ([[] for _ in range(span + 1)] for _ in range(3))
+    for r in np.argsort(row_len, kind="stable"):
+        offsets = {-int(row_off[r, e]): int(row_type[r, e]) for e in range(row_len[r])}
+        for d in range(span + 1):
+            kind = offsets.get(d)
+            (ctx if kind is None else by_class if kind == 1 else by_word)[d].append(int(r))
 
     def csr(lists):
         ptr = np.concatenate(([0], np.cumsum([len(x) for x in lists]))).astype(np.int64)
         return ptr, np.array([r for x in lists for r in x], dtype=np.int64)
 
-    return (*csr(touch), *csr(by_class))
+    return (*csr(by_class), *csr(by_word), *csr(ctx), row_parents(rows))
+
+
+def proposal_tables(features: SentenceFeatures, span: int) -> tuple[np.ndarray, ...]:
+    """The class proposal ``Q_i`` (App. C): per distance ``d``, the class unigram and (skip-)bigram rows
+    that read position ``i`` (``(prop_ptr, prop_rows)``, CSR), and for each such row a dense table of
+    feature indices over all class-symbol pairs (``base[r]`` is its start in ``dense``; -1 elsewhere).
+
+    ``Q_i`` only needs to be a proposal: the MH acceptance (Eq. 34) and the jump densities (Eq. 36-37)
+    use it consistently, and the full class rows enter through the target.  Restricting it to dense
+    rows makes drawing a class cost ``C`` array reads per row instead of ``C`` hash look-ups per row.
+    """
+    group, row_len, row_off, row_type = features.rows
+    n_sym = features.n_classes + 2
+    dense_rows = [r for r in range(row_len.size) if row_len[r] <= 2 and np.all(row_type[r, :row_len[r]] == 1)]
+    base = np.full(row_len.size, -1, dtype=np.int64)
+    blocks, start = [], 0
+    empty = np.int64(fk.EMPTY)
+    for r in dense_rows:
+        if row_len[r] == 1:
+            s0, s1 = np.arange(n_sym, dtype=np.int64), np.full(n_sym, empty)
+        else:
+            s0, s1 = (a.ravel().astype(np.int64) for a in np.meshgrid(np.arange(n_sym), np.arange(n_sym), indexing="ij"))
+        hi = (np.int64(group[r]) << 48) | (s0 << 24) | s1
+        lo = np.full(hi.size, (empty << 24) | empty)
+        blocks.append(fk.table_lookup_many(hi, lo, features.key_hi, features.key_lo, features.slots))
+        base[r], start = start, start + hi.size
+    dense = np.concatenate(blocks) if blocks else np.zeros(0, dtype=np.int64)
+    lists = [[r for r in dense_rows if -d in row_off[r, :row_len[r]]] for d in range(span + 1)]
+    ptr = np.concatenate(([0], np.cumsum([len(x) for x in lists]))).astype(np.int64)
+    return ptr, np.array([r for x in lists for r in x], dtype=np.int64), base, dense
 
 
 class SentenceSampler:
@@ -96,7 +147,7 @@ class SentenceSampler:
         self.class_ptr = np.searchsorted(features.word_class[order], np.arange(features.n_classes + 1)).astype(np.int64)
         self.max_class = int(np.diff(self.class_ptr).max())
         self.span = features.max_context
-        self.touch_tables = touch_tables(features.rows, self.span)
+        self.touch_tables = touch_tables(features.rows, self.span) + proposal_tables(features, self.span)
 
     def init_chains(self, n_chains: int, seed=None, start=None) -> ChainState:
         """``n_chains`` chains: single uniformly drawn words, or random sentences of ``start``.
