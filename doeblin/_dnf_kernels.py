@@ -84,19 +84,42 @@ def _cost(disj, labels, simplified, small):
 
 @jit
 def dnf_search(X, labels, n, m, n_stages, eps_simplified, eps_restart, beta, max_steps, seed):
-    """Run the 0-, 1- or 2-stage chain until a consistent formula is found.
+    """Draw a uniform formula and run :func:`dnf_chain` from it (stage 1 for the 2-stage chain).
 
-    Stages: 0-stage = MH on the full cost from one uniform start; 1-stage = each step restarts from a
+    Returns ``(steps, a, b)``; ``steps = -1`` if no consistent formula was found within ``max_steps``.
+    """
+    np.random.seed(seed)
+    d = X.shape[1]
+    a = np.empty((n, m, d), dtype=np.int64)
+    b = np.empty((n, m), dtype=np.int64)
+    _random_formula(a, b)
+    stage = 1 if n_stages == 2 else 2
+    steps, stage = _chain(X, labels, a, b, stage, n_stages, eps_simplified, eps_restart, beta, max_steps)
+    return steps, a, b
+
+
+@jit
+def dnf_chain(X, labels, a, b, stage, n_stages, eps_simplified, eps_restart, beta, max_steps, seed):
+    """Continue the 0-, 1- or 2-stage chain from formula ``(a, b)`` in ``stage`` until it is consistent.
+
+    ``a`` (n, m, d) and ``b`` (n, m) are updated in place, so a caller (the CEGAR loop of
+    ``doeblin.dnf_verify``) can add examples and continue the same chain.  ``stage`` is 1 (simplified
+    cost, 2-stage chain only) or 2 (full cost).  Returns ``(steps, stage)``; ``steps = -1`` if no
+    consistent formula was found within ``max_steps`` steps.
+    """
+    np.random.seed(seed)
+    return _chain(X, labels, a, b, stage, n_stages, eps_simplified, eps_restart, beta, max_steps)
+
+
+@jit
+def _chain(X, labels, a, b, stage, n_stages, eps_simplified, eps_restart, beta, max_steps):
+    """Stages: 0-stage = MH on the full cost, no restarts; 1-stage = each step restarts from a
     uniform formula w.p. ``eps_restart``, else MH on the full cost; 2-stage = restart (uniform), then
     MH on the simplified cost, leaving w.p. ``eps_simplified`` per step, then MH on the full cost,
     restarting w.p. ``eps_restart`` per step (the cyclic staged chain of Fig. 2(b)).  Every step (a
-    restart or an MH proposal) counts as one.  Returns ``(steps, a, b)``; ``steps = -1`` if no
-    consistent formula was found within ``max_steps``.
-    """
-    np.random.seed(seed)
-    N, d = X.shape
-    a = np.empty((n, m, d), dtype=np.int64)
-    b = np.empty((n, m), dtype=np.int64)
+    restart or an MH proposal) counts as one."""
+    n, m, d = a.shape
+    N = X.shape[0]
     atoms = np.empty((n, m, N), dtype=np.bool_)
     disj = np.empty((n, N), dtype=np.bool_)
     col = np.empty(N, dtype=np.bool_)
@@ -104,12 +127,10 @@ def dnf_search(X, labels, n, m, n_stages, eps_simplified, eps_restart, beta, max
     old_atom = np.empty(N, dtype=np.bool_)
     old_a = np.empty(d, dtype=np.int64)
     small = 1.0 / n
-    _random_formula(a, b)
     _evaluate_all(X, a, b, atoms, disj)
-    stage = 1 if n_stages == 2 else 2          # 1 = simplified cost, 2 = full cost
     cost = _cost(disj, labels, stage == 1, small)
     if _full_cost(disj, labels) == 0.0:
-        return 0, a, b
+        return 0, stage
     for step in range(1, max_steps + 1):
         if n_stages >= 1 and stage == 2 and np.random.random() < eps_restart:
             _random_formula(a, b)
@@ -158,7 +179,7 @@ def dnf_search(X, labels, n, m, n_stages, eps_simplified, eps_restart, beta, max
                 atoms[i, j] = old_atom
                 disj[i] = old_disj
         if stage == 2 and cost == 0.0:
-            return step, a, b
+            return step, stage
         if stage == 1 and _full_cost(disj, labels) == 0.0:
-            return step, a, b
-    return -1, a, b
+            return step, stage
+    return -1, stage
