@@ -2,51 +2,122 @@
 
 Basic Gibbs, u-Gibbs (smart restarts) and the strong Doeblin chain (eps = 1 / budget), each trained
 and tested at the same number of transitions per chain (one transition = one Gibbs sweep or one
-restart from u). Decoding: most frequent output word among the post-burn-in samples of all chains;
-"sample word acc" is the paper's measure (fraction of post-burn-in samples with the right word).
+restart from u), 16 chains per example, first half of every chain burn-in, one setting (learning
+rate, epochs, data) for all three. Accuracies: the paper's per-sample word and character accuracy
+(fraction of post-burn-in samples with the right word / mean character accuracy of the samples), and
+the same for the decoded (most frequent) word; "+-" is a standard error over test examples. Paired
+differences (Doeblin minus a peer, same test examples) pool the examples of all seeds. The trend
+table evaluates the models after each epoch at the first budget (epoch 0 = the Assumption 4.3 start).
 
-Run: PYTHONPATH=. NUMBA_CACHE_DIR=.numba_cache .venv/bin/python benchmarks/doeblin_gestures.py
+Run (one core): NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 PYTHONPATH=. NUMBA_CACHE_DIR=.numba_cache \\
+    .venv/bin/python benchmarks/doeblin_gestures.py
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
-from doeblin.gestures import (METHODS, GestureModel, evaluate_gestures, fit_u, generate_gestures,
-                              make_lexicon, train_gestures)
+import numpy as np
+
+from doeblin.gestures import (ACCURACIES, METHODS, GestureModel, fit_u, generate_gestures, make_lexicon,
+                              per_example_accuracy, train_gestures)
+
+SHORT = {"sample_word_acc": "sample word", "sample_char_acc": "sample char", "word_acc": "decoded word",
+         "char_acc": "decoded char"}
+ORDER = ("sample_word_acc", "sample_char_acc", "word_acc", "char_acc")
+
+
+def mean_se(v: np.ndarray) -> str:
+    return f"{v.mean():.3f} +- {v.std(ddof=1) / np.sqrt(v.size):.3f}"
+
+
+def load() -> str:
+    return "load average " + " ".join(f"{a:.2f}" for a in os.getloadavg())
+
+
+def run_seed(args, seed: int, results: dict, trend: dict) -> None:
+    t0 = time.perf_counter()
+    lex = make_lexicon(args.vocab, seed=seed)
+    train = generate_gestures(lex, args.train, seed=seed + 1)
+    test = generate_gestures(lex, args.test, seed=seed + 2)
+    base = fit_u(GestureModel(lex), train, n_epochs=args.u_epochs, seed=seed + 3)
+    print(f"\nseed {seed}: u fitted ({args.u_epochs} epochs) in {time.perf_counter() - t0:.1f} s")
+    print("| budget | method | " + " | ".join(SHORT[k] for k in ORDER) + " | train s |")
+    print("| --- | --- | " + " | ".join("---" for _ in ORDER) + " | --- |")
+    T_trend = args.budgets[0]
+
+    def evaluate(model, method, T):
+        return per_example_accuracy(model, test, method, T, n_chains=args.chains, seed=seed + 4)
+
+    for T in args.budgets:
+        for method in METHODS:
+            on_epoch = None
+            if T == T_trend:
+                trend.setdefault((method, 0), []).append(evaluate(base, method, T))
+                on_epoch = lambda e, m, method=method: trend.setdefault((method, e), []).append(evaluate(m, method, T))
+            t = time.perf_counter()
+            model = train_gestures(base, train, method, T, n_chains=args.chains, n_epochs=args.epochs, lr=args.lr,
+                                   seed=seed + 5, on_epoch=on_epoch)
+            dt = time.perf_counter() - t
+            acc = trend[(method, args.epochs)][-1] if T == T_trend else evaluate(model, method, T)
+            results.setdefault((T, method), []).append(acc)
+            print(f"| {T} | {method} | " + " | ".join(mean_se(acc[k]) for k in ORDER) + f" | {dt:.1f} |", flush=True)
+
+
+def pooled(accs: list[dict], key: str) -> np.ndarray:
+    return np.concatenate([a[key] for a in accs])
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--vocab", type=int, default=2000)
     parser.add_argument("--train", type=int, default=300)
     parser.add_argument("--test", type=int, default=150)
-    parser.add_argument("--chains", type=int, default=8)
+    parser.add_argument("--chains", type=int, default=16)
     parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--u-epochs", type=int, default=40)
+    parser.add_argument("--lr", type=float, default=0.1)
     parser.add_argument("--budgets", type=int, nargs="+", default=[20, 50, 100])
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     args = parser.parse_args()
     t0 = time.perf_counter()
-    lex = make_lexicon(args.vocab, seed=args.seed)
-    train = generate_gestures(lex, args.train, seed=args.seed + 1)
-    test = generate_gestures(lex, args.test, seed=args.seed + 2)
-    base = fit_u(GestureModel(lex), train, seed=args.seed + 3)
-    print(f"vocab {args.vocab} web2 words (length 3-6, Zipf s=1), train {args.train}, test {args.test}, "
-          f"{args.chains} chains/example, {args.epochs} epochs; u fitted in {time.perf_counter() - t0:.1f} s")
-    print("| budget | method | word acc (untrained A) | char acc (untrained A) | word acc | char acc | sample word acc | train s |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print(f"vocab {args.vocab} web2 words (length 3-6, Zipf s=1), train {args.train}, test {args.test} per seed, "
+          f"{args.chains} chains/example, {args.epochs} epochs of A (lr {args.lr}), u {args.u_epochs} epochs, "
+          f"seeds {args.seeds}; start {load()}")
+    results: dict = {}
+    trend: dict = {}
+    for seed in args.seeds:
+        run_seed(args, seed, results, trend)
+
+    n = args.test * len(args.seeds)
+    print(f"\nAll seeds pooled ({n} test gestures): mean +- se")
+    print("| budget | method | " + " | ".join(SHORT[k] for k in ORDER) + " |")
+    print("| --- | --- | " + " | ".join("---" for _ in ORDER) + " |")
     for T in args.budgets:
         for method in METHODS:
-            before = evaluate_gestures(base, test, method, T, n_chains=args.chains, seed=args.seed + 4)
-            t = time.perf_counter()
-            model = train_gestures(base, train, method, T, n_chains=args.chains, n_epochs=args.epochs,
-                                   seed=args.seed + 5)
-            dt = time.perf_counter() - t
-            after = evaluate_gestures(model, test, method, T, n_chains=args.chains, seed=args.seed + 4)
-            print(f"| {T} | {method} | {before['word_acc']:.3f} | {before['char_acc']:.3f} | "
-                  f"{after['word_acc']:.3f} | {after['char_acc']:.3f} | {after['sample_word_acc']:.3f} | {dt:.1f} |", flush=True)
-    print(f"total {time.perf_counter() - t0:.0f} s")
+            accs = results[(T, method)]
+            print(f"| {T} | {method} | " + " | ".join(mean_se(pooled(accs, k)) for k in ORDER) + " |")
+
+    print("\nPaired differences, Doeblin minus peer (same test gestures, all seeds pooled): mean +- se")
+    print("| budget | peer | " + " | ".join(SHORT[k] for k in ORDER) + " |")
+    print("| --- | --- | " + " | ".join("---" for _ in ORDER) + " |")
+    for T in args.budgets:
+        for peer in ("basic-gibbs", "u-gibbs"):
+            d = {k: pooled(results[(T, "doeblin")], k) - pooled(results[(T, peer)], k) for k in ACCURACIES}
+            print(f"| {T} | {peer} | " + " | ".join(f"{d[k].mean():+.3f} +- {d[k].std(ddof=1) / np.sqrt(n):.3f}"
+                                                     for k in ORDER) + " |")
+
+    print(f"\nTraining trend at budget {args.budgets[0]} (all seeds pooled; epoch 0 = Assumption 4.3 start): "
+          "sample word / sample char accuracy")
+    print("| epoch | " + " | ".join(METHODS) + " |")
+    print("| --- | " + " | ".join("---" for _ in METHODS) + " |")
+    for e in range(args.epochs + 1):
+        cells = [f"{pooled(trend[(m, e)], 'sample_word_acc').mean():.3f} / "
+                 f"{pooled(trend[(m, e)], 'sample_char_acc').mean():.3f}" for m in METHODS]
+        print(f"| {e} | " + " | ".join(cells) + " |")
+    print(f"\ntotal {time.perf_counter() - t0:.0f} s; end {load()}")
 
 
 if __name__ == "__main__":

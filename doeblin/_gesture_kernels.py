@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from samplers._jit import jit
-from samplers._kernels import categorical_from_logits, logsumexp_1d
+from samplers._kernels import categorical_from_logits, categorical_from_probs, logsumexp_1d
 
 N_CLASSES = 7     # classes of a state relative to a key; index 7 is BOS in the P block
 
@@ -109,6 +109,15 @@ def pair(x, i, prev, s, w, K, rel):
     if not allowed(prev, s, K):
         return -np.inf
     return w[p_index(x, i, prev, s, K, rel)]
+
+
+@jit
+def pair_t(x, i, prev, s, w, K, C):
+    """:func:`pair` from the class table ``C`` of :func:`base_tables`."""
+    if not allowed(prev, s, K):
+        return -np.inf
+    _, off_P, _, _, _, _, _ = layout(K)
+    return w[off_P + (x[i] * 8 + (7 if prev < 0 else C[i, prev])) * 7 + C[i, s]]
 
 
 @jit
@@ -208,19 +217,35 @@ def add_features(x, z, K, rel, child, word_logfreq, use_rich, scale, grad, idx, 
 
 
 @jit
+def base_tables(x, w, K, rel):
+    """Per-example tables of the base model: ``U[i, s]`` = :func:`unary` and ``C[i, s]`` = class
+    of state s at key x_i (shape (l, S)); they turn every base score into two or three lookups."""
+    S = 2 * K + 1
+    L = x.shape[0]
+    U = np.empty((L, S))
+    C = np.empty((L, S), dtype=np.int64)
+    for i in range(L):
+        for s in range(S):
+            U[i, s] = unary(x, i, s, w, K, rel)
+            C[i, s] = state_class(s, x[i], K, rel)
+    return U, C
+
+
+@jit
 def u_forward(x, w, K, rel):
     """Forward log-messages ``alpha`` (l, S) of the base chain model u; log Z = logsumexp(alpha[-1])."""
     S = 2 * K + 1
     L = x.shape[0]
+    U, C = base_tables(x, w, K, rel)
     alpha = np.empty((L, S))
     buf = np.empty(S)
     for s in range(S):
-        alpha[0, s] = unary(x, 0, s, w, K, rel) + pair(x, 0, -1, s, w, K, rel)
+        alpha[0, s] = U[0, s] + pair_t(x, 0, -1, s, w, K, C)
     for i in range(1, L):
         for s in range(S):
             for p in range(S):
-                buf[p] = alpha[i - 1, p] + pair(x, i, p, s, w, K, rel)
-            alpha[i, s] = unary(x, i, s, w, K, rel) + logsumexp_1d(buf)
+                buf[p] = alpha[i - 1, p] + pair_t(x, i, p, s, w, K, C)
+            alpha[i, s] = U[i, s] + logsumexp_1d(buf)
     return alpha
 
 
@@ -250,16 +275,21 @@ def u_draws(x, w, K, rel, size, seed):
 
 
 @jit
-def site_logits(x, z, i, w, K, rel, child, word_logfreq, starts, k, n_starts, last, node, depth, logits):
+def site_logits(x, z, i, w, K, rel, child, word_logfreq, U, C, starts, k, n_starts, last, node, depth, logits):
     """Conditional log-potentials (up to a constant) of ``z_i`` under the full model.
 
-    ``starts[k:n_starts]`` are the start positions after i, ``last`` the last letter before i (K if
-    none) and ``(node, depth)`` the trie state of the prefix before i; the prefix's own bigram
-    features and the suffix's internal ones do not depend on ``z_i`` and are left out.
+    ``U``, ``C``: :func:`base_tables` of ``w``; ``starts[k:n_starts]`` are the start positions after
+    i, ``last`` the last letter before i (K if none) and ``(node, depth)`` the trie state of the
+    prefix before i; the prefix's own bigram features and the suffix's internal ones do not depend
+    on ``z_i`` and are left out.
     """
     S = 2 * K + 1
     L = z.shape[0]
+    _, off_P, _, _, _, _, _ = layout(K)
     prev = z[i - 1] if i > 0 else -1
+    nxt = z[i + 1] if i + 1 < L else -1
+    row = off_P + (x[i] * 8 + (7 if prev < 0 else C[i, prev])) * 7        # P block of (x_i, z_{i-1})
+    row_next = off_P + x[i + 1] * 56 if nxt >= 0 else 0                   # P block of x_{i+1}
     q = starts[k] if k < n_starts else -1
 
     # rich part shared by every non-start value: the word is prefix + suffix
@@ -268,13 +298,12 @@ def site_logits(x, z, i, w, K, rel, child, word_logfreq, starts, k, n_starts, la
     if q >= 0:
         rich_nonstart += w[y_index(x[q], last, z[q], K, rel)]
     for v in range(S):
-        val = pair(x, i, prev, v, w, K, rel)
-        if i + 1 < L:
-            val += pair(x, i + 1, v, z[i + 1], w, K, rel)
-        if val == -np.inf:
-            logits[v] = val
+        if not allowed(prev, v, K) or (nxt >= 0 and not allowed(v, nxt, K)):
+            logits[v] = -np.inf
             continue
-        val += unary(x, i, v, w, K, rel)
+        val = U[i, v] + w[row + C[i, v]]
+        if nxt >= 0:
+            val += w[row_next + C[i + 1, v] * 7 + C[i + 1, nxt]]
         if v < K:      # the word is prefix + v + suffix
             v_node = child[node, v] if node >= 0 else -1
             v_node, v_depth = trie_walk(z, starts, k, n_starts, v_node, depth + (1 if v_node >= 0 else 0), child)
@@ -287,8 +316,22 @@ def site_logits(x, z, i, w, K, rel, child, word_logfreq, starts, k, n_starts, la
 
 
 @jit
-def gibbs_sweep(x, z, w, K, rel, child, word_logfreq, logits, starts):
-    """One transition of A: a systematic Gibbs sweep over positions 0..l-1 (O(l S) plus trie walks)."""
+def categorical_from_logits_once(logits):
+    """Draw from softmax(logits), overwriting ``logits`` with unnormalised probabilities (one pass
+    of exp instead of :func:`categorical_from_logits`'s two; the Gibbs sweep's hot spot)."""
+    m = -np.inf
+    for v in range(logits.shape[0]):
+        if logits[v] > m:
+            m = logits[v]
+    for v in range(logits.shape[0]):
+        logits[v] = np.exp(logits[v] - m)
+    return categorical_from_probs(logits)
+
+
+@jit
+def gibbs_sweep(x, z, w, K, rel, child, word_logfreq, U, C, logits, starts):
+    """One transition of A: a systematic Gibbs sweep over positions 0..l-1 (O(l S) plus trie walks);
+    ``U``, ``C``: :func:`base_tables` of ``w``."""
     n_starts = start_positions(z, K, starts)     # positions > i are unchanged when site i is visited
     k = 0
     last = K
@@ -297,8 +340,8 @@ def gibbs_sweep(x, z, w, K, rel, child, word_logfreq, logits, starts):
     for i in range(z.shape[0]):
         while k < n_starts and starts[k] <= i:
             k += 1
-        site_logits(x, z, i, w, K, rel, child, word_logfreq, starts, k, n_starts, last, node, depth, logits)
-        v = categorical_from_logits(logits)
+        site_logits(x, z, i, w, K, rel, child, word_logfreq, U, C, starts, k, n_starts, last, node, depth, logits)
+        v = categorical_from_logits_once(logits)
         z[i] = v
         if v < K:
             last = v
@@ -312,7 +355,8 @@ def gibbs_sweep(x, z, w, K, rel, child, word_logfreq, logits, starts):
 def seeded_sweep(x, z, w, K, rel, child, word_logfreq, seed):
     """One Gibbs sweep of ``z`` in place with Numba's generator seeded by ``seed``."""
     np.random.seed(seed)
-    gibbs_sweep(x, z, w, K, rel, child, word_logfreq, np.empty(2 * K + 1), np.empty(z.shape[0], dtype=np.int64))
+    U, C = base_tables(x, w, K, rel)
+    gibbs_sweep(x, z, w, K, rel, child, word_logfreq, U, C, np.empty(2 * K + 1), np.empty(z.shape[0], dtype=np.int64))
 
 
 @jit
@@ -328,7 +372,8 @@ def conditional_logits(x, z, i, w, K, rel, child, word_logfreq):
     if k < n_starts and starts[k] == i:
         k += 1
     logits = np.empty(2 * K + 1)
-    site_logits(x, z, i, w, K, rel, child, word_logfreq, starts, k, n_starts, last, node, depth, logits)
+    U, C = base_tables(x, w, K, rel)
+    site_logits(x, z, i, w, K, rel, child, word_logfreq, U, C, starts, k, n_starts, last, node, depth, logits)
     return logits
 
 
@@ -351,6 +396,7 @@ def run_chains(x, w_u, w_A, K, rel, child, word_logfreq, n_steps, eps, n_chains,
     starts = np.empty(L, dtype=np.int64)
     z = np.empty(L, dtype=np.int64)
     alpha = u_forward(x, w_u, K, rel) if mode > 0 else np.empty((1, S))
+    U, C = base_tables(x, w_A, K, rel)
     r = 0
     for c in range(n_chains):
         if mode == 0:
@@ -362,7 +408,7 @@ def run_chains(x, w_u, w_A, K, rel, child, word_logfreq, n_steps, eps, n_chains,
             if mode == 2 and np.random.random() < eps:
                 u_sample_from_alpha(x, alpha, w_u, K, rel, z)
             else:
-                gibbs_sweep(x, z, w_A, K, rel, child, word_logfreq, logits, starts)
+                gibbs_sweep(x, z, w_A, K, rel, child, word_logfreq, U, C, logits, starts)
             if t > burn:
                 out[r] = z
                 r += 1
