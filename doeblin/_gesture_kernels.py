@@ -104,16 +104,9 @@ def unary(x, i, s, w, K, rel):
 
 
 @jit
-def pair(x, i, prev, s, w, K, rel):
-    """Score of (x_i, z_{i-1}, z_i); -inf if ``s`` may not follow ``prev``."""
-    if not allowed(prev, s, K):
-        return -np.inf
-    return w[p_index(x, i, prev, s, K, rel)]
-
-
-@jit
-def pair_t(x, i, prev, s, w, K, C):
-    """:func:`pair` from the class table ``C`` of :func:`base_tables`."""
+def pair(x, i, prev, s, w, K, C):
+    """Score of (x_i, z_{i-1}, z_i) given the class table ``C`` of :func:`base_tables`; -inf if ``s``
+    may not follow ``prev`` (``prev = -1``: first position)."""
     if not allowed(prev, s, K):
         return -np.inf
     _, off_P, _, _, _, _, _ = layout(K)
@@ -232,32 +225,32 @@ def base_tables(x, w, K, rel):
 
 
 @jit
-def u_forward(x, w, K, rel):
-    """Forward log-messages ``alpha`` (l, S) of the base chain model u; log Z = logsumexp(alpha[-1])."""
+def u_forward(x, w, K, U, C):
+    """Forward log-messages ``alpha`` (l, S) of the base chain model u with weights ``w`` and its
+    :func:`base_tables` ``U``, ``C``; log Z = logsumexp(alpha[-1])."""
     S = 2 * K + 1
     L = x.shape[0]
-    U, C = base_tables(x, w, K, rel)
     alpha = np.empty((L, S))
     buf = np.empty(S)
     for s in range(S):
-        alpha[0, s] = U[0, s] + pair_t(x, 0, -1, s, w, K, C)
+        alpha[0, s] = U[0, s] + pair(x, 0, -1, s, w, K, C)
     for i in range(1, L):
         for s in range(S):
             for p in range(S):
-                buf[p] = alpha[i - 1, p] + pair_t(x, i, p, s, w, K, C)
+                buf[p] = alpha[i - 1, p] + pair(x, i, p, s, w, K, C)
             alpha[i, s] = U[i, s] + logsumexp_1d(buf)
     return alpha
 
 
 @jit
-def u_sample_from_alpha(x, alpha, w, K, rel, z):
+def u_sample_from_alpha(x, alpha, w, K, C, z):
     """Backward sampling (FFBS) of ``z ~ u`` in place, given forward messages."""
     L, S = alpha.shape
     buf = np.empty(S)
     z[L - 1] = categorical_from_logits(alpha[L - 1])
     for i in range(L - 2, -1, -1):
         for p in range(S):
-            buf[p] = alpha[i, p] + pair(x, i + 1, p, z[i + 1], w, K, rel)
+            buf[p] = alpha[i, p] + pair(x, i + 1, p, z[i + 1], w, K, C)
         z[i] = categorical_from_logits(buf)
 
 
@@ -265,11 +258,12 @@ def u_sample_from_alpha(x, alpha, w, K, rel, z):
 def u_draws(x, w, K, rel, size, seed):
     """``size`` exact draws from u (forward filtering, backward sampling)."""
     np.random.seed(seed)
-    alpha = u_forward(x, w, K, rel)
+    U, C = base_tables(x, w, K, rel)
+    alpha = u_forward(x, w, K, U, C)
     out = np.empty((size, x.shape[0]), dtype=np.int64)
     z = np.empty(x.shape[0], dtype=np.int64)
     for n in range(size):
-        u_sample_from_alpha(x, alpha, w, K, rel, z)
+        u_sample_from_alpha(x, alpha, w, K, C, z)
         out[n] = z
     return out
 
@@ -281,7 +275,8 @@ def site_logits(x, z, i, w, K, rel, child, word_logfreq, U, C, starts, k, n_star
     ``U``, ``C``: :func:`base_tables` of ``w``; ``starts[k:n_starts]`` are the start positions after
     i, ``last`` the last letter before i (K if none) and ``(node, depth)`` the trie state of the
     prefix before i; the prefix's own bigram features and the suffix's internal ones do not depend
-    on ``z_i`` and are left out.
+    on ``z_i`` and are left out. The two :func:`pair` terms are inlined with their rows hoisted
+    out of the loop over values (the sweep's hot spot).
     """
     S = 2 * K + 1
     L = z.shape[0]
@@ -395,7 +390,8 @@ def run_chains(x, w_u, w_A, K, rel, child, word_logfreq, n_steps, eps, n_chains,
     logits = np.empty(S)
     starts = np.empty(L, dtype=np.int64)
     z = np.empty(L, dtype=np.int64)
-    alpha = u_forward(x, w_u, K, rel) if mode > 0 else np.empty((1, S))
+    U_u, C_u = base_tables(x, w_u, K, rel)
+    alpha = u_forward(x, w_u, K, U_u, C_u) if mode > 0 else np.empty((1, S))
     U, C = base_tables(x, w_A, K, rel)
     r = 0
     for c in range(n_chains):
@@ -403,10 +399,10 @@ def run_chains(x, w_u, w_A, K, rel, child, word_logfreq, n_steps, eps, n_chains,
             for i in range(L):
                 z[i] = x[i]
         else:
-            u_sample_from_alpha(x, alpha, w_u, K, rel, z)
+            u_sample_from_alpha(x, alpha, w_u, K, C_u, z)
         for t in range(1, n_steps + 1):
             if mode == 2 and np.random.random() < eps:
-                u_sample_from_alpha(x, alpha, w_u, K, rel, z)
+                u_sample_from_alpha(x, alpha, w_u, K, C_u, z)
             else:
                 gibbs_sweep(x, z, w_A, K, rel, child, word_logfreq, U, C, logits, starts)
             if t > burn:

@@ -69,7 +69,7 @@ def test_noiseless_gesture_contains_word_keys():
 def test_u_normaliser_matches_enumeration(tiny):
     m, x, states = tiny
     _, lp = _law(m, x, states, rich=False)
-    alpha = gk.u_forward(x, m.w_u, K_TINY, m.relation)
+    alpha = gk.u_forward(x, m.w_u, K_TINY, *gk.base_tables(x, m.w_u, K_TINY, m.relation))
     assert np.isclose(logsumexp_1d(alpha[-1]), logsumexp_1d(lp))
 
 
