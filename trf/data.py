@@ -162,19 +162,49 @@ def read_word_list(path: str | Path, alphabet: Alphabet, m: int, **options) -> W
         raise ValueError(f"{path}: {exc}") from None
 
 
+def _random_split(words: list[str], n_train: int, n_test: int, seed, source: str) -> tuple[list[str], list[str]]:
+    n_train = check_int(n_train, "n_train", low=1)
+    n_test = check_int(n_test, "n_test", low=1)
+    if n_train + n_test > len(words):
+        raise ValueError(f"n_train + n_test = {n_train + n_test} exceeds the {len(words)} {source} words")
+    order = as_generator(seed).permutation(len(words))
+    return [words[i] for i in order[:n_train]], [words[i] for i in order[n_train:n_train + n_test]]
+
+
 def web2_split(n_train: int = 139_000, n_test: int = 15_000, m: int = 25, seed: int = 0
                ) -> tuple[list[str], list[str]]:
     """A random disjoint train/test split of the ``english-words`` web2 list (lower-cased, letters only).
 
     Mirrors the paper's sizes (139K training and 15K test words, m = 25); words longer than ``m`` are
-    left out before sampling.  Returns two lists of strings.
+    left out before sampling.  web2 is Webster's 1934 dictionary: many rare technical words, no
+    frequencies.  Returns two lists of strings.
     """
     from english_words import get_english_words_set
 
     words = sorted(w for w in get_english_words_set(["web2"], alpha=True, lower=True) if 1 <= len(w) <= m)
-    n_train = check_int(n_train, "n_train", low=1)
-    n_test = check_int(n_test, "n_test", low=1)
-    if n_train + n_test > len(words):
-        raise ValueError(f"n_train + n_test = {n_train + n_test} exceeds the {len(words)} web2 words")
-    order = as_generator(seed).permutation(len(words))
-    return [words[i] for i in order[:n_train]], [words[i] for i in order[n_train:n_train + n_test]]
+    return _random_split(words, n_train, n_test, seed, "web2")
+
+
+def wordfreq_split(n_train: int = 139_000, n_test: int = 15_000, m: int = 25, seed: int = 0
+                   ) -> tuple[list[str], list[str]]:
+    """A random disjoint train/test split of the ``n_train + n_test`` most frequent English words.
+
+    The words come from the ``wordfreq`` package's English "large" list (word frequencies measured on
+    news, Wikipedia, books, subtitles and web text; installed data, nothing is downloaded), keeping
+    words of letters a-z only and length <= ``m``, in frequency order.  This is the closest offline
+    analogue of the paper's word types from a news corpus (English Gigaword).  Needs
+    ``pip install "mcsa[data]"``.  Returns two lists of strings.
+    """
+    try:
+        from wordfreq import top_n_list
+    except ImportError:  # pragma: no cover - depends on the optional extra
+        raise ImportError('wordfreq_split needs the wordfreq package: pip install "mcsa[data]"') from None
+    m = check_int(m, "m", low=1)
+    words = [w for w in top_n_list("en", 10**7, wordlist="large")
+             if 1 <= len(w) <= m and w.isascii() and w.isalpha() and w.islower()]
+    n = check_int(n_train, "n_train", low=1) + check_int(n_test, "n_test", low=1)
+    return _random_split(words[:n], n_train, n_test, seed, "wordfreq")
+
+
+WORD_LISTS = {"wordfreq": wordfreq_split, "web2": web2_split}
+"""Offline English word lists for the word-morphology benchmark, by name."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +41,7 @@ class MorphSettings:
     eval_every: int = 10
     qn_max_iter: int = 500
     progress: bool = True
+    replicates: int = 1
 
 
 def _augsa_run(train: WordData, test: WordData, backend_features, pi0: str, s: MorphSettings) -> dict:
@@ -69,9 +70,10 @@ def _augsa_run(train: WordData, test: WordData, backend_features, pi0: str, s: M
     log_z = model.exact_log_z()
     used = pi > 0
 
-    def zeta_error(t):
+    def zeta_error(t, weights=None):
         est, star = (np.asarray(a) for a in zeta_snapshots[t])
-        return float(np.abs(est - star)[used].mean())
+        error = np.abs(est - star)
+        return float(error[used].mean() if weights is None else weights @ error)
 
     acc = [h["jump_acceptance"] for h in result.history if np.isfinite(h["jump_acceptance"])]
     return {
@@ -81,6 +83,8 @@ def _augsa_run(train: WordData, test: WordData, backend_features, pi0: str, s: M
         "test_nll_estimated_zeta": float(-model.log_prob(test).mean()),
         "mean_abs_zeta_error_t100": zeta_error(100) if 100 in zeta_snapshots else None,
         "mean_abs_zeta_error_end": zeta_error(s.iters),
+        "pi_abs_zeta_error_t100": zeta_error(100, pi) if 100 in zeta_snapshots else None,
+        "pi_abs_zeta_error_end": zeta_error(s.iters, pi),
         "wall_seconds": wall,
         "sampling_seconds": result.time_sampling,
         "update_seconds": result.time_updates,
@@ -90,6 +94,20 @@ def _augsa_run(train: WordData, test: WordData, backend_features, pi0: str, s: M
         "curve": curve,
         "zeta_snapshots": {str(k): v for k, v in zeta_snapshots.items()},
     }
+
+
+REPLICATE_KEYS = ("train_nll_exact", "test_nll_exact", "train_nll_estimated_zeta", "test_nll_estimated_zeta",
+                  "mean_abs_zeta_error_t100", "mean_abs_zeta_error_end", "pi_abs_zeta_error_t100",
+                  "pi_abs_zeta_error_end", "wall_seconds")
+
+
+def _augsa_replicates(train: WordData, test: WordData, features, pi0: str, s: MorphSettings) -> dict:
+    """``s.replicates`` AugSA runs with seeds ``s.seed, s.seed + 1, ...``: the first run's full record
+    (curves for the plots) plus the summary numbers of every run under ``"replicates"``."""
+    runs = [_augsa_run(train, test, features, pi0, replace(s, seed=s.seed + r)) for r in range(s.replicates)]
+    first = runs[0]
+    first["replicates"] = [{key: run[key] for key in REPLICATE_KEYS} for run in runs]
+    return first
 
 
 def backend_pi0(train: WordData, pi0: str) -> np.ndarray:
@@ -112,6 +130,7 @@ def run_morph(train: WordData, test: WordData, out: str | Path, settings: MorphS
     check_int(s.iters, "iters", low=1)
     check_int(s.samples, "samples", low=1)
     check_int(s.eval_every, "eval_every", low=1)
+    check_int(s.replicates, "replicates", low=1)
     if test.alphabet != train.alphabet or test.m != train.m:
         raise ValueError("train and test must share the alphabet and m")
     n_j = train.length_counts()
@@ -124,8 +143,8 @@ def run_morph(train: WordData, test: WordData, out: str | Path, settings: MorphS
     metrics: dict = {"settings": s.__dict__.copy(), "n_train": len(train), "n_test": len(test), "m": train.m,
                      "d": features.d, "feature_templates": features.template_sizes(),
                      "length_counts": n_j.tolist()}
-    metrics["augsa_empirical_pi0"] = _augsa_run(train, test, features, "empirical", s)
-    metrics["augsa_eq26_pi0"] = _augsa_run(train, test, features, "eq26", s)
+    metrics["augsa_empirical_pi0"] = _augsa_replicates(train, test, features, "empirical", s)
+    metrics["augsa_eq26_pi0"] = _augsa_replicates(train, test, features, "eq26", s)
 
     iis_curve: list[tuple[int, float]] = []
 
@@ -158,18 +177,35 @@ MODEL_LABELS = {"augsa_empirical_pi0": "AugSA (pi0 = n_j/n)", "augsa_eq26_pi0": 
                 "iis": "IIS", "quasi_newton": "Quasi-Newton", "wb3": "WB3"}
 
 
+def _summary(record: dict, key: str, fmt: str, scale: float = 1.0, shift: float = 0.0) -> str:
+    """``record[key]`` formatted, or ``mean +- se`` over the replicates when there are several."""
+    reps = record.get("replicates", [record])
+    values = np.array([(r[key] * scale + shift) for r in reps if r.get(key) is not None], dtype=float)
+    if values.size == 0:
+        return ""
+    if values.size == 1:
+        return format(values[0], fmt)
+    se = values.std(ddof=1) / np.sqrt(values.size)
+    return f"{format(values.mean(), fmt)} ± {format(se, fmt.lstrip('+'))}"
+
+
 def metrics_table(metrics: dict) -> str:
-    """Markdown table of the exact NLLs (and AugSA's estimated-zeta NLL) per model."""
+    """Markdown table of the exact NLLs (and AugSA's estimated-zeta NLL and zeta errors) per model.
+
+    With ``settings.replicates > 1`` the AugSA cells are ``mean ± standard error`` over the seeds.
+    """
     qn = metrics["quasi_newton"]["test_nll_exact"]
-    rows = ["| model | train NLL | test NLL | test vs QN | test NLL with estimated zeta | mean abs(zeta - zeta*) t=100 / end | wall s |",
-            "| --- | --- | --- | --- | --- | --- | --- |"]
+    rows = ["| model | train NLL | test NLL | test vs QN (%) | test NLL with estimated zeta "
+            "| mean abs(zeta - zeta*) t=100 / end | pi-weighted abs(zeta - zeta*) t=100 / end | wall s |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for key, label in MODEL_LABELS.items():
         r = metrics[key]
-        est = f"{r['test_nll_estimated_zeta']:.3f}" if "test_nll_estimated_zeta" in r else ""
-        zerr = (f"{r['mean_abs_zeta_error_t100']:.3g} / {r['mean_abs_zeta_error_end']:.3g}"
-                if "mean_abs_zeta_error_end" in r else "")
-        rows.append(f"| {label} | {r['train_nll_exact']:.3f} | {r['test_nll_exact']:.3f} | "
-                    f"{100 * (r['test_nll_exact'] / qn - 1):+.2f}% | {est} | {zerr} | {r['wall_seconds']:.1f} |")
+        zerr = " / ".join(_summary(r, f"mean_abs_zeta_error_{t}", ".3g") for t in ("t100", "end"))
+        perr = " / ".join(_summary(r, f"pi_abs_zeta_error_{t}", ".3g") for t in ("t100", "end"))
+        rows.append(f"| {label} | {_summary(r, 'train_nll_exact', '.3f')} | {_summary(r, 'test_nll_exact', '.3f')} | "
+                    f"{_summary(r, 'test_nll_exact', '+.2f', 100 / qn, -100)} | "
+                    f"{_summary(r, 'test_nll_estimated_zeta', '.3f')} | {zerr if zerr.strip(' /') else ''} | "
+                    f"{perr if perr.strip(' /') else ''} | {_summary(r, 'wall_seconds', '.1f')} |")
     return "\n".join(rows)
 
 

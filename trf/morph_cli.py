@@ -2,8 +2,9 @@
 
 ``--train`` / ``--test`` are word lists (one word per line, letters a-z; words with other symbols,
 upper case included, or longer than ``--m`` are reported on stderr and skipped).  Without them the
-``english-words`` web2 list is
-split at random into 139K training and 15K test words (``--seed``), as in the paper's sizes.
+installed list named by ``--words`` (:data:`trf.data.WORD_LISTS`: the 154K most frequent English
+words of ``wordfreq`` by default, or ``english-words``' web2) is split at random into 139K training
+and 15K test words (``--seed``), as in the paper's sizes.
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ import sys
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("morph", help="word-morphology benchmark with exact likelihoods (Sec. 6)")
-    parser.add_argument("--train", help="training word list (default: web2 split)")
-    parser.add_argument("--test", help="test word list (default: web2 split)")
+    parser.add_argument("--train", help="training word list (default: a split of --words)")
+    parser.add_argument("--test", help="test word list (default: a split of --words)")
+    parser.add_argument("--words", choices=("wordfreq", "web2"), default="wordfreq",
+                        help="installed English word list split when --train/--test are not given")
     parser.add_argument("--out", required=True, help="output folder for metrics.json and plots")
     parser.add_argument("--iters", type=int, default=1000, help="AugSA and IIS iterations (t_max)")
     parser.add_argument("--samples", type=int, default=100, help="K, draws per iteration")
@@ -23,20 +26,21 @@ def register(subparsers) -> None:
     parser.add_argument("--m", type=int, default=25, help="maximum word length")
     parser.add_argument("--eval-every", type=int, default=10, help="exact NLL every this many iterations")
     parser.add_argument("--qn-iters", type=int, default=500, help="L-BFGS iteration limit")
+    parser.add_argument("--replicates", type=int, default=1, help="AugSA runs with seeds seed, seed+1, ...")
     parser.add_argument("--no-progress", action="store_true")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from .data import ENGLISH_LOWER, Alphabet, encode_words, read_word_list, web2_split
+    from .data import ENGLISH_LOWER, WORD_LISTS, Alphabet, encode_words, read_word_list
     from .morph import MorphSettings, metrics_table, run_morph
 
     alphabet = Alphabet(ENGLISH_LOWER)
     if (args.train is None) != (args.test is None):
-        raise SystemExit("give both --train and --test, or neither (web2 split)")
+        raise SystemExit(f"give both --train and --test, or neither (split of {args.words})")
     opts = {"on_unknown": "skip", "too_long": "skip"}
     if args.train is None:
-        train_words, test_words = web2_split(m=args.m, seed=args.seed)
+        train_words, test_words = WORD_LISTS[args.words](m=args.m, seed=args.seed)
         train = encode_words(train_words, alphabet, args.m, **opts)
         test = encode_words(test_words, alphabet, args.m, **opts)
     else:
@@ -47,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"{name}: skipped {len(data.skipped)} words (symbols outside a-z or longer than m), "
                   f"e.g. {data.skipped[:3]}", file=sys.stderr)
     settings = MorphSettings(iters=args.iters, samples=args.samples, seed=args.seed, eval_every=args.eval_every,
-                             qn_max_iter=args.qn_iters, progress=not args.no_progress)
+                             qn_max_iter=args.qn_iters, progress=not args.no_progress,
+                             replicates=args.replicates)
     metrics = run_morph(train, test, args.out, settings)
     print(metrics_table(metrics))
     print(f"\nwrote {args.out}/metrics.json and {args.out}/fig3*.png")

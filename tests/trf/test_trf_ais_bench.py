@@ -59,12 +59,17 @@ def test_morph_cli_on_tiny_lists(tmp_path, capsys):
     (tmp_path / "test.txt").write_text("\n".join(w for w in words[300:] if len(w) > 0))
     code = main(["trf", "morph", "--train", str(tmp_path / "train.txt"), "--test", str(tmp_path / "test.txt"),
                  "--out", str(tmp_path / "out"), "--iters", "120", "--samples", "20", "--m", "5",
-                 "--eval-every", "20", "--qn-iters", "50", "--no-progress"])
+                 "--eval-every", "20", "--qn-iters", "50", "--replicates", "2", "--no-progress"])
     assert code == 0
     metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
     for key in ("augsa_empirical_pi0", "augsa_eq26_pi0", "iis", "quasi_newton", "wb3"):
         assert np.isfinite(metrics[key]["test_nll_exact"])
     assert metrics["quasi_newton"]["train_nll_exact"] <= metrics["augsa_eq26_pi0"]["train_nll_exact"] + 1e-9
     assert len(list((tmp_path / "out").glob("fig3*.png"))) == 4
+    reps = metrics["augsa_empirical_pi0"]["replicates"]
+    assert len(reps) == 2 and reps[0]["test_nll_exact"] != reps[1]["test_nll_exact"]   # two seeds
+    assert reps[0]["test_nll_exact"] == metrics["augsa_empirical_pi0"]["test_nll_exact"]
+    assert 0 <= reps[0]["pi_abs_zeta_error_end"] <= max(  # a pi-weighted mean is at most the largest error
+        abs(a - b) for a, b in zip(*metrics["augsa_empirical_pi0"]["zeta_snapshots"]["120"]))
     captured = capsys.readouterr()
-    assert "skipped 2 words" in captured.err and "Quasi-Newton" in captured.out
+    assert "skipped 2 words" in captured.err and "Quasi-Newton" in captured.out and " ± " in captured.out
