@@ -41,7 +41,13 @@ class SentenceBackend:
     dev : EncodedCorpus, optional
         For ``log_likelihood(..., "dev")`` (stop rule, progress).
     m : int, optional
-        Longest sentence length modelled (default: longest training sentence).
+        Longest sentence length modelled (default: longest training sentence); at least that.
+    max_length : int, optional
+        Use the pooled sub-model of Sec. 5.4 (Eq. 27): lengths ``1..max_length`` have their own
+        ``zeta_j`` and every longer sentence belongs to one sub-model ``m+`` with ``pi_{m+} = n_{m+}/n``
+        (smoothed) and one ``zeta_{m+}``; TransMS samples lengths up to ``max_length + 2``, and
+        ``delta_{m+}`` (the share of draws longer than ``max_length``) drives ``zeta_{m+}`` in Eq. (17).
+        The trainer then sees ``m = max_length + 1`` dimensions (the last one pooled).
     n_chains : int
         Persistent TransMS chains; each iteration advances every chain ``ceil(K / n_chains)`` steps.
     ll_sentences : int
@@ -51,45 +57,74 @@ class SentenceBackend:
     """
 
     def __init__(self, train: EncodedCorpus, features: SentenceFeatures, dev: EncodedCorpus | None = None, *,
-                 m: int | None = None, n_chains: int = 30, seed: int = 0, ll_sentences: int = 2000,
-                 parallel: bool = True) -> None:
+                 m: int | None = None, max_length: int | None = None, n_chains: int = 30, seed: int = 0,
+                 ll_sentences: int = 2000, parallel: bool = True) -> None:
         lengths = train.lengths
         if lengths.size == 0 or lengths.min() < 1:
             raise ValueError("train must hold at least one sentence and no empty sentence")
-        self.m = int(lengths.max()) if m is None else check_int(m, "m", low=int(lengths.max()))
+        if m is not None and max_length is not None:
+            raise ValueError("give m (no pooling) or max_length (pooled sub-model), not both")
+        self.pooled = max_length is not None
+        if self.pooled:
+            self.max_length = check_int(max_length, "max_length", low=1)
+            self.m = self.max_length + 1                 # dimensions 1..max_length and the pooled m+
+            sample_max = self.max_length + 2             # Sec. 5.4: "m + 2 in our experiments"
+        else:
+            self.m = int(lengths.max()) if m is None else check_int(m, "m", low=int(lengths.max()))
+            self.max_length = sample_max = self.m
         self.features = features
         self.n_features = features.n_features
-        self.pi = smoothed_length_law(lengths, self.m)
+        self.pi = smoothed_length_law(self.dimension(lengths), self.m)
         self.empirical_mean = features.counts / len(train)
         self.feature_variance = features.stratified_variance(train)
-        self.sampler = SentenceSampler(features, self.m)
+        self.sampler = SentenceSampler(features, sample_max)
         # chains start at random training sentences (shorter burn-in than single words)
         self.state = self.sampler.init_chains(check_int(n_chains, "n_chains", low=1), seed, start=train)
         self.parallel = parallel
         ll_sentences = check_int(ll_sentences, "ll_sentences", low=1)
         self.splits = {"train": _head(train, ll_sentences), "dev": None if dev is None else _head(dev, ll_sentences)}
-        if self.splits["dev"] is not None and self.splits["dev"].lengths.max() > self.m:
+        if self.splits["dev"] is not None and not self.pooled and self.splits["dev"].lengths.max() > self.m:
             self.splits["dev"] = _keep_short(self.splits["dev"], self.m)
 
+    def dimension(self, lengths) -> np.ndarray:
+        """Sub-model index (1-based) of each sentence length: ``j``, or ``max_length + 1`` (the pooled
+        ``m+`` of Eq. 27) for longer sentences when pooling."""
+        lengths = np.asarray(lengths, dtype=np.int64)
+        return np.minimum(lengths, self.m) if self.pooled else lengths
+
     def initial_zeta(self) -> np.ndarray:
-        """Exact zeta at lambda = 0: ``Z_j = V^j``, so ``zeta_j = (j - 1) log V``."""
-        return np.arange(self.m) * np.log(self.features.n_words)
+        """Exact zeta at lambda = 0: ``Z_j = V^j``, so ``zeta_j = (j - 1) log V``; the pooled sub-model
+        covers the sampled lengths ``m+1, m+2``: ``zeta_{m+} = log(V^{m+1} + V^{m+2}) - log V``."""
+        log_v = np.log(self.features.n_words)
+        zeta = np.arange(self.m) * log_v
+        if self.pooled:
+            zeta[-1] = self.max_length * log_v + np.log1p(self.features.n_words)
+        return zeta
+
+    def sampler_log_weights(self, pi0, zeta) -> np.ndarray:
+        """``log pi0 - zeta`` of each sampled length ``1..sampler.m`` (Eq. 12 / Eq. 27 when pooling)."""
+        with np.errstate(divide="ignore"):
+            per_dimension = np.log(np.asarray(pi0, dtype=np.float64)) - np.asarray(zeta, dtype=np.float64)
+        return per_dimension[self.dimension(np.arange(1, self.sampler.m + 1)) - 1]
 
     def sample(self, lam, zeta, pi0, n_samples, length_weight, seed) -> SampleBatch:
-        """K TransMS draws from q (Eq. 12) and ``sum_k (pi_j / pi0_j) f(x_k)`` (the sum in Eq. 16/38)."""
+        """K TransMS draws from q (Eq. 12) and ``sum_k (pi_j / pi0_j) f(x_k)`` (the sum in Eq. 16/38).
+
+        The returned ``lengths`` are sub-model indices (:meth:`dimension`), so the trainer's
+        ``delta_j`` of Eq. (17) includes ``delta_{m+}`` of Sec. 5.4 when pooling.
+        """
         n_chains = self.state.lengths.size
         steps = -(-int(n_samples) // n_chains)
-        with np.errstate(divide="ignore"):
-            log_len_weight = np.log(pi0) - zeta
-        self.state, tokens, lengths, info = self.sampler.run(lam, log_len_weight, self.state, steps, seed,
-                                                             parallel=self.parallel)
+        self.state, tokens, lengths, info = self.sampler.run(lam, self.sampler_log_weights(pi0, zeta), self.state,
+                                                             steps, seed, parallel=self.parallel)
         # step-major order, so every chain contributes to the first K draws
         order = (np.arange(n_chains)[None, :] * steps + np.arange(steps)[:, None]).ravel()[:n_samples]
         tokens, lengths = tokens[order], lengths[order]
-        weights = np.asarray(length_weight)[lengths - 1]
+        dims = self.dimension(lengths)
+        weights = np.asarray(length_weight)[dims - 1]
         feature_sum = self.sampler.weighted_feature_sum(tokens, lengths, weights)
-        return SampleBatch(lengths, feature_sum, {"jump_acceptance": info.jump_acceptance,
-                                                  "class_acceptance": info.class_acceptance})
+        return SampleBatch(dims, feature_sum, {"jump_acceptance": info.jump_acceptance,
+                                               "class_acceptance": info.class_acceptance})
 
     def log_likelihood(self, lam, zeta, split: str) -> float | None:
         """Mean ``log p(j, x^j; lambda, zeta)`` per sentence on (the head of) ``split``."""
@@ -99,17 +134,17 @@ class SentenceBackend:
         V = self.features.n_words
         one_word = EncodedCorpus(np.arange(V, dtype=np.int32), np.arange(V + 1, dtype=np.int64))
         log_z1 = logsumexp_1d(self.features.scores(one_word, lam))
-        lengths = corpus.lengths
+        dims = self.dimension(corpus.lengths)
         scores = self.features.scores(corpus, lam)
-        return float(np.mean(np.log(self.pi[lengths - 1]) + scores - zeta[lengths - 1] - log_z1))
+        return float(np.mean(np.log(self.pi[dims - 1]) + scores - zeta[dims - 1] - log_z1))
 
     def get_state(self) -> dict[str, np.ndarray]:
         return {"tokens": self.state.tokens, "lengths": self.state.lengths}
 
     def set_state(self, state: dict[str, np.ndarray]) -> None:
         tokens = np.asarray(state["tokens"], dtype=np.int64)
-        if tokens.ndim != 2 or tokens.shape[1] != self.m:
-            raise ValueError(f"chain state has shape {tokens.shape}, expected (n_chains, {self.m})")
+        if tokens.ndim != 2 or tokens.shape[1] != self.sampler.m:
+            raise ValueError(f"chain state has shape {tokens.shape}, expected (n_chains, {self.sampler.m})")
         self.state = ChainState(tokens.copy(), np.asarray(state["lengths"], dtype=np.int64).copy())
 
 

@@ -24,9 +24,11 @@ def _train(args) -> int:
     from trf.lm.train import train_lm
 
     overrides = {k: v for k, v in {"n_samples": args.samples, "t_max": args.max_iterations, "t_c": args.t_c,
-                                   "t0": args.t0, "l2": args.l2, "clip": args.clip}.items() if v is not None}
+                                   "beta_lambda": args.beta_lambda, "t0": args.t0, "l2": args.l2,
+                                   "clip": args.clip}.items() if v is not None}
     model, result = train_lm(args.train, valid_path=args.valid, features=args.features, classes=args.classes,
-                             vocab_size=args.vocab_size, min_count=args.min_count, config=lm_config(**overrides),
+                             vocab_size=args.vocab_size, min_count=args.min_count, max_length=args.max_length,
+                             config=lm_config(**overrides),
                              n_chains=args.chains, seed=args.seed, checkpoint=args.checkpoint,
                              checkpoint_every=args.checkpoint_every, resume=args.resume,
                              time_limit=None if args.minutes is None else args.minutes * 60,
@@ -70,7 +72,8 @@ def _eval(args) -> int:
         print(f"on the {len(sub)} sentences of <= {longest} words: perplexity with AugSA zeta "
               f"{result['ais']['perplexity_augsa']:.3f}, separate AIS {result['ais']['perplexity_separate']:.3f}, "
               f"smoothed AIS {result['ais']['perplexity_smoothed']:.3f}; global AIS log normaliser "
-              f"{check['global']:.3f} (0 = AugSA zeta self-consistent)")
+              + ("not run (pooled model)" if check["global"] is None
+                 else f"{check['global']:.3f} (0 = AugSA zeta self-consistent)"))
     text = json.dumps(result, indent=2)
     if args.json:
         Path(args.json).write_text(text)
@@ -101,9 +104,13 @@ def register(subparsers) -> None:
     train.add_argument("--classes", type=int, default=200)
     train.add_argument("--vocab-size", type=int, default=None)
     train.add_argument("--min-count", type=int, default=1)
+    train.add_argument("--max-length", type=int, default=None,
+                       help="pool every sentence longer than this into one sub-model (Sec. 5.4, Eq. 27)")
     train.add_argument("--samples", type=int, default=None, help="K per iteration (default 300)")
     train.add_argument("--max-iterations", type=int, default=None)
     train.add_argument("--t-c", dest="t_c", type=float, default=None, help="t_c of Eq. 24 (default 3000)")
+    train.add_argument("--beta-lambda", dest="beta_lambda", type=float, default=None,
+                       help="beta_lambda of Eq. 24 (default 0.8; 0 = constant first-stage rate, Sec. 8)")
     train.add_argument("--t0", type=int, default=None, help="t_0 of Eq. 24-25 (default 2000)")
     train.add_argument("--l2", type=float, default=None, help="mu of Eq. 38 (default 4e-5)")
     train.add_argument("--clip", type=float, default=None)

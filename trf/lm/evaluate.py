@@ -78,7 +78,11 @@ def smooth_log_z(lengths, log_z, stderr=None) -> np.ndarray:
 
 def ais_global(model: SentenceTRF, *, n_temperatures: int = 1000, n_chains: int = 10, seed=None,
                parallel: bool = False):
-    """AIS over lengths 1..m for the global normaliser of the TRF with the AugSA zeta (model (3))."""
+    """AIS over lengths 1..m for the global normaliser of the TRF with the AugSA zeta (model (3)).
+
+    Not defined here for models with the pooled sub-model of Sec. 5.4 (ValueError)."""
+    if model.pooled:
+        raise ValueError("global AIS is implemented for models without the pooled sub-model (max_length)")
     feats = model.features
     sampler = SentenceSampler(feats, model.m)
     V = feats.n_words
@@ -106,8 +110,9 @@ def ais_check(model: SentenceTRF, lengths=range(1, 11), *, n_temperatures: int =
               seed=None) -> dict:
     """Separate, smoothed and global AIS next to the AugSA normalisers (``zeta_j + log Z_1``).
 
-    Returns a dict with ``per_length`` rows, ``global`` (log normaliser) and ``log_prob(corpus, which)``
-    giving sentence log-probabilities with ``which`` in {"augsa", "separate", "smoothed"}.
+    Returns a dict with ``per_length`` rows, ``global`` (log normaliser; None for a pooled model) and
+    ``log_prob(corpus, which)`` giving sentence log-probabilities with ``which`` in {"augsa",
+    "separate", "smoothed"}.
     """
     lengths = [check_int(j, "lengths[]", low=1, high=model.m) for j in lengths]
     rng = np.random.default_rng(seed)
@@ -116,7 +121,7 @@ def ais_check(model: SentenceTRF, lengths=range(1, 11), *, n_temperatures: int =
     stderr = np.array([r.stderr for r in results])
     smoothed = smooth_log_z(lengths, separate, stderr) if len(lengths) > 1 else separate
     augsa = np.array([model.zeta[j - 1] + model.log_z1() for j in lengths])
-    glob = ais_global(model, n_temperatures=n_temperatures, n_chains=n_chains, seed=rng)
+    glob = None if model.pooled else ais_global(model, n_temperatures=n_temperatures, n_chains=n_chains, seed=rng)
     table = {"augsa": augsa, "separate": separate, "smoothed": smoothed}
 
     def log_prob(corpus: EncodedCorpus, which: str) -> np.ndarray:
@@ -130,8 +135,8 @@ def ais_check(model: SentenceTRF, lengths=range(1, 11), *, n_temperatures: int =
 
     rows = [{"j": j, "augsa": float(a), "separate": float(s), "smoothed": float(m), "stderr": float(e)}
             for j, a, s, m, e in zip(lengths, augsa, separate, smoothed, stderr)]
-    return {"per_length": rows, "global": float(glob.log_partition), "global_stderr": float(glob.stderr),
-            "log_prob": log_prob}
+    return {"per_length": rows, "global": None if glob is None else float(glob.log_partition),
+            "global_stderr": None if glob is None else float(glob.stderr), "log_prob": log_prob}
 
 
 def _check_pair(log_p_a, log_p_b, weight):

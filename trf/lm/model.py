@@ -3,8 +3,10 @@
 ``Z_j`` comes from the estimated log ratios ``zeta_j = log Z_j / Z_1`` (Sec. 4) and the exact
 ``log Z_1`` (a sum over the vocabulary), so ``log p(j, x) = log pi_j + lambda . f(x) - zeta_j - log Z_1``.
 Perplexity counts every word plus one end-of-sentence per sentence (the same convention as
-:mod:`trf.ngram`), so the two are comparable.  Sentences longer than ``m`` are not modelled (the
-pooled sub-model of Sec. 5.4 is not implemented) and raise ``ValueError``.
+:mod:`trf.ngram`), so the two are comparable.  Without pooling, sentences longer than ``m`` are
+not modelled and raise ``ValueError``; a model trained with the pooled sub-model of Sec. 5.4 (Eq. 27,
+``pooled=True``) scores every sentence longer than ``m`` with the one ``pi_{m+}`` and ``zeta_{m+}``
+(its normaliser was estimated over the sampled lengths ``m+1, m+2``, as in the paper).
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ class SentenceTRF:
     lam: np.ndarray
     zeta: np.ndarray
     meta: dict = field(default_factory=dict)
+    pooled: bool = False
 
     def __post_init__(self) -> None:
         self.pi = check_distribution(as_float_array(self.pi, "pi", ndim=1), "pi")
@@ -76,7 +79,18 @@ class SentenceTRF:
 
     @property
     def m(self) -> int:
-        return int(self.pi.size)
+        """Longest length with its own sub-model (the pooled ``m+`` comes after it)."""
+        return int(self.pi.size) - (1 if self.pooled else 0)
+
+    def dimension(self, lengths: np.ndarray) -> np.ndarray:
+        """Sub-model index (1-based) of each length; lengths > m map to the pooled one when pooling."""
+        lengths = np.asarray(lengths, dtype=np.int64)
+        if self.pooled:
+            return np.minimum(lengths, self.m + 1)
+        if lengths.max() > self.m:
+            raise ValueError(f"sentences longer than m={self.m} words are not modelled (longest here: "
+                             f"{lengths.max()}); train with max_length (Sec. 5.4's pooled sub-model) to score them")
+        return lengths
 
     def log_z1(self) -> float:
         """Exact ``log Z_1(lambda)``: log-sum-exp of ``lambda . f`` over all one-word sentences."""
@@ -92,11 +106,9 @@ class SentenceTRF:
         lengths = corpus.lengths
         if lengths.min() < 1:
             raise ValueError("every sentence needs at least one word")
-        if lengths.max() > self.m:
-            raise ValueError(f"sentences longer than m={self.m} words are not modelled "
-                             f"(longest here: {lengths.max()}); Sec. 5.4's pooled sub-model is not implemented")
+        dims = self.dimension(lengths)
         scores = self.features.scores(corpus, self.lam)
-        return np.log(self.pi[lengths - 1]) + scores - self.zeta[lengths - 1] - self.log_z1()
+        return np.log(self.pi[dims - 1]) + scores - self.zeta[dims - 1] - self.log_z1()
 
     def perplexity(self, sentences) -> float:
         """``exp(-sum log p / n_tokens)`` with n_tokens = words + one end-of-sentence per sentence."""
@@ -108,7 +120,7 @@ class SentenceTRF:
         """Write the model atomically (``trf.io`` file of kind ``"trf-lm"``)."""
         feat_arrays, feat_meta = self.features.to_arrays()
         arrays = {**feat_arrays, **self.vocab.to_arrays(), "pi": self.pi, "lam": self.lam, "zeta": self.zeta}
-        atomic_write_npz(path, arrays, {"features": feat_meta, **self.meta}, kind=KIND)
+        atomic_write_npz(path, arrays, {"features": feat_meta, **self.meta, "pooled": bool(self.pooled)}, kind=KIND)
 
     @classmethod
     def load(cls, path) -> "SentenceTRF":
@@ -117,8 +129,9 @@ class SentenceTRF:
         try:
             features = SentenceFeatures.from_arrays(arrays, meta["features"])
             vocab = Vocabulary.from_arrays(arrays)
-            extra = {k: v for k, v in meta.items() if k not in ("features", "kind", "format_version")}
-            return cls(vocab, features, arrays["pi"], arrays["lam"], arrays["zeta"], extra)
+            extra = {k: v for k, v in meta.items() if k not in ("features", "kind", "format_version", "pooled")}
+            return cls(vocab, features, arrays["pi"], arrays["lam"], arrays["zeta"], extra,
+                       pooled=bool(meta.get("pooled", False)))
         except KeyError as exc:
             raise ValueError(f"model file {str(path)!r} lacks {exc}; it is not a complete trf-lm model") from None
 

@@ -26,7 +26,8 @@ DEFAULT_FEATURES = "w+c+ws+cs+wsh+csh+tied"
 
 
 def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, classes: int = 200,
-             vocab_size: int | None = None, min_count: int = 1, config: AugSAConfig | None = None,
+             vocab_size: int | None = None, min_count: int = 1, max_length: int | None = None,
+             config: AugSAConfig | None = None,
              n_chains: int = 30, seed: int = 0, checkpoint=None, checkpoint_every: int = 50, resume: bool = False,
              time_limit: float | None = None, cluster_passes: int = 5, parallel: bool = True,
              progress: bool = True, log_every: int = 0, encoding: str = "utf-8", callbacks=()) -> tuple[SentenceTRF, AugSAResult]:
@@ -42,6 +43,9 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
         Number of exchange word classes (<= vocabulary size).
     vocab_size, min_count : int
         Vocabulary limits (the rest maps to ``<unk>``).
+    max_length : int, optional
+        Pooled sub-model of Sec. 5.4 (Eq. 27) for sentences longer than this (default: none, every
+        training length gets its own ``zeta_j`` and longer test sentences cannot be scored).
     config : AugSAConfig, optional
         Defaults to :func:`trf.lm.backend.lm_config` (the Sec. 7 settings).
     checkpoint : path, optional
@@ -70,7 +74,8 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
     clustering = exchange_clustering(train, len(vocab), classes, seed=seed, max_passes=cluster_passes)
     feats = SentenceFeatures.build(train, len(vocab), features, word_class=clustering.classes)
     prep_seconds = time.perf_counter() - started
-    backend = SentenceBackend(train, feats, dev, n_chains=n_chains, seed=seed, parallel=parallel)
+    backend = SentenceBackend(train, feats, dev, max_length=max_length, n_chains=n_chains, seed=seed,
+                              parallel=parallel)
     cfg = replace(config if config is not None else lm_config(), seed=seed,
                   checkpoint_every=checkpoint_every if checkpoint is not None else 0)
     train_start = time.perf_counter()
@@ -88,8 +93,8 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
             "train_sentences": stats.sentences, "train_tokens": stats.tokens, "n_features": feats.n_features,
             "clustering_log_likelihood": clustering.log_likelihood.tolist(), "prep_seconds": prep_seconds,
             "train_seconds": time.perf_counter() - train_start, "time_sampling": result.time_sampling,
-            "n_chains": n_chains, "n_samples": cfg.n_samples}
-    return SentenceTRF(vocab, feats, backend.pi, result.lam, result.zeta, meta), result
+            "n_chains": n_chains, "n_samples": cfg.n_samples, "max_length": max_length}
+    return SentenceTRF(vocab, feats, backend.pi, result.lam, result.zeta, meta, pooled=backend.pooled), result
 
 
 def _progress_logger(backend: SentenceBackend, every: int, start: float):
