@@ -47,39 +47,57 @@ def _evaluate_all(X, a, b, atoms, disj):
 
 
 @jit
-def _full_cost(disj, labels):
-    """I(f): number of misclassified examples."""
-    n, N = disj.shape
+def _formula_value(disj, r):
+    for i in range(disj.shape[0]):
+        if disj[i, r]:
+            return True
+    return False
+
+
+@jit
+def _implication_cost(disj, src, dst):
+    """Number of implication pairs ``(s, t)`` (rows of ``X``) with ``f(s)`` true and ``f(t)`` false."""
     c = 0
-    for r in range(N):
-        v = False
-        for i in range(n):
-            v = v or disj[i, r]
-        if v != labels[r]:
+    for p in range(src.shape[0]):
+        if _formula_value(disj, src[p]) and not _formula_value(disj, dst[p]):
             c += 1
     return float(c)
 
 
 @jit
-def _simplified_cost(disj, labels, small):
+def _full_cost(disj, labels, src, dst):
+    """I(f): number of misclassified labelled examples (``labels`` 1 / 0; -1 = unlabelled) plus the
+    number of violated implication pairs."""
+    N = disj.shape[1]
+    c = 0
+    for r in range(N):
+        if labels[r] >= 0 and _formula_value(disj, r) != (labels[r] == 1):
+            c += 1
+    return float(c) + _implication_cost(disj, src, dst)
+
+
+@jit
+def _simplified_cost(disj, labels, small, src, dst):
     """Per-disjunct cost: 1 for d_i(x) true on a negative example, ``small`` for d_i(x) false on a
-    positive example, 0 otherwise (summed over disjuncts and examples)."""
+    positive example, 0 otherwise (summed over disjuncts and labelled examples), plus the violated
+    implication pairs of the whole formula (the paper defines the simplified cost for labelled
+    examples only)."""
     n, N = disj.shape
     c = 0.0
     for i in range(n):
         for r in range(N):
-            if disj[i, r] and not labels[r]:
+            if disj[i, r] and labels[r] == 0:
                 c += 1.0
-            elif (not disj[i, r]) and labels[r]:
+            elif (not disj[i, r]) and labels[r] == 1:
                 c += small
-    return c
+    return c + _implication_cost(disj, src, dst)
 
 
 @jit
-def _cost(disj, labels, simplified, small):
+def _cost(disj, labels, simplified, small, src, dst):
     if simplified:
-        return _simplified_cost(disj, labels, small)
-    return _full_cost(disj, labels)
+        return _simplified_cost(disj, labels, small, src, dst)
+    return _full_cost(disj, labels, src, dst)
 
 
 @jit
@@ -94,25 +112,33 @@ def dnf_search(X, labels, n, m, n_stages, eps_simplified, eps_restart, beta, max
     b = np.empty((n, m), dtype=np.int64)
     _random_formula(a, b)
     stage = 1 if n_stages == 2 else 2
-    steps, stage = _chain(X, labels, a, b, stage, n_stages, eps_simplified, eps_restart, beta, max_steps)
+    lab = np.empty(labels.shape[0], dtype=np.int8)
+    for r in range(labels.shape[0]):
+        lab[r] = 1 if labels[r] else 0
+    no_pairs = np.empty(0, dtype=np.int64)
+    steps, stage = _chain(X, lab, no_pairs, no_pairs, a, b, stage, n_stages, eps_simplified, eps_restart, beta,
+                          max_steps)
     return steps, a, b
 
 
 @jit
-def dnf_chain(X, labels, a, b, stage, n_stages, eps_simplified, eps_restart, beta, max_steps, seed):
+def dnf_chain(X, labels, src, dst, a, b, stage, n_stages, eps_simplified, eps_restart, beta, max_steps, seed):
     """Continue the 0-, 1- or 2-stage chain from formula ``(a, b)`` in ``stage`` until it is consistent.
 
+    ``labels`` (int8, one per row of ``X``) is 1 (positive), 0 (negative) or -1 (unlabelled: a row that
+    only appears in implication pairs); ``src``, ``dst`` (int64) are implication pairs of row indices,
+    violated when ``f(X[src]) and not f(X[dst])`` (each costs 1, like a misclassified example).
     ``a`` (n, m, d) and ``b`` (n, m) are updated in place, so a caller (the CEGAR loop of
     ``doeblin.dnf_verify``) can add examples and continue the same chain.  ``stage`` is 1 (simplified
     cost, 2-stage chain only) or 2 (full cost).  Returns ``(steps, stage)``; ``steps = -1`` if no
     consistent formula was found within ``max_steps`` steps.
     """
     np.random.seed(seed)
-    return _chain(X, labels, a, b, stage, n_stages, eps_simplified, eps_restart, beta, max_steps)
+    return _chain(X, labels, src, dst, a, b, stage, n_stages, eps_simplified, eps_restart, beta, max_steps)
 
 
 @jit
-def _chain(X, labels, a, b, stage, n_stages, eps_simplified, eps_restart, beta, max_steps):
+def _chain(X, labels, src, dst, a, b, stage, n_stages, eps_simplified, eps_restart, beta, max_steps):
     """Stages: 0-stage = MH on the full cost, no restarts; 1-stage = each step restarts from a
     uniform formula w.p. ``eps_restart``, else MH on the full cost; 2-stage = restart (uniform), then
     MH on the simplified cost, leaving w.p. ``eps_simplified`` per step, then MH on the full cost,
@@ -128,19 +154,19 @@ def _chain(X, labels, a, b, stage, n_stages, eps_simplified, eps_restart, beta, 
     old_a = np.empty(d, dtype=np.int64)
     small = 1.0 / n
     _evaluate_all(X, a, b, atoms, disj)
-    cost = _cost(disj, labels, stage == 1, small)
-    if _full_cost(disj, labels) == 0.0:
+    cost = _cost(disj, labels, stage == 1, small, src, dst)
+    if _full_cost(disj, labels, src, dst) == 0.0:
         return 0, stage
     for step in range(1, max_steps + 1):
         if n_stages >= 1 and stage == 2 and np.random.random() < eps_restart:
             _random_formula(a, b)
             _evaluate_all(X, a, b, atoms, disj)
             stage = 1 if n_stages == 2 else 2
-            cost = _cost(disj, labels, stage == 1, small)
+            cost = _cost(disj, labels, stage == 1, small, src, dst)
         else:
             if stage == 1 and np.random.random() < eps_simplified:
                 stage = 2
-                cost = _full_cost(disj, labels)
+                cost = _full_cost(disj, labels, src, dst)
             # propose an atom edit: one entry of [a_ij b_ij] or the whole atom
             i = np.random.randint(0, n)
             j = np.random.randint(0, m)
@@ -169,7 +195,7 @@ def _chain(X, labels, a, b, stage, n_stages, eps_simplified, eps_restart, beta, 
                 for jj in range(m):
                     v = v and atoms[i, jj, r]
                 disj[i, r] = v
-            new_cost = _cost(disj, labels, stage == 1, small)
+            new_cost = _cost(disj, labels, stage == 1, small, src, dst)
             if new_cost <= cost or np.random.random() < np.exp(-beta * (new_cost - cost)):
                 cost = new_cost
             else:
@@ -180,6 +206,6 @@ def _chain(X, labels, a, b, stage, n_stages, eps_simplified, eps_restart, beta, 
                 disj[i] = old_disj
         if stage == 2 and cost == 0.0:
             return step, stage
-        if stage == 1 and _full_cost(disj, labels) == 0.0:
+        if stage == 1 and _full_cost(disj, labels, src, dst) == 0.0:
             return step, stage
     return -1, stage

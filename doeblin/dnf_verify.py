@@ -115,11 +115,17 @@ class LoopProgram:
 
 @dataclass
 class StateSpace:
-    """The box's states ``X`` (S, d) with their ``good`` (reachable) and ``bad`` masks (S,)."""
+    """The box's states ``X`` (S, d); masks (S,) of ``good`` (reachable), ``bad`` (can reach a
+    violation), ``init`` and ``violating`` (may exit violating the assertion) states; ``succ`` (C, S):
+    the row of each body successor of each state (-1 outside the box or where the loop cannot
+    continue)."""
 
     X: np.ndarray
     good: np.ndarray
     bad: np.ndarray
+    init: np.ndarray
+    violating: np.ndarray
+    succ: np.ndarray
 
     @property
     def safe(self) -> bool:
@@ -161,7 +167,8 @@ def state_space(program: LoopProgram) -> StateSpace:
     cont = np.asarray(program.may_continue(X), dtype=bool)
     succ = _state_index(np.asarray(program.body(X), dtype=np.int64), program.lo, program.hi)   # (C, S)
     succ = np.where(cont[None, :], succ, -1)
-    good = np.asarray(program.init(X), dtype=bool).copy()
+    init = np.asarray(program.init(X), dtype=bool)
+    good = init.copy()
     frontier = good.copy()
     while frontier.any():
         nxt = succ[:, frontier].ravel()
@@ -170,14 +177,15 @@ def state_space(program: LoopProgram) -> StateSpace:
         good[new] = True
         frontier = np.zeros_like(good)
         frontier[new] = True
-    bad = np.asarray(program.may_exit(X), dtype=bool) & ~np.asarray(program.post(X), dtype=bool)
+    violating = np.asarray(program.may_exit(X), dtype=bool) & ~np.asarray(program.post(X), dtype=bool)
+    bad = violating
     while True:
         padded = np.append(bad, False)                   # index -1 -> False
         grown = bad | np.any(padded[succ], axis=0)
         if np.array_equal(grown, bad):
             break
         bad = grown
-    return StateSpace(X, good, bad)
+    return StateSpace(X, good, bad, init, violating, succ)
 
 
 # --------------------------------------------------------------------------- programs
@@ -335,7 +343,7 @@ class Verification:
 
 def verify(program: LoopProgram | StateSpace, n_stages: int, *, n: int = 3, m: int = 3, beta: float = 8.0,
            eps_restart: float = 2e-4, eps_simplified: float = 0.04, n_initial: int = 2, batch: int = 2,
-           max_steps: int = 1_000_000, seed=None) -> Verification:
+           max_steps: int = 1_000_000, check: str = "inductive", seed=None) -> Verification:
     """Verify ``program`` by the CEGAR loop of the module docstring with the 0-, 1- or 2-stage chain.
 
     Parameters
@@ -357,6 +365,10 @@ def verify(program: LoopProgram | StateSpace, n_stages: int, *, n: int = 3, m: i
         Counterexamples added per round: up to ``batch`` misclassified good or bad states, uniformly.
     max_steps : int
         Cap on the total chain steps of the verification; reaching it gives status ``"cap"``.
+    check : {"inductive", "separating"}
+        What the checker demands (module docstring): an inductive invariant in the box
+        (counterexamples: initial states, violating exits, implication pairs) or a formula separating
+        all good from all bad states (counterexamples: misclassified good / bad states).
     seed : int, Generator or None
 
     Returns
@@ -373,6 +385,8 @@ def verify(program: LoopProgram | StateSpace, n_stages: int, *, n: int = 3, m: i
     n_initial = check_int(n_initial, "n_initial", low=1)
     batch = check_int(batch, "batch", low=1)
     max_steps = check_int(max_steps, "max_steps", low=1)
+    if check not in CHECKS:
+        raise ValueError(f"check must be one of {CHECKS}, got {check!r}")
     gen = as_generator(seed)
     d = space.X.shape[1]
     a = gen.integers(-1, 2, size=(n, m, d)).astype(np.int64)
@@ -380,26 +394,77 @@ def verify(program: LoopProgram | StateSpace, n_stages: int, *, n: int = 3, m: i
     start = time.perf_counter()
     if not space.safe:
         return Verification("unsafe", 0, time.perf_counter() - start, 0, 0, a, b)
-    good_idx, bad_idx = np.flatnonzero(space.good), np.flatnonzero(space.bad)
-    checked = np.concatenate([good_idx, bad_idx])
-    truth = np.concatenate([np.ones(good_idx.size, bool), np.zeros(bad_idx.size, bool)])
-    examples = np.concatenate([gen.choice(good_idx, min(n_initial, good_idx.size), replace=False),
-                               gen.choice(bad_idx, min(n_initial, bad_idx.size), replace=False)])
+    examples = _Examples()
+    if check == "separating":
+        positives, negatives = np.flatnonzero(space.good), np.flatnonzero(space.bad)
+    else:
+        positives, negatives = np.flatnonzero(space.init), np.flatnonzero(space.violating)
+    examples.label(gen.choice(positives, min(n_initial, positives.size), replace=False), 1)
+    examples.label(gen.choice(negatives, min(n_initial, negatives.size), replace=False), 0)
     stage = 1 if n_stages == 2 else 2
     steps = rounds = 0
     while True:
-        X_ex = np.ascontiguousarray(space.X[examples])
-        labels = np.ascontiguousarray(space.good[examples])
-        used, stage = dnf_chain(X_ex, labels, a, b, stage, n_stages, eps_simplified, eps_restart, beta,
-                                max_steps - steps, kernel_seed(gen))
+        rows, labels, src, dst = examples.arrays()
+        used, stage = dnf_chain(np.ascontiguousarray(space.X[rows]), labels, src, dst, a, b, stage, n_stages,
+                                eps_simplified, eps_restart, beta, max_steps - steps, kernel_seed(gen))
         rounds += 1
         if used < 0:
-            return Verification("cap", max_steps, time.perf_counter() - start, rounds, examples.size, a, b)
+            return Verification("cap", max_steps, time.perf_counter() - start, rounds, rows.size, a, b)
         steps += used
-        wrong = checked[evaluate_formula(a, b, space.X[checked]) != truth]
-        if wrong.size == 0:
-            return Verification("verified", steps, time.perf_counter() - start, rounds, examples.size, a, b)
-        examples = np.concatenate([examples, gen.choice(wrong, min(batch, wrong.size), replace=False)])
+        f = evaluate_formula(a, b, space.X)
+        if check == "separating":
+            found = [(s, 1) for s in np.flatnonzero(space.good & ~f)] + [(s, 0) for s in np.flatnonzero(space.bad & f)]
+        else:
+            found = _inductiveness_counterexamples(space, f)
+        if not found:
+            return Verification("verified", steps, time.perf_counter() - start, rounds, rows.size, a, b)
+        for k in gen.choice(len(found), min(batch, len(found)), replace=False):
+            examples.add(found[k])
+
+
+CHECKS = ("inductive", "separating")
+
+
+def _inductiveness_counterexamples(space: StateSpace, f: np.ndarray) -> list[tuple]:
+    """Why ``f`` (S,) is not an inductive invariant in the box: ``(s, 1)`` for an initial state outside
+    ``f``, ``(s, 0)`` for a state in ``f`` that may exit violating the assertion, ``(s, t)`` pairs
+    (as ``(s, t, None)``) for ``s`` in ``f`` with a body successor ``t`` outside ``f``."""
+    found = [(s, 1) for s in np.flatnonzero(space.init & ~f)]
+    found += [(s, 0) for s in np.flatnonzero(space.violating & f)]
+    f_out = np.append(f, True)                                   # successors outside the box: ignored
+    choice, src = np.nonzero(f[None, :] & ~f_out[space.succ])
+    found += [(s, int(space.succ[c, s]), None) for c, s in zip(choice, src)]
+    return found
+
+
+class _Examples:
+    """The learner's growing constraint set: labelled states and implication pairs (ICE-style)."""
+
+    def __init__(self) -> None:
+        self.rows: dict[int, int] = {}       # state index -> row
+        self.labels: list[int] = []
+        self.pairs: list[tuple[int, int]] = []
+
+    def _row(self, state: int) -> int:
+        if state not in self.rows:
+            self.rows[state] = len(self.labels)
+            self.labels.append(-1)
+        return self.rows[state]
+
+    def label(self, states, value: int) -> None:
+        for state in states:
+            self.labels[self._row(int(state))] = value
+
+    def add(self, counterexample: tuple) -> None:
+        if len(counterexample) == 2:
+            self.label([counterexample[0]], counterexample[1])
+        else:
+            self.pairs.append((self._row(int(counterexample[0])), self._row(int(counterexample[1]))))
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        pairs = np.array(self.pairs, dtype=np.int64).reshape(-1, 2)
+        return (np.fromiter(self.rows, dtype=np.int64, count=len(self.rows)), np.array(self.labels, dtype=np.int8),
+                np.ascontiguousarray(pairs[:, 0]), np.ascontiguousarray(pairs[:, 1]))
 
 
 @dataclass

@@ -8,8 +8,35 @@ import numpy as np
 import pytest
 
 from doeblin.dnf import evaluate_formula
-from doeblin.dnf_verify import (PROGRAM_NAMES, box_states, formula_text, loop_program, loop_programs, state_space,
-                                verify, verify_trials, with_free_inputs)
+from doeblin.dnf_verify import (PROGRAM_NAMES, _inductiveness_counterexamples, box_states, formula_text, loop_program,
+                                loop_programs, state_space, verify, verify_trials, with_free_inputs)
+
+
+def _successors(program, s):
+    lo, hi = program.lo, program.hi
+    if not bool(program.may_continue(np.array([s]))[0]):
+        return []
+    succ = np.asarray(program.body(np.array([s])))[:, 0, :]
+    return [tuple(int(v) for v in t) for t in succ if all(lo <= v <= hi for v in t)]
+
+
+def _is_inductive(program, f):
+    """Brute force: f(s) for every initial s, post(s) wherever f(s) and the loop may exit, f(t) for
+    every in-box successor t of every s with f(s)."""
+    for x, fx in zip(box_states(program.d, program.lo, program.hi), f):
+        row = x[None]
+        if program.init(row)[0] and not fx:
+            return False
+        if fx and program.may_exit(row)[0] and not program.post(row)[0]:
+            return False
+        if fx and not all(f[_index(program, t)] for t in _successors(program, tuple(int(v) for v in x))):
+            return False
+    return True
+
+
+def _index(program, t):
+    width = program.hi - program.lo + 1
+    return int(np.ravel_multi_index(tuple(v - program.lo for v in t), (width,) * program.d))
 
 
 def _oracle(program):
@@ -22,10 +49,7 @@ def _oracle(program):
         return bool(fn(np.array([s]))[0])
 
     def successors(s):
-        if not f(program.may_continue, s):
-            return []
-        succ = np.asarray(program.body(np.array([s])))[:, 0, :]
-        return [tuple(int(v) for v in t) for t in succ if all(lo <= v <= hi for v in t)]
+        return _successors(program, s)
 
     def forward(starts):
         seen, stack = set(starts), list(starts)
@@ -61,6 +85,20 @@ def test_programs_are_safe_and_known_invariant_separates(program):
     assert inv[space.good].all() and not inv[space.bad].any()
 
 
+@pytest.mark.parametrize("program", loop_programs(-2, 2), ids=lambda p: p.name)
+def test_known_invariant_is_inductive_and_a_weakened_one_is_caught(program):
+    space = state_space(program)
+    inv = np.asarray(program.invariant(space.X), dtype=bool)
+    assert _is_inductive(program, inv) and _inductiveness_counterexamples(space, inv) == []
+    # drop one reachable non-initial state: no longer inductive, and the checker says why
+    s = np.flatnonzero(space.good & ~space.init)[0]
+    weak = inv.copy()
+    weak[s] = False
+    found = _inductiveness_counterexamples(space, weak)
+    assert not _is_inductive(program, weak) and found
+    assert any(len(c) == 3 and c[1] == s for c in found)
+
+
 def test_hard_program_good_states_are_exactly_the_invariant():
     """The 3-disjunct argument of the module docstring rests on: every x1 != 0 state is good."""
     space = state_space(loop_program("hard", -3, 3))
@@ -74,14 +112,21 @@ def test_free_inputs_multiply_the_state_sets():
 
 
 @pytest.mark.parametrize("n_stages", [0, 1, 2])
-def test_cegar_verifies_with_each_chain(n_stages):
-    program = loop_program("cegar2", -3, 3)
+def test_cegar_finds_inductive_invariant_with_each_chain(n_stages):
+    program = loop_program("tacas06", -2, 2)
     space = state_space(program)
     r = verify(space, n_stages, seed=n_stages, max_steps=200_000)
     assert r.status == "verified" and 0 < r.steps < 200_000 and r.rounds >= 1
+    assert _is_inductive(program, evaluate_formula(r.a, r.b, space.X))
+
+
+@pytest.mark.parametrize("n_stages", [0, 1, 2])
+def test_cegar_separates_good_from_bad_with_each_chain(n_stages):
+    space = state_space(loop_program("cegar2", -3, 3))
+    r = verify(space, n_stages, check="separating", seed=n_stages, max_steps=200_000)
+    assert r.status == "verified" and 0 < r.steps < 200_000 and r.rounds >= 1
     f = evaluate_formula(r.a, r.b, space.X)
     assert f[space.good].all() and not f[space.bad].any()
-    assert formula_text(r.a, r.b, program.variables).count("||") <= 2
 
 
 def test_verify_trials_reports_caps_as_the_cap():
@@ -111,6 +156,8 @@ def test_validation():
     space = state_space(loop_program("fig1", -2, 2))
     with pytest.raises(ValueError, match="n_stages"):
         verify(space, 3)
+    with pytest.raises(ValueError, match="check"):
+        verify(space, 1, check="exact")
     with pytest.raises(ValueError, match="batch"):
         verify(space, 1, batch=0)
     with pytest.raises(ValueError, match="eps_restart"):
