@@ -3,10 +3,11 @@ Randomization", ICML 2022), with the exact algorithms it approximates.
 
 * exact chains (:mod:`rdp.chain`): log Z, marginals, entropy DP, Viterbi, Gumbel-FFBS, a chunked
   no-grad reference for large N;
-* exact trees (:mod:`rdp.tree`): span-labelled tree CRF and CNF PCFG inside, marginals, entropy;
+* exact trees (:mod:`rdp.tree`): span-labelled tree CRF and CNF PCFG inside, marginals, entropy,
+  top-down Gumbel tree sampling;
 * randomized chains, trees and PCFGs (:mod:`rdp.randomized_chain`, :mod:`rdp.randomized_tree`,
   :mod:`rdp.randomized_pcfg`): randomized Forward (Alg. 1), Inside (Alg. 2), entropy (Alg. 3), Gumbel
-  backward sampling on chains (Alg. 4); Top-K is ``k2 = 0``;
+  backward sampling on chains (Alg. 4) and top-down on trees; Top-K is ``k2 = 0``;
 * proposals (:mod:`rdp.proposals`), synthetic problems with controlled entropy (:mod:`rdp.synthetic`),
   a torch memory meter (:mod:`rdp.memory`) and harness suites (:mod:`rdp.bench`).
 
@@ -21,14 +22,16 @@ from .proposals import resolve_proposal
 from .randomized_chain import (randomized_chain_entropy, randomized_chain_gumbel_sample,
                                randomized_chain_log_partition)
 from .randomized_pcfg import randomized_pcfg_entropy, randomized_pcfg_log_partition
-from .randomized_tree import randomized_tree_entropy, randomized_tree_log_partition
+from .randomized_tree import (randomized_tree_entropy, randomized_tree_gumbel_sample,
+                              randomized_tree_log_partition)
 from .selection import IndexSets, select_indices
-from .tree import (pcfg_entropy, pcfg_log_partition, pcfg_marginals, tree_entropy, tree_log_partition,
-                   tree_marginals)
+from .tree import (TreeSample, pcfg_entropy, pcfg_log_partition, pcfg_marginals, tree_entropy,
+                   tree_gumbel_sample, tree_log_partition, tree_marginals)
 
 __all__ = ["GumbelSample", "IndexSets", "chain_entropy", "chain_exact_reference", "chain_gumbel_sample",
            "chain_log_partition", "chain_marginals", "chain_viterbi", "pcfg_entropy", "pcfg_log_partition",
            "pcfg_marginals", "randomized_chain_entropy", "randomized_chain_gumbel_sample",
            "randomized_chain_log_partition", "randomized_pcfg_entropy", "randomized_pcfg_log_partition",
-           "randomized_tree_entropy", "randomized_tree_log_partition", "resolve_proposal",
-           "select_indices", "tree_entropy", "tree_log_partition", "tree_marginals"]
+           "randomized_tree_entropy", "randomized_tree_gumbel_sample", "randomized_tree_log_partition", "resolve_proposal",
+           "select_indices", "TreeSample", "tree_entropy", "tree_gumbel_sample", "tree_log_partition",
+           "tree_marginals"]

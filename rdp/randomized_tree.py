@@ -24,20 +24,27 @@ from __future__ import annotations
 
 from typing import Any
 
+from samplers.validation import check_float
+
 from ._checks import check_budget, check_generator, check_space, in_space
 from ._torch import torch
 from .proposals import resolve_proposal
 from .selection import select_indices
-from .tree import _as_leaf, check_spans, entropy_from_log_partition, inside_on_sets
+from .tree import TreeSample, _as_leaf, check_spans, entropy_from_log_partition, gumbel_topdown, inside_on_sets
 
 
-def _randomized_inside(spans: "torch.Tensor", k1: Any, k2: Any, proposal: Any, generator: Any) -> "torch.Tensor":
-    """Validate the budget, choose the label sets (Eq. 5-7) and run the inside recursion on them; log Z-hat (B,)."""
+def _randomized_inside(spans: "torch.Tensor", k1: Any, k2: Any, proposal: Any, generator: Any, *,
+                       return_chart: bool = False):
+    """Validate the budget, choose the label sets (Eq. 5-7) and run the inside recursion on them.
+
+    Returns log Z-hat (B,), or ``(InsideChart, index sets)`` with ``return_chart``.
+    """
     k1, k2 = check_budget(k1, k2, spans.shape[-1])
     generator = check_generator(generator, spans.device)
     q = resolve_proposal(proposal, spans)
     sets = select_indices(q, k1, k2, generator)
-    return inside_on_sets(spans.gather(3, sets.index), sets.log_weight)
+    out = inside_on_sets(spans.gather(3, sets.index), sets.log_weight, return_chart=return_chart)
+    return (out, sets) if return_chart else out
 
 
 def randomized_tree_log_partition(span_potentials: Any, *, k1: int, k2: int, proposal: Any = "uniform",
@@ -107,3 +114,22 @@ def randomized_tree_entropy(span_potentials: Any, *, k1: int, k2: int, proposal:
     with torch.enable_grad():
         leaf = _as_leaf(spans)
         return entropy_from_log_partition(_randomized_inside(leaf, k1, k2, proposal, generator), [leaf])
+
+
+def randomized_tree_gumbel_sample(span_potentials: Any, *, k1: int, k2: int, proposal: Any = "uniform",
+                                  tau: float = 1.0, generator: "torch.Generator | None" = None,
+                                  straight_through: bool = False) -> TreeSample:
+    """Top-down Gumbel sampling of labelled trees on the randomized Inside chart (Alg. 2 + Alg. 4 for trees).
+
+    The label sets and their weights ``1 / (K2 q)`` are chosen as in :func:`randomized_tree_log_partition`;
+    the tree is then drawn from the reweighted sparse distribution ``W(y) exp(s(y)) / Z-hat`` over the
+    trees on the chosen labels (:func:`rdp.tree.gumbel_topdown`).  One generator drives the K2 draws and
+    the Gumbel noise.  Exact sampling when ``k1 + k2 = N``.  Returns :class:`rdp.tree.TreeSample` with
+    labels in the original label space (relaxed samples non-zero only on chosen labels).
+    """
+    tau = check_float(tau, "tau", low=0.0, low_open=True)
+    spans = check_spans(span_potentials)
+    generator = check_generator(generator, spans.device)
+    chart, sets = _randomized_inside(spans, k1, k2, proposal, generator, return_chart=True)
+    return gumbel_topdown(chart, sets.index, spans.shape[-1], tau=tau, generator=generator,
+                          straight_through=straight_through)

@@ -18,13 +18,35 @@ log potential is linear in the parameters), see :func:`entropy_from_log_partitio
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
-from ._checks import as_potentials
+from samplers.validation import check_float
+
+from ._checks import as_potentials, check_generator
 from ._torch import torch
+from .chain import _gumbel_noise
 
 
-def inside_on_sets(chosen: "torch.Tensor", log_weight: "torch.Tensor") -> "torch.Tensor":
+class InsideChart(NamedTuple):
+    """The inside chart of :func:`inside_on_sets`.
+
+    Attributes
+    ----------
+    log_z : Tensor (B,)
+        ``beta(0, T-1)``.
+    alphas : list of Tensor (B, T - w, K), w = 0..T-1
+        ``alpha(i, i + w, k)`` at the chosen labels, log weights included.
+    betas : list of Tensor (B, T - w)
+        ``beta(i, i + w)``.
+    """
+
+    log_z: "torch.Tensor"
+    alphas: list
+    betas: list
+
+
+def inside_on_sets(chosen: "torch.Tensor", log_weight: "torch.Tensor", *,
+                   return_chart: bool = False) -> "torch.Tensor | InsideChart":
     """Inside recursion over label index sets (Alg. 2, Eq. 18); returns log Z (B,).
 
     Parameters
@@ -33,21 +55,95 @@ def inside_on_sets(chosen: "torch.Tensor", log_weight: "torch.Tensor") -> "torch
         Span log potentials at the chosen labels of each span (i <= j).
     log_weight : Tensor (B, T, T, K)
         Log weights of the chosen labels (zeros for the exact inside).
+    return_chart : bool
+        Return the whole :class:`InsideChart` (for top-down sampling) instead of log Z.
     """
     length = chosen.shape[1]
     # beta[w] : (B, T - w) log inside sums of the spans (i, i + w)
     beta: list["torch.Tensor"] = []
+    alphas: list["torch.Tensor"] = []
     for w in range(length):
         starts = torch.arange(length - w, device=chosen.device)
         phi = chosen[:, starts, starts + w] + log_weight[:, starts, starts + w]  # (B, T-w, K)
         if w == 0:
             alpha = phi
         else:
-            splits = torch.stack([beta[d][:, : length - w] + beta[w - 1 - d][:, d + 1: d + 1 + length - w]
-                                  for d in range(w)], dim=-1)
-            alpha = phi + torch.logsumexp(splits, dim=-1, keepdim=True)
+            alpha = phi + torch.logsumexp(_split_scores(beta, w, length), dim=-1, keepdim=True)
+        alphas.append(alpha)
         beta.append(torch.logsumexp(alpha, dim=-1))
+    if return_chart:
+        return InsideChart(beta[length - 1][:, 0], alphas, beta)
     return beta[length - 1][:, 0]
+
+
+def _split_scores(beta: list, w: int, length: int) -> "torch.Tensor":
+    """``beta(i, i + d) + beta(i + d + 1, i + w)`` for every span of width w and split d: (B, T - w, w)."""
+    return torch.stack([beta[d][:, : length - w] + beta[w - 1 - d][:, d + 1: d + 1 + length - w]
+                        for d in range(w)], dim=-1)
+
+
+class TreeSample(NamedTuple):
+    """A top-down Gumbel draw of a labelled binary tree.
+
+    Attributes
+    ----------
+    hard : LongTensor (B, T, T)
+        The label of every span (i, j) of the sampled tree, -1 for spans not in it (and for i > j);
+        an exact draw from the tree distribution of the chart it was sampled from.
+    relaxed : Tensor (B, T, T, N)
+        On the sampled spans, the tempered softmax ``softmax((alpha + g) / tau)`` of the label logits
+        (or its straight-through version); zero elsewhere.
+    """
+
+    hard: "torch.Tensor"
+    relaxed: "torch.Tensor"
+
+
+def gumbel_topdown(chart: InsideChart, index: "torch.Tensor | None", n_labels: int, *, tau: float,
+                   generator=None, straight_through: bool = False) -> TreeSample:
+    """Top-down Gumbel sampling of a labelled tree from an inside chart (the tree analogue of Alg. 4).
+
+    From the root down (widths in decreasing order, all spans of a width at once), an active span
+    (i, j) draws its label as the arg max of ``alpha(i, j, k) + g_k`` and, when wider than one
+    position, its split d as the arg max of ``beta(i, i + d) + beta(i + d + 1, j) + g_d``; the two
+    children become active.  Since the label potentials depend on the span only, label and split are
+    independent given the span, so this is an exact draw from ``exp(score) / Z`` of the chart; on a
+    randomized chart (chosen labels with weights ``1 / (K2 q)``) it draws from the reweighted sparse
+    distribution whose normaliser is Z-hat, and equals the exact sampler when ``k1 + k2 = N``.
+    """
+    alphas, betas = chart.alphas, chart.betas
+    length = len(alphas)
+    batch = alphas[0].shape[0]
+    device, dtype = alphas[0].device, alphas[0].dtype
+    hard = torch.full((batch, length, length), -1, dtype=torch.long, device=device)
+    relaxed = torch.zeros(batch, length, length, n_labels, dtype=dtype, device=device)
+    active = [torch.zeros(batch, length - w, dtype=torch.bool, device=device) for w in range(length)]
+    active[length - 1][:, 0] = True
+    for w in range(length - 1, -1, -1):
+        on = active[w]
+        starts = torch.arange(length - w, device=device)
+        perturbed = alphas[w] + _gumbel_noise(alphas[w].shape, alphas[w], generator)
+        pos = perturbed.detach().argmax(-1)                                         # (B, T - w)
+        label = pos if index is None else index[:, starts, starts + w].gather(2, pos.unsqueeze(-1)).squeeze(-1)
+        hard[:, starts, starts + w] = torch.where(on, label, torch.full_like(label, -1))
+        soft = torch.softmax(perturbed / tau, dim=-1) * on.unsqueeze(-1).to(dtype)    # (B, T - w, K)
+        if index is not None:
+            soft = torch.zeros(batch, length - w, n_labels, dtype=dtype, device=device).scatter_add(
+                2, index[:, starts, starts + w], soft)
+        relaxed[:, starts, starts + w] = soft
+        if w == 0:
+            continue
+        splits = _split_scores(betas, w, length)
+        split = (splits + _gumbel_noise(splits.shape, splits, generator)).argmax(-1)  # (B, T - w)
+        for d in range(w):
+            chosen = on & (split == d)
+            active[d][:, : length - w] |= chosen
+            active[w - 1 - d][:, d + 1: d + 1 + length - w] |= chosen
+    if straight_through:
+        one_hot = torch.zeros_like(relaxed).scatter(3, hard.clamp_min(0).unsqueeze(-1), 1.0)
+        one_hot = one_hot * (hard >= 0).unsqueeze(-1).to(dtype)
+        relaxed = one_hot - relaxed.detach() + relaxed
+    return TreeSample(hard, relaxed)
 
 
 def check_spans(span_potentials: Any) -> "torch.Tensor":
@@ -112,6 +208,43 @@ def tree_entropy(span_potentials: Any) -> "torch.Tensor":
     with torch.enable_grad():
         leaf = _as_leaf(spans)
         return entropy_from_log_partition(tree_log_partition(leaf), [leaf])
+
+
+def tree_gumbel_sample(span_potentials: Any, *, tau: float = 1.0, generator: "torch.Generator | None" = None,
+                       straight_through: bool = False) -> TreeSample:
+    """Exact draw of labelled binary trees from the span-labelled tree CRF (inside, then top-down Gumbel).
+
+    Parameters
+    ----------
+    span_potentials : Tensor (B, T, T, N)
+        Label log potentials per span (i <= j).
+    tau : float
+        Temperature of the relaxed label samples.
+    generator : torch.Generator, optional
+        Source of the Gumbel noise.
+    straight_through : bool
+        Return ``one_hot(hard) - relaxed.detach() + relaxed`` as the relaxed sample.
+
+    Returns
+    -------
+    TreeSample
+        ``hard`` (B, T, T) span labels (-1 off the tree) and ``relaxed`` (B, T, T, N), see
+        :func:`gumbel_topdown`.
+
+    Examples
+    --------
+    >>> import torch, rdp
+    >>> s = rdp.tree_gumbel_sample(torch.zeros(1, 3, 3, 2), generator=torch.Generator().manual_seed(0))
+    >>> int((s.hard >= 0).sum())   # a binary tree over 3 leaves has 5 spans
+    5
+    """
+    tau = check_float(tau, "tau", low=0.0, low_open=True)
+    spans = check_spans(span_potentials)
+    generator = check_generator(generator, spans.device)
+    chart = inside_on_sets(spans, torch.zeros((1, 1, 1, 1), dtype=spans.dtype, device=spans.device).expand_as(spans),
+                           return_chart=True)
+    return gumbel_topdown(chart, None, spans.shape[-1], tau=tau, generator=generator,
+                          straight_through=straight_through)
 
 
 def _check_pcfg(rule_scores: Any, terminal_scores: Any, root_scores: Any):
