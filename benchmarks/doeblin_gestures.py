@@ -3,7 +3,9 @@
 Basic Gibbs, u-Gibbs (smart restarts) and the strong Doeblin chain (eps = 1 / budget), each trained
 and tested at the same number of transitions per chain (one transition = one Gibbs sweep or one
 restart from u), 16 chains per example, first half of every chain burn-in, one setting (learning
-rate, epochs, data) for all three. Accuracies: the paper's per-sample word and character accuracy
+rate, epochs, data) for all. Training as in the paper: the plug-in gradient for the two Gibbs
+methods, Algorithm 1 with the exp(-(D+1)) weights for Doeblin ("doeblin"); "doeblin-plugin" is an
+ablation, the Doeblin chain trained with the Gibbs methods' plug-in gradient. Accuracies: the paper's per-sample word and character accuracy
 (fraction of post-burn-in samples with the right word / mean character accuracy of the samples), and
 the same for the decoded (most frequent) word; "+-" is a standard error over test examples. Paired
 differences (Doeblin minus a peer, same test examples) pool the examples of all seeds. The trend
@@ -21,8 +23,12 @@ import time
 
 import numpy as np
 
-from doeblin.gestures import (ACCURACIES, METHODS, GestureModel, fit_u, generate_gestures, make_lexicon,
+from doeblin.gestures import (ACCURACIES, GestureModel, fit_u, generate_gestures, make_lexicon,
                               per_example_accuracy, train_gestures)
+
+# label -> (sampler, Doeblin gradient estimator)
+VARIANTS = {"basic-gibbs": ("basic-gibbs", "algorithm1"), "u-gibbs": ("u-gibbs", "algorithm1"),
+            "doeblin": ("doeblin", "algorithm1"), "doeblin-plugin": ("doeblin", "contrastive")}
 
 SHORT = {"sample_word_acc": "sample word", "sample_char_acc": "sample char", "word_acc": "decoded word",
          "char_acc": "decoded char"}
@@ -52,18 +58,20 @@ def run_seed(args, seed: int, results: dict, trend: dict) -> None:
         return per_example_accuracy(model, test, method, T, n_chains=args.chains, seed=seed + 4)
 
     for T in args.budgets:
-        for method in METHODS:
+        for label in args.methods:
+            method, estimator = VARIANTS[label]
             on_epoch = None
             if T == T_trend:
-                trend.setdefault((method, 0), []).append(evaluate(base, method, T))
-                on_epoch = lambda e, m, method=method: trend.setdefault((method, e), []).append(evaluate(m, method, T))
+                trend.setdefault((label, 0), []).append(evaluate(base, method, T))
+                on_epoch = lambda e, m, label=label, method=method: trend.setdefault((label, e), []).append(
+                    evaluate(m, method, T))
             t = time.perf_counter()
             model = train_gestures(base, train, method, T, n_chains=args.chains, n_epochs=args.epochs, lr=args.lr,
-                                   seed=seed + 5, on_epoch=on_epoch)
+                                   seed=seed + 5, doeblin_estimator=estimator, on_epoch=on_epoch)
             dt = time.perf_counter() - t
-            acc = trend[(method, args.epochs)][-1] if T == T_trend else evaluate(model, method, T)
-            results.setdefault((T, method), []).append(acc)
-            print(f"| {T} | {method} | " + " | ".join(mean_se(acc[k]) for k in ORDER) + f" | {dt:.1f} |", flush=True)
+            acc = trend[(label, args.epochs)][-1] if T == T_trend else evaluate(model, method, T)
+            results.setdefault((T, label), []).append(acc)
+            print(f"| {T} | {label} | " + " | ".join(mean_se(acc[k]) for k in ORDER) + f" | {dt:.1f} |", flush=True)
 
 
 def pooled(accs: list[dict], key: str) -> np.ndarray:
@@ -81,6 +89,7 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=0.1)
     parser.add_argument("--budgets", type=int, nargs="+", default=[20, 50, 100])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--methods", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     args = parser.parse_args()
     t0 = time.perf_counter()
     print(f"vocab {args.vocab} web2 words (length 3-6, Zipf s=1), train {args.train}, test {args.test} per seed, "
@@ -96,26 +105,29 @@ def main() -> None:
     print("| budget | method | " + " | ".join(SHORT[k] for k in ORDER) + " |")
     print("| --- | --- | " + " | ".join("---" for _ in ORDER) + " |")
     for T in args.budgets:
-        for method in METHODS:
-            accs = results[(T, method)]
-            print(f"| {T} | {method} | " + " | ".join(mean_se(pooled(accs, k)) for k in ORDER) + " |")
+        for label in args.methods:
+            accs = results[(T, label)]
+            print(f"| {T} | {label} | " + " | ".join(mean_se(pooled(accs, k)) for k in ORDER) + " |")
 
     print("\nPaired differences, Doeblin minus peer (same test gestures, all seeds pooled): mean +- se")
-    print("| budget | peer | " + " | ".join(SHORT[k] for k in ORDER) + " |")
-    print("| --- | --- | " + " | ".join("---" for _ in ORDER) + " |")
+    print("| budget | Doeblin | peer | " + " | ".join(SHORT[k] for k in ORDER) + " |")
+    print("| --- | --- | --- | " + " | ".join("---" for _ in ORDER) + " |")
+    ours = [m for m in args.methods if m.startswith("doeblin")]
+    peers = [m for m in args.methods if not m.startswith("doeblin")]
     for T in args.budgets:
-        for peer in ("basic-gibbs", "u-gibbs"):
-            d = {k: pooled(results[(T, "doeblin")], k) - pooled(results[(T, peer)], k) for k in ACCURACIES}
-            print(f"| {T} | {peer} | " + " | ".join(f"{d[k].mean():+.3f} +- {d[k].std(ddof=1) / np.sqrt(n):.3f}"
-                                                     for k in ORDER) + " |")
+        for label in ours:
+            for peer in peers:
+                d = {k: pooled(results[(T, label)], k) - pooled(results[(T, peer)], k) for k in ACCURACIES}
+                print(f"| {T} | {label} | {peer} | " + " | ".join(
+                    f"{d[k].mean():+.3f} +- {d[k].std(ddof=1) / np.sqrt(n):.3f}" for k in ORDER) + " |")
 
     print(f"\nTraining trend at budget {args.budgets[0]} (all seeds pooled; epoch 0 = Assumption 4.3 start): "
           "sample word / sample char accuracy")
-    print("| epoch | " + " | ".join(METHODS) + " |")
-    print("| --- | " + " | ".join("---" for _ in METHODS) + " |")
+    print("| epoch | " + " | ".join(args.methods) + " |")
+    print("| --- | " + " | ".join("---" for _ in args.methods) + " |")
     for e in range(args.epochs + 1):
         cells = [f"{pooled(trend[(m, e)], 'sample_word_acc').mean():.3f} / "
-                 f"{pooled(trend[(m, e)], 'sample_char_acc').mean():.3f}" for m in METHODS]
+                 f"{pooled(trend[(m, e)], 'sample_char_acc').mean():.3f}" for m in args.methods]
         print(f"| {e} | " + " | ".join(cells) + " |")
     print(f"\ntotal {time.perf_counter() - t0:.0f} s; end {load()}")
 

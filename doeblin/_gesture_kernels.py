@@ -269,14 +269,65 @@ def u_draws(x, w, K, rel, size, seed):
 
 
 @jit
+def site_value_features(x, z, i, v, K, rel, child, word_logfreq, C, starts, k, n_starts, last, node, depth,
+                        idx, val):
+    """Features of ``z_i = v`` that can depend on v (sparse, into ``idx``/``val`` of length >= 10);
+    returns their number, or -1 if v is not allowed between z_{i-1} and z_{i+1}.
+
+    ``C``: class table of :func:`base_tables`; ``starts[k:n_starts]`` are the start positions after
+    i, ``last`` the last letter before i (K if none) and ``(node, depth)`` the trie state of the
+    prefix before i. Left out (the same for every v): base features away from i and i+1, the
+    prefix's own bigram features and the suffix's internal ones.
+    """
+    S, off_P, off_R, _, _, off_D, _ = layout(K)
+    L = z.shape[0]
+    prev = z[i - 1] if i > 0 else -1
+    nxt = z[i + 1] if i + 1 < L else -1
+    if not allowed(prev, v, K) or (nxt >= 0 and not allowed(v, nxt, K)):
+        return -1
+    idx[0] = x[i] * S + v
+    idx[1] = off_R + (x[i] * (K + 1) + (K if i == 0 else x[i - 1])) * 7 + C[i, v]
+    idx[2] = off_P + (x[i] * 8 + (7 if prev < 0 else C[i, prev])) * 7 + C[i, v]
+    n = 3
+    if nxt >= 0:
+        idx[n] = off_P + (x[i + 1] * 8 + C[i + 1, v]) * 7 + C[i + 1, nxt]
+        n += 1
+    if v < K:      # the word is prefix + v + suffix
+        idx[n] = y_index(x[i], last, v, K, rel)
+        n += 1
+        last = v
+        node = child[node, v] if node >= 0 else -1
+        if node >= 0:
+            depth += 1
+    if k < n_starts:
+        q = starts[k]
+        idx[n] = y_index(x[q], last, z[q], K, rel)
+        n += 1
+    for j in range(n):
+        val[j] = 1.0
+    node, depth = trie_walk(z, starts, k, n_starts, node, depth, child)
+    idx[n] = off_D + 2
+    val[n] = depth
+    n += 1
+    if node >= 0 and not np.isnan(word_logfreq[node]):
+        idx[n] = off_D
+        idx[n + 1] = off_D + 1
+        val[n] = 1.0
+        val[n + 1] = word_logfreq[node]
+        n += 2
+    return n
+
+
+@jit
 def site_logits(x, z, i, w, K, rel, child, word_logfreq, U, C, starts, k, n_starts, last, node, depth, logits):
     """Conditional log-potentials (up to a constant) of ``z_i`` under the full model.
 
     ``U``, ``C``: :func:`base_tables` of ``w``; ``starts[k:n_starts]`` are the start positions after
     i, ``last`` the last letter before i (K if none) and ``(node, depth)`` the trie state of the
     prefix before i; the prefix's own bigram features and the suffix's internal ones do not depend
-    on ``z_i`` and are left out. The two :func:`pair` terms are inlined with their rows hoisted
-    out of the loop over values (the sweep's hot spot).
+    on ``z_i`` and are left out. Equals ``w`` dotted with :func:`site_value_features` (tested); written
+    out with table lookups and the rows of the two :func:`pair` terms hoisted out of the loop over
+    values because it is the sweep's hot spot (3-4x faster than the dot product).
     """
     S = 2 * K + 1
     L = z.shape[0]
@@ -324,9 +375,16 @@ def categorical_from_logits_once(logits):
 
 
 @jit
-def gibbs_sweep(x, z, w, K, rel, child, word_logfreq, U, C, logits, starts):
-    """One transition of A: a systematic Gibbs sweep over positions 0..l-1 (O(l S) plus trie walks);
-    ``U``, ``C``: :func:`base_tables` of ``w``."""
+def sweep(x, z, w, K, rel, child, word_logfreq, U, C, logits, starts, idx, val, z_new, scale, grad):
+    """One transition of A, a systematic-scan Gibbs sweep over positions 0..l-1, on ``z`` in place.
+
+    Sampling (``z_new`` empty): each z_i is drawn from its conditional. Replay (``z_new`` of length
+    l): the sweep is forced to move ``z`` to ``z_new`` and ``grad += scale * d log A(z_new | z) / dw``
+    is accumulated: the sum over sites of ``phi(v) - sum_v' p(v') phi(v')`` (features of
+    :func:`site_value_features`; the others cancel). ``U``, ``C``: :func:`base_tables` of ``w``;
+    ``logits`` (S,), ``starts`` (l,), ``idx``/``val`` (10,): scratch.
+    """
+    replay = z_new.shape[0] > 0
     n_starts = start_positions(z, K, starts)     # positions > i are unchanged when site i is visited
     k = 0
     last = K
@@ -336,7 +394,19 @@ def gibbs_sweep(x, z, w, K, rel, child, word_logfreq, U, C, logits, starts):
         while k < n_starts and starts[k] <= i:
             k += 1
         site_logits(x, z, i, w, K, rel, child, word_logfreq, U, C, starts, k, n_starts, last, node, depth, logits)
-        v = categorical_from_logits_once(logits)
+        if not replay:
+            v = categorical_from_logits_once(logits)
+        else:
+            v = z_new[i]
+            lz = logsumexp_1d(logits)
+            for v2 in range(2 * K + 1):
+                coef = (1.0 if v2 == v else 0.0) - np.exp(logits[v2] - lz)
+                if coef == 0.0:
+                    continue
+                n = site_value_features(x, z, i, v2, K, rel, child, word_logfreq, C, starts, k, n_starts, last,
+                                        node, depth, idx, val)
+                for j in range(n):
+                    grad[idx[j]] += scale * coef * val[j]
         z[i] = v
         if v < K:
             last = v
@@ -351,13 +421,14 @@ def seeded_sweep(x, z, w, K, rel, child, word_logfreq, seed):
     """One Gibbs sweep of ``z`` in place with Numba's generator seeded by ``seed``."""
     np.random.seed(seed)
     U, C = base_tables(x, w, K, rel)
-    gibbs_sweep(x, z, w, K, rel, child, word_logfreq, U, C, np.empty(2 * K + 1), np.empty(z.shape[0], dtype=np.int64))
+    sweep(x, z, w, K, rel, child, word_logfreq, U, C, np.empty(2 * K + 1), np.empty(z.shape[0], dtype=np.int64),
+          np.empty(10, dtype=np.int64), np.empty(10), z[:0], 0.0, w[:0])
 
 
 @jit
-def conditional_logits(x, z, i, w, K, rel, child, word_logfreq):
-    """:func:`site_logits` at site ``i`` of ``z`` (prefix state rebuilt from z[:i]); for tests."""
-    starts = np.empty(z.shape[0], dtype=np.int64)
+def site_state(z, i, K, child, starts):
+    """``(k, n_starts, last, node, depth)`` of :func:`site_value_features` at site ``i`` of ``z``
+    (``starts`` filled with z's start positions)."""
     n_starts = start_positions(z, K, starts)
     k = 0
     while k < n_starts and starts[k] < i:
@@ -366,6 +437,14 @@ def conditional_logits(x, z, i, w, K, rel, child, word_logfreq):
     node, depth = trie_walk(z, starts, 0, k, 0, 0, child)
     if k < n_starts and starts[k] == i:
         k += 1
+    return k, n_starts, last, node, depth
+
+
+@jit
+def conditional_logits(x, z, i, w, K, rel, child, word_logfreq):
+    """:func:`site_logits` at site ``i`` of ``z`` (prefix state rebuilt from z[:i]); for tests."""
+    starts = np.empty(z.shape[0], dtype=np.int64)
+    k, n_starts, last, node, depth = site_state(z, i, K, child, starts)
     logits = np.empty(2 * K + 1)
     U, C = base_tables(x, w, K, rel)
     site_logits(x, z, i, w, K, rel, child, word_logfreq, U, C, starts, k, n_starts, last, node, depth, logits)
@@ -389,6 +468,8 @@ def run_chains(x, w_u, w_A, K, rel, child, word_logfreq, n_steps, eps, n_chains,
     out = np.empty((n_chains * m, L), dtype=np.int64)
     logits = np.empty(S)
     starts = np.empty(L, dtype=np.int64)
+    idx = np.empty(10, dtype=np.int64)
+    val = np.empty(10)
     z = np.empty(L, dtype=np.int64)
     U_u, C_u = base_tables(x, w_u, K, rel)
     alpha = u_forward(x, w_u, K, U_u, C_u) if mode > 0 else np.empty((1, S))
@@ -404,7 +485,7 @@ def run_chains(x, w_u, w_A, K, rel, child, word_logfreq, n_steps, eps, n_chains,
             if mode == 2 and np.random.random() < eps:
                 u_sample_from_alpha(x, alpha, w_u, K, C_u, z)
             else:
-                gibbs_sweep(x, z, w_A, K, rel, child, word_logfreq, U, C, logits, starts)
+                sweep(x, z, w_A, K, rel, child, word_logfreq, U, C, logits, starts, idx, val, z[:0], 0.0, w_A[:0])
             if t > burn:
                 out[r] = z
                 r += 1
@@ -437,9 +518,18 @@ def edit_distance(a, na, b, nb):
 
 
 @jit
+def sample_weight(z, target, K, y):
+    """Sec. 5 importance weight of an alignment: 1 if its word equals ``target``, else
+    ``exp(-(D + 1))`` with D the edit distance (``y``: scratch of length l)."""
+    ny = output_word(z, K, y)
+    d = edit_distance(y, ny, target, target.shape[0])
+    return 1.0 if d == 0 else np.exp(-(d + 1.0))
+
+
+@jit
 def contrastive_gradient(x, samples, target, K, rel, child, word_logfreq, use_rich, n_params):
-    """Sampled gradient of Sec. 5: ``sum_s w_s phi(z_s) / sum_s w_s - mean_s phi(z_s)`` with
-    ``w_s = 1`` if the sample's word equals ``target`` else ``exp(-(D + 1))``, D the edit distance."""
+    """Sampled gradient of Sec. 5: ``sum_s w_s phi(z_s) / sum_s w_s - mean_s phi(z_s)`` with the
+    weights of :func:`sample_weight`."""
     L = x.shape[0]
     grad = np.zeros(n_params)
     pos = np.zeros(n_params)
@@ -450,12 +540,53 @@ def contrastive_gradient(x, samples, target, K, rel, child, word_logfreq, use_ri
     n = samples.shape[0]
     wsum = 0.0
     for s in range(n):
-        ny = output_word(samples[s], K, y)
-        d = edit_distance(y, ny, target, target.shape[0])
-        wt = 1.0 if d == 0 else np.exp(-(d + 1.0))
+        wt = sample_weight(samples[s], target, K, y)
         wsum += wt
         add_features(x, samples[s], K, rel, child, word_logfreq, use_rich, wt, pos, idx, val, starts)
         add_features(x, samples[s], K, rel, child, word_logfreq, use_rich, -1.0 / n, grad, idx, val, starts)
     for j in range(n_params):
         grad[j] += pos[j] / wsum
     return grad
+
+
+@jit
+def doeblin_path_gradient(x, target, w_u, w_A, K, rel, child, word_logfreq, eps, n_chains, seed):
+    """Algorithm 1 (SampleGradient) for A's weights, with the Sec. 5 importance weights.
+
+    Per chain: T ~ Geometric(eps) on {0, 1, ...}, z_0 ~ u (FFBS), z_t = one sweep of A from
+    z_{t-1} for t = 1..T, weights ``w_t`` = :func:`sample_weight` of z_t (the paper's replacement
+    for ``eps A(y | y_{t-1})``). The gradient mass ``sum_t w_t sum_{s<=t} dlog A(z_s | z_{s-1})`` is
+    accumulated in O(T) as ``sum_s W_s dlog A(z_s | z_{s-1})`` with suffix sums ``W_s = sum_{t>=s}
+    w_t`` (Sec. 4.2); u's term ``dlog u(z_0)`` is 0 for A's weights (Assumption 4.3: disjoint
+    coordinates). Returns ``(g (n_full,), Z, transitions)``; the estimate is ``g / Z``, consistent
+    for ``d/dw_A log sum_z pi~(z) weight(z)`` as ``n_chains`` grows.
+    """
+    np.random.seed(seed)
+    L = x.shape[0]
+    S = 2 * K + 1
+    grad = np.zeros(w_A.shape[0])
+    logits = np.empty(S)
+    starts = np.empty(L, dtype=np.int64)
+    idx = np.empty(10, dtype=np.int64)
+    val = np.empty(10)
+    y = np.empty(L, dtype=np.int64)
+    U_u, C_u = base_tables(x, w_u, K, rel)
+    alpha = u_forward(x, w_u, K, U_u, C_u)
+    U, C = base_tables(x, w_A, K, rel)
+    Z = 0.0
+    transitions = 0
+    for c in range(n_chains):
+        T = np.random.geometric(eps) - 1
+        transitions += T
+        path = np.empty((T + 1, L), dtype=np.int64)
+        u_sample_from_alpha(x, alpha, w_u, K, C_u, path[0])
+        for t in range(1, T + 1):
+            path[t] = path[t - 1]
+            sweep(x, path[t], w_A, K, rel, child, word_logfreq, U, C, logits, starts, idx, val, x[:0], 0.0, grad)
+        suffix = 0.0
+        for t in range(T, 0, -1):
+            suffix += sample_weight(path[t], target, K, y)
+            z = path[t - 1].copy()
+            sweep(x, z, w_A, K, rel, child, word_logfreq, U, C, logits, starts, idx, val, path[t], suffix, grad)
+        Z += suffix + sample_weight(path[0], target, K, y)
+    return grad, Z, transitions
