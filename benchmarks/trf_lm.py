@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import resource
 import subprocess
@@ -87,10 +88,20 @@ def main(argv=None) -> int:
     parser.add_argument("--max-len", type=int, default=40)
     parser.add_argument("--vocab", type=int, default=10000)
     parser.add_argument("--classes", type=int, default=200)
-    parser.add_argument("--features", default="w+c+ws+cs+wsh+csh+tied")
-    parser.add_argument("--minutes", type=float, default=15.0)
-    parser.add_argument("--chains", type=int, default=30)
-    parser.add_argument("--samples", type=int, default=300, help="K per AugSA iteration (Sec. 7: 300)")
+    parser.add_argument("--features", default="w+c+ws+cs+cpw")
+    parser.add_argument("--minutes", type=float, default=15.0, help="AugSA training time (lambda and zeta)")
+    parser.add_argument("--chains", type=int, default=20)
+    parser.add_argument("--samples", type=int, default=100, help="K per AugSA iteration (Sec. 7: 300)")
+    parser.add_argument("--t-c", dest="t_c", type=float, default=1000.0, help="Eq. 24 (Sec. 7: 3000; Sec. 8: 1000)")
+    parser.add_argument("--beta-lambda", dest="beta_lambda", type=float, default=0.0,
+                        help="Eq. 24 (Sec. 7: 0.8; Sec. 8: 0 = constant first-stage rate)")
+    parser.add_argument("--t0", type=int, default=10**9, help="Eq. 24-25 end of the first stage (Sec. 7: 2000)")
+    parser.add_argument("--l2", type=float, default=4e-5, help="mu of Eq. 38")
+    parser.add_argument("--average-from", type=float, default=0.5,
+                        help="also average lambda over the iterations after this fraction of --minutes (1: off)")
+    parser.add_argument("--zeta-minutes", type=float, default=4.0,
+                        help="zeta-only AugSA (footnote 17) per final lambda after training (0: off)")
+    parser.add_argument("--sec7", action="store_true", help="the Sec. 7 schedule (K=300, t_c=3000, ...) instead")
     parser.add_argument("--eval-every", type=float, default=180.0, help="seconds between perplexity snapshots")
     parser.add_argument("--ais-temperatures", type=int, default=300)
     parser.add_argument("--ais-chains", type=int, default=10)
@@ -131,53 +142,97 @@ def main(argv=None) -> int:
             report[f"{cls.__name__}{order}"] = {**ppl, "seconds": seconds}
     kn5 = ngram_lp[("KneserNey", 5)]
 
-    print(f"\n## TRF training ({args.features}, {args.classes} classes, K={args.samples}, budget {args.minutes} min on "
-          f"{__import__('os').cpu_count()} cores)")
+    if args.sec7:
+        config = lm_config()
+        args.average_from, args.zeta_minutes = 1.0, 0.0
+    else:
+        config = lm_config(n_samples=args.samples, t_c=args.t_c, beta_lambda=args.beta_lambda, t0=args.t0,
+                           l2=args.l2, stop_window=None)
+    print(f"\n## TRF training ({args.features}, {args.classes} classes, K={config.n_samples}, t_c={config.t_c}, "
+          f"beta_lambda={config.beta_lambda}, t0={config.t0}, L2={config.l2}, stop rule "
+          f"{'off' if config.stop_window is None else 'on'}; budget {args.minutes} min, "
+          f"NUMBA_NUM_THREADS={os.environ.get('NUMBA_NUM_THREADS', 'all')}; load {os.getloadavg()[0]:.1f})")
+    from trf.lm.model import SentenceTRF
+    from trf.lm.train import refine_zeta
+
     snapshots = []
     last = [time.perf_counter()]
+    average = {"sum": None, "n": 0, "from_t": None}
 
     def snapshot(trainer, t, record):
+        seconds = trainer.time_sampling + trainer.time_updates
+        if seconds >= args.average_from * args.minutes * 60:        # Polyak-Ruppert average of lambda
+            if average["sum"] is None:
+                average["sum"], average["from_t"] = np.zeros_like(trainer.lam), t
+            average["sum"] += trainer.lam
+            average["n"] += 1
         if time.perf_counter() - last[0] >= args.eval_every:
-            from trf.lm.model import SentenceTRF
             model = SentenceTRF(vocab, trainer.backend.features, trainer.backend.pi, trainer.lam, trainer.zeta)
             ppl = model.perplexity(data["valid"])
-            snapshots.append({"t": t, "seconds": trainer.time_sampling + trainer.time_updates, "valid_ppl": ppl})
-            print(f"  t={t} train {snapshots[-1]['seconds']:.0f}s valid PPL {ppl:.2f}", flush=True)
+            snapshots.append({"t": t, "seconds": seconds, "valid_ppl": ppl, "load": os.getloadavg()[0]})
+            print(f"  t={t} train {seconds:.0f}s valid PPL {ppl:.2f} (AugSA zeta; load {os.getloadavg()[0]:.1f})",
+                  flush=True)
             last[0] = time.perf_counter()
         return False
 
     t0 = time.perf_counter()
+    cpu0 = time.process_time()
     model, result = train_lm(paths["train"], valid_path=paths["valid"], features=args.features, classes=args.classes,
                              vocab_size=args.vocab, n_chains=args.chains, time_limit=args.minutes * 60,
-                             config=lm_config(n_samples=args.samples),
-                             progress=False, callbacks=[snapshot], checkpoint=args.out + ".ckpt")
+                             config=config, progress=False, callbacks=[snapshot], checkpoint=args.out + ".ckpt")
     total = time.perf_counter() - t0
-    model.save(args.out)
     info = result.history[-1] if result.history else {}
     print(f"iterations {result.t}, {result.t / max(total - model.meta['prep_seconds'], 1e-9):.2f} it/s; "
           f"features {model.features.n_features} ({model.features.bytes_per_million() / 1e6:.1f} MB per million "
-          f"incl. weights); preparation {model.meta['prep_seconds']:.1f}s; jump acceptance "
-          f"{info.get('jump_acceptance', float('nan')):.2f}")
+          f"incl. weights); preparation {model.meta['prep_seconds']:.1f}s; wall {total:.0f}s, CPU "
+          f"{time.process_time() - cpu0:.0f}s; jump acceptance {info.get('jump_acceptance', float('nan')):.2f}")
     draws = result.n_draws
-    print(f"TransMS: {draws / max(result.time_sampling, 1e-9):.1f} sentences/s sampled during training")
+    print(f"TransMS: {draws / max(result.time_sampling, 1e-9):.1f} sentences/s sampled during training (wall)")
+    candidates = {"final lambda, AugSA zeta": model}
+    if average["n"]:
+        candidates["averaged lambda, AugSA zeta"] = SentenceTRF(vocab, model.features, model.pi,
+                                                                average["sum"] / average["n"], model.zeta)
+        print(f"lambda averaged over iterations {average['from_t']}..{result.t} ({average['n']} iterates)")
+    if args.zeta_minutes > 0:
+        for name in list(candidates):
+            t1 = time.perf_counter()
+            zeta, its = refine_zeta(candidates[name], data["train"], seconds=args.zeta_minutes * 60,
+                                    n_samples=config.n_samples, n_chains=args.chains, seed=1)
+            refined = SentenceTRF(vocab, model.features, model.pi, candidates[name].lam, zeta)
+            candidates[name.replace("AugSA zeta", "refined zeta")] = refined
+            print(f"zeta refinement for {name.split(',')[0]}: {its} iterations in {time.perf_counter() - t1:.0f}s, "
+                  f"max |change| {np.abs(zeta - candidates[name].zeta).max():.2f}")
+    print("\n## TRF candidates (chosen on valid)")
+    print("| TRF | valid PPL | test PPL |")
+    print("|---|---|---|")
+    scores = {}
+    for name, cand in candidates.items():
+        scores[name] = (cand.perplexity(data["valid"]), cand.perplexity(data["test"]))
+        print(f"| {name} | {scores[name][0]:.2f} | {scores[name][1]:.2f} |")
+    chosen = min(scores, key=lambda k: scores[k][0])
+    model = SentenceTRF(vocab, model.features, model.pi, candidates[chosen].lam, candidates[chosen].zeta, model.meta)
+    model.meta["chosen"] = chosen
+    model.save(args.out)
     trf_lp = model.log_prob(data["test"])
     trf_ppl = perplexity(trf_lp, data["test"].n_predicted)
     kn5_ppl = perplexity(kn5, data["test"].n_predicted)
-    print("\n## test perplexity")
+    print(f"\n## test perplexity (TRF = {chosen}, the best on valid)")
     print("| model | test PPL | vs KN5 |")
     print("|---|---|---|")
     print(f"| KN5 | {kn5_ppl:.2f} | 1.000 |")
-    print(f"| TRF (AugSA zeta) | {trf_ppl:.2f} | {trf_ppl / kn5_ppl:.3f} |")
+    print(f"| TRF | {trf_ppl:.2f} | {trf_ppl / kn5_ppl:.3f} |")
     kn5_model = KneserNey(5).fit(data["train"], len(vocab))
     valid_trf, valid_kn = model.log_prob(data["valid"]), kn5_model.log_prob(data["valid"])
-    weights = np.linspace(0.1, 0.9, 9)
+    weights = np.round(np.linspace(0.05, 0.95, 19), 2)
     w_valid = weights[np.argmin([perplexity(interpolate_linear(valid_trf, valid_kn, w), data["valid"].n_predicted)
                                  for w in weights])]
     interp_ppl = perplexity(interpolate_linear(trf_lp, kn5, w_valid), data["test"].n_predicted)
-    print(f"| TRF + KN5 (linear, sentence level, weight {w_valid:.1f} tuned on valid) | {interp_ppl:.2f} | "
+    print(f"| TRF + KN5 (linear, sentence level, TRF weight {w_valid:.2f} tuned on valid) | {interp_ppl:.2f} | "
           f"{interp_ppl / kn5_ppl:.3f} |")
-    report.update({"trf": {"test_ppl": trf_ppl, "iterations": result.t, "snapshots": snapshots,
-                           "n_features": model.features.n_features, "train_seconds": total},
+    print("(log-linear interpolation, trf.lm.evaluate.interpolate_loglinear, is unnormalised: for n-best "
+          "rescoring, not perplexity)")
+    report.update({"trf": {"test_ppl": trf_ppl, "iterations": result.t, "snapshots": snapshots, "chosen": chosen,
+                           "candidates": scores, "n_features": model.features.n_features, "train_seconds": total},
                    "kn5_test_ppl": kn5_ppl, "interpolated_test_ppl": interp_ppl, "interp_weight": float(w_valid)})
 
     print(f"\n## AIS check of zeta (lengths 1..{args.ais_lengths}, {args.ais_chains} chains, "
@@ -200,6 +255,20 @@ def main(argv=None) -> int:
     print(f"  (KN5 on the same sentences: "
           f"{perplexity(kn5_model.log_prob(sub), sub.n_predicted):.2f})")
     report["ais"] = {k: v for k, v in ais.items() if k != "log_prob"}
+
+    print("\n## TransMS speed with the trained model (serial build, one core)")
+    from trf.lm.transms import SentenceSampler
+    sampler = SentenceSampler(model.features, model.m)
+    state = sampler.init_chains(args.chains, 0, start=data["train"])
+    log_w = np.log(model.pi) - model.zeta
+    sampler.run(model.lam, log_w, state, 1, 0, parallel=False)          # compile / warm up
+    t1, c1 = time.perf_counter(), time.process_time()
+    _, _, lengths, info = sampler.run(model.lam, log_w, state, 20, 1, parallel=False)
+    wall, cpu = time.perf_counter() - t1, time.process_time() - c1
+    print(f"{lengths.size / wall:.1f} sentences/s wall, {lengths.size / cpu:.1f} per CPU second (load "
+          f"{os.getloadavg()[0]:.1f}); mean length {lengths.mean():.1f}, jump acceptance {info.jump_acceptance:.2f}, "
+          f"class acceptance {info.class_acceptance:.2f}")
+    report["transms_sentences_per_cpu_second"] = lengths.size / cpu
 
     print("\n## scoring speed (one core)")
     speed = scoring_speed(model, data["test"], repeats=3)

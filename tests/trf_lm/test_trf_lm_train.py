@@ -101,3 +101,22 @@ def test_training_resumes_exactly_after_an_interrupt(tiny, tmp_path):
     assert resumed.t == reference.t == 12
     np.testing.assert_array_equal(resumed.lam, reference.lam)
     np.testing.assert_array_equal(resumed.zeta, reference.zeta)
+
+
+def test_refine_zeta_recovers_exact_normalisers_for_fixed_lambda(tiny):
+    """Footnote 17: with lambda fixed, the zeta recursion alone converges to log Z_j / Z_1; started
+    1 nat per length off, 300 iterations at gamma = 1/t from t = 10 leave ~10/310 of it plus SA noise."""
+    from trf.lm.train import refine_zeta
+
+    corpus, feats = tiny
+    lam = np.random.default_rng(8).normal(scale=0.5, size=feats.n_features)
+    log_z = _exact_log_z(feats, lam)
+    exact = log_z - log_z[0]
+    backend = SentenceBackend(corpus, feats, n_chains=10, seed=0, parallel=False)
+    vocab = Vocabulary(["<unk>", "a", "b"])
+    model = SentenceTRF(vocab, feats, backend.pi, lam, exact + np.arange(M))
+    zeta, iterations = refine_zeta(model, corpus, max_iterations=300, n_samples=100, n_chains=10, start_t=10,
+                                   parallel=False)
+    assert iterations == 300
+    np.testing.assert_allclose(zeta, exact, atol=0.12)
+    assert np.abs(model.zeta - exact).max() > 1.5  # negative control: the start was far off

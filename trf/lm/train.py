@@ -12,15 +12,17 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
+
 from samplers.validation import check_float, check_int
 from trf.augsa import AugSA, AugSAConfig, AugSAResult
 from trf.lm.backend import SentenceBackend, lm_config
 from trf.lm.cluster import exchange_clustering
-from trf.lm.corpus import ReadStats, Vocabulary, encode_file
+from trf.lm.corpus import EncodedCorpus, ReadStats, Vocabulary, encode_file
 from trf.lm.features import SentenceFeatures, parse_feature_spec
 from trf.lm.model import SentenceTRF
 
-__all__ = ["train_lm", "DEFAULT_FEATURES"]
+__all__ = ["train_lm", "refine_zeta", "DEFAULT_FEATURES"]
 
 DEFAULT_FEATURES = "w+c+ws+cs+wsh+csh+tied"
 
@@ -95,6 +97,49 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
             "train_seconds": time.perf_counter() - train_start, "time_sampling": result.time_sampling,
             "n_chains": n_chains, "n_samples": cfg.n_samples, "max_length": max_length}
     return SentenceTRF(vocab, feats, backend.pi, result.lam, result.zeta, meta, pooled=backend.pooled), result
+
+
+def refine_zeta(model: SentenceTRF, train: EncodedCorpus, *, seconds: float | None = None,
+                max_iterations: int = 100000, n_samples: int = 100, n_chains: int = 20, start_t: int = 100,
+                seed: int = 0, parallel: bool = True) -> tuple[np.ndarray, int]:
+    """Re-estimate ``zeta`` for the model's fixed ``lambda`` by the AugSA recursion (17)-(18) alone.
+
+    This is how the paper estimates zeta for a fixed lambda (footnote 17).  While lambda moves, the
+    zeta of AugSA lag behind it; a short run with lambda frozen, started from the model's zeta with
+    the rate ``gamma_zeta,t = 1 / t`` from ``t = start_t`` (so the start is not forgotten at once),
+    removes the lag.  Chains start at training sentences.
+
+    Parameters
+    ----------
+    model : SentenceTRF
+    train : EncodedCorpus
+        Training sentences (length law and chain starts).
+    seconds : float, optional
+        Time limit; ``max_iterations`` bounds the iterations.
+    n_samples, n_chains : int
+        K per iteration and persistent TransMS chains.
+    start_t : int
+        Iteration count the rate starts from.
+
+    Returns
+    -------
+    (zeta, iterations)
+    """
+    start_t = check_int(start_t, "start_t", low=1)
+    max_iterations = check_int(max_iterations, "max_iterations", low=1)
+    if seconds is not None:
+        seconds = check_float(seconds, "seconds", low=0.0, low_open=True)
+    max_length = model.m if model.pooled else None
+    backend = SentenceBackend(train, model.features, None, m=None if model.pooled else model.m,
+                              max_length=max_length, n_chains=n_chains, seed=seed, parallel=parallel)
+    cfg = lm_config(n_samples=n_samples, t_max=start_t + max_iterations, t0=0, stop_window=None,
+                    learn_lambda=False, seed=seed)
+    started = time.perf_counter()
+    hooks = [] if seconds is None else [lambda trainer, t, record: time.perf_counter() - started > seconds]
+    trainer = AugSA(backend, cfg, callbacks=hooks, progress=False)
+    trainer.lam, trainer.zeta, trainer.t = model.lam.copy(), model.zeta.copy(), start_t
+    result = trainer.fit()
+    return result.zeta, result.t - start_t
 
 
 def _progress_logger(backend: SentenceBackend, every: int, start: float):
