@@ -15,6 +15,9 @@ the verifier, which we do not have):
 * ``tacas06``: ``x - y == i - j`` over (x, y, i, j) — two atoms of one disjunct;
 * ``nested``: ``k >= 1`` over (k, l, n);
 * ``paper-example``: ``[x1 != 0] or [x2 == x3]`` (the example of Sec. 5) — three disjuncts.
+
+Table 1's setting, verifying loop programs with this search inside a counterexample-guided loop, is
+:mod:`doeblin.dnf_verify`.
 """
 
 from __future__ import annotations

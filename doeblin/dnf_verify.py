@@ -4,25 +4,33 @@ invariants with the 0-, 1- and 2-stage chains inside a counterexample-guided (CE
 Table 1 of the paper reports the time to *verify a C program*, where "each verification requires
 inferring many DNF formulae as a sub-routine" (Sec. 5), in the style of Sharma & Aiken (2014): guess
 an invariant from the current examples by MCMC, check it, add counterexamples, repeat.  We have no C
-front end or SMT checker, so a program here is a single loop over integer states in a bounded box
-``[lo, hi]^d`` whose semantics are given by Python functions, and the checker enumerates the box:
+front end or SMT solver, so a program here is a single loop over integer states in a bounded box
+``[lo, hi]^d`` whose semantics are given by vectorised Python functions, and the checker enumerates
+the box (a bounded verification: body successors that leave the box are ignored).
 
-* **good states** (positive examples): loop-head states reachable from the initial states (forward
-  closure of the loop body, successors leaving the box dropped);
-* **bad states** (negative examples): loop-head states from which some run of the loop (inside the
-  box) exits in a state that violates the assertion (backward closure from the violating exits);
-* the program is **safe in the box** iff no good state is bad; an **invariant** (a verification
-  certificate) is then any DNF formula that is true on every good and false on every bad state (the
-  remaining states are "don't care").
+:func:`state_space` computes, for every state of the box, whether it is initial, whether the loop may
+exit there violating the assertion ("violating"), its body successors, and the derived sets of
+**good** states (reachable loop-head states) and **bad** states (loop-head states from which some run
+inside the box reaches a violating exit).  The program is **safe in the box** iff no good state is bad.
 
-:func:`verify` runs the CEGAR loop: start from a few good and bad examples and a uniform formula, run
-the chosen chain (``doeblin._dnf_kernels.dnf_chain``) until the formula is consistent with the current
-examples, check it against every good and bad state, add up to ``batch`` misclassified states as new
-examples, and repeat until the formula separates all good from all bad states.  The chain's state
-(formula and stage) persists across rounds, so a chain without restarts starts every round where the
-previous one stopped; this is what traps the 0-stage chain.  The 0/1/2-stage chains are those of
-:mod:`doeblin.dnf`; all chains use the same ``beta``, ``eps_restart``, ``eps_simplified``, examples and
-caps.
+:func:`verify` runs the CEGAR loop: start from a uniform formula and a few positive and negative
+examples, run the chosen chain (``doeblin._dnf_kernels.dnf_chain``) until the formula satisfies every
+constraint collected so far, check it, add up to ``batch`` of the checker's counterexamples (drawn
+uniformly), and repeat until the check passes.  Two checks:
+
+* ``check="inductive"`` (default; what a verifier proves): ``f`` holds on every initial state, ``f``
+  implies the assertion wherever the loop may exit, and ``f`` is closed under the body (``f(s)`` implies
+  ``f(t)`` for every in-box successor ``t`` of ``s``).  Counterexamples are a positive example (an
+  initial state outside ``f``), a negative example (a violating exit inside ``f``) or an implication pair
+  ``(s, t)``, kept as a constraint "``f(s)`` implies ``f(t)``" (ICE learning, Garg et al. 2014) whose
+  violation costs 1 like a misclassified example.  Every inductive invariant satisfies all of them, so
+  the constraints stay satisfiable and each round adds one the current formula violates.
+* ``check="separating"``: ``f`` is true on all good and false on all bad states (positive / negative
+  counterexamples only).
+
+The chain's state (formula and stage) persists across rounds, so a chain without restarts starts every
+round where the previous one stopped.  The 0/1/2-stage chains are those of :mod:`doeblin.dnf`; all
+chains use the same ``beta``, ``eps_restart``, ``eps_simplified``, examples and caps.
 
 Programs (:func:`loop_programs`; ``nondet()`` is a nondeterministic choice, a ``while (nondet())``
 loop may exit or continue at every head state):
@@ -47,7 +55,7 @@ loop may exit or continue at every head state):
   convex disjunct cannot hold both ``x1 > 0`` and ``x1 < 0`` states with ``x2 != x3`` (their midpoint
   ``x1 = 0`` is bad), and an atom with coefficients and bound in ``{-1, 0, 1}`` that holds on all
   good ``x1 = 1`` states cannot involve ``x2`` or ``x3``, so the ``x1 = 0, x2 == x3`` states need a
-  third disjunct.
+  third disjunct (for a box with ``hi >= 3``; ``hi = 2`` admits ``-x1 + x2 <= 1``-style atoms).
 """
 
 from __future__ import annotations
