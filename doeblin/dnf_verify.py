@@ -335,9 +335,11 @@ def loop_programs(lo: int = -4, hi: int = 4, d: int | None = None) -> list[LoopP
 class Verification:
     """Outcome of one :func:`verify` run.
 
-    ``status`` is ``"verified"`` (``a, b`` separate all good from all bad states), ``"cap"`` (the
-    step cap was reached first) or ``"unsafe"`` (a reachable state can violate the assertion, so no
-    invariant exists; no search is run).  ``steps`` counts every chain step over all rounds.
+    ``status`` is ``"verified"`` (``a, b`` pass the check: an inductive invariant in the box, or a
+    formula separating all good from all bad states), ``"cap"`` (the step cap was reached first) or
+    ``"unsafe"`` (a reachable state can violate the assertion, so no invariant exists; no search is
+    run).  ``steps`` counts every chain step over all rounds; ``n_examples`` is the number of distinct
+    states in the final constraint set (labelled or in an implication pair).
     """
 
     status: str
@@ -368,9 +370,10 @@ def verify(program: LoopProgram | StateSpace, n_stages: int, *, n: int = 3, m: i
     eps_restart, eps_simplified : float
         Restart probability per full-cost step and the stage-leaving probability of the 2-stage chain.
     n_initial : int
-        Initial examples: ``n_initial`` good and ``n_initial`` bad states drawn uniformly.
+        Initial examples, drawn uniformly: ``n_initial`` positive (initial states; good states for the
+        separating check) and ``n_initial`` negative (violating exits; bad states).
     batch : int
-        Counterexamples added per round: up to ``batch`` misclassified good or bad states, uniformly.
+        Counterexamples added per round: up to ``batch`` of the checker's, drawn uniformly.
     max_steps : int
         Cap on the total chain steps of the verification; reaching it gives status ``"cap"``.
     check : {"inductive", "separating"}
