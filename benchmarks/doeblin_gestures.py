@@ -91,7 +91,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--methods", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     args = parser.parse_args()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     print(f"vocab {args.vocab} web2 words (length 3-6, Zipf s=1), train {args.train}, test {args.test} per seed, "
           f"{args.chains} chains/example, {args.epochs} epochs of A (lr {args.lr}), u {args.u_epochs} epochs, "
           f"seeds {args.seeds}; start {load()}")
@@ -129,7 +129,7 @@ def main() -> None:
         cells = [f"{pooled(trend[(m, e)], 'sample_word_acc').mean():.3f} / "
                  f"{pooled(trend[(m, e)], 'sample_char_acc').mean():.3f}" for m in args.methods]
         print(f"| {e} | " + " | ".join(cells) + " |")
-    print(f"\ntotal {time.perf_counter() - t0:.0f} s; end {load()}")
+    print(f"\ntotal {time.perf_counter() - t0:.0f} s wall, {time.process_time() - c0:.0f} s CPU; end {load()}")
 
 
 if __name__ == "__main__":
