@@ -19,15 +19,15 @@ Three parts:
   frequency and the number of dictionary prefixes of ``y`` (kernels in
   :mod:`doeblin._gesture_kernels`, which documents the exact parametrisation).
 * :func:`train_gestures` / :func:`evaluate_gestures` — training at a fixed transition budget with
-  basic Gibbs, u-Gibbs (smart restarts) or the strong Doeblin chain (eps = 1 / budget), using the
-  paper's sampled gradient with edit-distance weights ``exp(-(D + 1))``; accuracies per sample (the
-  paper's measure) and of the decoded word, with standard errors over test examples.
+  basic Gibbs, u-Gibbs (smart restarts) or the strong Doeblin chain (eps = 1 / budget). As in the
+  paper, the Gibbs methods use the plug-in gradient with edit-distance weights ``exp(-(D + 1))`` and
+  the Doeblin chain uses Algorithm 1 with those weights (:func:`doeblin_gradient`); accuracies per
+  sample (the paper's measure) and of the decoded word, with standard errors over test examples.
 
 Deviations from the paper, stated once: the x-conditioned indicators are reduced as above (a full
-(x_i, z_{i-1}, z_i) table has 26 * 53^2 weights); ``u`` is fitted first (its own sampled gradient on
-exact u draws) and then kept fixed, ``A`` starts from ``u`` (Assumption 4.3: rich weights 0, so A
-leaves u invariant); all three methods use the same contrastive weighted gradient, they differ in
-their sampler only.
+(x_i, z_{i-1}, z_i) table has 26 * 53^2 weights); ``u`` is fitted first (its own plug-in gradient on
+exact u draws) and then kept fixed for every method, so Algorithm 1 trains A's weights only; ``A``
+starts from ``u`` (Assumption 4.3: rich weights 0, so A leaves u invariant).
 """
 
 from __future__ import annotations
