@@ -138,6 +138,25 @@ def dictionary_score(node, depth, w, K, word_logfreq):
 
 
 @jit
+def dictionary_features(z, starts, k, n_starts, node, depth, K, child, word_logfreq, idx, val, n):
+    """Append the dictionary features of the word whose prefix left the trie at ``(node, depth)``
+    and continues with the letters ``z[starts[k:n_starts]]`` to ``idx``/``val`` from entry n
+    (#prefixes; membership and log frequency if a word); return the new count."""
+    _, _, _, _, _, off_D, _ = layout(K)
+    node, depth = trie_walk(z, starts, k, n_starts, node, depth, child)
+    idx[n] = off_D + 2
+    val[n] = depth
+    n += 1
+    if node >= 0 and not np.isnan(word_logfreq[node]):
+        idx[n] = off_D
+        idx[n + 1] = off_D + 1
+        val[n] = 1.0
+        val[n + 1] = word_logfreq[node]
+        n += 2
+    return n
+
+
+@jit
 def start_positions(z, K, starts):
     """Write the positions of start states of ``z`` into ``starts``; return how many."""
     n = 0
@@ -152,7 +171,6 @@ def start_positions(z, K, starts):
 def features(x, z, K, rel, child, word_logfreq, use_rich, idx, val, starts):
     """Sparse feature vector of ``z`` (valid): writes indices/values into ``idx``/``val`` (length
     >= 4 l + 3) and returns their number; base features only unless ``use_rich``."""
-    _, _, _, _, _, off_D, _ = layout(K)
     S = 2 * K + 1
     n = 0
     prev = -1
@@ -173,17 +191,7 @@ def features(x, z, K, rel, child, word_logfreq, use_rich, idx, val, starts):
         val[n] = 1.0
         n += 1
         last = z[q]
-    node, depth = trie_walk(z, starts, 0, ns, 0, 0, child)
-    idx[n] = off_D + 2
-    val[n] = depth
-    n += 1
-    if node >= 0 and not np.isnan(word_logfreq[node]):
-        idx[n] = off_D
-        idx[n + 1] = off_D + 1
-        val[n] = 1.0
-        val[n + 1] = word_logfreq[node]
-        n += 2
-    return n
+    return dictionary_features(z, starts, 0, ns, 0, 0, K, child, word_logfreq, idx, val, n)
 
 
 @jit
@@ -279,7 +287,7 @@ def site_value_features(x, z, i, v, K, rel, child, word_logfreq, C, starts, k, n
     prefix before i. Left out (the same for every v): base features away from i and i+1, the
     prefix's own bigram features and the suffix's internal ones.
     """
-    S, off_P, off_R, _, _, off_D, _ = layout(K)
+    S, off_P, off_R, _, _, _, _ = layout(K)
     L = z.shape[0]
     prev = z[i - 1] if i > 0 else -1
     nxt = z[i + 1] if i + 1 < L else -1
@@ -305,17 +313,7 @@ def site_value_features(x, z, i, v, K, rel, child, word_logfreq, C, starts, k, n
         n += 1
     for j in range(n):
         val[j] = 1.0
-    node, depth = trie_walk(z, starts, k, n_starts, node, depth, child)
-    idx[n] = off_D + 2
-    val[n] = depth
-    n += 1
-    if node >= 0 and not np.isnan(word_logfreq[node]):
-        idx[n] = off_D
-        idx[n + 1] = off_D + 1
-        val[n] = 1.0
-        val[n + 1] = word_logfreq[node]
-        n += 2
-    return n
+    return dictionary_features(z, starts, k, n_starts, node, depth, K, child, word_logfreq, idx, val, n)
 
 
 @jit
