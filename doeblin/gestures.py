@@ -61,7 +61,7 @@ def qwerty_positions() -> np.ndarray:
 
 def qwerty_relation(radius: float = 1.3) -> np.ndarray:
     """Relation ``rel[x, c]`` (26, 26) int64 of letter c to key x: 0 same key, 1 neighbour (centres
-    closer than ``radius`` key widths: the 4-6 keys around it), 2 other. Used by the reduced
+    closer than ``radius`` key widths: 2-6 keys around it), 2 other. Used by the reduced
     x-conditioned features (see :mod:`doeblin._gesture_kernels`)."""
     radius = check_float(radius, "radius", low=0.0, low_open=True)
     pos = qwerty_positions()
