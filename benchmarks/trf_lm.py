@@ -4,16 +4,21 @@ The corpus is read from the installed Debian packages ``fortunes``, ``fortunes-m
 ``fortune-anarchism`` (``apt-get install fortunes fortunes-min fortune-anarchism``; nothing is
 downloaded at run time and no corpus is committed).  Fortunes are split 90/5/5 into train/valid/test
 by index, lower-cased, split into sentences at ``.!?``, tokenised into words (numbers -> ``N``), and
-sentences longer than ``--max-len`` words are dropped from every split (the pooled sub-model of
-Sec. 5.4 is not implemented).  The vocabulary is the ``--vocab`` most frequent training words, the
+sentences longer than ``--max-len`` words are dropped from every split (so the results stay
+comparable with the first runs; ``trf.lm`` can pool longer sentences, Sec. 5.4, ``max_length``).  The vocabulary is the ``--vocab`` most frequent training words, the
 rest ``<unk>`` (scored as a word by every model).  Perplexity counts one end-of-sentence per sentence.
 
 It prints: corpus sizes; KN/WB perplexity for orders 2-5 with counting time; TRF training (time
-budget ``--minutes``) with perplexity vs training time; AIS checks of zeta; linear sentence-level
-interpolation TRF + KN5; TransMS sentences per second; scoring sentences per second on one core;
-peak memory.
+budget ``--minutes``; by default the "fast" schedule: K = 100, constant first-stage rate 1/(t_c + 1)
+with ``--t-c 1000``, ``--beta-lambda 0``; ``--sec7`` for the paper's Sec. 7 schedule) with perplexity
+vs training time; lambda averaged over the second half (``--average-from``) and zeta re-estimated
+for the final lambdas (``--zeta-minutes``, footnote 17), the candidate chosen on valid; AIS checks of
+zeta; linear sentence-level interpolation TRF + KN5 (weight tuned on valid); TransMS sentences per
+second; scoring sentences per second on one core; peak memory.  The documented run
+(docs/trf-lm.md):
 
-    .venv/bin/python benchmarks/trf_lm.py --minutes 15
+    NUMBA_NUM_THREADS=1 .venv/bin/python benchmarks/trf_lm.py --features w+c --minutes 60 --t-c 500 \
+        --beta-lambda 0 --t0 5000 --zeta-minutes 4 --eval-every 240 --ais-temperatures 300 --ais-lengths 12
 """
 
 from __future__ import annotations
