@@ -118,7 +118,7 @@ def main(argv=None) -> int:
     from trf.augsa import AugSA  # noqa: F401  (imported here so --help works without numba)
     from trf.lm.corpus import EncodedCorpus, Vocabulary, encode_file
     from trf.lm.backend import lm_config
-    from trf.lm.evaluate import ais_check, interpolate_linear, scoring_speed
+    from trf.lm.evaluate import ais_check, interpolate_linear, scoring_speed, tune_linear_weight
     from trf.lm.train import train_lm
     from trf.ngram import KneserNey, WittenBell, perplexity
 
@@ -228,9 +228,7 @@ def main(argv=None) -> int:
     print(f"| TRF | {trf_ppl:.2f} | {trf_ppl / kn5_ppl:.3f} |")
     kn5_model = KneserNey(5).fit(data["train"], len(vocab))
     valid_trf, valid_kn = model.log_prob(data["valid"]), kn5_model.log_prob(data["valid"])
-    weights = np.round(np.linspace(0.05, 0.95, 19), 2)
-    w_valid = weights[np.argmin([perplexity(interpolate_linear(valid_trf, valid_kn, w), data["valid"].n_predicted)
-                                 for w in weights])]
+    w_valid = tune_linear_weight(valid_trf, valid_kn, data["valid"].n_predicted)
     interp_ppl = perplexity(interpolate_linear(trf_lp, kn5, w_valid), data["test"].n_predicted)
     print(f"| TRF + KN5 (linear, sentence level, TRF weight {w_valid:.2f} tuned on valid) | {interp_ppl:.2f} | "
           f"{interp_ppl / kn5_ppl:.3f} |")

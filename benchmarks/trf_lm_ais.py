@@ -43,7 +43,7 @@ def main(argv=None) -> int:
 
     import trf
     from trf.lm.corpus import Vocabulary, encode_file
-    from trf.lm.evaluate import interpolate_linear
+    from trf.lm.evaluate import interpolate_linear, log_prob_with_log_z, tune_linear_weight
     from trf.ngram import KneserNey, perplexity
 
     start = time.perf_counter()
@@ -74,13 +74,10 @@ def main(argv=None) -> int:
     print("|---|---|---|")
     kn_test, kn_valid = kn5.log_prob(data["test"]), kn5.log_prob(data["valid"])
     print(f"| KN5 | - | {perplexity(kn_test, data['test'].n_predicted):.2f} |")
-    weights = np.round(np.linspace(0.05, 0.95, 19), 2)
     for name, log_z in (("AugSA", augsa), ("AIS", ais)):
-        lp = {k: model.log_prob(data[k]) + augsa[data[k].lengths - 1] - log_z[data[k].lengths - 1]
-              for k in ("valid", "test")}
+        lp = {k: log_prob_with_log_z(model, data[k], log_z) for k in ("valid", "test")}
         print(f"| TRF | {name} | {perplexity(lp['test'], data['test'].n_predicted):.2f} |")
-        w = weights[np.argmin([perplexity(interpolate_linear(lp["valid"], kn_valid, w), data["valid"].n_predicted)
-                               for w in weights])]
+        w = tune_linear_weight(lp["valid"], kn_valid, data["valid"].n_predicted)
         mix = perplexity(interpolate_linear(lp["test"], kn_test, w), data["test"].n_predicted)
         print(f"| TRF + KN5 (linear, TRF weight {w:.2f} tuned on valid) | {name} | {mix:.2f} |")
     print(f"\ntotal {time.perf_counter() - start:.0f} s")

@@ -492,12 +492,10 @@ def run_chains(x, w_u, w_A, K, rel, child, word_logfreq, n_steps, eps, n_chains,
 
 @jit
 def output_word(z, K, y):
-    """Write the output word of ``z`` into ``y``; return its length."""
-    n = 0
-    for i in range(z.shape[0]):
-        if z[i] < K:
-            y[n] = z[i]
-            n += 1
+    """Write the output word of ``z`` (the letters of its start states) into ``y``; return its length."""
+    n = start_positions(z, K, y)
+    for k in range(n):
+        y[k] = z[y[k]]
     return n
 
 

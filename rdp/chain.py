@@ -135,6 +135,17 @@ def _gumbel_noise(shape, like: "torch.Tensor", generator) -> "torch.Tensor":
     return -torch.log(-torch.log(u.clamp(tiny, 1.0 - 1e-7)))
 
 
+def straight_through_sample(hard: "torch.Tensor", soft: "torch.Tensor") -> "torch.Tensor":
+    """``one_hot(hard) - soft.detach() + soft``: the hard sample's value with the relaxed sample's gradient.
+
+    ``hard`` holds category indices (-1 = no category: the one-hot row is zero), ``soft`` has one more
+    trailing axis, the categories.
+    """
+    one_hot = torch.zeros_like(soft).scatter(-1, hard.clamp_min(0).unsqueeze(-1), 1.0)
+    one_hot = one_hot * (hard >= 0).unsqueeze(-1).to(soft.dtype)
+    return one_hot - soft.detach() + soft
+
+
 def gumbel_backward(sweep: Sweep, log_weight: "torch.Tensor", index: "torch.Tensor | None", lengths: "torch.Tensor",
                     n_states: int, *, tau: float, generator=None, straight_through: bool = False) -> GumbelSample:
     """Gumbel backward sampling on the index sets of a forward sweep (Alg. 4, Eq. 23-28).
@@ -167,11 +178,7 @@ def gumbel_backward(sweep: Sweep, log_weight: "torch.Tensor", index: "torch.Tens
     soft = torch.stack(soft, dim=1)
     if index is not None:
         soft = torch.zeros(batch, length, n_states, dtype=soft.dtype, device=soft.device).scatter_add(2, index, soft)
-    if straight_through:
-        one_hot = torch.zeros_like(soft).scatter(2, hard.clamp_min(0).unsqueeze(-1), 1.0)
-        one_hot = one_hot * (hard >= 0).unsqueeze(-1).to(soft.dtype)
-        soft = one_hot - soft.detach() + soft
-    return GumbelSample(hard, soft)
+    return GumbelSample(hard, straight_through_sample(hard, soft) if straight_through else soft)
 
 
 def prepare_chain(emissions: Any, transitions: Any, state_embeddings: Any, lengths: Any):

@@ -24,7 +24,7 @@ from samplers.validation import check_float
 
 from ._checks import as_potentials, check_generator
 from ._torch import torch
-from .chain import _gumbel_noise
+from .chain import _gumbel_noise, straight_through_sample
 
 
 class InsideChart(NamedTuple):
@@ -139,11 +139,7 @@ def gumbel_topdown(chart: InsideChart, index: "torch.Tensor | None", n_labels: i
             chosen = on & (split == d)
             active[d][:, : length - w] |= chosen
             active[w - 1 - d][:, d + 1: d + 1 + length - w] |= chosen
-    if straight_through:
-        one_hot = torch.zeros_like(relaxed).scatter(3, hard.clamp_min(0).unsqueeze(-1), 1.0)
-        one_hot = one_hot * (hard >= 0).unsqueeze(-1).to(dtype)
-        relaxed = one_hot - relaxed.detach() + relaxed
-    return TreeSample(hard, relaxed)
+    return TreeSample(hard, straight_through_sample(hard, relaxed) if straight_through else relaxed)
 
 
 def check_spans(span_potentials: Any) -> "torch.Tensor":

@@ -9,7 +9,7 @@ import pytest
 
 from trf.lm.corpus import EncodedCorpus, Vocabulary
 from trf.lm.evaluate import (ais_check, ais_global, ais_log_z, interpolate_linear, interpolate_loglinear,
-                             scoring_speed, smooth_log_z)
+                             log_prob_with_log_z, scoring_speed, smooth_log_z, tune_linear_weight)
 from trf.lm.features import SentenceFeatures
 from trf.lm.model import SentenceTRF, smoothed_length_law
 
@@ -75,3 +75,17 @@ def test_exact_model_is_normalised_and_interpolation_keeps_it(model):
         interpolate_linear(a, b[:-1], 0.5)
     with pytest.raises(ValueError, match="longer than m"):
         trf.log_prob(EncodedCorpus.from_sentences([[0, 0, 0, 0]]))
+
+
+def test_log_prob_with_other_normalisers_and_weight_tuning(model):
+    trf, log_z = model
+    corpus = EncodedCorpus.from_sentences([[0, 1], [2], [1, 1, 2]])
+    np.testing.assert_allclose(log_prob_with_log_z(trf, corpus, log_z), trf.log_prob(corpus))   # zeta is exact
+    shifted = log_prob_with_log_z(trf, corpus, log_z + np.array([0.0, 0.5, 0.0]))
+    np.testing.assert_allclose(shifted - trf.log_prob(corpus), [-0.5, 0.0, 0.0])   # only length-2 sentences move
+    with pytest.raises(ValueError, match="log_z"):
+        log_prob_with_log_z(trf, corpus, log_z[:2])
+    good, bad = np.log([0.5, 0.4, 0.3]), np.log([0.01, 0.02, 0.01])
+    assert tune_linear_weight(good, bad, 6) == 0.95 and tune_linear_weight(bad, good, 6) == 0.05
+    w = tune_linear_weight(good, good, 6, weights=[0.2, 0.7])
+    assert w in (0.2, 0.7)

@@ -26,9 +26,10 @@ from samplers.validation import as_float_array, check_float, check_int
 from trf.lm.corpus import EncodedCorpus
 from trf.lm.model import SentenceTRF
 from trf.lm.transms import ChainState, SentenceSampler
+from trf.ngram import perplexity
 
 __all__ = ["ais_log_z", "smooth_log_z", "ais_global", "ais_check", "interpolate_linear", "interpolate_loglinear",
-           "scoring_speed"]
+           "log_prob_with_log_z", "tune_linear_weight", "scoring_speed"]
 
 
 def _states_corpus(state: ChainState) -> EncodedCorpus:
@@ -125,18 +126,34 @@ def ais_check(model: SentenceTRF, lengths=range(1, 11), *, n_temperatures: int =
     table = {"augsa": augsa, "separate": separate, "smoothed": smoothed}
 
     def log_prob(corpus: EncodedCorpus, which: str) -> np.ndarray:
-        lp = model.log_prob(corpus)
-        j = corpus.lengths
-        if j.max() > max(lengths):
+        if corpus.lengths.max() > max(lengths):
             raise ValueError(f"AIS covers lengths up to {max(lengths)}; corpus has longer sentences")
-        position = {L: i for i, L in enumerate(lengths)}
-        idx = np.array([position[int(x)] for x in j])
-        return lp + augsa[idx] - table[which][idx]
+        log_z = np.full(model.m, np.nan)
+        log_z[np.asarray(lengths) - 1] = table[which]
+        return log_prob_with_log_z(model, corpus, log_z)
 
     rows = [{"j": j, "augsa": float(a), "separate": float(s), "smoothed": float(m), "stderr": float(e)}
             for j, a, s, m, e in zip(lengths, augsa, separate, smoothed, stderr)]
     return {"per_length": rows, "global": None if glob is None else float(glob.log_partition),
             "global_stderr": None if glob is None else float(glob.stderr), "log_prob": log_prob}
+
+
+def log_prob_with_log_z(model: SentenceTRF, corpus: EncodedCorpus, log_z) -> np.ndarray:
+    """Sentence log-probabilities with ``log Z_j = log_z[j - 1]`` in place of the AugSA ``zeta_j + log Z_1``
+    (e.g. AIS estimates); ``log_z`` has shape (m,)."""
+    log_z = as_float_array(log_z, "log_z", ndim=1, finite=False)
+    if log_z.shape != (model.m,):
+        raise ValueError(f"log_z must have shape ({model.m},), got {log_z.shape}")
+    j = corpus.lengths - 1
+    return model.log_prob(corpus) + (model.zeta + model.log_z1())[j] - log_z[j]
+
+
+def tune_linear_weight(log_p_a, log_p_b, n_predicted: int, weights=None) -> float:
+    """The weight of model a in :func:`interpolate_linear` minimising perplexity on held-out sentences
+    (grid 0.05, 0.10, ..., 0.95 by default)."""
+    weights = np.round(np.linspace(0.05, 0.95, 19), 2) if weights is None else np.asarray(weights, dtype=float)
+    ppl = [perplexity(interpolate_linear(log_p_a, log_p_b, w), n_predicted) for w in weights]
+    return float(weights[int(np.argmin(ppl))])
 
 
 def _check_pair(log_p_a, log_p_b, weight):
