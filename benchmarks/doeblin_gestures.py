@@ -4,9 +4,11 @@ Basic Gibbs, u-Gibbs (smart restarts) and the strong Doeblin chain (eps = 1 / bu
 and tested at the same number of transitions per chain (one transition = one Gibbs sweep or one
 restart from u), 16 chains per example, first half of every chain burn-in, one setting (learning
 rate, epochs, data) for all. Training as in the paper: the plug-in gradient for the two Gibbs
-methods, Algorithm 1 with the exp(-(D+1)) weights for Doeblin ("doeblin"); "doeblin-plugin" is an
-ablation, the Doeblin chain trained with the Gibbs methods' plug-in gradient. Accuracies: the paper's per-sample word and character accuracy
-(fraction of post-burn-in samples with the right word / mean character accuracy of the samples), and
+methods, Algorithm 1 with the exp(-(D+1)) weights for Doeblin ("doeblin"); "doeblin-cv" is Algorithm 1
+with the leave-one-out control variate (same expectation, far lower variance); "doeblin-plugin" is an
+ablation, the Doeblin chain trained with the Gibbs methods' plug-in gradient. u is fitted once and
+shared by all methods; ``--train-u`` also trains it with Algorithm 1's dlog u term (Doeblin only).
+Accuracies: the paper's per-sample word and character accuracy (fraction of post-burn-in samples with the right word / mean character accuracy of the samples), and
 the same for the decoded (most frequent) word; "+-" is a standard error over test examples. Paired
 differences (Doeblin minus a peer, same test examples) pool the examples of all seeds. The trend
 table evaluates the models after each epoch at the first budget (epoch 0 = the Assumption 4.3 start).
@@ -28,7 +30,8 @@ from doeblin.gestures import (ACCURACIES, GestureModel, fit_u, generate_gestures
 
 # label -> (sampler, Doeblin gradient estimator)
 VARIANTS = {"basic-gibbs": ("basic-gibbs", "algorithm1"), "u-gibbs": ("u-gibbs", "algorithm1"),
-            "doeblin": ("doeblin", "algorithm1"), "doeblin-plugin": ("doeblin", "contrastive")}
+            "doeblin": ("doeblin", "algorithm1"), "doeblin-cv": ("doeblin", "algorithm1-cv"),
+            "doeblin-plugin": ("doeblin", "contrastive")}
 
 SHORT = {"sample_word_acc": "sample word", "sample_char_acc": "sample char", "word_acc": "decoded word",
          "char_acc": "decoded char"}
@@ -67,7 +70,8 @@ def run_seed(args, seed: int, results: dict, trend: dict) -> None:
                     evaluate(m, method, T))
             t = time.perf_counter()
             model = train_gestures(base, train, method, T, n_chains=args.chains, n_epochs=args.epochs, lr=args.lr,
-                                   seed=seed + 5, doeblin_estimator=estimator, on_epoch=on_epoch)
+                                   seed=seed + 5, doeblin_estimator=estimator, train_u=args.train_u,
+                                   on_epoch=on_epoch)
             dt = time.perf_counter() - t
             acc = trend[(label, args.epochs)][-1] if T == T_trend else evaluate(model, method, T)
             results.setdefault((T, label), []).append(acc)
@@ -90,10 +94,12 @@ def main() -> None:
     parser.add_argument("--budgets", type=int, nargs="+", default=[20, 50, 100])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--methods", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    parser.add_argument("--train-u", action="store_true", help="Doeblin (Algorithm 1) also trains u's weights")
     args = parser.parse_args()
     t0, c0 = time.perf_counter(), time.process_time()
     print(f"vocab {args.vocab} web2 words (length 3-6, Zipf s=1), train {args.train}, test {args.test} per seed, "
-          f"{args.chains} chains/example, {args.epochs} epochs of A (lr {args.lr}), u {args.u_epochs} epochs, "
+          f"{args.chains} chains/example, {args.epochs} epochs of A (lr {args.lr}), u {args.u_epochs} epochs"
+          f"{' (then trained by Algorithm 1 too)' if args.train_u else ''}, "
           f"seeds {args.seeds}; start {load()}")
     results: dict = {}
     trend: dict = {}

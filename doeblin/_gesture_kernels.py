@@ -546,16 +546,28 @@ def contrastive_gradient(x, samples, target, K, rel, child, word_logfreq, use_ri
 
 
 @jit
-def doeblin_path_gradient(x, target, w_u, w_A, K, rel, child, word_logfreq, eps, n_chains, seed):
+def doeblin_path_gradient(x, target, w_u, w_A, K, rel, child, word_logfreq, eps, n_chains, control_variate, seed):
     """Algorithm 1 (SampleGradient) for A's weights, with the Sec. 5 importance weights.
 
-    Per chain: T ~ Geometric(eps) on {0, 1, ...}, z_0 ~ u (FFBS), z_t = one sweep of A from
-    z_{t-1} for t = 1..T, weights ``w_t`` = :func:`sample_weight` of z_t (the paper's replacement
+    Per chain c: T_c ~ Geometric(eps) on {0, 1, ...}, z_0 ~ u (FFBS), z_t = one sweep of A from
+    z_{t-1} for t = 1..T_c, weights ``w_t`` = :func:`sample_weight` of z_t (the paper's replacement
     for ``eps A(y | y_{t-1})``). The gradient mass ``sum_t w_t sum_{s<=t} dlog A(z_s | z_{s-1})`` is
     accumulated in O(T) as ``sum_s W_s dlog A(z_s | z_{s-1})`` with suffix sums ``W_s = sum_{t>=s}
     w_t`` (Sec. 4.2); u's term ``dlog u(z_0)`` is 0 for A's weights (Assumption 4.3: disjoint
-    coordinates). Returns ``(g (n_full,), Z, transitions)``; the estimate is ``g / Z``, consistent
-    for ``d/dw_A log sum_z pi~(z) weight(z)`` as ``n_chains`` grows.
+    coordinates) when u is held fixed; its gradient for u's weights is returned separately: the
+    coefficient of ``dlog u(z_0) = phi_u(z_0) - E_u[phi_u]`` is the chain's whole weight ``W_0``, and
+    ``E_u[phi_u]`` is estimated from ``n_chains`` fresh u draws, independent of the chains.
+
+    With ``control_variate`` the coefficient of step s of chain c is ``W_s - (T_c - s + 1) wbar_c``,
+    ``wbar_c`` being the mean weight of the states of the *other* chains (leave-one-out; no
+    correction with a single chain). The subtracted term is independent of chain c's states and
+    ``dlog A(z_s | z_{s-1})`` has conditional mean 0 given the past, so ``g``'s expectation is
+    unchanged, while the part of the future weight that every path collects anyway no longer
+    multiplies the score noise.
+
+    Returns ``(g (n_full,), g_u (n_base,), Z, transitions)``; the estimates are ``g / Z`` and
+    ``g_u / Z``, consistent for the gradients of ``log sum_z pi~(z) weight(z)`` in ``w_A`` and ``w_u``
+    as ``n_chains`` grows.
     """
     np.random.seed(seed)
     L = x.shape[0]
@@ -569,20 +581,41 @@ def doeblin_path_gradient(x, target, w_u, w_A, K, rel, child, word_logfreq, eps,
     U_u, C_u = base_tables(x, w_u, K, rel)
     alpha = u_forward(x, w_u, K, U_u, C_u)
     U, C = base_tables(x, w_A, K, rel)
-    Z = 0.0
-    transitions = 0
+    offset = np.zeros(n_chains + 1, dtype=np.int64)      # chain c's states: rows offset[c]..offset[c+1]-1
     for c in range(n_chains):
-        T = np.random.geometric(eps) - 1
-        transitions += T
-        path = np.empty((T + 1, L), dtype=np.int64)
-        u_sample_from_alpha(x, alpha, w_u, K, C_u, path[0])
-        for t in range(1, T + 1):
-            path[t] = path[t - 1]
-            sweep(x, path[t], w_A, K, rel, child, word_logfreq, U, C, logits, starts, idx, val, x[:0], 0.0, grad)
+        offset[c + 1] = offset[c] + np.random.geometric(eps)
+    path = np.empty((offset[n_chains], L), dtype=np.int64)
+    weights = np.empty(offset[n_chains])
+    for c in range(n_chains):
+        u_sample_from_alpha(x, alpha, w_u, K, C_u, path[offset[c]])
+        weights[offset[c]] = sample_weight(path[offset[c]], target, K, y)
+        for r in range(offset[c] + 1, offset[c + 1]):
+            path[r] = path[r - 1]
+            sweep(x, path[r], w_A, K, rel, child, word_logfreq, U, C, logits, starts, idx, val, x[:0], 0.0, grad)
+            weights[r] = sample_weight(path[r], target, K, y)
+    Z = weights.sum()
+    grad_u = np.zeros(w_u.shape[0])
+    feat_idx = np.empty(4 * L + 3, dtype=np.int64)
+    feat_val = np.empty(4 * L + 3)
+    z = np.empty(L, dtype=np.int64)
+    mean_phi_u = np.zeros(w_u.shape[0])        # E_u[phi_u] from independent draws
+    for c in range(n_chains):
+        u_sample_from_alpha(x, alpha, w_u, K, C_u, z)
+        add_features(x, z, K, rel, child, word_logfreq, False, 1.0 / n_chains, mean_phi_u, feat_idx, feat_val, starts)
+    total_u = 0.0
+    for c in range(n_chains):
+        first, end = offset[c], offset[c + 1]
+        others = offset[n_chains] - (end - first)
+        wbar = (Z - weights[first:end].sum()) / others if control_variate and others > 0 else 0.0
+        coef_u = weights[first:end].sum() - (end - first) * wbar
+        add_features(x, path[first], K, rel, child, word_logfreq, False, coef_u, grad_u, feat_idx, feat_val, starts)
+        total_u += coef_u
         suffix = 0.0
-        for t in range(T, 0, -1):
-            suffix += sample_weight(path[t], target, K, y)
-            z = path[t - 1].copy()
-            sweep(x, z, w_A, K, rel, child, word_logfreq, U, C, logits, starts, idx, val, path[t], suffix, grad)
-        Z += suffix + sample_weight(path[0], target, K, y)
-    return grad, Z, transitions
+        for r in range(end - 1, first, -1):
+            suffix += weights[r]
+            scale = suffix - (end - r) * wbar
+            if scale != 0.0:
+                z = path[r - 1].copy()
+                sweep(x, z, w_A, K, rel, child, word_logfreq, U, C, logits, starts, idx, val, path[r], scale, grad)
+    grad_u -= total_u * mean_phi_u
+    return grad, grad_u, Z, offset[n_chains] - n_chains

@@ -281,50 +281,63 @@ def fit_u(model: GestureModel, data, *, n_epochs: int = 3, n_samples: int = 16, 
     return model.with_weights(w, w_A)
 
 
-GRADIENTS = ("algorithm1", "contrastive")
+GRADIENTS = ("algorithm1", "algorithm1-cv", "contrastive")
 
 
-def doeblin_gradient(model: GestureModel, x, word, eps: float, n_chains: int, *, seed=None) -> tuple[np.ndarray, float, int]:
-    """Algorithm 1 with the paper's Sec. 5 weights for A's weights: ``(g, Z, transitions)``, the
-    estimate of ``d/dw_A log sum_z pi~(z | x) weight(z)`` being ``g / Z`` (see
-    :func:`doeblin._gesture_kernels.doeblin_path_gradient`); ``n_chains`` chains of Geometric(eps)
-    length (mean 1/eps - 1 transitions)."""
+def doeblin_gradient(model: GestureModel, x, word, eps: float, n_chains: int, *, control_variate: bool = False,
+                     seed=None) -> tuple[np.ndarray, np.ndarray, float, int]:
+    """Algorithm 1 with the paper's Sec. 5 weights: ``(g, g_u, Z, transitions)``, the estimates of
+    ``d/dw_A`` and ``d/dw_u`` of ``log sum_z pi~(z | x) weight(z)`` being ``g / Z`` and ``g_u / Z``
+    (see :func:`doeblin._gesture_kernels.doeblin_path_gradient`); ``n_chains`` chains of
+    Geometric(eps) length (mean 1/eps - 1 transitions). ``control_variate=True`` subtracts, from the
+    coefficient of each transition's score ``dlog A(z_s | z_{s-1})`` (and of ``dlog u(z_0)``), the
+    weight the rest of the path would collect at the other chains' mean weight (leave-one-out, so it
+    needs ``n_chains >= 2``); the expectation of ``g`` is unchanged (the score has conditional mean
+    0), its variance is far lower."""
     x = model.check_x(x)
     word = encode(word) if isinstance(word, str) else np.ascontiguousarray(as_int_array(word, "word", ndim=1, low=0, high=model.K))
     eps = check_float(eps, "eps", low=0.0, high=1.0, low_open=True)
     n_chains = check_int(n_chains, "n_chains", low=1)
     lex = model.lexicon
     return gk.doeblin_path_gradient(x, word, model.w_u, model.w_A, model.K, model.relation, lex.child,
-                                    lex.word_logfreq, eps, n_chains, kernel_seed(seed))
+                                    lex.word_logfreq, eps, n_chains, bool(control_variate), kernel_seed(seed))
 
 
 def train_gestures(model: GestureModel, data, method: str, n_steps: int, *, n_chains: int = 16,
                    n_epochs: int = 2, lr: float = 0.1, seed=None, doeblin_estimator: str = "algorithm1",
-                   on_epoch: Callable[[int, GestureModel], None] | None = None) -> GestureModel:
-    """Train ``A``'s weights with ``method``'s sampler at ``n_steps`` transitions per chain (AdaGrad,
-    one step per example, ``n_chains`` chains per example; 16 in the paper). ``u`` is left as given.
+                   train_u: bool = False, on_epoch: Callable[[int, GestureModel], None] | None = None) -> GestureModel:
+    """Train the weights with ``method``'s sampler at ``n_steps`` transitions per chain (AdaGrad,
+    one step per example, ``n_chains`` chains per example; 16 in the paper).
 
     basic-gibbs and u-gibbs use the paper's Sec. 5 plug-in gradient ``E_w[phi] - E[phi]`` over the
     post-burn-in samples, ``w = exp(-(D + 1))`` for a wrong word at edit distance D (1 for the right
-    word). doeblin uses, as in the paper, Algorithm 1 with those weights (:func:`doeblin_gradient`,
-    eps = 1 / n_steps, so a chain makes n_steps - 1 transitions on average), or the plug-in gradient
-    over its own samples if ``doeblin_estimator="contrastive"`` (an ablation).
+    word), for A's weights; ``u`` is left as given. doeblin uses, as in the paper, Algorithm 1 with
+    those weights (:func:`doeblin_gradient`, eps = 1 / n_steps, so a chain makes n_steps - 1
+    transitions on average) for A's weights and, if ``train_u``, also u's (Algorithm 1's ``dlog
+    u(z_0)`` term; u and A have disjoint weights, Assumption 4.3; off by default, so every method
+    keeps the same fitted u); the same with the leave-one-out control
+    variate for ``doeblin_estimator="algorithm1-cv"``; or the plug-in gradient over its own samples
+    for ``doeblin_estimator="contrastive"`` (an ablation, A only).
     ``on_epoch(epoch, model)`` (if given) is called after each epoch (1-based) with a copy.
     """
     data = _check_data(data, model)
     n_epochs = check_int(n_epochs, "n_epochs", low=0)
     if doeblin_estimator not in GRADIENTS:
         raise ValueError(f"doeblin_estimator must be one of {GRADIENTS}, got {doeblin_estimator!r}")
-    path_gradient = method == "doeblin" and doeblin_estimator == "algorithm1"
+    path_gradient = method == "doeblin" and doeblin_estimator != "contrastive"
     gen = as_generator(seed)
     opt = AdaGrad(model.n_full, lr=lr)
+    opt_u = AdaGrad(model.n_base, lr=lr)
     out = model.with_weights(model.w_u, model.w_A)
     for epoch in range(1, n_epochs + 1):
         for i in gen.permutation(len(data)):
             x, y = data[i]
             if path_gradient:
-                g, Z, _ = doeblin_gradient(out, x, y, 1.0 / n_steps, n_chains, seed=gen)
+                g, g_u, Z, _ = doeblin_gradient(out, x, y, 1.0 / n_steps, n_chains, seed=gen,
+                                                control_variate=doeblin_estimator == "algorithm1-cv")
                 grad = g / Z
+                if train_u:
+                    out.w_u = opt_u.step(out.w_u, g_u / Z)
             else:
                 samples = out.run_chains(x, method, n_steps, n_chains, seed=gen)
                 grad = _sampled_gradient(out, x, y, samples, rich=True)
