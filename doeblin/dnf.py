@@ -101,11 +101,19 @@ def planted_task(d: int = 3, n: int = 2, m: int = 2, n_examples: int = 40, box: 
 
 @dataclass
 class SearchResult:
-    """Per-trial steps to a consistent formula (-1 = not found within ``max_steps``) and seconds."""
+    """Per-trial steps to a consistent formula (-1 = not found within ``max_steps``) and seconds;
+    ``seeds`` are the trials' kernel seeds (rerunning a seed with a larger cap continues the same
+    trajectory: the first ``max_steps`` steps are identical)."""
 
     steps: np.ndarray
     seconds: np.ndarray
     max_steps: int
+    seeds: np.ndarray | None = None
+
+    def capped_steps(self) -> np.ndarray:
+        """Steps per trial as floats, unfinished trials counted at ``max_steps`` (so any mean of them
+        is a lower bound on the mean time to a consistent formula)."""
+        return np.where(self.steps >= 0, self.steps, self.max_steps).astype(float)
 
 
 def search(task: DNFTask, n_stages: int, *, n: int = 3, m: int = 3, eps_restart: float = 5e-4,
@@ -126,7 +134,18 @@ def search(task: DNFTask, n_stages: int, *, n: int = 3, m: int = 3, eps_restart:
         Inverse temperature of the MH target ``exp(-beta * cost)``.
     max_steps : int
         Cap per trial; unfinished trials report -1.
+    trials : int
+        Number of independent trials; their kernel seeds are ``kernel_seeds(seed, trials)``.
     """
+    trials = check_int(trials, "trials", low=1)
+    return search_seeds(task, n_stages, kernel_seeds(seed, trials), n=n, m=m, eps_restart=eps_restart,
+                        eps_simplified=eps_simplified, beta=beta, max_steps=max_steps)
+
+
+def search_seeds(task: DNFTask, n_stages: int, seeds, *, n: int = 3, m: int = 3, eps_restart: float = 5e-4,
+                 eps_simplified: float = 0.04, beta: float = 2.0, max_steps: int = 200_000) -> SearchResult:
+    """:func:`search` with one trial per explicit kernel seed (non-negative ints below 2**31), e.g. to
+    rerun trials of an earlier :class:`SearchResult` (its ``seeds``) with a larger ``max_steps``."""
     if n_stages not in N_STAGES:
         raise ValueError(f"n_stages must be one of {N_STAGES}, got {n_stages!r}")
     n, m = check_int(n, "n", low=1), check_int(m, "m", low=1)
@@ -134,17 +153,19 @@ def search(task: DNFTask, n_stages: int, *, n: int = 3, m: int = 3, eps_restart:
     eps_simplified = check_float(eps_simplified, "eps_simplified", low=0.0, high=1.0, low_open=True)
     beta = check_float(beta, "beta", low=0.0)
     max_steps = check_int(max_steps, "max_steps", low=1)
-    trials = check_int(trials, "trials", low=1)
+    seeds = as_int_array(seeds, "seeds", ndim=1, low=0, high=2**31)
+    if seeds.size == 0:
+        raise ValueError("seeds must hold at least one kernel seed")
     X = np.ascontiguousarray(as_int_array(task.X, "task.X", ndim=2))
     labels = np.ascontiguousarray(np.asarray(task.labels, dtype=np.bool_))
     if labels.shape != (X.shape[0],):
         raise ValueError(f"task.labels must have shape ({X.shape[0]},), got {labels.shape}")
-    steps = np.empty(trials, dtype=np.int64)
-    seconds = np.empty(trials)
-    for t, s in enumerate(kernel_seeds(seed, trials)):
+    steps = np.empty(seeds.size, dtype=np.int64)
+    seconds = np.empty(seeds.size)
+    for t, s in enumerate(seeds):
         start = time.perf_counter()
         steps[t], a, b = dnf_search(X, labels, n, m, n_stages, eps_simplified, eps_restart, beta, max_steps, int(s))
         seconds[t] = time.perf_counter() - start
         if steps[t] >= 0 and not np.array_equal(evaluate_formula(a, b, X), labels):
             raise AssertionError("dnf_search returned an inconsistent formula")   # pragma: no cover
-    return SearchResult(steps, seconds, max_steps)
+    return SearchResult(steps, seconds, max_steps, seeds)
