@@ -451,19 +451,27 @@ def conditional_logits(x, z, i, w, K, rel, child, word_logfreq):
 
 @jit
 def run_chains(x, w_u, w_A, K, rel, child, word_logfreq, n_steps, eps, n_chains, mode, seed):
-    """Run ``n_chains`` chains of ``n_steps`` transitions each; return the post-burn-in states.
+    """Run ``n_chains`` chains and return their post-burn-in states, stacked (rows, l).
 
-    ``mode`` 0: basic Gibbs from ``z_i = start x_i``; 1: Gibbs from a u draw (smart restart);
-    2: strong Doeblin chain from a u draw, each transition a restart from u w.p. ``eps``, else a
-    Gibbs sweep.  The first half of every chain (``n_steps // 2`` transitions) is burn-in; the
-    states after transitions ``n_steps // 2 + 1 .. n_steps`` are returned, shape (n_chains * m, l).
+    ``mode`` 0: basic Gibbs from ``z_i = start x_i``; 1: Gibbs from a u draw (smart restart); both
+    make ``n_steps`` transitions, the first ``n_steps // 2`` of them burn-in. 2: the strong Doeblin
+    sampler as tested in the paper (Sec. 5): a u draw, then ``T_c ~ Geometric(eps)`` Gibbs sweeps
+    (support 1, 2, ...; mean ``1 / eps``), the first ``T_c // 2`` of them burn-in, so chains differ in
+    length and long chains give more samples. 3: the strong Doeblin *chain* (Sec. 2) from a u draw,
+    ``n_steps`` transitions each a restart from u w.p. ``eps``, else a Gibbs sweep, first half burn-in.
+    Modes 0, 1 and 3 return ``n_chains * (n_steps - n_steps // 2)`` rows.
     """
     np.random.seed(seed)
     L = x.shape[0]
     S = 2 * K + 1
-    burn = n_steps // 2
-    m = n_steps - burn
-    out = np.empty((n_chains * m, L), dtype=np.int64)
+    length = np.full(n_chains, n_steps, dtype=np.int64)
+    if mode == 2:
+        for c in range(n_chains):
+            length[c] = np.random.geometric(eps)
+    rows = 0
+    for c in range(n_chains):
+        rows += length[c] - length[c] // 2
+    out = np.empty((rows, L), dtype=np.int64)
     logits = np.empty(S)
     starts = np.empty(L, dtype=np.int64)
     idx = np.empty(10, dtype=np.int64)
@@ -479,8 +487,9 @@ def run_chains(x, w_u, w_A, K, rel, child, word_logfreq, n_steps, eps, n_chains,
                 z[i] = x[i]
         else:
             u_sample_from_alpha(x, alpha, w_u, K, C_u, z)
-        for t in range(1, n_steps + 1):
-            if mode == 2 and np.random.random() < eps:
+        burn = length[c] // 2
+        for t in range(1, length[c] + 1):
+            if mode == 3 and np.random.random() < eps:
                 u_sample_from_alpha(x, alpha, w_u, K, C_u, z)
             else:
                 sweep(x, z, w_A, K, rel, child, word_logfreq, U, C, logits, starts, idx, val, z[:0], 0.0, w_A[:0])

@@ -47,7 +47,7 @@ from .learning import AdaGrad
 ALPHABET = "abcdefghijklmnopqrstuvwxyz"
 QWERTY_ROWS = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
 QWERTY_ROW_OFFSETS = (0.0, 0.25, 0.75)
-METHODS = ("basic-gibbs", "u-gibbs", "doeblin")
+METHODS = ("basic-gibbs", "u-gibbs", "doeblin", "doeblin-restarts")
 
 
 def qwerty_positions() -> np.ndarray:
@@ -233,7 +233,8 @@ class GestureModel:
         return z
 
     def run_chains(self, x, method: str, n_steps: int, n_chains: int, *, seed=None) -> np.ndarray:
-        """Post-burn-in alignments of ``n_chains`` chains of ``n_steps`` transitions (see
+        """Post-burn-in alignments of ``n_chains`` chains of ``n_steps`` transitions, for "doeblin" of
+        Geometric(1 / n_steps) transitions each (mean n_steps; see
         :func:`doeblin._gesture_kernels.run_chains`); ``method`` in :data:`METHODS`."""
         x = self.check_x(x)
         if method not in METHODS:
@@ -311,7 +312,8 @@ def train_gestures(model: GestureModel, data, method: str, n_steps: int, *, n_ch
 
     basic-gibbs and u-gibbs use the paper's Sec. 5 plug-in gradient ``E_w[phi] - E[phi]`` over the
     post-burn-in samples, ``w = exp(-(D + 1))`` for a wrong word at edit distance D (1 for the right
-    word), for A's weights; ``u`` is left as given. doeblin uses, as in the paper, Algorithm 1 with
+    word), for A's weights; ``u`` is left as given. doeblin (and doeblin-restarts, which differs only
+    at test time) uses, as in the paper, Algorithm 1 with
     those weights (:func:`doeblin_gradient`, eps = 1 / n_steps, so a chain makes n_steps - 1
     transitions on average) for A's weights and, if ``train_u``, also u's (Algorithm 1's ``dlog
     u(z_0)`` term; u and A have disjoint weights, Assumption 4.3; off by default, so every method
@@ -324,7 +326,7 @@ def train_gestures(model: GestureModel, data, method: str, n_steps: int, *, n_ch
     n_epochs = check_int(n_epochs, "n_epochs", low=0)
     if doeblin_estimator not in GRADIENTS:
         raise ValueError(f"doeblin_estimator must be one of {GRADIENTS}, got {doeblin_estimator!r}")
-    path_gradient = method == "doeblin" and doeblin_estimator != "contrastive"
+    path_gradient = method.startswith("doeblin") and doeblin_estimator != "contrastive"
     gen = as_generator(seed)
     opt = AdaGrad(model.n_full, lr=lr)
     opt_u = AdaGrad(model.n_base, lr=lr)

@@ -160,6 +160,36 @@ def _sweep_matrix(m, x, states):
     return A
 
 
+def test_doeblin_test_time_chain_ends_at_pi_tilde_times_A(tiny):
+    """The paper's test-time Doeblin sampler (a u draw, then Geometric(eps) sweeps, support 1, 2, ...)
+    ends in the law eps sum_{T>=1} (1-eps)^{T-1} u A^T = pi~ A (Prop. 3.2): chi-square of the last
+    state of 6000 one-chain runs against the enumerated law. Negative control: u's law is rejected."""
+    m, x, states = tiny
+    eps = 0.25
+    p_u, _ = _law(m, x, states, rich=False)
+    valid = p_u > 0
+    A = _sweep_matrix(m, x, states[valid])
+    pi = eps * np.linalg.solve((np.eye(valid.sum()) - (1 - eps) * A).T, p_u[valid])
+    law = np.zeros(len(states))
+    law[valid] = pi @ A
+    rng = np.random.default_rng(14)
+    last = np.array([m.run_chains(x, "doeblin", 4, 1, seed=rng)[-1] for _ in range(6000)])
+    counts = _counts(last, 2 * K_TINY + 1)
+    assert_frequencies_match(counts, law, what="Doeblin test-time sampler")
+    with pytest.raises(AssertionError):
+        assert_frequencies_match(counts, p_u, what="vs u")
+
+
+def test_doeblin_sample_counts_follow_chain_lengths(tiny):
+    """Modes with a fixed length return n_chains * (T - T // 2) rows; the Doeblin sampler's row count
+    is sum_c (T_c - T_c // 2) with mean about T / 2 per chain."""
+    m, x, _ = tiny
+    for method in ("basic-gibbs", "u-gibbs", "doeblin-restarts"):
+        assert m.run_chains(x, method, 7, 5, seed=0).shape == (5 * 4, len(x))
+    rows = m.run_chains(x, "doeblin", 20, 4000, seed=1).shape[0] / 4000
+    assert 9.5 < rows < 11.0      # E[T - T // 2] = E[ceil(T / 2)] = 10 + P(T odd) / 2 ~ 10.26 here
+
+
 def _doeblin_objective(m, x, states, target, eps):
     """log sum_z pi~(z) weight(z): pi~ = eps u (I - (1 - eps) A)^-1 (Prop. 3.2), Sec. 5 weights."""
     p_u, _ = _law(m, x, states, rich=False)
