@@ -153,12 +153,17 @@ def planted_table(args: argparse.Namespace) -> None:
         print("| formula | trial | kernel seed | steps to solution with cap 10 C | s |")
         print("| --- | --- | --- | --- | --- |")
         escaped = 0
+        zero = sv.capped_steps(0)
         for f, k in pick:
             r = sv.rerun(0, int(f), int(k), big)
             escaped += int(r.steps[0] >= 0)
+            zero[f, k] = r.capped_steps()[0]
             print(f"| {f} | {k} | {sv.seeds[0, f, k]} | {r.steps[0] if r.steps[0] >= 0 else f'> {big}'} | "
                   f"{r.seconds[0]:.0f} |", flush=True)
-        print(f"\n{escaped}/{len(pick)} escaped before 10 C")
+        print(f"\n{escaped}/{len(pick)} escaped before 10 C. With the reruns' steps (unfinished at 10 C counted at "
+              f"10 C, the other unfinished runs at C) the 0-stage mean is >= {zero.mean():.0f} steps: "
+              + ", ".join(f"{zero.mean() / sv.capped_steps(c).mean():.1f}x the {spec.label} mean"
+                          for c, spec in enumerate(chains) if c))
     if args.figure:
         _survival_figure(sv, args.figure)
     print(f"\nsurvey {survey_s:.1f} s, total {time.perf_counter() - start:.1f} s")
