@@ -17,7 +17,8 @@ the verifier, which we do not have):
 * ``paper-example``: ``[x1 != 0] or [x2 == x3]`` (the example of Sec. 5) — three disjuncts.
 
 Table 1's setting, verifying loop programs with this search inside a counterexample-guided loop, is
-:mod:`doeblin.dnf_verify`.
+:mod:`doeblin.dnf_verify`; the survey of time to solution over many planted formulas (survival curves,
+reruns of trapped trials with a larger cap) is :mod:`doeblin.dnf_survey`.
 """
 
 from __future__ import annotations
