@@ -120,9 +120,8 @@ def planted_table(args: argparse.Namespace) -> None:
         per_formula = capped.mean(axis=1)
         med = np.median(capped)
         med_text = f"> {cap}" if med >= cap else f"{med:.0f}"
-        se = per_formula.std(ddof=1) / np.sqrt(per_formula.size) if per_formula.size > 1 else float("nan")
         print(f"| {spec.label} | {solved[0]:.3f} | {solved[1]:.3f} | {solved[2]:.3f} | {med_text} | "
-              f"{capped.mean():.0f} ± {se:.0f} | {sv.seconds[c].sum():.0f} |")
+              f"{capped.mean():.0f} ± {_se(per_formula):.0f} | {sv.seconds[c].sum():.0f} |")
     at = sorted({s for s in (1_000, 10_000, 100_000, 1_000_000) if s < cap} | {cap})
     print(f"\nSurvival P(not solved after s steps), pooled; ± se over formulas\n")
     print("| chain | " + " | ".join(f"s = {_steps_label(s)}" for s in at) + " |")

@@ -9,11 +9,11 @@ methods, Algorithm 1 with the exp(-(D+1)) weights for Doeblin ("doeblin"); "doeb
 with the leave-one-out control variate (same expectation, far lower variance); "doeblin-plugin" is an
 ablation, the Doeblin chain trained with the Gibbs methods' plug-in gradient; "doeblin-cv-restarts" is
 doeblin-cv's model tested as a strong Doeblin chain with in-chain restarts instead of the paper's
-test-time sampler (a u draw, then Geometric(1/T) sweeps). u is fitted once and
-shared by all methods; ``--train-u`` also trains it with Algorithm 1's dlog u term (Doeblin only).
-Accuracies: the paper's per-sample word and character accuracy (fraction of post-burn-in samples with
-the right word / mean character accuracy of the samples), and the same for the decoded (most frequent) word; "+-" is a standard error over test examples. Paired
-differences (Doeblin minus a peer, same test examples) pool the examples of all seeds. The trend
+test-time sampler (a u draw, then Geometric(1/T) sweeps). u is fitted once and shared by all
+methods; ``--train-u`` also trains it with Algorithm 1's dlog u term (Doeblin only). Accuracies: the
+paper's per-sample word and character accuracy (fraction of post-burn-in samples with the right word /
+mean character accuracy of the samples), and the same for the decoded (most frequent) word; "+-" is a
+standard error over test examples. Paired differences (Doeblin minus a peer, same test examples) pool the examples of all seeds. The trend
 table evaluates the models after each epoch at the first budget (epoch 0 = the Assumption 4.3 start).
 
 ``--gradient-variance`` instead measures how much the control variate lowers the variance of
@@ -52,12 +52,17 @@ def load() -> str:
     return "load average " + " ".join(f"{a:.2f}" for a in os.getloadavg())
 
 
-def run_seed(args, seed: int, results: dict, trend: dict) -> None:
-    t0 = time.perf_counter()
+def seed_setup(args, seed: int):
+    """Seed ``seed``'s lexicon, training gestures and the Assumption 4.3 start (u fitted, A = u)."""
     lex = make_lexicon(args.vocab, seed=seed)
     train = generate_gestures(lex, args.train, seed=seed + 1)
+    return lex, train, fit_u(GestureModel(lex), train, n_epochs=args.u_epochs, seed=seed + 3)
+
+
+def run_seed(args, seed: int, results: dict, trend: dict) -> None:
+    t0 = time.perf_counter()
+    lex, train, base = seed_setup(args, seed)
     test = generate_gestures(lex, args.test, seed=seed + 2)
-    base = fit_u(GestureModel(lex), train, n_epochs=args.u_epochs, seed=seed + 3)
     print(f"\nseed {seed}: u fitted ({args.u_epochs} epochs) in {time.perf_counter() - t0:.1f} s")
     print("| budget | method | " + " | ".join(SHORT[k] for k in ORDER) + " | train s |")
     print("| --- | --- | " + " | ".join("---" for _ in ORDER) + " | --- |")
@@ -90,9 +95,7 @@ def gradient_variance(args) -> None:
     for A's weights, on the first ``args.examples`` training gestures of seed ``args.seeds[0]`` at
     the Assumption 4.3 start (u fitted, A = u)."""
     seed = args.seeds[0]
-    lex = make_lexicon(args.vocab, seed=seed)
-    train = generate_gestures(lex, args.train, seed=seed + 1)
-    model = fit_u(GestureModel(lex), train, n_epochs=args.u_epochs, seed=seed + 3)
+    _, train, model = seed_setup(args, seed)
     print(f"Algorithm 1 gradient for A's weights, {args.chains} chains per call, {args.repeats} calls per cell; "
           f"total variance of g / Z, and the norm of its mean; start {load()}\n")
     print("| budget T (eps = 1/T) | word | plain: variance | plain: norm of mean | control variate: variance "

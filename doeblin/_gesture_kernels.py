@@ -614,9 +614,10 @@ def doeblin_path_gradient(x, target, w_u, w_A, K, rel, child, word_logfreq, eps,
     total_u = 0.0
     for c in range(n_chains):
         first, end = offset[c], offset[c + 1]
+        own = weights[first:end].sum()
         others = offset[n_chains] - (end - first)
-        wbar = (Z - weights[first:end].sum()) / others if control_variate and others > 0 else 0.0
-        coef_u = weights[first:end].sum() - (end - first) * wbar
+        wbar = (Z - own) / others if control_variate and others > 0 else 0.0
+        coef_u = own - (end - first) * wbar
         add_features(x, path[first], K, rel, child, word_logfreq, False, coef_u, grad_u, feat_idx, feat_val, starts)
         total_u += coef_u
         suffix = 0.0

@@ -100,6 +100,13 @@ def planted_task(d: int = 3, n: int = 2, m: int = 2, n_examples: int = 40, box: 
     raise RuntimeError("could not draw a balanced planted formula")   # pragma: no cover
 
 
+def capped_steps(steps, max_steps: int) -> np.ndarray:
+    """Steps per trial as floats, unfinished trials (-1) counted at ``max_steps`` (so any mean of them
+    is a lower bound on the mean time to a consistent formula)."""
+    steps = np.asarray(steps)
+    return np.where(steps >= 0, steps, max_steps).astype(float)
+
+
 @dataclass
 class SearchResult:
     """Per-trial steps to a consistent formula (-1 = not found within ``max_steps``) and seconds;
@@ -112,9 +119,8 @@ class SearchResult:
     seeds: np.ndarray | None = None
 
     def capped_steps(self) -> np.ndarray:
-        """Steps per trial as floats, unfinished trials counted at ``max_steps`` (so any mean of them
-        is a lower bound on the mean time to a consistent formula)."""
-        return np.where(self.steps >= 0, self.steps, self.max_steps).astype(float)
+        """:func:`capped_steps` of these trials."""
+        return capped_steps(self.steps, self.max_steps)
 
 
 def search(task: DNFTask, n_stages: int, *, n: int = 3, m: int = 3, eps_restart: float = 5e-4,

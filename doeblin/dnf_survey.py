@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 from samplers.rng import kernel_seeds
 from samplers.validation import as_int_array, check_float, check_int
 
-from .dnf import N_STAGES, DNFTask, SearchResult, planted_task, search_seeds
+from .dnf import N_STAGES, DNFTask, SearchResult, capped_steps, planted_task, search_seeds
 
 
 def survival_curve(steps, max_steps: int, at) -> np.ndarray:
@@ -96,7 +96,7 @@ class PlantedSurvey:
 
     def capped_steps(self, chain: int) -> np.ndarray:
         """Steps (formula, trial) of chain ``chain``, unfinished trials counted at ``max_steps``."""
-        return SearchResult(self.steps[chain], self.seconds[chain], self.max_steps).capped_steps()
+        return capped_steps(self.steps[chain], self.max_steps)
 
     def survival(self, chain: int, at) -> np.ndarray:
         """Survival curve of chain ``chain`` pooled over formulas and trials (:func:`survival_curve`)."""

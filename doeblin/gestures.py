@@ -26,8 +26,8 @@ Three parts:
 
 Deviations from the paper, stated once: the x-conditioned indicators are reduced as above (a full
 (x_i, z_{i-1}, z_i) table has 26 * 53^2 weights); ``u`` is fitted first (its own plug-in gradient on
-exact u draws) and then kept fixed for every method, so Algorithm 1 trains A's weights only; ``A``
-starts from ``u`` (Assumption 4.3: rich weights 0, so A leaves u invariant).
+exact u draws) and then, by default, kept fixed for every method, so Algorithm 1 trains A's weights
+only (``train_gestures(..., train_u=True)`` also uses its dlog u term); ``A`` starts from ``u`` (Assumption 4.3: rich weights 0, so A leaves u invariant).
 """
 
 from __future__ import annotations
@@ -313,13 +313,12 @@ def train_gestures(model: GestureModel, data, method: str, n_steps: int, *, n_ch
     basic-gibbs and u-gibbs use the paper's Sec. 5 plug-in gradient ``E_w[phi] - E[phi]`` over the
     post-burn-in samples, ``w = exp(-(D + 1))`` for a wrong word at edit distance D (1 for the right
     word), for A's weights; ``u`` is left as given. doeblin (and doeblin-restarts, which differs only
-    at test time) uses, as in the paper, Algorithm 1 with
-    those weights (:func:`doeblin_gradient`, eps = 1 / n_steps, so a chain makes n_steps - 1
-    transitions on average) for A's weights and, if ``train_u``, also u's (Algorithm 1's ``dlog
-    u(z_0)`` term; u and A have disjoint weights, Assumption 4.3; off by default, so every method
-    keeps the same fitted u); the same with the leave-one-out control
-    variate for ``doeblin_estimator="algorithm1-cv"``; or the plug-in gradient over its own samples
-    for ``doeblin_estimator="contrastive"`` (an ablation, A only).
+    at test time) uses, as in the paper, Algorithm 1 with those weights (:func:`doeblin_gradient`,
+    eps = 1 / n_steps, so a chain makes n_steps - 1 transitions on average) for A's weights and, if
+    ``train_u``, also u's (Algorithm 1's ``dlog u(z_0)`` term; u and A have disjoint weights,
+    Assumption 4.3; off by default, so every method keeps the same fitted u); the same with the
+    leave-one-out control variate for ``doeblin_estimator="algorithm1-cv"``; or the plug-in gradient
+    over its own samples for ``doeblin_estimator="contrastive"`` (an ablation, A only).
     ``on_epoch(epoch, model)`` (if given) is called after each epoch (1-based) with a copy.
     """
     data = _check_data(data, model)

@@ -221,8 +221,8 @@ def test_algorithm1_gradient_matches_finite_differences(tiny, control_variate):
     control variate, estimates d/dw_A log sum_z pi~(z) w(z): its projection on a random direction
     matches central finite differences of the enumerated closed form within 3 delta-method standard
     errors (1000 calls of 4 chains; seeded runs: -0.71 +- 0.09 plain, -0.68 +- 0.06 with the control
-    variate, vs -0.54; six other seeds: within 1.9 se). Negative control:
-    the derivative of the eps = 1 objective (pi~ = u, which A does not move: exactly 0) is rejected."""
+    variate, vs -0.54; six other seeds: within 1.9 se). Negative control: the derivative of the
+    eps = 1 objective (pi~ = u, which A does not move: exactly 0) is rejected."""
     m, x, states = tiny
     target = np.array([0, 1])
     eps = 0.3
@@ -242,9 +242,9 @@ def test_algorithm1_gradient_matches_finite_differences(tiny, control_variate):
 @pytest.mark.parametrize("control_variate", [False, True])
 def test_algorithm1_u_gradient_matches_finite_differences(tiny, control_variate):
     """Algorithm 1's dlog u(z_0) term (doeblin_gradient's g_u) estimates d/dw_u of the same enumerated
-    objective within 3 standard errors (1000 calls of 4 chains; seeded runs: 0.46 +- 0.07 plain, 0.38 +- 0.04 with the control variate,
-    vs 0.43). Negative control:
-    the objective's derivative in the opposite direction is rejected."""
+    objective within 3 standard errors (1000 calls of 4 chains; seeded runs: 0.46 +- 0.07 plain,
+    0.38 +- 0.04 with the control variate, vs 0.43). Negative control: the objective's derivative in
+    the opposite direction is rejected."""
     m, x, states = tiny
     target = np.array([0, 1])
     eps = 0.3
