@@ -8,21 +8,27 @@ EXTRAS ?= rdp,data,dask,bench,test
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
 PYTEST_ARGS ?= -n 2
 
-.PHONY: demo test install clean bench-quick
+.PHONY: demo test lint install clean
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.installed: $(BIN)/activate pyproject.toml
+# experiments/ is a separate distribution (the paper experiments; `pip install mcsa` ships none of
+# them) whose suites register with the harness through the mcsa.suites entry point.
+$(VENV)/.installed: $(BIN)/activate pyproject.toml experiments/pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
 	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
+	$(BIN)/python -m pip install --quiet --no-deps -e ./experiments
 	touch $@
 
 install: $(VENV)/.installed
 
 demo: install
 	$(BIN)/mcsa bench run --suite quick --out demo-results --replicates 5
+
+lint: install
+	$(BIN)/ruff check .
 
 test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -1,0 +1,17 @@
+"""Registers every experiment's harness suites (the ``mcsa.suites`` entry point of mcsa-experiments).
+
+Factories are given as ``"module:function"`` paths so that listing suites imports no experiment code.
+"""
+
+from __future__ import annotations
+
+# (name, "module:function", one-line description); each experiment adds its rows here.
+SUITES: list[tuple[str, str, str]] = []
+
+
+def register() -> None:
+    """Register the experiments' suites with the harness (called through the entry point)."""
+    from samplers.harness import register_suite
+
+    for name, factory, description in SUITES:
+        register_suite(name, factory, description)
