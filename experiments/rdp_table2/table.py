@@ -6,8 +6,8 @@ Markdown table per N: rows are estimators and budgets, columns the nine unit cas
 log Z, tree log Z, linear-chain entropy on dense / intermediate / long-tail problems), each cell
 "ours (paper)" MSE.
 
-    python -m benchmarks.rdp_table2 --summary /tmp/out-rdp-t2/summary.csv
-    python -m benchmarks.rdp_table2 --n-states 10000 --replicates 10 --no-tree --out /tmp/out-rdp-t2-10k
+    python -m experiments.rdp_table2.table --summary /tmp/out-rdp-t2/summary.csv
+    python -m experiments.rdp_table2.table --n-states 10000 --replicates 10 --no-tree --out /tmp/out-rdp-t2-10k
 """
 
 from __future__ import annotations

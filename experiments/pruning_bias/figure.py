@@ -1,8 +1,10 @@
 """L2 error vs time of randomized pruning and fixed masks on PCFG sentences (the paper's Fig. 4 c, d).
 
-Run: NUMBA_CACHE_DIR=.numba_cache .venv/bin/python benchmarks/pruning_bias.py [--replicates R] [--out DIR]
+Run: NUMBA_CACHE_DIR=.numba_cache .venv/bin/python -m experiments.pruning_bias.figure [--replicates R] [--out PNG]
+or, from an earlier (resumable) ``mcsa bench run --suite pruning-bias --out DIR``:
+     .venv/bin/python -m experiments.pruning_bias.figure --summary DIR/summary.csv
 
-Runs the harness suite ``pruning-bias`` and prints, per problem and estimator/budget, the mean time
+Runs the harness suite ``pruning-bias`` (or reads its summary) and prints, per problem and estimator/budget, the mean time
 per sentence and the root-mean-square L2 distance to the exact expectations (span posteriors and
 expected binary-rule counts); writes the plot docs/figures/pruning_bias.png.
 """
@@ -10,6 +12,7 @@ expected binary-rule counts); writes the plot docs/figures/pruning_bias.png.
 from __future__ import annotations
 
 import argparse
+import csv
 from pathlib import Path
 
 import matplotlib
@@ -39,11 +42,17 @@ def main() -> None:
     parser.add_argument("--replicates", type=int, default=5)
     parser.add_argument("--out", default="docs/figures/pruning_bias.png")
     parser.add_argument("--results", default=None, help="also save the harness results (CSV/JSON/Markdown) here")
+    parser.add_argument("--summary", default=None, help="summary.csv of an earlier `mcsa bench run --suite pruning-bias`")
     args = parser.parse_args()
-    results = run_suite("pruning-bias", replicates=args.replicates, seed=0, progress=False)
-    summary = results.summary()
-    if args.results:
-        results.save(args.results, plots=False)
+    if args.summary:
+        with open(args.summary, newline="") as fh:
+            summary = [{**r, "mean_seconds": float(r["mean_seconds"]), "rmse": float(r["rmse"])}
+                       for r in csv.DictReader(fh)]
+    else:
+        results = run_suite("pruning-bias", replicates=args.replicates, seed=0, progress=False)
+        summary = results.summary()
+        if args.results:
+            results.save(args.results, plots=False)
     problems = list(dict.fromkeys(r["problem"] for r in summary))
     cols = 3
     rows_n = -(-len(problems) // cols)
