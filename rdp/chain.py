@@ -26,6 +26,16 @@ from samplers.validation import check_float, check_int
 
 from ._checks import as_potentials, check_generator, check_lengths
 from ._torch import torch
+from .fast_chain import (
+    VITERBI_BLOCK_ELEMENTS,
+    blocked_viterbi,
+    gumbel_ffbs,
+    log_partition_from_alpha,
+    max_safe_range,
+    scaled_entropy,
+    scaled_log_alpha,
+    scaled_shift,
+)
 from .transitions import ChainTransitions
 
 BlockFn = Callable[[int, slice], "torch.Tensor"]
@@ -203,8 +213,42 @@ def _exact_sweep(emissions, trans: ChainTransitions, *, entropy=False, keep_bloc
                        keep_blocks=keep_blocks, chunk_size=chunk_size)
 
 
+METHODS = ("auto", "scaled", "log")
+
+
+class _Scaled(NamedTuple):
+    """Inputs of the scaled-space fast path: promoted emissions, the transition matrix it multiplies
+    by ((N, N), also for embeddings, or (B, T-1, N, N)) and its shift."""
+
+    emissions: "torch.Tensor"
+    matrix: "torch.Tensor"
+    shift: "torch.Tensor"
+
+
+def _scaled_inputs(emissions, trans: ChainTransitions, method: str) -> "_Scaled | None":
+    """The fast path's inputs, or None when ``method="log"`` or (with ``"auto"``) the transition range
+    is too wide for scaled space (:func:`rdp.fast_chain.max_safe_range`)."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if method == "log":
+        return None
+    dtype = torch.promote_types(emissions.dtype, trans.dtype)
+    matrix = trans.tensor.to(dtype)
+    if trans.kind == "embeddings":
+        matrix = matrix @ matrix.T
+    shift = scaled_shift(matrix, emissions.shape[-1])
+    if shift is None:
+        if method == "scaled":
+            what = "state_embeddings" if trans.kind == "embeddings" else "transitions"
+            raise ValueError(f"{what}: the range of one step's transition scores exceeds "
+                             f"{max_safe_range(dtype, emissions.shape[-1]):.1f} nats, too wide for "
+                             f"method='scaled' in {dtype}; use method='auto' or 'log'")
+        return None
+    return _Scaled(emissions.to(dtype), matrix, shift)
+
+
 def chain_log_partition(emissions: Any, transitions: Any = None, lengths: Any = None, *,
-                        state_embeddings: Any = None) -> "torch.Tensor":
+                        state_embeddings: Any = None, method: str = "auto") -> "torch.Tensor":
     """Exact log partition function of a linear chain by the forward algorithm (Eq. 17 with all states).
 
     Parameters
@@ -217,6 +261,11 @@ def chain_log_partition(emissions: Any, transitions: Any = None, lengths: Any = 
         Sequence lengths in [1, T] (default: all T).
     state_embeddings : Tensor (N, D), optional
         Factorised transitions ``e_i . e_j`` instead of ``transitions``.
+    method : {"auto", "scaled", "log"}
+        ``"scaled"``: matrix products in scaled space with a custom backward recursion
+        (:mod:`rdp.fast_chain`; autograd memory O(N^2 + B T N)); ``"log"``: the log-space recursion on
+        index sets (:func:`chain_sweep`, saves a (B, N, N) tensor per step); ``"auto"``: scaled unless
+        one step's transition scores span more than :func:`rdp.fast_chain.max_safe_range` nats.
 
     Returns
     -------
@@ -230,12 +279,19 @@ def chain_log_partition(emissions: Any, transitions: Any = None, lengths: Any = 
     tensor([2.0794])
     """
     emissions, trans, lengths = prepare_chain(emissions, transitions, state_embeddings, lengths)
-    return at_lengths(_exact_sweep(emissions, trans).log_z, lengths)
+    fast = _scaled_inputs(emissions, trans, method)
+    if fast is None:
+        return at_lengths(_exact_sweep(emissions, trans).log_z, lengths)
+    return log_partition_from_alpha(scaled_log_alpha(*fast), lengths)
 
 
 def chain_marginals(emissions: Any, transitions: Any = None, lengths: Any = None, *,
-                    state_embeddings: Any = None) -> "torch.Tensor":
-    """Exact node marginals p(x_t = i), the gradient of log Z with respect to the emissions.
+                    state_embeddings: Any = None, method: str = "auto") -> "torch.Tensor":
+    """Exact node marginals p(x_t = i), the gradient of log Z with respect to the emissions
+    (forward-backward; with ``method="scaled"`` the backward recursion of :mod:`rdp.fast_chain`).
+
+    When ``emissions`` requires grad the marginals are returned differentiable; that needs a second
+    derivative, which only the log-space recursion provides, so it is used then.
 
     Returns
     -------
@@ -243,16 +299,28 @@ def chain_marginals(emissions: Any, transitions: Any = None, lengths: Any = None
         Marginals (zero beyond each length); differentiable when grad mode is on.
     """
     emissions, trans, lengths = prepare_chain(emissions, transitions, state_embeddings, lengths)
+    create_graph = emissions.requires_grad
+    if create_graph and method == "scaled":
+        raise ValueError("method: 'scaled' marginals are not twice differentiable; emissions require grad, "
+                         "use method='auto' or 'log'")
     with torch.enable_grad():
-        leaf = emissions if emissions.requires_grad else emissions.detach().requires_grad_(True)
-        log_z = at_lengths(_exact_sweep(leaf, trans).log_z, lengths)
-        (grad,) = torch.autograd.grad(log_z.sum(), leaf, create_graph=emissions.requires_grad)
+        leaf = emissions if create_graph else emissions.detach().requires_grad_(True)
+        fast = None if create_graph else _scaled_inputs(leaf, trans, method)
+        if fast is None:
+            log_z = at_lengths(_exact_sweep(leaf, trans).log_z, lengths)
+        else:
+            log_z = log_partition_from_alpha(scaled_log_alpha(fast.emissions, fast.matrix.detach(), fast.shift),
+                                             lengths)
+        (grad,) = torch.autograd.grad(log_z.sum(), leaf, create_graph=create_graph)
     return grad
 
 
 def chain_entropy(emissions: Any, transitions: Any = None, lengths: Any = None, *,
-                  state_embeddings: Any = None) -> "torch.Tensor":
+                  state_embeddings: Any = None, method: str = "auto") -> "torch.Tensor":
     """Exact entropy of the chain distribution by the entropy DP (Alg. 3 with all states).
+
+    ``method`` as in :func:`chain_log_partition`; the scaled entropy DP is
+    :func:`rdp.fast_chain.scaled_entropy`.
 
     Returns
     -------
@@ -260,12 +328,21 @@ def chain_entropy(emissions: Any, transitions: Any = None, lengths: Any = None, 
         H(p) in nats, differentiable with respect to the potentials.
     """
     emissions, trans, lengths = prepare_chain(emissions, transitions, state_embeddings, lengths)
-    return at_lengths(_exact_sweep(emissions, trans, entropy=True).entropy, lengths)
+    fast = _scaled_inputs(emissions, trans, method)
+    if fast is None:
+        return at_lengths(_exact_sweep(emissions, trans, entropy=True).entropy, lengths)
+    log_alpha = scaled_log_alpha(*fast)
+    return scaled_entropy(fast.emissions, fast.matrix, fast.shift, log_alpha, lengths)
 
 
 def chain_viterbi(emissions: Any, transitions: Any = None, lengths: Any = None, *,
-                  state_embeddings: Any = None) -> tuple["torch.Tensor", "torch.Tensor"]:
+                  state_embeddings: Any = None,
+                  block_elements: int = VITERBI_BLOCK_ELEMENTS) -> tuple["torch.Tensor", "torch.Tensor"]:
     """Most probable state sequence (max-product forward, then backtracking).
+
+    The max over previous states runs on blocks of next states, so at most ``block_elements`` scores
+    (B, N, C) exist at once (:func:`rdp.fast_chain.blocked_viterbi`); with state embeddings the N x N
+    matrix is never built.
 
     Returns
     -------
@@ -274,29 +351,20 @@ def chain_viterbi(emissions: Any, transitions: Any = None, lengths: Any = None, 
     path : LongTensor (B, T)
         Best states, -1 beyond each length.
     """
+    block_elements = check_int(block_elements, "block_elements", low=1)
     emissions, trans, lengths = prepare_chain(emissions, transitions, state_embeddings, lengths)
-    batch, length, n = emissions.shape
-    deltas, pointers = [emissions[:, 0]], [None]
-    for t in range(1, length):
-        top = (deltas[-1].unsqueeze(-1) + trans.block(t, None, slice(None))).max(dim=1)
-        deltas.append(emissions[:, t] + top.values)
-        pointers.append(top.indices)
-    final = torch.stack(deltas, dim=1).gather(1, (lengths - 1)[:, None, None].expand(-1, 1, n)).squeeze(1)
-    score, last = final.max(-1)
-    path = torch.full((batch, length), -1, dtype=torch.long, device=emissions.device)
-    pos = torch.zeros_like(last)
-    for t in range(length - 1, -1, -1):
-        here = torch.where(lengths - 1 == t, last, pos)
-        active = t <= lengths - 1
-        path[:, t] = torch.where(active, here, torch.full_like(here, -1))
-        if t > 0:
-            pos = torch.where(active, pointers[t].gather(1, here.unsqueeze(1)).squeeze(1), pos)
-    return score, path
+    dtype = torch.promote_types(emissions.dtype, trans.dtype)
+    emissions = emissions.detach().to(dtype)
+
+    def block(t: int, cols: slice) -> "torch.Tensor":
+        return trans.block(t, None, cols).detach().to(dtype)
+
+    return blocked_viterbi(emissions, block, lengths, block_elements)
 
 
 def chain_gumbel_sample(emissions: Any, transitions: Any = None, lengths: Any = None, *, state_embeddings: Any = None,
                         tau: float = 1.0, generator: "torch.Generator | None" = None,
-                        straight_through: bool = False) -> GumbelSample:
+                        straight_through: bool = False, method: str = "auto") -> GumbelSample:
     """Exact Gumbel forward-filtering backward-sampling (Alg. 4 with all states; Fu et al. 2020).
 
     Parameters
@@ -307,6 +375,9 @@ def chain_gumbel_sample(emissions: Any, transitions: Any = None, lengths: Any = 
         Source of the Gumbel noise.
     straight_through : bool
         Return ``one_hot(hard) - relaxed.detach() + relaxed`` as ``relaxed``.
+    method : {"auto", "scaled", "log"}
+        As in :func:`chain_log_partition`; the scaled path (:func:`rdp.fast_chain.gumbel_ffbs`) reads one
+        transition column per sequence and step going back.
 
     Returns
     -------
@@ -316,10 +387,16 @@ def chain_gumbel_sample(emissions: Any, transitions: Any = None, lengths: Any = 
     tau = check_float(tau, "tau", low=0.0, low_open=True)
     emissions, trans, lengths = prepare_chain(emissions, transitions, state_embeddings, lengths)
     generator = check_generator(generator, emissions.device)
-    sweep = _exact_sweep(emissions, trans, keep_blocks=True)
-    zeros = torch.zeros_like(emissions)
-    return gumbel_backward(sweep, zeros, None, lengths, emissions.shape[-1], tau=tau, generator=generator,
-                           straight_through=straight_through)
+    fast = _scaled_inputs(emissions, trans, method)
+    if fast is None:
+        sweep = _exact_sweep(emissions, trans, keep_blocks=True)
+        zeros = torch.zeros_like(emissions)
+        return gumbel_backward(sweep, zeros, None, lengths, emissions.shape[-1], tau=tau, generator=generator,
+                               straight_through=straight_through)
+    log_alpha = scaled_log_alpha(*fast)
+    noise = _gumbel_noise(log_alpha.shape, log_alpha, generator)
+    hard, soft = gumbel_ffbs(log_alpha, trans.kind, trans.tensor.to(log_alpha.dtype), lengths, noise, tau)
+    return GumbelSample(hard, straight_through_sample(hard, soft) if straight_through else soft)
 
 
 def chain_exact_reference(emissions: Any, transitions: Any = None, lengths: Any = None, *,
