@@ -1,5 +1,6 @@
-"""Discrete graphical models: :class:`PairwiseMRF` (exact answers by enumeration, Numba Gibbs
-sampling) and constructors of Ising, Potts and random models.
+"""Discrete graphical models: :class:`PairwiseMRF` (exact answers by enumeration or variable
+elimination, Numba Gibbs sampling), constructors of Ising, Potts and random models, and the UAI
+competition's ``.uai`` / ``.PR`` file formats.
 
 >>> from samplers.models import ising_grid
 >>> mrf = ising_grid(3, 3, coupling=0.4, field=0.1)
@@ -7,6 +8,10 @@ sampling) and constructors of Ising, Potts and random models.
 """
 
 from .constructors import grid_edges, ising_grid, potts_grid, random_mrf
+from .elimination import EliminationPlan, plan_elimination
 from .mrf import MAX_ENUMERATION_STATES, PairwiseMRF
+from .uai import UAIModel, parse_uai, read_pr, read_uai, uai_answer, write_pr, write_uai
 
-__all__ = ["MAX_ENUMERATION_STATES", "PairwiseMRF", "grid_edges", "ising_grid", "potts_grid", "random_mrf"]
+__all__ = ["MAX_ENUMERATION_STATES", "EliminationPlan", "PairwiseMRF", "UAIModel", "grid_edges", "ising_grid",
+           "parse_uai", "plan_elimination", "potts_grid", "random_mrf", "read_pr", "read_uai", "uai_answer",
+           "write_pr", "write_uai"]

@@ -1,4 +1,5 @@
-"""Pairwise discrete Markov random fields: validation, exact answers by enumeration, Gibbs sampling.
+"""Pairwise discrete Markov random fields: validation, exact answers (enumeration or variable
+elimination), Gibbs sampling.
 
 The model over ``x = (x_1, ..., x_n)`` with ``x_i in {0, ..., n_states_i - 1}`` is
 
@@ -19,10 +20,19 @@ from scipy.special import logsumexp
 from ..rng import as_generator, kernel_seed, kernel_seeds
 from ..validation import as_float_array, as_int_array, check_float, check_int
 from ._kernels import gibbs_chains
+from .elimination import MAX_TABLE_ENTRIES, MAX_TOTAL_ENTRIES, EliminationPlan, eliminate, plan_elimination
 
 #: Default refusal threshold of the enumeration methods (number of joint states).
 MAX_ENUMERATION_STATES = 2**22
 _CHUNK = 2**16
+#: ``method="auto"`` enumerates models with at most this many joint states and eliminates otherwise.
+AUTO_ENUMERATION_STATES = 2**10
+EXACT_METHODS = ("auto", "enumeration", "elimination")
+
+
+def _count(n: int) -> str:
+    """A joint-state count for messages: exact below 10^15, else ``about 10^k``."""
+    return str(n) if n < 10**15 else f"about 10^{len(str(n)) - 1}"
 
 
 class PairwiseMRF:
@@ -243,25 +253,92 @@ class PairwiseMRF:
         marg.flags.writeable = False
         return log_z, marg
 
-    def log_partition_exact(self, *, max_states: int = MAX_ENUMERATION_STATES) -> float:
-        """Exact ``log Z = logsumexp_x log_unnormalized(x)`` by chunked, vectorised enumeration.
+    @cached_property
+    def elimination_plan(self) -> EliminationPlan:
+        """The cheapest elimination order found (min-fill, min-degree or natural), with its width and
+        table sizes (:func:`samplers.models.elimination.plan_elimination`)."""
+        return plan_elimination(self.n_vars, self.edges, self.n_states)
+
+    def exact_method(self, *, method: str = "auto", max_states: int = MAX_ENUMERATION_STATES,
+                     max_table_entries: int = MAX_TABLE_ENTRIES) -> str:
+        """The exact method :meth:`log_partition_exact` and :meth:`marginals_exact` use: ``"enumeration"``
+        or ``"elimination"``.
+
+        ``method="auto"`` enumerates tiny models (at most :data:`AUTO_ENUMERATION_STATES` joint states)
+        and eliminates variables otherwise (junction tree, :mod:`samplers.models.elimination`) when
+        the largest cluster table of the best order found has at most ``max_table_entries`` entries.
 
         Raises
         ------
         ValueError
-            If the model has more than ``max_states`` joint states (default ``2**22``).
+            When the chosen (or only) method does not fit: enumeration beyond ``max_states`` joint
+            states, elimination beyond ``max_table_entries`` (the message names the width of the
+            best order found, an upper bound of the treewidth).
         """
-        self._check_enumerable(max_states)
-        return self._exact[0]
+        if method not in EXACT_METHODS:
+            raise ValueError(f"method must be one of {EXACT_METHODS}, got {method!r}")
+        max_table_entries = check_int(max_table_entries, "max_table_entries", low=1)
+        if method == "enumeration" or (method == "auto" and self.n_configurations <= AUTO_ENUMERATION_STATES):
+            self._check_enumerable(max_states)
+            return "enumeration"
+        plan = self.elimination_plan
+        if plan.max_table_entries > max_table_entries:
+            raise ValueError(
+                f"exact inference refused: the best elimination order found ({plan.heuristic}) has width "
+                f"{plan.width} (treewidth <= {plan.width}), so its largest cluster table has "
+                f"{plan.max_table_entries} entries, more than max_table_entries={max_table_entries}; "
+                f"enumeration would need {_count(self.n_configurations)} joint states; use AIS or Gibbs instead")
+        return "elimination"
 
-    def marginals_exact(self, *, max_states: int = MAX_ENUMERATION_STATES) -> np.ndarray:
-        """Exact single-site marginals ``p(x_i = k)``, shape (n_vars, max_states), by enumeration.
+    @cached_property
+    def _eliminated(self) -> tuple[float, np.ndarray]:
+        """(log Z, marginals) by the junction tree along :attr:`elimination_plan` (unchecked size)."""
+        if self.elimination_plan.total_table_entries > MAX_TOTAL_ENTRIES:
+            log_z, _ = eliminate(self.unary, self.edges, self.pairwise, self.n_states, self.elimination_plan,
+                                 marginals=False)
+            return log_z, None
+        log_z, marg = eliminate(self.unary, self.edges, self.pairwise, self.n_states, self.elimination_plan)
+        marg.flags.writeable = False
+        return log_z, marg
 
-        Entries for states a variable cannot take are 0.  Computed in the same pass as
-        :meth:`log_partition_exact` (both are cached).
+    def log_partition_exact(self, *, method: str = "auto", max_states: int = MAX_ENUMERATION_STATES,
+                            max_table_entries: int = MAX_TABLE_ENTRIES) -> float:
+        """Exact ``log Z = logsumexp_x log_unnormalized(x)``.
+
+        By chunked, vectorised enumeration for tiny models, otherwise by variable elimination in log
+        space (chains, trees, grids up to width about 20 for binary variables): see
+        :meth:`exact_method` for the choice and the refusals.
+
+        Parameters
+        ----------
+        method : {"auto", "enumeration", "elimination"}
+        max_states : int
+            Refusal threshold of enumeration (joint states, default ``2**22``).
+        max_table_entries : int
+            Refusal threshold of elimination (entries of the largest cluster table, default ``2**24``).
         """
-        self._check_enumerable(max_states)
-        return self._exact[1].copy()
+        if self.exact_method(method=method, max_states=max_states, max_table_entries=max_table_entries) == \
+                "enumeration":
+            return self._exact[0]
+        return self._eliminated[0]
+
+    def marginals_exact(self, *, method: str = "auto", max_states: int = MAX_ENUMERATION_STATES,
+                        max_table_entries: int = MAX_TABLE_ENTRIES) -> np.ndarray:
+        """Exact single-site marginals ``p(x_i = k)``, shape (n_vars, max_states).
+
+        Entries for states a variable cannot take are 0.  Same method choice as
+        :meth:`log_partition_exact` (the two share one cached pass); elimination runs the junction
+        tree's downward pass too, and refuses when all its tables together exceed ``2**26`` entries.
+        """
+        if self.exact_method(method=method, max_states=max_states, max_table_entries=max_table_entries) == \
+                "enumeration":
+            return self._exact[1].copy()
+        marg = self._eliminated[1]
+        if marg is None:
+            raise ValueError(f"exact marginals refused: the junction tree of width {self.elimination_plan.width} "
+                             f"needs {self.elimination_plan.total_table_entries} table entries in all, more than "
+                             f"{MAX_TOTAL_ENTRIES}; log_partition_exact still works")
+        return marg.copy()
 
     def sample_exact(self, n_samples: int, seed: Any = None, *,
                      max_states: int = MAX_ENUMERATION_STATES) -> np.ndarray:

@@ -93,7 +93,7 @@ def test_bad_configurations_and_sampler_arguments():
     with pytest.raises(ValueError, match="init must have shape"):
         mrf.gibbs_sample(10, n_chains=3, init=np.zeros((2, 4), int))
     with pytest.raises(ValueError, match="exact enumeration refused.*1048576 joint states"):
-        ising_grid(4, 5).log_partition_exact(max_states=2**16)
+        ising_grid(4, 5).log_partition_exact(method="enumeration", max_states=2**16)
 
 
 # -- exact answers --------------------------------------------------------------------------------
