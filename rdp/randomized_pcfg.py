@@ -13,7 +13,9 @@ under ``torch.no_grad``), each chosen nonterminal carrying the weight ``w = 1`` 
 two randomized sums per split (one per child).  The two children of a split are disjoint spans whose
 sets are drawn independently of each other and of the parent's, so by induction ``beta-hat`` is
 unbiased for ``beta`` and Z-hat for Z (``space="linear"``); log Z-hat is a lower bound in expectation.
-Cost O(T^3 K^3) and memory O(T^3 K^3) under autograd instead of O(T^3 NT^3).
+The recursion is :func:`rdp.pcfg.pcfg_inside_on_sets`, the one the exact inside runs with all
+nonterminals (re-exported here).  Cost O(T^3 K^3) and memory O(T^3 K^3) under autograd instead of
+O(T^3 NT^2 + T^2 NT^3).  :func:`randomized_pcfg_gumbel_sample` draws trees top-down from its chart.
 
 The entropy estimate is ``log Z-hat - E_pi[s(y)]`` over the parse trees on the chosen sets weighted by
 their ``w`` (the tree analogue of Alg. 3), computed like the exact :func:`rdp.tree.pcfg_entropy` from
@@ -34,9 +36,11 @@ from typing import Any
 
 from ._checks import check_budget, check_generator, check_space, in_space
 from ._torch import torch
-from .proposals import resolve_proposal
-from .selection import IndexSets, select_indices
-from .tree import _as_leaf, _check_pcfg, entropy_from_log_partition
+from .pcfg import batched_leaves, check_pcfg, entropy_from_log_partition, pcfg_inside_on_sets, pcfg_topdown
+from .randomized_tree import choose_sets
+
+__all__ = ["pcfg_inside_on_sets", "pcfg_site_scores", "randomized_pcfg_entropy", "randomized_pcfg_gumbel_sample",
+           "randomized_pcfg_log_partition"]
 
 
 def pcfg_site_scores(rules: "torch.Tensor", terminal: "torch.Tensor") -> "torch.Tensor":
@@ -51,53 +55,14 @@ def pcfg_site_scores(rules: "torch.Tensor", terminal: "torch.Tensor") -> "torch.
         return site
 
 
-def pcfg_inside_on_sets(rules: "torch.Tensor", terminal: "torch.Tensor", root: "torch.Tensor",
-                        sets: IndexSets) -> "torch.Tensor":
-    """Inside recursion of a CNF PCFG over nonterminal index sets per span (Eq. 18); returns log Z-hat (B,).
-
-    Parameters
-    ----------
-    rules : Tensor (NT, NT, NT) or (B, NT, NT, NT)
-        Binary rule log scores ``r(A, B, C)``.
-    terminal : Tensor (B, T, NT)
-        Preterminal log scores.
-    root : Tensor (NT,) or (B, NT)
-        Root log scores.
-    sets : IndexSets
-        ``index`` and ``log_weight`` of shape (B, T, T, K): the chosen nonterminals of each span
-        (i <= j) and their log weights.
-    """
-    batch, length, _ = terminal.shape
-    index, log_w = sets.index, sets.log_weight
-    shared = rules.dim() == 3
-    bidx = torch.arange(batch, device=terminal.device).reshape(batch, 1, 1, 1, 1)
-    diag = torch.arange(length, device=terminal.device)
-    # gamma[w]: (B, T - w, K) weighted inside scores log(w_A beta-hat(i, i + w, A)) of the chosen A
-    gamma = [terminal.gather(2, index[:, diag, diag]) + log_w[:, diag, diag]]
-    for w in range(1, length):
-        n = length - w
-        starts = torch.arange(n, device=terminal.device)
-        parent = index[:, starts, starts + w][:, :, :, None, None]  # (B, n, K, 1, 1)
-        per_split = []
-        for d in range(w):  # left child (i, i + d), right child (i + d + 1, i + w)
-            left = index[:, starts, starts + d][:, :, None, :, None]
-            right = index[:, starts + d + 1, starts + w][:, :, None, None, :]
-            r = rules[parent, left, right] if shared else rules[bidx, parent, left, right]  # (B, n, K, K, K)
-            terms = r + gamma[d][:, :n, None, :, None] + gamma[w - 1 - d][:, d + 1: d + 1 + n, None, None, :]
-            per_split.append(torch.logsumexp(terms.flatten(-2), dim=-1))  # (B, n, K)
-        beta = torch.logsumexp(torch.stack(per_split, dim=-1), dim=-1)
-        gamma.append(beta + log_w[:, starts, starts + w])
-    root = root if root.dim() == 2 else root.unsqueeze(0).expand(batch, -1)
-    return torch.logsumexp(root.gather(1, index[:, 0, length - 1]) + gamma[length - 1][:, 0], dim=-1)
-
-
-def _randomized_pcfg_inside(rules, terminal, root, k1, k2, proposal, generator) -> "torch.Tensor":
+def _randomized_pcfg_inside(rules, terminal, root, k1, k2, proposal, generator, *, return_chart=False):
     """Validate the budget, choose the sets (Eq. 5-7) from the proposal and run the recursion."""
     k1, k2 = check_budget(k1, k2, terminal.shape[-1])
     generator = check_generator(generator, terminal.device)
-    q = resolve_proposal(proposal, pcfg_site_scores(rules, terminal))
-    sets = select_indices(q, k1, k2, generator)
-    return pcfg_inside_on_sets(rules, terminal, root, sets)
+    batch, length, nt = terminal.shape
+    sets = choose_sets(proposal, lambda: pcfg_site_scores(rules, terminal), (batch, length, length, nt), k1, k2,
+                       generator, terminal)
+    return pcfg_inside_on_sets(rules, terminal, root, sets, return_chart=return_chart)
 
 
 def randomized_pcfg_log_partition(rule_scores: Any, terminal_scores: Any, root_scores: Any, *, k1: int, k2: int,
@@ -140,7 +105,7 @@ def randomized_pcfg_log_partition(rule_scores: Any, terminal_scores: Any, root_s
     torch.Size([2])
     """
     space, log_scale = check_space(space, log_scale)
-    rules, terminal, root = _check_pcfg(rule_scores, terminal_scores, root_scores)
+    rules, terminal, root = check_pcfg(rule_scores, terminal_scores, root_scores)
     log_z = _randomized_pcfg_inside(rules, terminal, root, k1, k2, proposal, generator)
     return in_space(log_z, space, log_scale)
 
@@ -152,10 +117,37 @@ def randomized_pcfg_entropy(rule_scores: Any, terminal_scores: Any, root_scores:
     Same arguments as :func:`randomized_pcfg_log_partition`; ``log Z-hat - E_pi[s(y)]`` (module
     docstring), biased (the log), exact when ``k1 + k2 = NT``, differentiable.
     """
-    rules, terminal, root = _check_pcfg(rule_scores, terminal_scores, root_scores)
-    batch = terminal.shape[0]
+    rules, terminal, root = check_pcfg(rule_scores, terminal_scores, root_scores)
     with torch.enable_grad():
-        rules = rules if rules.dim() == 4 else rules.unsqueeze(0).expand(batch, -1, -1, -1)
-        root = root if root.dim() == 2 else root.unsqueeze(0).expand(batch, -1)
-        leaves = [_as_leaf(rules), _as_leaf(terminal), _as_leaf(root)]
+        leaves = batched_leaves(rules, terminal, root)
         return entropy_from_log_partition(_randomized_pcfg_inside(*leaves, k1, k2, proposal, generator), leaves)
+
+
+def randomized_pcfg_gumbel_sample(rule_scores: Any, terminal_scores: Any, root_scores: Any, *, k1: int, k2: int,
+                                  proposal: Any = "uniform",
+                                  generator: "torch.Generator | None" = None) -> "torch.Tensor":
+    """Top-down Gumbel sampling of parse trees on the randomized Inside chart (Alg. 2 + Alg. 4 for PCFGs).
+
+    The nonterminal sets and their weights are chosen as in :func:`randomized_pcfg_log_partition`; the
+    tree is then drawn from ``W(y) exp(s(y)) / Z-hat`` over the trees on the chosen sets
+    (:func:`rdp.pcfg.pcfg_topdown`); exact sampling when ``k1 + k2 = NT``.  One generator drives the
+    K2 draws and the Gumbel noise.
+
+    Returns
+    -------
+    LongTensor (B, T, T)
+        The nonterminal of every span of the sampled tree, -1 for spans not in it.
+
+    Examples
+    --------
+    >>> import torch, rdp
+    >>> g = torch.Generator().manual_seed(0)
+    >>> rules, term, root = torch.randn(8, 8, 8), torch.randn(2, 5, 8), torch.randn(8)
+    >>> trees = rdp.randomized_pcfg_gumbel_sample(rules, term, root, k1=2, k2=2, generator=g)
+    >>> (trees >= 0).sum((1, 2)).tolist()
+    [9, 9]
+    """
+    rules, terminal, root = check_pcfg(rule_scores, terminal_scores, root_scores)
+    with torch.no_grad():
+        chart = _randomized_pcfg_inside(rules, terminal, root, k1, k2, proposal, generator, return_chart=True)
+        return pcfg_topdown(chart, rules, generator=generator)

@@ -5,8 +5,10 @@ replacement from the rest, :func:`rdp.selection.select_indices`), chosen under `
 Each child's randomized label sum is an independent unbiased estimate, so their product (the two
 randomized sums per split in Eq. 18) is unbiased for the split's term, and the root's randomized sum
 is unbiased for Z; the log-space result is a lower bound in expectation.  The recursion is
-:func:`rdp.tree.inside_on_sets`, the same one the exact inside runs.  Memory O(T^2 K) for the chosen
-potentials instead of O(T^2 N).
+:func:`rdp.tree.inside_on_sets`, the same one the exact inside runs: the weighted label sum of every
+span in one pass, O(T^2 K) instead of O(T^2 N), then the O(T^3) split recursion.  With the uniform
+proposal the sets are drawn without building the (B, T, T, N) proposal (:func:`rdp.selection.select_uniform`),
+so nothing but the gather and its gradient touches all N labels.
 
 The randomized entropy (:func:`randomized_tree_entropy`) is the quantity Alg. 3 computes on chains,
 stated for trees through the exponential-family identity the exact entropy uses
@@ -22,28 +24,37 @@ and each state is weighted by 1/(K2 q)).  Biased (the log), exact when ``k1 + k2
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from samplers.validation import check_float
 
 from ._checks import check_budget, check_generator, check_space, in_space
 from ._torch import torch
 from .proposals import resolve_proposal
-from .selection import select_indices
+from .selection import IndexSets, select_indices, select_uniform
 from .tree import TreeSample, _as_leaf, check_spans, entropy_from_log_partition, gumbel_topdown, inside_on_sets
 
 
+def choose_sets(proposal: Any, site_scores: Callable[[], "torch.Tensor"], shape: tuple[int, ...], k1: int, k2: int,
+                generator: Any, like: "torch.Tensor") -> IndexSets:
+    """Index sets (Eq. 5-7) of every site of ``shape`` (..., N): :func:`rdp.selection.select_uniform` for the
+    uniform proposal (no (..., N) proposal tensor), else the proposal resolved on ``site_scores()``."""
+    if isinstance(proposal, str) and proposal == "uniform":
+        return select_uniform(tuple(shape[:-1]), shape[-1], k1, k2, generator, dtype=like.dtype, device=like.device)
+    return select_indices(resolve_proposal(proposal, site_scores()), k1, k2, generator)
+
+
 def _randomized_inside(spans: "torch.Tensor", k1: Any, k2: Any, proposal: Any, generator: Any, *,
-                       return_chart: bool = False):
+                       return_chart: bool = False, double_backward: bool = False):
     """Validate the budget, choose the label sets (Eq. 5-7) and run the inside recursion on them.
 
     Returns log Z-hat (B,), or ``(InsideChart, index sets)`` with ``return_chart``.
     """
     k1, k2 = check_budget(k1, k2, spans.shape[-1])
     generator = check_generator(generator, spans.device)
-    q = resolve_proposal(proposal, spans)
-    sets = select_indices(q, k1, k2, generator)
-    out = inside_on_sets(spans.gather(3, sets.index), sets.log_weight, return_chart=return_chart)
+    sets = choose_sets(proposal, lambda: spans, tuple(spans.shape), k1, k2, generator, spans)
+    out = inside_on_sets(spans.gather(3, sets.index), sets.log_weight, return_chart=return_chart,
+                         double_backward=double_backward)
     return (out, sets) if return_chart else out
 
 
@@ -113,7 +124,8 @@ def randomized_tree_entropy(span_potentials: Any, *, k1: int, k2: int, proposal:
     spans = check_spans(span_potentials)
     with torch.enable_grad():
         leaf = _as_leaf(spans)
-        return entropy_from_log_partition(_randomized_inside(leaf, k1, k2, proposal, generator), [leaf])
+        log_z = _randomized_inside(leaf, k1, k2, proposal, generator, double_backward=True)
+        return entropy_from_log_partition(log_z, [leaf])
 
 
 def randomized_tree_gumbel_sample(span_potentials: Any, *, k1: int, k2: int, proposal: Any = "uniform",

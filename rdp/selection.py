@@ -87,3 +87,32 @@ def select_indices(q: "torch.Tensor", k1: int, k2: int, generator: "torch.Genera
         index = torch.cat([top, sampled], dim=-1).reshape(*lead, k1 + k2)
         log_weight = torch.cat([zeros, log_w], dim=-1).reshape(*lead, k1 + k2)
         return IndexSets(index, log_weight)
+
+
+def select_uniform(lead: tuple[int, ...], n: int, k1: int, k2: int, generator: "torch.Generator | None" = None, *,
+                   dtype: "torch.dtype" = torch.float64, device=None) -> IndexSets:
+    """:func:`select_indices` for the uniform proposal q = 1/N without building q: O(K) per site, not O(N).
+
+    Every state ties under q, so the top-K1 are states 0..K1-1 (a valid arg max, as any other) and the
+    K2 draws are uniform over the other N - K1 states, each with log weight ``log((N - K1) / K2)``
+    (Eq. 6-8); with ``k1 + k2 = N`` the remainder is enumerated with weight 1, as in :func:`select_indices`.
+
+    Parameters
+    ----------
+    lead : tuple of int
+        The site shape (e.g. (B, T, T) for tree spans).
+    n, k1, k2 : int
+        Number of states and budget, already checked (``1 <= k1 + k2 <= n``).
+    generator : torch.Generator, optional
+        Source of the K2 draws (on ``device``).
+    """
+    with torch.no_grad():
+        top = torch.arange(k1, device=device).expand(*lead, k1)
+        if k1 + k2 == n or k2 == 0:
+            index = torch.arange(k1 + k2, device=device).expand(*lead, k1 + k2)
+            return IndexSets(index, torch.zeros(index.shape, dtype=dtype, device=device))
+        sampled = k1 + torch.randint(n - k1, (*lead, k2), generator=generator, device=device)
+        index = torch.cat([top, sampled], dim=-1)
+        log_weight = torch.cat([torch.zeros((*lead, k1), dtype=dtype, device=device),
+                                torch.full((*lead, k2), math.log((n - k1) / k2), dtype=dtype, device=device)], dim=-1)
+        return IndexSets(index, log_weight)

@@ -1,4 +1,4 @@
-"""Exact inside, marginals and entropy for span-labelled tree CRFs and PCFGs in Chomsky normal form.
+"""Exact inside, marginals, entropy, Viterbi and Gumbel sampling for span-labelled tree CRFs.
 
 Span-labelled tree CRF (the hypertree of Alg. 2 of the RDP paper): a binary bracketing of positions
 0..T-1 with a label k in 1..N on every span (i, j); its log potential is the sum of
@@ -6,11 +6,19 @@ Span-labelled tree CRF (the hypertree of Alg. 2 of the RDP paper): a binary brac
 (Eq. 18 with all states) is
 
     alpha(i, j, k) = phi(i, j, k) + log sum_{m=i}^{j-1} beta(i, m) beta(m+1, j),
-    beta(i, j)     = logsumexp_k [alpha(i, j, k) + log w(i, j, k)],     log Z = beta(0, T-1),
+    beta(i, j)     = logsumexp_k [alpha(i, j, k) + log w(i, j, k)],     log Z = beta(0, T-1).
 
-where the sum over labels of each child factorises out of the sum over the split (the potentials
-depend on the parent label only).  As for chains, :func:`inside_on_sets` is stated once over index
-sets: all labels with weight 1 here, top-K1 plus K2 sampled labels in :mod:`rdp.randomized_tree`.
+The potentials depend on the parent label only, so the label sum factorises out of the split sum:
+``beta(i, j) = L(i, j) + log sum_m beta(i, m) beta(m+1, j)`` with ``L(i, j) = logsumexp_k [phi + log w]``.
+:func:`inside_on_sets` therefore reduces the labels of every span in one vectorised pass and then runs
+the split recursion on the (B, T, T) span scores, all spans of one width at once (as torch-struct's
+CKY does): O(T^2 K + T^3) work.  It is stated once over label index sets: all labels with weight 1
+for the exact inside, top-K1 plus K2 sampled labels in :mod:`rdp.randomized_tree`; and once over the
+reduction: ``semiring="log"`` (logsumexp, the inside) or ``"max"`` (the Viterbi score).
+
+The chart is kept in two layouts, by (start, width) and by (end, width), so that the split scores
+``beta(i, i + d) + beta(i + d + 1, i + w)`` of every span of width w are two contiguous slices
+(:func:`split_scores`); the top-down sampler (:func:`gumbel_topdown`) reads the same slices.
 
 Marginals are gradients of log Z; the entropy is ``log Z - sum(marginals * potentials)`` (the
 log potential is linear in the parameters), see :func:`entropy_from_log_partition`.
@@ -26,60 +34,138 @@ from ._checks import as_potentials, check_generator
 from ._torch import torch
 from .chain import _gumbel_noise, straight_through_sample
 
+SEMIRINGS = ("log", "max")
+
+
+def reducer(semiring: str):
+    """The reduction ``f(x, dim)`` of a semiring: ``torch.logsumexp`` for ``"log"``, ``torch.amax`` for ``"max"``."""
+    if semiring == "log":
+        return torch.logsumexp
+    if semiring == "max":
+        return torch.amax
+    raise ValueError(f"semiring must be one of {SEMIRINGS}, got {semiring!r}")
+
+
+def diagonal(x: "torch.Tensor", width: int) -> "torch.Tensor":
+    """The spans (i, i + width) of a (B, T, T, ...) chart as a (B, T - width, ...) view."""
+    d = torch.diagonal(x, offset=width, dim1=1, dim2=2)
+    return d if x.dim() == 3 else d.movedim(-1, 1)
+
+
+def split_scores(by_start: "torch.Tensor", by_end: "torch.Tensor", width: int) -> "torch.Tensor":
+    """Left and right child scores of every span of width ``width`` and every split, (B, T - w, w, ...).
+
+    ``by_start[b, i, d]`` holds span (i, i + d) and ``by_end[b, j, d]`` span (j - d, j); split d of
+    span (i, i + w) has children (i, i + d) and (i + d + 1, i + w), i.e. ``by_start[:, i, d]`` and
+    ``by_end[:, i + w, w - 1 - d]``.  Returns the pair (left, right) of views/flips, no copies.
+    """
+    length = by_start.shape[1]
+    n = length - width
+    return by_start[:, :n, :width], by_end[:, width:, :width].flip(2)
+
 
 class InsideChart(NamedTuple):
-    """The inside chart of :func:`inside_on_sets`.
+    """The chart of :func:`inside_on_sets`.
 
     Attributes
     ----------
     log_z : Tensor (B,)
-        ``beta(0, T-1)``.
-    alphas : list of Tensor (B, T - w, K), w = 0..T-1
-        ``alpha(i, i + w, k)`` at the chosen labels, log weights included.
-    betas : list of Tensor (B, T - w)
-        ``beta(i, i + w)``.
+        ``beta(0, T-1)`` (the Viterbi score under ``semiring="max"``).
+    label_logits : Tensor (B, T, T, K)
+        ``phi(i, j, k) + log w(i, j, k)`` at the chosen labels (read for i <= j).
+    by_start : Tensor (B, T, T)
+        ``by_start[b, i, d] = beta(i, i + d)`` (entries with i + d >= T unused).
+    by_end : Tensor (B, T, T)
+        ``by_end[b, j, d] = beta(j - d, j)`` (entries with d > j unused).
     """
 
     log_z: "torch.Tensor"
-    alphas: list
-    betas: list
+    label_logits: "torch.Tensor"
+    by_start: "torch.Tensor"
+    by_end: "torch.Tensor"
 
 
-def inside_on_sets(chosen: "torch.Tensor", log_weight: "torch.Tensor", *,
-                   return_chart: bool = False) -> "torch.Tensor | InsideChart":
-    """Inside recursion over label index sets (Alg. 2, Eq. 18); returns log Z (B,).
+def cky(span_scores: "torch.Tensor", reduce) -> tuple["torch.Tensor", "torch.Tensor"]:
+    """The split recursion ``beta(i, j) = L(i, j) + reduce_m [beta(i, m) + beta(m + 1, j)]`` on (B, T, T) span
+    scores, all spans of one width at once; returns the chart (by_start, by_end), see :class:`InsideChart`."""
+    batch, length = span_scores.shape[:2]
+    by_start = span_scores.new_zeros(batch, length, length)
+    by_end = span_scores.new_zeros(batch, length, length)
+    by_start[:, :, 0] = by_end[:, :, 0] = diagonal(span_scores, 0)
+    for w in range(1, length):
+        left, right = split_scores(by_start, by_end, w)
+        beta = diagonal(span_scores, w) + reduce(left + right, -1)      # (B, T - w)
+        by_start[:, : length - w, w] = beta
+        by_end[:, w:, w] = beta
+    return by_start, by_end
+
+
+class _LogCKY(torch.autograd.Function):
+    """:func:`cky` with logsumexp whose backward is the outside recursion (no autograd graph of T^2 small ops).
+
+    Backward, widths in decreasing order: the adjoint of span (i, i + w) is complete once all wider spans
+    are done; it is the gradient of log Z with respect to L(i, i + w) (the span's marginal), and it flows
+    to the two children of split d with weight ``softmax_d(beta(i, i + d) + beta(i + d + 1, i + w))``.
+    Once differentiable (entropies use the autograd path, ``double_backward=True``).
+    """
+
+    @staticmethod
+    def forward(ctx, span_scores):
+        by_start, by_end = cky(span_scores, torch.logsumexp)
+        ctx.save_for_backward(by_start, by_end)
+        ctx.mark_non_differentiable(by_start, by_end)
+        return by_start[:, 0, -1].clone(), by_start, by_end
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_log_z, _grad_start, _grad_end):
+        by_start, by_end = ctx.saved_tensors
+        batch, length = by_start.shape[:2]
+        adj_start = torch.zeros_like(by_start)         # adjoints received as a left child / the root
+        adj_end = torch.zeros_like(by_end)             # adjoints received as a right child
+        grad = torch.zeros_like(by_start)
+        adj_start[:, 0, length - 1] = grad_log_z
+        for w in range(length - 1, -1, -1):
+            n = length - w
+            total = adj_start[:, :n, w] + adj_end[:, w:, w]             # (B, T - w)
+            diagonal(grad, w).copy_(total)
+            if w == 0:
+                break
+            left, right = split_scores(by_start, by_end, w)
+            flow = torch.softmax(left + right, dim=-1) * total.unsqueeze(-1)    # (B, T - w, w)
+            adj_start[:, :n, :w] += flow
+            adj_end[:, w:, :w] += flow.flip(2)
+        return grad
+
+
+def inside_on_sets(chosen: "torch.Tensor", log_weight: "torch.Tensor | None" = None, *, semiring: str = "log",
+                   return_chart: bool = False, double_backward: bool = False) -> "torch.Tensor | InsideChart":
+    """Inside recursion of the tree CRF over label index sets (Alg. 2, Eq. 18); returns log Z (B,).
 
     Parameters
     ----------
     chosen : Tensor (B, T, T, K)
-        Span log potentials at the chosen labels of each span (i <= j).
-    log_weight : Tensor (B, T, T, K)
-        Log weights of the chosen labels (zeros for the exact inside).
+        Span log potentials at the chosen labels of each span (i <= j); all N labels for the exact inside.
+    log_weight : Tensor (B, T, T, K), optional
+        Log weights of the chosen labels (None: all zero, the exact inside).
+    semiring : {"log", "max"}
+        ``"log"``: log-sum-exp reductions (log Z); ``"max"``: max reductions (the best tree's score).
     return_chart : bool
-        Return the whole :class:`InsideChart` (for top-down sampling) instead of log Z.
+        Return the whole :class:`InsideChart` (for top-down sampling or decoding) instead of log Z.
+    double_backward : bool
+        Build the split recursion on the autograd graph so that log Z can be differentiated twice (the
+        entropies); otherwise (``"log"`` only) its gradient is the outside recursion of :class:`_LogCKY`.
+        The chart tensors of the returned :class:`InsideChart` carry no gradient in that case.
     """
-    length = chosen.shape[1]
-    # beta[w] : (B, T - w) log inside sums of the spans (i, i + w)
-    beta: list["torch.Tensor"] = []
-    alphas: list["torch.Tensor"] = []
-    for w in range(length):
-        starts = torch.arange(length - w, device=chosen.device)
-        phi = chosen[:, starts, starts + w] + log_weight[:, starts, starts + w]  # (B, T-w, K)
-        if w == 0:
-            alpha = phi
-        else:
-            alpha = phi + torch.logsumexp(_split_scores(beta, w, length), dim=-1, keepdim=True)
-        alphas.append(alpha)
-        beta.append(torch.logsumexp(alpha, dim=-1))
-    if return_chart:
-        return InsideChart(beta[length - 1][:, 0], alphas, beta)
-    return beta[length - 1][:, 0]
-
-
-def _split_scores(beta: list, w: int, length: int) -> "torch.Tensor":
-    """``beta(i, i + d) + beta(i + d + 1, i + w)`` for every span of width w and split d: (B, T - w, w)."""
-    return torch.stack([beta[d][:, : length - w] + beta[w - 1 - d][:, d + 1: d + 1 + length - w]
-                        for d in range(w)], dim=-1)
+    reduce = reducer(semiring)
+    logits = chosen if log_weight is None else chosen + log_weight
+    span_scores = reduce(logits, -1)                                     # L(i, j): (B, T, T)
+    if semiring == "log" and not double_backward:
+        log_z, by_start, by_end = _LogCKY.apply(span_scores)
+    else:
+        by_start, by_end = cky(span_scores, reduce)
+        log_z = by_start[:, 0, -1]
+    return InsideChart(log_z, logits, by_start, by_end) if return_chart else log_z
 
 
 class TreeSample(NamedTuple):
@@ -99,46 +185,72 @@ class TreeSample(NamedTuple):
     relaxed: "torch.Tensor"
 
 
-def gumbel_topdown(chart: InsideChart, index: "torch.Tensor | None", n_labels: int, *, tau: float,
-                   generator=None, straight_through: bool = False) -> TreeSample:
+class TreeViterbi(NamedTuple):
+    """The highest-scoring labelled tree.
+
+    Attributes
+    ----------
+    score : Tensor (B,)
+        Its log potential (differentiable; its gradient is the tree's indicator).
+    hard : LongTensor (B, T, T)
+        Its label on every span in it, -1 elsewhere.
+    """
+
+    score: "torch.Tensor"
+    hard: "torch.Tensor"
+
+
+def child_slots(width: int, length: int, split: "torch.Tensor") -> tuple["torch.Tensor", "torch.Tensor"]:
+    """Flat (start * T + end) positions of the two children of the spans (i, i + width) split at ``split`` (B, n)."""
+    i = torch.arange(length - width, device=split.device)
+    left = i * length + i + split
+    right = (i + split + 1) * length + i + width
+    return left, right
+
+
+def gumbel_topdown(chart: InsideChart, index: "torch.Tensor | None", n_labels: int, *, tau: float = 1.0,
+                   generator=None, straight_through: bool = False, perturb: bool = True) -> TreeSample:
     """Top-down Gumbel sampling of a labelled tree from an inside chart (the tree analogue of Alg. 4).
 
     From the root down (widths in decreasing order, all spans of a width at once), an active span
-    (i, j) draws its label as the arg max of ``alpha(i, j, k) + g_k`` and, when wider than one
-    position, its split d as the arg max of ``beta(i, i + d) + beta(i + d + 1, j) + g_d``; the two
-    children become active.  Since the label potentials depend on the span only, label and split are
-    independent given the span, so this is an exact draw from ``exp(score) / Z`` of the chart; on a
+    (i, j) draws its label as the arg max of ``phi(i, j, k) + log w(i, j, k) + g_k`` and, when wider
+    than one position, its split d as the arg max of ``beta(i, i + d) + beta(i + d + 1, j) + g_d``; the
+    two children become active.  Since the label potentials depend on the span only, label and split
+    are independent given the span, so this is an exact draw from ``exp(score) / Z`` of the chart; on a
     randomized chart (chosen labels with weights ``1 / (K2 q)``) it draws from the reweighted sparse
     distribution whose normaliser is Z-hat, and equals the exact sampler when ``k1 + k2 = N``.
+
+    With ``perturb=False`` no noise is added: on a ``semiring="max"`` chart this is Viterbi decoding.
+    ``index`` (B, T, T, K) maps chart positions to labels (None: the chart holds all labels).
     """
-    alphas, betas = chart.alphas, chart.betas
-    length = len(alphas)
-    batch = alphas[0].shape[0]
-    device, dtype = alphas[0].device, alphas[0].dtype
+    logits, by_start, by_end = chart.label_logits, chart.by_start, chart.by_end
+    batch, length = by_start.shape[:2]
+    device, dtype = logits.device, logits.dtype
     hard = torch.full((batch, length, length), -1, dtype=torch.long, device=device)
     relaxed = torch.zeros(batch, length, length, n_labels, dtype=dtype, device=device)
-    active = [torch.zeros(batch, length - w, dtype=torch.bool, device=device) for w in range(length)]
-    active[length - 1][:, 0] = True
+    active = torch.zeros(batch, length * length, dtype=torch.long, device=device)
+    active[:, length - 1] = 1                                              # the root (0, T-1)
     for w in range(length - 1, -1, -1):
-        on = active[w]
-        starts = torch.arange(length - w, device=device)
-        perturbed = alphas[w] + _gumbel_noise(alphas[w].shape, alphas[w], generator)
-        pos = perturbed.detach().argmax(-1)                                         # (B, T - w)
-        label = pos if index is None else index[:, starts, starts + w].gather(2, pos.unsqueeze(-1)).squeeze(-1)
-        hard[:, starts, starts + w] = torch.where(on, label, torch.full_like(label, -1))
+        on = diagonal(active.view(batch, length, length), w) > 0          # (B, T - w)
+        label_logits = diagonal(logits, w)                                  # (B, T - w, K)
+        perturbed = label_logits + _gumbel_noise(label_logits.shape, label_logits, generator) if perturb \
+            else label_logits
+        pos = perturbed.detach().argmax(-1)
+        label = pos if index is None else diagonal(index, w).gather(2, pos.unsqueeze(-1)).squeeze(-1)
+        diagonal(hard, w).copy_(torch.where(on, label, torch.full_like(label, -1)))
         soft = torch.softmax(perturbed / tau, dim=-1) * on.unsqueeze(-1).to(dtype)    # (B, T - w, K)
         if index is not None:
-            soft = torch.zeros(batch, length - w, n_labels, dtype=dtype, device=device).scatter_add(
-                2, index[:, starts, starts + w], soft)
-        relaxed[:, starts, starts + w] = soft
+            soft = soft.new_zeros(batch, length - w, n_labels).scatter_add(2, diagonal(index, w), soft)
+        torch.diagonal(relaxed, offset=w, dim1=1, dim2=2).copy_(soft.transpose(1, 2))
         if w == 0:
             continue
-        splits = _split_scores(betas, w, length)
-        split = (splits + _gumbel_noise(splits.shape, splits, generator)).argmax(-1)  # (B, T - w)
-        for d in range(w):
-            chosen = on & (split == d)
-            active[d][:, : length - w] |= chosen
-            active[w - 1 - d][:, d + 1: d + 1 + length - w] |= chosen
+        left, right = split_scores(by_start, by_end, w)
+        splits = (left + right).detach()
+        if perturb:
+            splits = splits + _gumbel_noise(splits.shape, splits, generator)
+        left_slot, right_slot = child_slots(w, length, splits.argmax(-1))
+        active.scatter_add_(1, left_slot, on.long())
+        active.scatter_add_(1, right_slot, on.long())
     return TreeSample(hard, straight_through_sample(hard, relaxed) if straight_through else relaxed)
 
 
@@ -161,7 +273,7 @@ def tree_log_partition(span_potentials: Any) -> "torch.Tensor":
     Returns
     -------
     Tensor (B,)
-        log Z, differentiable with respect to ``span_potentials``.
+        log Z, differentiable with respect to ``span_potentials``.  Cost O(T^2 N + T^3).
 
     Examples
     --------
@@ -169,8 +281,7 @@ def tree_log_partition(span_potentials: Any) -> "torch.Tensor":
     >>> rdp.tree_log_partition(torch.zeros(1, 3, 3, 1))  # 2 binary trees over 3 leaves
     tensor([0.6931])
     """
-    spans = check_spans(span_potentials)
-    return inside_on_sets(spans, torch.zeros((1, 1, 1, 1), dtype=spans.dtype, device=spans.device).expand_as(spans))
+    return inside_on_sets(check_spans(span_potentials))
 
 
 def entropy_from_log_partition(log_z: "torch.Tensor", parameters: Sequence["torch.Tensor"]) -> "torch.Tensor":
@@ -194,7 +305,8 @@ def tree_marginals(span_potentials: Any) -> "torch.Tensor":
     spans = check_spans(span_potentials)
     with torch.enable_grad():
         leaf = _as_leaf(spans)
-        (grad,) = torch.autograd.grad(tree_log_partition(leaf).sum(), leaf, create_graph=spans.requires_grad)
+        log_z = inside_on_sets(leaf, double_backward=spans.requires_grad)
+        (grad,) = torch.autograd.grad(log_z.sum(), leaf, create_graph=spans.requires_grad)
     return grad
 
 
@@ -203,7 +315,34 @@ def tree_entropy(span_potentials: Any) -> "torch.Tensor":
     spans = check_spans(span_potentials)
     with torch.enable_grad():
         leaf = _as_leaf(spans)
-        return entropy_from_log_partition(tree_log_partition(leaf), [leaf])
+        return entropy_from_log_partition(inside_on_sets(leaf, double_backward=True), [leaf])
+
+
+def tree_viterbi(span_potentials: Any) -> TreeViterbi:
+    """Highest-scoring labelled tree: the inside recursion with max reductions, then arg-max decoding top-down.
+
+    Parameters
+    ----------
+    span_potentials : Tensor (B, T, T, N)
+        Label log potentials per span (i <= j).
+
+    Returns
+    -------
+    TreeViterbi
+        ``score`` (B,) and ``hard`` (B, T, T) labels of the best tree (-1 off it).
+
+    Examples
+    --------
+    >>> import torch, rdp
+    >>> spans = torch.zeros(1, 2, 2, 3); spans[0, 0, 1, 2] = 1.0
+    >>> best = rdp.tree_viterbi(spans)
+    >>> float(best.score), int(best.hard[0, 0, 1])
+    (1.0, 2)
+    """
+    spans = check_spans(span_potentials)
+    chart = inside_on_sets(spans, semiring="max", return_chart=True)
+    hard = gumbel_topdown(chart, None, spans.shape[-1], perturb=False).hard
+    return TreeViterbi(chart.log_z, hard)
 
 
 def tree_gumbel_sample(span_potentials: Any, *, tau: float = 1.0, generator: "torch.Generator | None" = None,
@@ -237,75 +376,6 @@ def tree_gumbel_sample(span_potentials: Any, *, tau: float = 1.0, generator: "to
     tau = check_float(tau, "tau", low=0.0, low_open=True)
     spans = check_spans(span_potentials)
     generator = check_generator(generator, spans.device)
-    chart = inside_on_sets(spans, torch.zeros((1, 1, 1, 1), dtype=spans.dtype, device=spans.device).expand_as(spans),
-                           return_chart=True)
+    chart = inside_on_sets(spans, return_chart=True)
     return gumbel_topdown(chart, None, spans.shape[-1], tau=tau, generator=generator,
                           straight_through=straight_through)
-
-
-def _check_pcfg(rule_scores: Any, terminal_scores: Any, root_scores: Any):
-    terminal = as_potentials(terminal_scores, "terminal_scores", ndim=3)
-    batch, length, nt = terminal.shape
-    rules = as_potentials(rule_scores, "rule_scores", ndim=(3, 4))
-    if tuple(rules.shape[-3:]) != (nt, nt, nt) or (rules.dim() == 4 and rules.shape[0] != batch):
-        raise ValueError(f"rule_scores must have shape (NT, NT, NT) or (B, NT, NT, NT) with NT={nt}, B={batch}; "
-                         f"got {tuple(rules.shape)}")
-    root = as_potentials(root_scores, "root_scores", ndim=(1, 2))
-    if root.shape[-1] != nt or (root.dim() == 2 and root.shape[0] != batch):
-        raise ValueError(f"root_scores must have shape (NT,) or (B, NT) with NT={nt}; got {tuple(root.shape)}")
-    return rules, terminal, root
-
-
-def pcfg_log_partition(rule_scores: Any, terminal_scores: Any, root_scores: Any) -> "torch.Tensor":
-    """Exact log partition of a PCFG in Chomsky normal form over a sentence (inside algorithm).
-
-    Parameters
-    ----------
-    rule_scores : Tensor (NT, NT, NT) or (B, NT, NT, NT)
-        ``[A, B, C]``: log score of the binary rule A -> B C.
-    terminal_scores : Tensor (B, T, NT)
-        ``[b, i, A]``: log score of A -> word_i (the preterminal rule at position i).
-    root_scores : Tensor (NT,) or (B, NT)
-        Log score of the start symbol being A.
-
-    Returns
-    -------
-    Tensor (B,)
-        ``log sum_trees exp(score)``, differentiable.  Cost O(T^3 NT^3).
-    """
-    rules, terminal, root = _check_pcfg(rule_scores, terminal_scores, root_scores)
-    batch, length, nt = terminal.shape
-    rules = rules if rules.dim() == 4 else rules.unsqueeze(0).expand(batch, -1, -1, -1)
-    flat_rules = rules.reshape(batch, 1, nt, nt * nt)
-    beta = [terminal]  # beta[w]: (B, T - w, NT) for spans (i, i + w)
-    for w in range(1, length):
-        n = length - w
-        pairs = torch.stack([beta[d][:, :n, :, None] + beta[w - 1 - d][:, d + 1: d + 1 + n, None, :]
-                             for d in range(w)], dim=-1)  # (B, n, NT, NT, w)
-        children = torch.logsumexp(pairs, dim=-1).reshape(batch, n, 1, nt * nt)
-        beta.append(torch.logsumexp(flat_rules + children, dim=-1))
-    root = root if root.dim() == 2 else root.unsqueeze(0)
-    return torch.logsumexp(beta[length - 1][:, 0] + root, dim=-1)
-
-
-def pcfg_marginals(rule_scores: Any, terminal_scores: Any, root_scores: Any) -> dict[str, "torch.Tensor"]:
-    """Expected counts of every rule: gradients of log Z (``{"rules", "terminals", "roots"}``, summed over batch
-    for shared rule/root scores)."""
-    rules, terminal, root = _check_pcfg(rule_scores, terminal_scores, root_scores)
-    with torch.enable_grad():
-        leaves = [_as_leaf(rules), _as_leaf(terminal), _as_leaf(root)]
-        grads = torch.autograd.grad(pcfg_log_partition(*leaves).sum(), leaves)
-    return dict(zip(("rules", "terminals", "roots"), grads))
-
-
-def pcfg_entropy(rule_scores: Any, terminal_scores: Any, root_scores: Any) -> "torch.Tensor":
-    """Exact entropy (B,) of the PCFG's distribution over parse trees of each sentence."""
-    rules, terminal, root = _check_pcfg(rule_scores, terminal_scores, root_scores)
-    batch = terminal.shape[0]
-    with torch.enable_grad():
-        if rules.dim() == 3:
-            rules = rules.unsqueeze(0).expand(batch, -1, -1, -1)
-        if root.dim() == 1:
-            root = root.unsqueeze(0).expand(batch, -1)
-        leaves = [_as_leaf(rules), _as_leaf(terminal), _as_leaf(root)]
-        return entropy_from_log_partition(pcfg_log_partition(*leaves), leaves)
