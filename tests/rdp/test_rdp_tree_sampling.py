@@ -7,11 +7,10 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import numpy as np  # noqa: E402
+from rdp_oracles import bracketings  # noqa: E402
 
 import rdp  # noqa: E402
 from samplers.testing import assert_frequencies_match  # noqa: E402
-
-from rdp_oracles import bracketings  # noqa: E402
 
 pytestmark = pytest.mark.torch
 T, N, DRAWS = 3, 2, 6000
