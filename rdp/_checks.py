@@ -6,6 +6,7 @@ potential never turns into a silent NaN inside a dynamic program.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from samplers.validation import check_float, check_int
@@ -33,9 +34,10 @@ def as_potentials(x: Any, name: str, *, ndim: int | tuple[int, ...]) -> "torch.T
     if any(s == 0 for s in x.shape):
         raise ValueError(f"{name} must not be empty, got shape {tuple(x.shape)}")
     with torch.no_grad():
-        finite = torch.isfinite(x)
-        if not bool(finite.all()):
-            bad = tuple(int(i) for i in torch.nonzero(~finite)[0])
+        # one pass without temporaries: min and max are finite iff every entry is (NaN propagates)
+        lo, hi = torch.aminmax(x.detach())
+        if not (math.isfinite(float(lo)) and math.isfinite(float(hi))):
+            bad = tuple(int(i) for i in torch.nonzero(~torch.isfinite(x))[0])
             raise ValueError(f"{name} must be finite; found a non-finite value at index {bad}")
     return x
 

@@ -71,11 +71,14 @@ def scaled_shift(trans: "torch.Tensor", n_states: int) -> "torch.Tensor | None":
         return hi
 
 
-def _step_matrix(trans: "torch.Tensor", shift: "torch.Tensor", t: int) -> "torch.Tensor":
-    """M_t = exp(Phi_t - c_t): (N, N) for shared transitions, (B, N, N) for per-step ones (step t >= 1)."""
+def _step_matrix(trans: "torch.Tensor", shift: "torch.Tensor", t: int,
+                 out: "torch.Tensor | None" = None) -> "torch.Tensor":
+    """M_t = exp(Phi_t - c_t): (N, N) for shared transitions, (B, N, N) for per-step ones (step t >= 1),
+    written into ``out`` when given (no allocation per step)."""
     if trans.dim() == 2:
         return torch.exp(trans - shift)
-    return torch.exp(trans[:, t - 1] - shift[:, t - 1, None, None])
+    out = torch.sub(trans[:, t - 1], shift[:, t - 1, None, None], out=out)
+    return out.exp_()
 
 
 def _vec_mat(vec: "torch.Tensor", mat: "torch.Tensor", transpose: bool = False) -> "torch.Tensor":
@@ -104,10 +107,13 @@ class ScaledForward(torch.autograd.Function):
         log_s = torch.zeros_like(emissions)  # log S_t (t >= 1), saved for the backward pass
         prev = emissions[:, 0]
         log_alpha[:, 0] = prev
+        mat = _step_matrix(trans, shift, 1) if trans.dim() == 2 and length > 1 else None
         for t in range(1, length):
             top = prev.amax(-1, keepdim=True)
             scaled = torch.exp(prev - top)
-            step_s = torch.log(_vec_mat(scaled, _step_matrix(trans, shift, t)))
+            if trans.dim() != 2:
+                mat = _step_matrix(trans, shift, t, out=mat)
+            step_s = torch.log(_vec_mat(scaled, mat))
             log_s[:, t] = step_s
             prev = emissions[:, t] + top + _step_shift(trans, shift, t) + step_s
             log_alpha[:, t] = prev
@@ -136,16 +142,16 @@ class ScaledForward(torch.autograd.Function):
             prev = log_alpha[:, t - 1]
             scaled = torch.exp(prev - prev.amax(-1, keepdim=True))
             r = lam * torch.exp(-log_s[:, t])
-            if not shared:
-                mat = _step_matrix(trans, shift, t)
+            if not shared:  # M_t goes straight into its gradient slot (or one reused buffer)
+                mat = _step_matrix(trans, shift, t, out=grad_trans[:, t - 1] if want_trans else mat)
             lam = grad[:, t - 1] + scaled * _vec_mat(r, mat, transpose=True)
             grad_em[:, t - 1] = lam
             if want_trans:
                 if shared:
                     lefts[t - 1] = scaled
                     rights[t - 1] = r
-                else:
-                    torch.mul(mat, scaled.unsqueeze(2) * r.unsqueeze(1), out=grad_trans[:, t - 1])
+                else:  # dL/dPhi_t = M_t * (a~_{t-1} outer r_t), in place
+                    mat.mul_(scaled.unsqueeze(2)).mul_(r.unsqueeze(1))
         if want_trans and shared:
             if length > 1:
                 grad_trans = mat * (lefts.reshape(-1, n).T @ rights.reshape(-1, n))

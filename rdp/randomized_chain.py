@@ -41,10 +41,12 @@ def randomized_chain_sweep(emissions: Any, transitions: Any = None, *, state_emb
     q = resolve_proposal(proposal, emissions, lambda: trans.global_log_weights(emissions.shape[1]))
     sets = select_indices(q, k1, k2, generator)
     chosen = emissions.gather(2, sets.index)
-    index = sets.index
+    # all K x K blocks in one gather, split once: the backward pass writes one gradient buffer for the
+    # transitions instead of a dense zero-filled (N, N) / (B, T-1, N, N) gradient per step
+    blocks = torch.unbind(trans.all_blocks(sets.index), dim=1) if emissions.shape[1] > 1 else ()
 
     def block(t: int, cols: slice) -> "torch.Tensor":
-        return trans.block(t, index[:, t - 1], index[:, t, cols])
+        return blocks[t - 1][:, :, cols]
 
     sweep = chain_sweep(chosen, sets.log_weight, block, entropy=entropy, keep_blocks=keep_blocks)
     return RandomizedChain(sweep, sets, lengths, emissions.shape[-1])

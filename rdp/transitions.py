@@ -86,6 +86,24 @@ class ChainTransitions:
             batch = torch.zeros_like(batch)
         return mat[batch, rows[:, :, None], cols[:, None, :]]
 
+    def all_blocks(self, index: "torch.Tensor") -> "torch.Tensor":
+        """Scores between the chosen states of consecutive steps, all steps at once: (B, T-1, K, K).
+
+        ``index`` (B, T, K) holds the chosen states of every step; entry ``[b, t-1, k, l]`` scores
+        state ``index[b, t-1, k]`` followed by ``index[b, t, l]``.  One gather for the whole chain, so
+        the backward pass scatters into one zero-filled gradient buffer instead of one per step.
+        """
+        rows, cols = index[:, :-1, :, None], index[:, 1:, None, :]
+        x = self.tensor
+        if self.kind == "embeddings":
+            chosen = x[index]  # (B, T, K, D)
+            return torch.matmul(chosen[:, :-1], chosen[:, 1:].transpose(-1, -2))
+        if self.kind == "shared":
+            return x[rows, cols]
+        steps = torch.arange(index.shape[1] - 1, device=index.device)[None, :, None, None]
+        batch = torch.arange(index.shape[0], device=index.device)[:, None, None, None]
+        return x[batch, steps, rows, cols]
+
     def global_log_weights(self, length: int) -> "torch.Tensor":
         """Log of the un-normalised global proposal weights, shape (B or 1, T or 1, N), without grad.
 
