@@ -24,6 +24,8 @@ from ..validation import check_float, check_int
 
 _RULE_RE = re.compile(r"^\s*(?P<lhs>\S+)\s*->\s*(?P<rhs>.*?)\s*\[(?P<w>[^\]]*)\]\s*$")
 _TOKEN_RE = re.compile(r"'([^']*)'|\"([^\"]*)\"|(\S+)")
+#: Finite stand-in for an absent rule in dense score arrays (rdp needs finite scores; exp(-1e4) = 0 in float64).
+MISSING_LOG_WEIGHT = -1e4
 
 
 @dataclass(frozen=True)
@@ -307,6 +309,99 @@ class Grammar:
             names = tuple("S" if c == mapping[self.start] else f"C{c}" for c in range(k))
             return Grammar(names, self.terminals, idx, np.log(bw[tuple(idx.T)]), np.log(lex),
                            int(mapping[self.start]))
+
+
+    # -- dense score arrays (the rdp side: rdp.pcfg_log_partition and friends) ---------------------
+    def dense_rule_scores(self, missing: float = MISSING_LOG_WEIGHT) -> np.ndarray:
+        """Binary rule log weights as a dense array ``[A, B, C]`` of shape (NT, NT, NT).
+
+        Absent rules get the finite stand-in ``missing`` (default ``-1e4``: rdp needs finite scores,
+        and ``exp(-1e4)`` underflows to 0 in float64, so log P is unchanged to machine precision).
+        """
+        out = np.full((self.n_nonterminals,) * 3, -np.inf)
+        r = self.binary_rules
+        np.logaddexp.at(out, (r[:, 0], r[:, 1], r[:, 2]), self.binary_log_weights)  # duplicates are summed
+        out[np.isneginf(out)] = float(missing)
+        return out
+
+    def dense_lexical_scores(self, missing: float = MISSING_LOG_WEIGHT) -> np.ndarray:
+        """Lexical log weights ``[A, w]`` (NT, V), absent rules replaced by ``missing``."""
+        lex = self.lexical_log_weights.copy()
+        lex[~np.isfinite(lex)] = float(missing)
+        return lex
+
+    def terminal_scores(self, words: str | Sequence[str], missing: float = MISSING_LOG_WEIGHT) -> np.ndarray:
+        """Preterminal log scores ``[i, A] = log w(A -> words[i])`` (T, NT): rdp's ``terminal_scores[0]``."""
+        return np.ascontiguousarray(self.dense_lexical_scores(missing)[:, self.encode(words)].T)
+
+    def root_scores(self, missing: float = MISSING_LOG_WEIGHT) -> np.ndarray:
+        """Root log scores (NT,): 0 for the start symbol, ``missing`` elsewhere."""
+        out = np.full(self.n_nonterminals, float(missing))
+        out[self.start] = 0.0
+        return out
+
+    @classmethod
+    def from_dense(cls, rule_scores, lexical_scores, root_scores, *, nonterminals: Sequence[str] | None = None,
+                   terminals: Sequence[str] | None = None,
+                   missing_below: float = MISSING_LOG_WEIGHT / 2) -> "Grammar":
+        """A grammar from dense log scores (the layout of :func:`rdp.pcfg_log_partition`).
+
+        Parameters
+        ----------
+        rule_scores : array_like (NT, NT, NT)
+            ``[A, B, C]``: log weight of ``A -> B C``.
+        lexical_scores : array_like (NT, V)
+            ``[A, w]``: log weight of ``A -> w``.
+        root_scores : array_like (NT,)
+            Log weight of the root being A.  When it is 0 at one symbol and absent elsewhere that
+            symbol is the start; otherwise a new start symbol ``"ROOT"`` gets the rules
+            ``ROOT -> B C`` and ``ROOT -> w`` with weights ``logsumexp_A root[A] + rule[A, ...]``, so
+            every sentence keeps its total weight.
+        nonterminals, terminals : sequence of str, optional
+            Names (default ``N0..``, ``w0..``).
+        missing_below : float
+            Scores at or below this (or ``-inf``) are absent rules (default ``-5e3``).
+        """
+        rules = np.asarray(rule_scores, dtype=np.float64)
+        lex = np.asarray(lexical_scores, dtype=np.float64)
+        root = np.asarray(root_scores, dtype=np.float64)
+        if rules.ndim != 3 or rules.shape[0] != rules.shape[1] or rules.shape[1] != rules.shape[2]:
+            raise ValueError(f"rule_scores must have shape (NT, NT, NT), got {rules.shape}")
+        nt = rules.shape[0]
+        if lex.ndim != 2 or lex.shape[0] != nt:
+            raise ValueError(f"lexical_scores must have shape (NT, V) with NT = {nt}, got {lex.shape}")
+        if root.shape != (nt,):
+            raise ValueError(f"root_scores must have shape (NT,) = ({nt},), got {root.shape}")
+        for name, arr in (("rule_scores", rules), ("lexical_scores", lex), ("root_scores", root)):
+            if np.any(np.isnan(arr)) or np.any(arr == np.inf):
+                raise ValueError(f"{name} must be finite or -inf (no rule)")
+        names = list(nonterminals) if nonterminals is not None else [f"N{i}" for i in range(nt)]
+        vocab = list(terminals) if terminals is not None else [f"w{i}" for i in range(lex.shape[1])]
+        if len(names) != nt or len(vocab) != lex.shape[1]:
+            raise ValueError(f"nonterminals and terminals must have {nt} and {lex.shape[1]} names")
+        present = root > missing_below
+        rules = np.where(rules > missing_below, rules, -np.inf)
+        lex = np.where(lex > missing_below, lex, -np.inf)
+        if not present.any():
+            raise ValueError("root_scores holds no root symbol (every score is absent)")
+        if present.sum() == 1 and root[present][0] == 0.0:
+            start = int(np.flatnonzero(present)[0])
+        else:
+            if "ROOT" in names:
+                raise ValueError("a nonterminal is already named 'ROOT'; rename it to build a new start symbol")
+            rroot = np.where(present, root, -np.inf)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                top = np.logaddexp.reduce(rroot[:, None, None] + rules, axis=0)
+                top_lex = np.logaddexp.reduce(rroot[:, None] + lex, axis=0)
+            pad = np.full((nt + 1, nt + 1, nt + 1), -np.inf)
+            pad[:nt, :nt, :nt] = rules
+            pad[nt, :nt, :nt] = top
+            rules = pad
+            lex = np.vstack([lex, top_lex])
+            names = names + ["ROOT"]
+            start = nt
+        idx = np.argwhere(np.isfinite(rules))
+        return cls(tuple(names), tuple(vocab), idx, rules[tuple(idx.T)], lex, start)
 
 
 def _symbol_is_terminal(sym: str) -> bool:

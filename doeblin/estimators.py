@@ -1,0 +1,133 @@
+"""Strong Doeblin chains over Gibbs sweeps as cross-family estimators of MRF / chain-CRF marginals.
+
+The base kernel ``A`` is one systematic-scan Gibbs sweep of the model (sites 0, 1, ..., n-1, as in
+:meth:`samplers.models.PairwiseMRF.gibbs_sample`) and the restart law ``u`` is the unary-only model
+(independent sites).  The strong Doeblin chain ``A~ = (1 - eps) A + eps 1 u`` (Steinhardt & Liang
+2015, Eq. 2) has the stationary law
+
+    pi_eps = eps sum_{k >= 0} (1 - eps)^k u A^k,
+
+from which **exact i.i.d. draws** cost a geometric number of sweeps (Prop. 3.2: ``y0 ~ u``,
+``T ~ Geometric(eps)`` on {0, 1, ...}, then ``T`` sweeps), mean ``(1 - eps) / eps``.  So the
+estimate has no burn-in and no autocorrelation, but it targets ``pi_eps``, not the model ``pi``:
+its bias is ``marginals(pi_eps) - marginals(pi)``, which vanishes only as ``eps -> 0`` (or when the
+sweep mixes in a few steps).  :func:`doeblin_gibbs_stationary` computes that bias exactly for small
+models (the chain over all joint states, :class:`doeblin.StrongDoeblinChain`).
+
+No log Z estimator is offered: ``pi_eps`` has no tractable density, so its draws carry no
+importance weights for Z.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from samplers.harness.cross import KindEstimator
+from samplers.models import PairwiseMRF
+from samplers.rng import as_generator
+from samplers.validation import check_int
+
+from .chains import StrongDoeblinChain, check_eps
+
+#: Largest joint state space :func:`doeblin_gibbs_stationary` builds the chain over.
+MAX_JOINT_STATES = 4096
+
+
+def doeblin_gibbs_draws(mrf: PairwiseMRF, n_draws: int, eps: float, seed: Any = None) -> tuple[np.ndarray, int]:
+    """Exact draws from ``pi_eps`` of the Gibbs-sweep Doeblin chain (module docstring).
+
+    Returns
+    -------
+    draws : ndarray of int64 (n_draws, n_vars)
+    sweeps : int
+        Total Gibbs sweeps spent (the cost), ``sum T_i``.
+    """
+    if not isinstance(mrf, PairwiseMRF):
+        raise TypeError(f"mrf must be a PairwiseMRF, got {type(mrf).__name__}")
+    n_draws = check_int(n_draws, "n_draws", low=1)
+    eps = check_eps(eps)
+    gen = as_generator(seed)
+    x = mrf.sample_independent(n_draws, gen)
+    steps = gen.geometric(eps, size=n_draws) - 1  # P(T = k) = eps (1 - eps)^k, k >= 0
+    order = np.argsort(steps, kind="stable")
+    steps_sorted = steps[order]
+    x = x[order]
+    done = 0
+    for t in range(1, int(steps_sorted[-1]) + 1 if n_draws else 1):
+        done = int(np.searchsorted(steps_sorted, t, side="left"))  # draws with T < t are finished
+        active = x[done:]
+        x[done:] = mrf.gibbs_sample(1, active.shape[0], seed=gen, init=active)[:, -1]
+    out = np.empty_like(x)
+    out[order] = x
+    return out, int(steps.sum())
+
+
+def gibbs_sweep_matrix(mrf: PairwiseMRF) -> np.ndarray:
+    """Row-stochastic matrix of one systematic-scan Gibbs sweep over all joint states
+    (:meth:`PairwiseMRF.configuration_index` order); refuses beyond :data:`MAX_JOINT_STATES`."""
+    size = mrf.n_configurations
+    if size > MAX_JOINT_STATES:
+        raise ValueError(f"the model has {size} joint states, more than {MAX_JOINT_STATES}: the sweep matrix "
+                         "would not fit")
+    states = np.array(np.unravel_index(np.arange(size), tuple(int(k) for k in mrf.n_states))).T
+    logp = mrf.log_unnormalized(states)
+    radix = [int(np.prod(mrf.n_states[i + 1:])) for i in range(mrf.n_vars)]  # stride of each variable
+    A = np.eye(size)
+    for i in range(mrf.n_vars):
+        k = int(mrf.n_states[i])
+        base = np.arange(size) - states[:, i] * radix[i]  # index with x_i = 0
+        nbrs = base[:, None] + np.arange(k)[None, :] * radix[i]  # (S, k)
+        logits = logp[nbrs]
+        cond = np.exp(logits - logits.max(axis=1, keepdims=True))
+        cond /= cond.sum(axis=1, keepdims=True)
+        G = np.zeros((size, size))
+        np.put_along_axis(G, nbrs, cond, axis=1)
+        A = A @ G
+    return A
+
+
+def doeblin_gibbs_stationary(mrf: PairwiseMRF, eps: float) -> dict[str, np.ndarray]:
+    """Exact marginals of ``pi_eps`` and the bias they imply against the model's exact marginals.
+
+    Returns
+    -------
+    dict
+        ``{"marginals": pi_eps marginals (n_vars, max_states), "bias": marginals - exact marginals}``.
+    """
+    A = gibbs_sweep_matrix(mrf)
+    states = np.array(np.unravel_index(np.arange(A.shape[0]), tuple(int(k) for k in mrf.n_states))).T
+    logu = mrf.log_unary[np.arange(mrf.n_vars), states].sum(axis=1)
+    u = np.exp(logu - logu.max())
+    pi_eps = StrongDoeblinChain(A, u / u.sum(), eps).stationary()
+    marg = np.stack([np.bincount(states[:, i], weights=pi_eps, minlength=mrf.max_states)
+                     for i in range(mrf.n_vars)])
+    return {"marginals": marg, "bias": marg - mrf.marginals_exact()}
+
+
+class DoeblinGibbsEstimator(KindEstimator):
+    """Marginals from exact draws of the Gibbs-sweep Doeblin chain; budget = number of draws.
+
+    Biased by ``marginals(pi_eps) - marginals(pi)`` (:func:`doeblin_gibbs_stationary`); mean cost
+    ``(1 - eps) / eps`` sweeps per draw.
+    """
+
+    family = "doeblin"
+    budget_label = "draws"
+    kinds = {"pairwise-mrf": ("marginals",), "chain-crf": ("marginals",)}
+    quick_budgets = (20, 100)
+    budgets = (20, 100, 400, 1600)
+
+    def __init__(self, eps: float = 0.1):
+        self.eps = check_eps(eps)
+        self.name = f"doeblin-gibbs-eps{self.eps:g}"
+
+    def _estimate(self, problem, budget: int, seed: int, targets: tuple) -> dict[str, Any]:
+        draws, _ = doeblin_gibbs_draws(problem.mrf, budget, self.eps, seed)
+        return {"marginals": problem.mrf.marginals_from_samples(draws)}
+
+
+def doeblin_estimators() -> list[DoeblinGibbsEstimator]:
+    """Doeblin-Gibbs marginals at restart probabilities 0.05 and 0.2."""
+    return [DoeblinGibbsEstimator(0.05), DoeblinGibbsEstimator(0.2)]
