@@ -43,8 +43,48 @@ def test_train_eval_score_roundtrip(trained, capsys, monkeypatch):
     monkeypatch.setattr("sys.stdin", io.StringIO("the cat sat\n\na dog ran\n"))
     capsys.readouterr()
     assert main(["trf", "score", "--model", str(model)]) == 0
-    printed = [float(x) for x in capsys.readouterr().out.split()]
-    np.testing.assert_allclose(printed, lp, atol=1e-5)
+    printed = [float(x) for x in capsys.readouterr().out.splitlines()]
+    np.testing.assert_allclose([printed[0], printed[2]], lp, atol=1e-5)
+    assert np.isnan(printed[1])
+
+
+def test_score_round_trips_blank_lines_and_unknown_words_line_by_line(trained, capsys, monkeypatch):
+    folder, train, model = trained
+    lm = trf.load(model)
+    lines = ["the cat sat", "", "zebra cat sat", "   ", "the quokka ate zebra", "a dog ran"]
+    monkeypatch.setattr("sys.stdin", io.StringIO("\n".join(lines) + "\n"))
+    capsys.readouterr()
+    assert main(["trf", "score", "--model", str(model), "--unk"]) == 0
+    captured = capsys.readouterr()
+    rows = [line.split("\t") for line in captured.out.splitlines()]
+    assert len(rows) == len(lines)
+    assert [int(r[1]) for r in rows] == [0, 0, 1, 0, 3, 0]
+    assert np.isnan(float(rows[1][0])) and np.isnan(float(rows[3][0]))
+    for i in (0, 2, 4, 5):
+        assert np.isclose(float(rows[i][0]), lm.log_prob([lines[i]])[0], atol=1e-5)
+    assert captured.err.count("warning") == 1 and "2 line(s) not scored" in captured.err
+    # an unknown word is scored as <unk>: same value as writing <unk> explicitly
+    assert np.isclose(float(rows[2][0]), lm.log_prob(["<unk> cat sat"])[0], atol=1e-5)
+    monkeypatch.setattr("sys.stdin", io.StringIO("\n".join(lines) + "\n"))
+    assert main(["trf", "score", "--model", str(model), "--jsonl"]) == 0
+    records = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [r["line"] for r in records] == [1, 2, 3, 4, 5, 6]
+    assert records[1]["log_prob"] is None and records[4]["unk"] == 3 and records[4]["words"] == 4
+    assert np.isclose(records[5]["log_prob"], float(rows[5][0]), atol=1e-5)
+
+
+def test_score_exits_quietly_on_a_closed_pipe(trained, tmp_path):
+    import subprocess
+    import sys
+
+    folder, train, model = trained
+    code = ("import sys; from samplers.cli import main; sys.exit(main(['trf', 'score', '--model', sys.argv[1]]))")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(model)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader goes away before anything is written
+    _, err = proc.communicate(("the cat sat\n" * 20000).encode())
+    assert proc.returncode == 141, err.decode()  # 128 + SIGPIPE, as Unix tools report it (samplers.cli)
+    assert err == b""  # quiet: no traceback, no message
 
 
 def test_eval_with_ais_reports_all_normaliser_estimates(trained, capsys):

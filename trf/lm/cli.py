@@ -4,7 +4,8 @@
 defaults; ``--minutes`` bounds the time; ``--checkpoint`` + ``--resume`` continue an interrupted run
 with the same iteration count and chain states).  ``eval`` prints the test perplexity (words plus one
 end-of-sentence per sentence) and optional AIS checks of the normalisers, and writes JSON.
-``score`` reads sentences on stdin and writes one natural-log probability per line.
+``score`` reads sentences on stdin and writes one natural-log probability per input line (``nan`` and one
+warning on stderr for blank lines; ``--unk`` adds the number of unknown words, ``--jsonl`` writes JSON lines).
 """
 
 from __future__ import annotations
@@ -86,12 +87,41 @@ def _score(args) -> int:
     from trf.lm.model import SentenceTRF
 
     model = SentenceTRF.load(args.model)
-    lines = [line for line in sys.stdin.read().splitlines() if line.strip()]
+    lines = sys.stdin.read().splitlines()
     if not lines:
-        raise ValueError("no sentences on stdin (one sentence per line expected)")
-    for value in model.log_prob(lines):
-        print(f"{value:.6f}")
+        raise ValueError("no lines on stdin (one sentence per line expected)")
+    values, unknown, skipped = score_lines(model, lines)
+    if skipped:
+        print(f"mcsa trf score: warning: {len(skipped)} line(s) not scored (blank, or longer than the model's "
+              f"m={model.m} words without a pooled sub-model), written as "
+              f"{'null' if args.jsonl else 'nan'}; first: line {skipped[0] + 1}", file=sys.stderr)
+    out = sys.stdout
+    for i, (value, n_unk) in enumerate(zip(values, unknown)):
+        if args.jsonl:
+            row = {"line": i + 1, "log_prob": None if np.isnan(value) else float(value),
+                   "words": len(lines[i].split()), "unk": int(n_unk)}
+            out.write(json.dumps(row) + "\n")
+        else:
+            text = "nan" if np.isnan(value) else f"{value:.6f}"
+            out.write(f"{text}\t{n_unk}\n" if args.unk else text + "\n")
+    out.flush()
     return 0
+
+
+def score_lines(model, lines: list[str]) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """Log-probabilities of ``lines`` aligned with the input: one value per line, NaN for a blank line (or
+    one longer than ``m`` when the model has no pooled sub-model); also the number of ``<unk>`` tokens per
+    line and the indices of the lines left unscored."""
+    tokens = [line.split() for line in lines]
+    index = model.vocab.index
+    unknown = np.array([sum(1 for t in toks if t not in index) for toks in tokens], dtype=np.int64)
+    limit = None if model.pooled else model.m
+    ok = [i for i, toks in enumerate(tokens) if toks and (limit is None or len(toks) <= limit)]
+    values = np.full(len(lines), np.nan)
+    if ok:
+        values[ok] = model.log_prob([tokens[i] for i in ok])
+    keep = set(ok)
+    return values, unknown, [i for i in range(len(lines)) if i not in keep]
 
 
 def register(subparsers) -> None:
@@ -132,6 +162,10 @@ def register(subparsers) -> None:
     ev.add_argument("--ais-chains", type=int, default=10)
     ev.add_argument("--ais-max-length", type=int, default=20)
     ev.set_defaults(func=_eval)
-    score = subparsers.add_parser("score", help="log-probabilities of sentences read from stdin")
+    score = subparsers.add_parser("score", help="log-probabilities of sentences read from stdin, one line out per "
+                                  "line in (blank lines give nan and one warning)")
     score.add_argument("--model", required=True)
+    score.add_argument("--unk", action="store_true", help="second tab-separated column: number of <unk> tokens")
+    score.add_argument("--jsonl", action="store_true",
+                       help="JSON lines: {line, log_prob (null when not scored), words, unk}")
     score.set_defaults(func=_score)
