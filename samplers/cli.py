@@ -1,22 +1,44 @@
 """The ``mcsa`` console script.
 
-Sub-commands live in the packages that own them; each module listed in :data:`COMMAND_MODULES`
-exposes ``register(subparsers)`` adding its parsers with ``set_defaults(func=handler)``.  A module
-whose optional dependencies are missing is skipped, so ``mcsa bench list`` works without torch.
+Command groups register through the entry point group ``mcsa.commands``: each entry point loads a
+callable ``register(subparsers)`` that adds its parsers with ``set_defaults(func=handler)`` (and
+imports nothing heavy: handlers import torch or Numba code only when they run).  mcsa's own groups
+(``bench``, ``trf``, ``ngram``) are declared the same way in its pyproject.toml; a third-party
+package adds a group by declaring one more entry point.  A group whose module is missing from this
+installation is skipped, so ``mcsa bench list`` works without torch.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+import warnings
 from typing import Sequence
 
+#: The entry point group for CLI command groups.
+COMMANDS_GROUP = "mcsa.commands"
+
+#: mcsa's own command modules, used when the installed metadata declares no ``mcsa.commands``
+#: entry points of mcsa (a source checkout run without installing).
 COMMAND_MODULES = (
     "samplers.harness.cli",  # mcsa bench list | run
     "trf.cli",               # mcsa trf morph | train | eval | score
     "trf.lm.ngram_cli",      # mcsa ngram train | eval
 )
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows every option's default (``(default: ...)``) after its help text."""
+
+
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose sub-parsers (at any depth) show defaults in their help."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
 
 
 def register_command_modules(subparsers, module_names: Sequence[str]) -> None:
@@ -35,24 +57,76 @@ def register_command_modules(subparsers, module_names: Sequence[str]) -> None:
         module.register(subparsers)
 
 
+def register_command_plugins(subparsers) -> None:
+    """Add the command groups of every ``mcsa.commands`` entry point (mcsa's own and third-party)."""
+    from importlib import metadata
+
+    eps = list(metadata.entry_points(group=COMMANDS_GROUP))
+    if not any(ep.value.startswith("samplers.harness.cli") for ep in eps):
+        register_command_modules(subparsers, COMMAND_MODULES)
+        eps = [ep for ep in eps if ep.value.split(":")[0] not in COMMAND_MODULES]
+    for ep in eps:
+        module_name = ep.value.split(":")[0].strip()
+        try:
+            register = ep.load()
+        except ModuleNotFoundError as exc:
+            if exc.name and module_name.startswith(exc.name):
+                continue  # the providing module is not part of this installation
+            warnings.warn(f"mcsa.commands entry point {ep.name!r} ({ep.value}) failed: {exc}", RuntimeWarning,
+                          stacklevel=2)
+            continue
+        except Exception as exc:
+            warnings.warn(f"mcsa.commands entry point {ep.name!r} ({ep.value}) failed: {type(exc).__name__}: {exc}",
+                          RuntimeWarning, stacklevel=2)
+            continue
+        register(subparsers)
+
+
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("mcsa")
+    except metadata.PackageNotFoundError:  # pragma: no cover - running from an uninstalled checkout
+        from samplers import __version__
+
+        return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mcsa", description="MCMC and stochastic-approximation companion suite")
-    register_command_modules(parser.add_subparsers(dest="command", metavar="COMMAND"), COMMAND_MODULES)
+    parser = Parser(prog="mcsa", description="MCMC and stochastic-approximation companion suite")
+    parser.add_argument("--version", action="version", version=f"mcsa {_version()}",
+                        help="print the version and exit")
+    register_command_plugins(parser.add_subparsers(dest="command", metavar="COMMAND"))
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
+def _quiet_broken_pipe() -> int:
+    """The reader of our stdout went away (``mcsa bench list | head``): exit quietly, as Unix tools do."""
     try:
-        result = args.func(args)
-    except (ValueError, FileNotFoundError, ImportError) as exc:
-        print(f"mcsa: error: {exc}", file=sys.stderr)
-        return 2
-    return int(result or 0)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout without a file descriptor (captured in tests)
+        pass
+    return 141  # 128 + SIGPIPE, what a shell reports for a tool killed by the broken pipe
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 2
+        try:
+            result = args.func(args)
+        except (ValueError, FileNotFoundError, ImportError) as exc:
+            print(f"mcsa: error: {exc}", file=sys.stderr)
+            return 2
+        sys.stdout.flush()
+        return int(result or 0)
+    except BrokenPipeError:
+        return _quiet_broken_pipe()
 
 
 if __name__ == "__main__":  # pragma: no cover

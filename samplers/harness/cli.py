@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 
 
@@ -17,23 +18,66 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _jobs(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer or -1, got {text!r}") from None
+    if value == 0 or value < -1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer or -1, got {value}")
+    return value
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
+    return value
+
+
 def register(subparsers) -> None:
-    bench = subparsers.add_parser("bench", help="list and run evaluation-harness suites")
+    """Add ``bench list`` and ``bench run`` to the ``mcsa`` sub-commands."""
+    bench = subparsers.add_parser("bench", help="list and run evaluation-harness suites",
+                                  description="List and run evaluation-harness suites (registered through the "
+                                              "mcsa.suites entry point group).")
     sub = bench.add_subparsers(dest="bench_command", metavar="BENCH_COMMAND")
 
-    p_list = sub.add_parser("list", help="list the registered suites (imports none of them)")
+    p_list = sub.add_parser("list", help="list the registered suites (imports none of them)",
+                            description="List the registered suites; imports no suite module (and never torch).")
     p_list.set_defaults(func=cmd_list)
 
-    p_run = sub.add_parser("run", help="run a suite and write results.csv, summary.csv, summary.md, plots")
+    p_run = sub.add_parser(
+        "run", help="run a suite, streaming runs to --out and writing summaries and plots",
+        description="Run a suite. Every finished run is appended to OUT/runs.jsonl at once; at the end "
+                    "results.csv, summary.csv, summary.md, results.json and the plots are written and "
+                    "OUT/manifest.json is marked complete. Ctrl-C keeps the finished runs; --resume continues.")
     p_run.add_argument("--suite", required=True, help="suite name (see `mcsa bench list`)")
-    p_run.add_argument("--out", required=True, type=Path, help="output directory")
-    p_run.add_argument("--replicates", type=_positive_int, default=None, help="replicates per cell (suite default)")
-    p_run.add_argument("--jobs", type=int, default=1, help="parallel workers (joblib; -1 = all cores)")
-    p_run.add_argument("--seed", type=int, default=0, help="study seed (default 0)")
+    p_run.add_argument("--out", required=True, type=Path,
+                       help="output folder (new or empty; one holding this study needs --resume or --force)")
+    p_run.add_argument("--replicates", type=_positive_int, default=None,
+                       help="replicates per cell (None = the suite's default)")
+    p_run.add_argument("--jobs", type=_jobs, default=1, help="parallel workers (joblib; -1 = all cores)")
+    p_run.add_argument("--seed", type=_seed, default=0, help="study seed; every run's seed derives from it")
     p_run.add_argument("--budgets", type=_positive_int, nargs="+", default=None,
-                       help="override every estimator's budgets")
+                       help="override every estimator's budgets (None = the suite's)")
+    p_run.add_argument("--baseline", default=None,
+                       help="estimator scored 0 in the UAI-style 0-100 score (None = the suite's baseline)")
+    mode = p_run.add_mutually_exclusive_group()
+    mode.add_argument("--resume", action="store_true",
+                      help="continue the study in --out: runs already stored are not repeated")
+    mode.add_argument("--force", action="store_true",
+                      help="replace the study in --out (deletes the files the harness wrote there)")
+    p_run.add_argument("--fail-fast", action="store_true",
+                       help="stop at the first failed run (default: record failures and continue)")
     p_run.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    p_run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    bar = p_run.add_mutually_exclusive_group()
+    bar.add_argument("--progress", dest="progress", action="store_const", const=True, default=None,
+                     help="always show the progress bar on stderr (default: only on a terminal)")
+    bar.add_argument("--no-progress", dest="progress", action="store_const", const=False,
+                     help="never show the progress bar")
     p_run.set_defaults(func=cmd_run)
     bench.set_defaults(func=lambda args: bench.print_help() or 2)
 
@@ -49,17 +93,43 @@ def cmd_list(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from .registry import load_suite
+    from .registry import load_suite, suite_exists
     from .runner import run_suite
+    from .store import OutputDirError
 
-    if args.replicates is not None and args.replicates < 1:
-        raise ValueError(f"--replicates must be >= 1, got {args.replicates}")
-    if args.seed < 0:
-        raise ValueError(f"--seed must be >= 0, got {args.seed}")
-    suite = load_suite(args.suite)
-    results = run_suite(suite, replicates=args.replicates, seed=args.seed, n_jobs=args.jobs, budgets=args.budgets,
-                        progress=False if args.no_progress else None)
-    written = results.save(args.out, plots=not args.no_plots)
+    if not suite_exists(args.suite):
+        load_suite(args.suite)  # the unknown-suite error, listing the known ones
+    from .study import RunFailedWarning
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RunFailedWarning)  # failures are reported below
+            results = run_suite(args.suite, replicates=args.replicates, seed=args.seed, n_jobs=args.jobs,
+                                budgets=args.budgets, progress=args.progress, out=args.out, resume=args.resume,
+                                force=args.force, fail_fast=args.fail_fast, plots=not args.no_plots,
+                                baseline=args.baseline)
+    except OutputDirError as exc:
+        print(f"mcsa: error: --out: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        if not args.fail_fast:
+            raise
+        print(f"mcsa: error: stopped at the first failed run (--fail-fast): {type(exc).__name__}: {exc}",
+              file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        again = f"mcsa bench run --suite {args.suite} --out {args.out} --seed {args.seed}"
+        if args.replicates is not None:
+            again += f" --replicates {args.replicates}"
+        if args.budgets is not None:
+            again += " --budgets " + " ".join(map(str, args.budgets))
+        print(f"mcsa: interrupted; finished runs are kept in {args.out}/runs.jsonl. Resume with: {again} --resume",
+              file=sys.stderr)
+        return 130
     print(results.to_markdown())
-    print(f"wrote {len(written)} files to {args.out}: " + ", ".join(sorted(written)), file=sys.stderr)
-    return 0
+    if results.failures:
+        print(f"mcsa: {len(results.failures)} runs failed (listed in {args.out}/summary.md); the first: "
+              f"{results.failures[0]['error']}", file=sys.stderr)
+    written = results.meta.get("written", [])
+    print(f"wrote {len(written)} files to {args.out}: " + ", ".join(written), file=sys.stderr)
+    return 1 if results.failures else 0

@@ -24,11 +24,23 @@ class Estimator(ABC):
     memory_meter : callable returning a :class:`~samplers.harness.memory.MemoryMeter`
         Measures peak memory of one run; tracemalloc (numpy allocations) by default.  Torch
         estimators use the meter from ``rdp`` (autograd saved bytes plus outputs, or CUDA peak).
+    warmup : bool
+        Whether the study makes one untimed warm-up call per problem (smallest budget, a seed
+        outside the replicate streams) before the timed runs, so that Numba compilation, torch
+        dispatch caches and lazy imports do not land in the first run's ``seconds``.  Set False
+        for estimators whose first call is as cheap as any other.
+
+    Notes
+    -----
+    ``estimate`` may add the reserved key ``"evaluations"`` to its result: a machine-independent
+    cost of the run (potential/energy evaluations, transitions, chart cells ...), recorded beside
+    the wall time and usable as the cost axis of the plots.  It is not a target.
     """
 
     name: str = "estimator"
     budget_label: str = "budget"
     memory_meter: Callable[[], MemoryMeter] = TracemallocMeter
+    warmup: bool = True
 
     @abstractmethod
     def estimate(self, problem, budget: int, seed: int) -> dict[str, Any]:
@@ -43,14 +55,19 @@ class Estimator(ABC):
 
 
 class FunctionEstimator(Estimator):
-    """An estimator from a name and a callable ``fn(problem, budget, seed) -> dict``."""
+    """An estimator from a name and a callable ``fn(problem, budget, seed) -> dict``.
+
+    ``supports(problem) -> bool`` (optional) restricts the problems it runs on; ``warmup=False``
+    skips the untimed warm-up call.
+    """
 
     def __init__(self, name: str, fn: Callable[[Any, int, int], dict[str, Any]], *,
                  budget_label: str = "budget", memory_meter: Callable[[], MemoryMeter] | None = None,
-                 supports: Callable[[Any], bool] | None = None):
+                 supports: Callable[[Any], bool] | None = None, warmup: bool = True):
         self.name = name
         self._fn = fn
         self.budget_label = budget_label
+        self.warmup = bool(warmup)
         if memory_meter is not None:
             self.memory_meter = memory_meter
         self._supports = supports

@@ -1,29 +1,37 @@
-"""A registry of named benchmark suites, imported lazily.
+"""A registry of named benchmark suites, filled through the ``mcsa.suites`` entry point group.
 
-A suite is a zero-argument factory (``module:function``) returning a :class:`Suite`.  Listing suites
-imports nothing, so ``mcsa bench list`` never imports torch.  Packages register their suites here
-by module path; users can add their own with :func:`register_suite`.
+A suite is a zero-argument factory (``module:function``) returning a :class:`Suite`.  Packages —
+mcsa's own families and any third-party package — declare an entry point in the group
+``mcsa.suites`` whose object is a zero-argument callable that calls :func:`register_suite` with
+``"module:function"`` paths::
+
+    # pyproject.toml of a plug-in package
+    [project.entry-points."mcsa.suites"]
+    mypkg = "mypkg.suites:register"
+
+    # mypkg/suites.py (imports nothing heavy)
+    from samplers.harness import register_suite
+    def register():
+        register_suite("mypkg-quick", "mypkg.bench:quick_suite", "my estimators on small problems")
+
+The entry points are loaded once, on the first call of :func:`list_suites` or :func:`load_suite`;
+the registering modules import no suite module, so listing never imports torch.  Users can also
+register callables at run time.
 """
 
 from __future__ import annotations
 
 import importlib
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-# name -> (module:function, one-line description)
-_SUITES: dict[str, tuple[str, str]] = {
-    "quick": ("samplers.harness.suites:quick_suite", "every family's quick problems (make demo)"),
-    "mrf-quick": ("samplers.harness.suites:mrf_quick_suite", "AIS vs Gibbs on small Ising/Potts MRFs"),
-    "rdp-quick": ("rdp.bench:rdp_quick_suite", "randomized forward/inside vs Top-K at small N"),
-    "rdp-table2": ("rdp.bench:rdp_table2_suite", "the RDP paper's Table 2 MSE grid at N = 2000"),
-    "doeblin-quick": ("doeblin.bench:doeblin_quick_suite", "Doeblin chains vs plain MCMC, small chains"),
-    "doeblin-mixing": ("doeblin.bench:doeblin_mixing_suite", "ergodic averages vs exact Doeblin draws on slow chains"),
-    "pruning-quick": ("samplers.pruning.bench:pruning_quick_suite", "randomized pruning vs fixed masks, short sentences"),
-    "pruning-bias": ("samplers.pruning.bench:pruning_bias_suite", "L2 bias vs time of pruning estimators (PCFG, ITG)"),
-    "trf-quick": ("trf.bench:trf_quick_suite", "AugSA zeta vs AIS per length on a tiny TRF"),
-    "trf-zeta": ("trf.bench:trf_zeta_suite", "AugSA zeta vs AIS per length on the morphology TRF"),
-}
+#: The entry point group for suites.
+SUITES_GROUP = "mcsa.suites"
+
+# name -> (module:function or callable, one-line description)
+_SUITES: dict[str, tuple[Any, str]] = {}
+_LOADED = False
 
 
 @dataclass
@@ -33,6 +41,8 @@ class Suite:
     ``budgets`` is a list of ints shared by all estimators, or a dict mapping estimator name to its
     own list (estimators whose budgets mean different things).  A composite suite (``quick``) leaves
     problems/estimators empty and lists sub-suites in ``parts``; each part runs as its own study.
+    ``baseline`` names a trivial estimator of the suite against which the UAI-style 0-100 score is
+    computed; ``name`` is filled in by :func:`load_suite`.
     """
 
     problems: Sequence[Any]
@@ -42,25 +52,72 @@ class Suite:
     description: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
     parts: list["Suite"] = field(default_factory=list)
+    baseline: str | None = None
+    name: str = ""
 
 
-def register_suite(name: str, factory: str | Callable[[], Suite], description: str = "") -> None:
-    """Register a suite under ``name``: a ``"module:function"`` path (imported lazily) or a callable."""
+def register_suite(name: str, factory: str | Callable[[], Suite], description: str = "", *,
+                   replace: bool = False) -> None:
+    """Register a suite under ``name``: a ``"module:function"`` path (imported lazily) or a callable.
+
+    Registering a name again with the same factory and description is a no-op (an entry point
+    loaded twice); with anything else it raises ``ValueError`` unless ``replace=True``.
+    """
     if not isinstance(name, str) or not name:
         raise ValueError("name must be a non-empty string")
     if isinstance(factory, str):
         if ":" not in factory:
             raise ValueError(f"factory must look like 'module:function', got {factory!r}")
-        _SUITES[name] = (factory, description)
-    elif callable(factory):
-        _SUITES[name] = (factory, description)  # type: ignore[assignment]
-    else:
+    elif not callable(factory):
         raise TypeError("factory must be a 'module:function' string or a callable")
+    entry = (factory, str(description))
+    old = _SUITES.get(name)
+    if old is not None and old != entry and not replace:
+        raise ValueError(f"suite {name!r} is already registered (factory {old[0]!r}); pass replace=True to "
+                         "replace it")
+    _SUITES[name] = entry
+
+
+def _entry_points(group: str) -> list:
+    from importlib import metadata
+
+    return list(metadata.entry_points(group=group))
+
+
+def load_plugins(force: bool = False) -> None:
+    """Call every ``mcsa.suites`` entry point once (mcsa's families and third-party packages).
+
+    A plug-in that fails to load is skipped with a warning naming it.  If the installed mcsa
+    metadata declares no ``samplers`` entry point (a source checkout run without installing),
+    mcsa's own families are registered directly.
+    """
+    global _LOADED
+    if _LOADED and not force:
+        return
+    _LOADED = True
+    eps = _entry_points(SUITES_GROUP)
+    if not any(ep.name == "samplers" for ep in eps):
+        from . import builtin
+
+        builtin.register_all()
+    for ep in eps:
+        try:
+            ep.load()()
+        except Exception as exc:
+            warnings.warn(f"mcsa.suites entry point {ep.name!r} ({ep.value}) failed: {type(exc).__name__}: {exc}",
+                          RuntimeWarning, stacklevel=2)
 
 
 def list_suites() -> dict[str, str]:
     """Suite names and descriptions, without importing any suite module."""
+    load_plugins()
     return {name: desc for name, (_, desc) in sorted(_SUITES.items())}
+
+
+def suite_exists(name: str) -> bool:
+    """Whether ``name`` is registered (after loading the entry points)."""
+    load_plugins()
+    return name in _SUITES
 
 
 def load_suite(name: str, **options: Any) -> Suite:
@@ -73,6 +130,7 @@ def load_suite(name: str, **options: Any) -> Suite:
     ImportError
         If the suite's package needs an extra that is not installed.
     """
+    load_plugins()
     if name not in _SUITES:
         known = ", ".join(sorted(_SUITES))
         raise ValueError(f"unknown suite {name!r}; known suites: {known}")
@@ -84,4 +142,6 @@ def load_suite(name: str, **options: Any) -> Suite:
     suite = factory(**options)
     if not isinstance(suite, Suite):
         raise TypeError(f"suite factory for {name!r} returned {type(suite).__name__}, expected Suite")
+    if not suite.name:
+        suite.name = name
     return suite

@@ -5,76 +5,118 @@ from __future__ import annotations
 import csv
 import json
 import math
+import shutil
+import tempfile
 import warnings
+import zlib
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from .problem import as_target_value
-
 ROW_FIELDS = ("problem", "estimator", "budget", "budget_label", "replicate", "seed", "target", "estimate",
-              "exact", "error", "sq_error", "seconds", "peak_bytes", "memory_kind")
-SUMMARY_FIELDS = ("problem", "estimator", "budget", "budget_label", "target", "n", "exact", "mean_estimate", "bias",
-                  "variance", "mse", "rmse", "mean_seconds", "max_peak_bytes", "memory_kind")
+              "exact", "exact_stderr", "error", "sq_error", "seconds", "evaluations", "peak_bytes", "memory_kind")
+SUMMARY_FIELDS = ("problem", "estimator", "budget", "budget_label", "target", "n", "exact", "exact_stderr",
+                  "mean_estimate", "mean_lo", "mean_hi", "bias", "bias_lo", "bias_hi", "variance", "mse", "mse_lo",
+                  "mse_hi", "rmse", "rmse_lo", "rmse_hi", "score", "mean_seconds", "mean_evaluations",
+                  "warmup_seconds", "max_peak_bytes", "memory_kind")
+FAILURE_FIELDS = ("study", "problem", "estimator", "budget", "replicate", "seed", "error")
+
+#: Meaning of each memory meter's number (summary.md legend).
+MEMORY_KINDS = {
+    "tracemalloc": "peak of Python/NumPy allocations during the call (not Numba-native or torch memory)",
+    "autograd-saved+outputs": "bytes torch autograd saved for backward plus the outputs (CPU)",
+    "torch-autograd": "bytes torch autograd saved for backward plus the outputs (CPU)",
+    "cuda-peak": "torch.cuda.max_memory_allocated above the level at entry",
+    "none": "not measured",
+}
 
 
 class Results:
     """Tidy per-run rows of a :class:`~samplers.harness.Study`.
 
     Each row holds one (run, target): ``problem, estimator, budget, budget_label, replicate, seed,
-    target, estimate, exact, error, sq_error, seconds, peak_bytes, memory_kind``.  For a scalar
-    target ``error = estimate - exact``; for an array target (marginals, expected counts) the row's
-    ``estimate`` and ``exact`` are None, the arrays are kept in :attr:`arrays` (same index as the
-    row), ``error`` is the L2 norm of the difference and ``sq_error`` its square.
-    ``seconds`` is the wall time of the ``estimate`` call; ``peak_bytes`` is what the estimator's
-    memory meter measured (``memory_kind`` says which meter: ``tracemalloc`` = peak of Python/NumPy
-    allocations during the call; ``torch-autograd`` = bytes saved for backward plus outputs;
-    ``cuda-peak`` = the CUDA caching allocator's peak).
+    target, estimate, exact, exact_stderr, error, sq_error, seconds, evaluations, peak_bytes,
+    memory_kind``.  For a scalar target ``error = estimate - exact``; for an array target
+    (marginals, expected counts) the row's ``estimate`` and ``exact`` are None, the arrays are kept
+    in :attr:`arrays` (same index as the row), ``error`` is the L2 norm of the difference and
+    ``sq_error`` its square.  A *measured* target (the problem gives no reference, ``exact`` None)
+    has ``error`` and ``sq_error`` None.  ``seconds`` is the warm wall time of the ``estimate``
+    call; ``evaluations`` the machine-independent cost the estimator reported (None if it reports
+    none); ``peak_bytes`` is what the estimator's memory meter measured (``memory_kind`` says which
+    meter: ``tracemalloc`` = peak of Python/NumPy allocations during the call; ``torch-autograd``
+    or ``autograd-saved+outputs`` = bytes saved for backward plus outputs; ``cuda-peak`` = the
+    CUDA caching allocator's peak).
+
+    Attributes
+    ----------
+    failures : list of dict
+        Failed runs: ``study, problem, estimator, budget, replicate, seed, error``.
+    warmups : list of dict
+        Untimed warm-up calls: ``problem, estimator, budget, seed, seconds, error``.
+    meta : dict
+        Study metadata (seed, replicates, budgets, provenance, references, skipped pairs ...).
     """
 
     def __init__(self, rows: Iterable[Mapping[str, Any]] | None = None):
         self.rows: list[dict[str, Any]] = [dict(r) for r in (rows or [])]
-        self.arrays: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self.arrays: dict[int, tuple[np.ndarray, np.ndarray | None]] = {}
         self.meta: dict[str, Any] = {}
+        self.failures: list[dict[str, Any]] = []
+        self.warmups: list[dict[str, Any]] = []
 
     # -- building ------------------------------------------------------------------------------
+    def add_record(self, record: Mapping[str, Any], exact: Mapping[str, tuple]) -> None:
+        """Add one run record (see :mod:`samplers.harness.store`) given the problem's exact entries
+        ``{target: (value or None, stderr, provenance)}``; a failed run goes to :attr:`failures`."""
+        if record.get("status") != "ok":
+            self.failures.append({k: record.get(k, "") for k in FAILURE_FIELDS})
+            return
+        evaluations = record.get("evaluations")
+        refs = self.meta.setdefault("references", {}).setdefault(record["problem"], {})
+        for target, raw in record["estimates"].items():
+            truth, stderr = exact[target][0], exact[target][1]
+            if target not in refs:
+                refs[target] = {"stderr": stderr, "provenance": exact[target][2] if len(exact[target]) > 2 else ""}
+            value = raw if isinstance(raw, float) else (float(raw) if np.ndim(raw) == 0
+                                                        else np.asarray(raw, dtype=np.float64))
+            row = {"problem": record["problem"], "estimator": record["estimator"], "budget": int(record["budget"]),
+                   "budget_label": record.get("budget_label", "budget"), "replicate": int(record["replicate"]),
+                   "seed": int(record["seed"]), "target": target, "seconds": float(record["seconds"]),
+                   "evaluations": None if evaluations is None else float(evaluations),
+                   "peak_bytes": int(record["peak_bytes"]), "memory_kind": record["memory_kind"]}
+            if truth is None:
+                if isinstance(value, float):
+                    row.update(estimate=value, exact=None, exact_stderr=None, error=None, sq_error=None)
+                else:
+                    row.update(estimate=None, exact=None, exact_stderr=None, error=None, sq_error=None)
+                    self.arrays[len(self.rows)] = (value, None)
+            elif isinstance(truth, float):
+                err = value - truth
+                row.update(estimate=value, exact=truth, exact_stderr=float(stderr), error=err, sq_error=err * err)
+            else:
+                sq = float(np.sum((value - truth) ** 2))
+                row.update(estimate=None, exact=None, exact_stderr=None,
+                           error=math.sqrt(sq) if math.isfinite(sq) else float("nan"), sq_error=sq)
+                self.arrays[len(self.rows)] = (value, truth)
+            self.rows.append(row)
+
     def add_run(self, *, problem: str, estimator: str, budget: int, replicate: int, seed: int,
                 estimates: Mapping[str, Any], exact: Mapping[str, Any], seconds: float, peak_bytes: int,
                 memory_kind: str, budget_label: str = "budget") -> None:
-        """Record one run's estimates; raises if a target is unknown or a shape is wrong."""
+        """Record one run's estimates against plain exact values; raises if a target is unknown or a
+        shape is wrong (the :class:`Study` records such runs as failures instead)."""
+        from .problem import split_exact
+        from .study import _normalise
+
         who = f"estimator {estimator!r} on problem {problem!r} (budget={budget}, replicate={replicate})"
-        if not isinstance(estimates, Mapping):
-            raise TypeError(f"{who} returned {type(estimates).__name__}, expected a dict of target -> value")
-        if not estimates:
-            raise ValueError(f"{who} returned no estimates")
-        for target, raw in estimates.items():
-            if target not in exact:
-                raise ValueError(f"{who} returned unknown target {target!r}; the problem's targets are "
-                                 f"{sorted(exact)}")
-            value = as_target_value(raw, target, who)
-            truth = exact[target]
-            row = {"problem": problem, "estimator": estimator, "budget": int(budget), "budget_label": budget_label,
-                   "replicate": int(replicate), "seed": int(seed), "target": target, "seconds": float(seconds),
-                   "peak_bytes": int(peak_bytes), "memory_kind": memory_kind}
-            if isinstance(truth, float):
-                if not isinstance(value, float):
-                    raise ValueError(f"{who} returned an array for scalar target {target!r}")
-                err = value - truth
-                row.update(estimate=value, exact=truth, error=err, sq_error=err * err)
-            else:
-                if isinstance(value, float) or value.shape != truth.shape:
-                    shape = "a scalar" if isinstance(value, float) else f"shape {value.shape}"
-                    raise ValueError(f"{who} returned {shape} for target {target!r}, expected shape {truth.shape}")
-                sq = float(np.sum((value - truth) ** 2))
-                row.update(estimate=None, exact=None, error=math.sqrt(sq) if math.isfinite(sq) else float("nan"),
-                           sq_error=sq)
-                self.arrays[len(self.rows)] = (value, truth)
-            if not math.isfinite(row["sq_error"]):
-                warnings.warn(f"{who} gave a non-finite estimate for target {target!r} (seed {seed}); "
-                              f"it will appear as NaN in the summary", RuntimeWarning, stacklevel=3)
-            self.rows.append(row)
+        ex = {t: split_exact(v, t, "exact") for t, v in exact.items()}
+        values, evaluations = _normalise(estimates, ex, who)
+        self.add_record({"status": "ok", "problem": problem, "estimator": estimator, "budget": budget,
+                         "replicate": replicate, "seed": seed, "estimates": values, "evaluations": evaluations,
+                         "seconds": seconds, "peak_bytes": peak_bytes, "memory_kind": memory_kind,
+                         "budget_label": budget_label}, ex)
 
     @classmethod
     def concat(cls, parts: Iterable["Results"]) -> "Results":
@@ -84,25 +126,56 @@ class Results:
             offset = len(out.rows)
             out.rows.extend(part.rows)
             out.arrays.update({offset + i: v for i, v in part.arrays.items()})
+            out.failures.extend(part.failures)
+            out.warmups.extend(part.warmups)
             for key, value in part.meta.items():
                 if isinstance(value, list):
                     out.meta.setdefault(key, []).extend(value)
                 elif isinstance(value, dict):
                     out.meta.setdefault(key, {}).update(value)
+                elif isinstance(value, (int, float)) and key in ("runs", "resumed"):
+                    out.meta[key] = out.meta.get(key, 0) + value
                 else:
                     out.meta.setdefault(key, value)
         return out
 
     # -- summaries -----------------------------------------------------------------------------
-    def summary(self) -> list[dict[str, Any]]:
-        """One row per (problem, estimator, budget, target).
+    def summary(self, *, confidence: float = 0.95, n_boot: int = 2000) -> list[dict[str, Any]]:
+        """One row per (problem, estimator, budget, target), with bootstrap confidence intervals.
 
         ``bias`` = mean error (scalar target) or the L2 norm of (mean estimate - exact) (array
         target); ``variance`` = sample variance over replicates (ddof=1; 0 for one replicate),
         summed over components for arrays; ``mse`` = mean squared error; ``rmse`` = sqrt(mse);
-        ``mean_seconds`` and ``max_peak_bytes`` over replicates.  A group with a non-finite
-        estimate gets NaN statistics and a RuntimeWarning naming the group.
+        ``mean_seconds``, ``mean_evaluations`` and ``max_peak_bytes`` over replicates;
+        ``warmup_seconds`` = the longest warm-up call of the (problem, estimator) pair.
+
+        ``*_lo``/``*_hi`` are expanded-percentile bootstrap intervals over replicates (Hesterberg
+        2015: percentiles at Phi(+-sqrt(n/(n-1)) t_{n-1}), which keeps near-nominal coverage for
+        means at small n), with ``n_boot`` resamples from a generator seeded by the cell's
+        coordinates (so summaries are reproducible).  The reference's standard error (``Exact``)
+        enters by perturbing the exact value in every resample by a normal draw with that
+        standard deviation.  A cell with one replicate has no interval (None).
+
+        ``score`` = max(0, 100 (1 - RMSE / RMSE_baseline)): the UAI inference competition's
+        partition-function score with the baseline estimator's RMSE (at its largest budget, same
+        problem and target) as MaxErr; None without a baseline.
+
+        Measured targets (no reference) get ``mean_estimate`` and its interval ``mean_lo``/
+        ``mean_hi``; bias, MSE and their intervals are None.  A group with a non-finite estimate gets
+        NaN statistics and a RuntimeWarning naming the group.
         """
+        from .study import user_stacklevel
+
+        if not 0 < confidence < 1:
+            raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
+        n_boot = int(n_boot)
+        if n_boot < 100:
+            raise ValueError(f"n_boot must be >= 100, got {n_boot}")
+        references = self.meta.get("references", {})
+        warm = {}
+        for w in self.warmups:
+            key = (w["problem"], w["estimator"])
+            warm[key] = max(warm.get(key, 0.0), float(w["seconds"]))
         groups: "OrderedDict[tuple, list[int]]" = OrderedDict()
         for i, row in enumerate(self.rows):
             groups.setdefault((row["problem"], row["estimator"], row["budget"], row["target"]), []).append(i)
@@ -110,35 +183,79 @@ class Results:
         for (problem, estimator, budget, target), idx in groups.items():
             rows = [self.rows[i] for i in idx]
             n = len(rows)
-            sq = np.array([r["sq_error"] for r in rows], dtype=float)
-            if idx[0] in self.arrays:
-                est = np.stack([self.arrays[i][0] for i in idx])
-                truth = self.arrays[idx[0]][1]
-                mean_est = est.mean(axis=0)
-                bias = float(np.linalg.norm(mean_est - truth))
-                var = float(np.sum(est.var(axis=0, ddof=1))) if n > 1 else 0.0
-                exact_v, mean_v = None, None
-            else:
-                est = np.array([r["estimate"] for r in rows], dtype=float)
-                exact_v = rows[0]["exact"]
-                mean_v = float(est.mean())
-                bias = mean_v - exact_v
-                var = float(est.var(ddof=1)) if n > 1 else 0.0
-            mse = float(sq.mean())
-            if not np.all(np.isfinite(sq)):
-                bad = [self.rows[i]["replicate"] for i, s in zip(idx, sq) if not np.isfinite(s)]
+            rng = np.random.default_rng(zlib.crc32(repr((problem, estimator, budget, target)).encode()))
+            cell = {"problem": problem, "estimator": estimator, "budget": budget,
+                    "budget_label": rows[0]["budget_label"], "target": target, "n": n, "exact": None,
+                    "exact_stderr": None, **{f: None for f in _STAT_FIELDS}, "score": None,
+                    "mean_seconds": float(np.mean([r["seconds"] for r in rows])),
+                    "mean_evaluations": (None if any(r.get("evaluations") is None for r in rows)
+                                         else float(np.mean([r["evaluations"] for r in rows]))),
+                    "warmup_seconds": warm.get((problem, estimator)),
+                    "max_peak_bytes": int(max(r["peak_bytes"] for r in rows)),
+                    "memory_kind": rows[0]["memory_kind"]}
+            is_array = idx[0] in self.arrays
+            est = (np.stack([self.arrays[i][0] for i in idx]) if is_array
+                   else np.array([r["estimate"] for r in rows], dtype=float))
+            truth = self.arrays[idx[0]][1] if is_array else rows[0]["exact"]
+            finite = bool(np.all(np.isfinite(est)))
+            if not finite:
+                bad = [self.rows[i]["replicate"] for i in idx
+                       if not np.all(np.isfinite(self.arrays[i][0] if is_array else self.rows[i]["estimate"]))]
                 warnings.warn(f"summary of estimator {estimator!r} on problem {problem!r} (budget={budget}, "
                               f"target {target!r}) includes non-finite estimates (replicates {bad}): NaN",
-                              RuntimeWarning, stacklevel=2)
-                bias = var = mse = float("nan")
-            out.append({"problem": problem, "estimator": estimator, "budget": budget,
-                        "budget_label": rows[0]["budget_label"], "target": target, "n": n, "exact": exact_v,
-                        "mean_estimate": mean_v, "bias": bias, "variance": var, "mse": mse,
-                        "rmse": math.sqrt(mse) if math.isfinite(mse) else float("nan"),
-                        "mean_seconds": float(np.mean([r["seconds"] for r in rows])),
-                        "max_peak_bytes": int(max(r["peak_bytes"] for r in rows)),
-                        "memory_kind": rows[0]["memory_kind"]})
+                              RuntimeWarning, stacklevel=user_stacklevel())
+            if truth is None:  # measured target: mean and its interval only
+                if not is_array:
+                    cell["mean_estimate"] = float(est.mean()) if finite else float("nan")
+                    cell["variance"] = (float(est.var(ddof=1)) if n > 1 else 0.0) if finite else float("nan")
+                    if finite and n > 1:
+                        lo, hi = _expanded_percentile(_resample_means(est, n_boot, rng), n, confidence)
+                        cell.update(mean_lo=lo, mean_hi=hi)
+                out.append(cell)
+                continue
+            stderr = _stderr(references, problem, target, truth)
+            cell["exact"] = None if is_array else truth
+            cell["exact_stderr"] = None if is_array else float(stderr)
+            if not finite:
+                cell.update(bias=float("nan"), variance=float("nan"), mse=float("nan"), rmse=float("nan"))
+                if not is_array:
+                    cell["mean_estimate"] = float("nan")
+                out.append(cell)
+                continue
+            if is_array:
+                mean_est = est.mean(axis=0)
+                cell["bias"] = float(np.linalg.norm(mean_est - truth))
+                cell["variance"] = float(np.sum(est.var(axis=0, ddof=1))) if n > 1 else 0.0
+            else:
+                cell["mean_estimate"] = float(est.mean())
+                cell["bias"] = cell["mean_estimate"] - truth
+                cell["variance"] = float(est.var(ddof=1)) if n > 1 else 0.0
+            mse = float(np.mean([r["sq_error"] for r in rows]))
+            cell.update(mse=mse, rmse=math.sqrt(mse))
+            if n > 1:
+                bias_b, mse_b = _bootstrap_bias_mse(est, truth, stderr, n_boot, rng, confidence)
+                cell["bias_lo"], cell["bias_hi"] = _expanded_percentile(bias_b, n, confidence)
+                cell["mse_lo"], cell["mse_hi"] = _expanded_percentile(mse_b, n, confidence)
+                cell["rmse_lo"], cell["rmse_hi"] = math.sqrt(max(cell["mse_lo"], 0.0)), math.sqrt(cell["mse_hi"])
+            out.append(cell)
+        _add_scores(out, self.meta.get("baseline", {}))
         return out
+
+    def scores(self) -> list[dict[str, Any]]:
+        """Pooled UAI-style ranking: per estimator, the mean 0-100 score over the (problem, target)
+        cells it ran, each at its largest budget (see :meth:`summary`); empty without a baseline."""
+        best: dict[tuple, dict[str, Any]] = {}
+        for cell in self.summary():
+            if cell["score"] is None:
+                continue
+            key = (cell["estimator"], cell["problem"], cell["target"])
+            if key not in best or cell["budget"] > best[key]["budget"]:
+                best[key] = cell
+        by_est: "OrderedDict[str, list[float]]" = OrderedDict()
+        for (est, _, _), cell in best.items():
+            by_est.setdefault(est, []).append(cell["score"])
+        table = [{"estimator": e, "score": float(np.mean(v)), "cells": len(v)} for e, v in by_est.items()]
+        return sorted(table, key=lambda r: -r["score"])
 
     def estimates(self, problem: str, estimator: str, budget: int, target: str) -> np.ndarray:
         """Per-replicate estimates of one cell, stacked (arrays for array targets)."""
@@ -155,60 +272,246 @@ class Results:
         """Write the per-run rows (array estimates are summarised by ``error``/``sq_error``)."""
         return _write_csv(path, ROW_FIELDS, self.rows)
 
-    def summary_to_csv(self, path: str | Path) -> Path:
+    def summary_to_csv(self, path: str | Path, summary: list[dict[str, Any]] | None = None) -> Path:
         """Write :meth:`summary` as CSV."""
-        return _write_csv(path, SUMMARY_FIELDS, self.summary())
+        return _write_csv(path, SUMMARY_FIELDS, self.summary() if summary is None else summary)
 
-    def to_json(self, path: str | Path) -> Path:
-        """Write rows, summary and study metadata as one JSON document."""
+    def to_json(self, path: str | Path, summary: list[dict[str, Any]] | None = None) -> Path:
+        """Write rows, summary, failures, warm-ups and study metadata as one JSON document."""
         path = Path(path)
-        doc = {"meta": self.meta, "summary": self.summary(), "rows": self.rows}
+        doc = {"meta": self.meta, "summary": self.summary() if summary is None else summary, "rows": self.rows,
+               "failures": self.failures, "warmups": self.warmups}
         path.write_text(json.dumps(doc, indent=1, default=_json_default, allow_nan=True))
         return path
 
-    def to_markdown(self, digits: int = 4) -> str:
-        """The summary as a Markdown table (one line per problem, estimator, budget, target)."""
-        cols = ("problem", "target", "estimator", "budget", "n", "bias", "variance", "mse", "mean_seconds",
-                "max_peak_bytes")
+    def to_markdown(self, digits: int = 4, summary: list[dict[str, Any]] | None = None) -> str:
+        """The summary as a Markdown table: one line per (problem, target, estimator, budget), with the
+        budget's unit, 95% bootstrap intervals, score, warm seconds, evaluations and memory (meter)."""
+        summary = self.summary() if summary is None else summary
+        has_score = any(r["score"] is not None for r in summary)
+        has_evals = any(r["mean_evaluations"] is not None for r in summary)
+        has_measured = any(r["mean_lo"] is not None or (r["exact"] is None and r["bias"] is None) for r in summary)
+        cols = ["problem", "target", "estimator", "budget", "unit", "n"]
+        if has_measured:
+            cols.append("mean [95% CI]")
+        cols += ["bias [95% CI]", "RMSE [95% CI]"]
+        if has_score:
+            cols.append("score")
+        cols.append("seconds")
+        if has_evals:
+            cols.append("evaluations")
+        cols.append("peak memory (meter)")
         lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-        for row in sorted(self.summary(), key=lambda r: (r["problem"], r["target"], r["estimator"], r["budget"])):
-            cells = []
-            for c in cols:
-                v = row[c]
-                if isinstance(v, float):
-                    cells.append(f"{v:.{digits}g}")
-                elif c == "max_peak_bytes":
-                    cells.append(_human_bytes(v))
-                else:
-                    cells.append(str(v))
+
+        def num(v: Any) -> str:
+            return "" if v is None else f"{v:.{digits}g}"
+
+        def ci(v: Any, lo: Any, hi: Any) -> str:
+            if v is None:
+                return ""
+            return num(v) if lo is None else f"{num(v)} [{num(lo)}, {num(hi)}]"
+
+        for r in sorted(summary, key=lambda r: (r["problem"], r["target"], r["estimator"], r["budget"])):
+            cells = [r["problem"], r["target"], r["estimator"], str(r["budget"]), r["budget_label"], str(r["n"])]
+            if has_measured:
+                cells.append(ci(r["mean_estimate"], r["mean_lo"], r["mean_hi"]) if r["exact"] is None
+                             and r["bias"] is None else "")
+            cells += [ci(r["bias"], r["bias_lo"], r["bias_hi"]), ci(r["rmse"], r["rmse_lo"], r["rmse_hi"])]
+            if has_score:
+                cells.append("" if r["score"] is None else f"{r['score']:.1f}")
+            cells.append(num(r["mean_seconds"]))
+            if has_evals:
+                cells.append(num(r["mean_evaluations"]))
+            cells.append(f"{_human_bytes(r['max_peak_bytes'])} ({r['memory_kind']})")
             lines.append("| " + " | ".join(cells) + " |")
         return "\n".join(lines) + "\n"
 
-    def plot(self, out_dir: str | Path, *, prefix: str = "") -> list[Path]:
+    def report_markdown(self, title: str = "mcsa study", summary: list[dict[str, Any]] | None = None) -> str:
+        """summary.md: the table plus what its numbers mean (units, meters, intervals, references),
+        warm-up times, the pooled score ranking, skipped pairs and failed runs."""
+        summary = self.summary() if summary is None else summary
+        meta = self.meta
+        parts = [f"# {title}", ""]
+        if "seed" in meta:
+            parts.append(f"Study seed {meta['seed']}; {len(self.rows)} rows from {meta.get('runs', '?')} runs "
+                         f"({len(self.failures)} failed). Times are warm wall seconds per run (each (problem, "
+                         "estimator) pair had one untimed warm-up call first; see below).")
+            parts.append("")
+        parts += ["Intervals: 95% expanded-percentile bootstrap over replicates (the reference's standard error, "
+                  "where it has one, is included). `bias` for an array target is the L2 norm of mean estimate "
+                  "minus exact.", ""]
+        labels = meta.get("budget_labels") or {r["estimator"]: r["budget_label"] for r in summary}
+        parts.append("Budget units: " + "; ".join(f"`{e}`: {u}" for e, u in labels.items()) + ".")
+        kinds = sorted({r["memory_kind"] for r in summary})
+        parts.append("")
+        parts.append("Memory meters: " + "; ".join(f"`{k}` = {MEMORY_KINDS.get(k, 'see the estimator')}"
+                                                    for k in kinds) + ".")
+        parts += ["", self.to_markdown(summary=summary)]
+        ranking = self.scores() if any(r["score"] is not None for r in summary) else []
+        if ranking:
+            base = ", ".join(sorted(set(meta.get("baseline", {}).values())))
+            parts += [f"## Score (UAI style, 0-100, baseline `{base}` = 0)", "",
+                      "max(0, 100 (1 - RMSE / RMSE of the baseline at its largest budget)) per (problem, target), "
+                      "averaged over the cells each estimator ran at its largest budget.", "",
+                      "| estimator | score | cells |", "|---|---|---|"]
+            parts += [f"| {r['estimator']} | {r['score']:.1f} | {r['cells']} |" for r in ranking]
+            parts.append("")
+        refs = meta.get("provenance", {})
+        if any(refs.values()):
+            parts += ["## References", ""] + [f"- `{p}`: {v}" for p, v in refs.items() if v] + [""]
+        if self.warmups:
+            parts += ["## Warm-up (untimed, not in `seconds`)", "", "| problem | estimator | budget | seconds |",
+                      "|---|---|---|---|"]
+            parts += [f"| {w['problem']} | {w['estimator']} | {w['budget']} | {float(w['seconds']):.4g}"
+                      f"{' (failed: ' + w['error'] + ')' if w.get('error') else ''} |" for w in self.warmups]
+            parts.append("")
+        if meta.get("skipped"):
+            parts += ["## Skipped pairs (estimator does not support the problem)", ""]
+            parts += [f"- {e} on {p}" for p, e in meta["skipped"]] + [""]
+        if self.failures:
+            parts += [f"## Failed runs ({len(self.failures)})", "", "| problem | estimator | budget | replicate | "
+                      "seed | error |", "|---|---|---|---|---|---|"]
+            parts += [f"| {f['problem']} | {f['estimator']} | {f['budget']} | {f['replicate']} | {f['seed']} | "
+                      f"{str(f['error']).replace('|', '/')} |" for f in self.failures]
+            parts.append("")
+        return "\n".join(parts)
+
+    def plot(self, out_dir: str | Path, *, prefix: str = "", summary: list[dict[str, Any]] | None = None
+             ) -> list[Path]:
         """Error-vs-cost plots; see :func:`samplers.harness.report.plot_error_vs_cost`."""
         from .report import plot_error_vs_cost
 
-        return plot_error_vs_cost(self.summary(), out_dir, prefix=prefix)
+        return plot_error_vs_cost(self.summary() if summary is None else summary, out_dir, prefix=prefix)
 
-    def save(self, out_dir: str | Path, *, plots: bool = True) -> dict[str, Path]:
-        """Write results.csv, summary.csv, summary.md, results.json and (optionally) PNG plots."""
+    def save(self, out_dir: str | Path, *, plots: bool = True, title: str = "mcsa study") -> dict[str, Path]:
+        """Write results.csv, summary.csv, summary.md, results.json and (optionally) PNG plots.
+
+        Files are written to a temporary folder inside ``out_dir`` and then renamed into place, so
+        an interrupted save never leaves a mix of old and new files under the final names.
+        """
+        from .store import move_into_place
+
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        written = {"results.csv": self.to_csv(out / "results.csv"),
-                   "summary.csv": self.summary_to_csv(out / "summary.csv"),
-                   "results.json": self.to_json(out / "results.json")}
-        (out / "summary.md").write_text(self.to_markdown())
-        written["summary.md"] = out / "summary.md"
-        if plots:
-            for p in self.plot(out):
-                written[p.name] = p
-        return written
+        tmp = Path(tempfile.mkdtemp(prefix=".partial-", dir=out))
+        try:
+            summary = self.summary()
+            self.to_csv(tmp / "results.csv")
+            self.summary_to_csv(tmp / "summary.csv", summary)
+            self.to_json(tmp / "results.json", summary)
+            (tmp / "summary.md").write_text(self.report_markdown(title, summary))
+            if plots:
+                self.plot(tmp, summary=summary)
+            names = move_into_place(tmp, out, [])
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+        return {name: out / name for name in names}
 
     def __len__(self) -> int:
         return len(self.rows)
 
     def __repr__(self) -> str:
-        return f"Results({len(self.rows)} rows)"
+        failed = f", {len(self.failures)} failed runs" if self.failures else ""
+        return f"Results({len(self.rows)} rows{failed})"
+
+
+_STAT_FIELDS = ("mean_estimate", "mean_lo", "mean_hi", "bias", "bias_lo", "bias_hi", "variance", "mse", "mse_lo",
+                "mse_hi", "rmse", "rmse_lo", "rmse_hi")
+
+
+def _stderr(references: Mapping[str, Any], problem: str, target: str, truth: Any) -> Any:
+    ref = references.get(problem, {}).get(target, {})
+    s = ref.get("stderr", 0.0) if isinstance(ref, Mapping) else 0.0
+    if isinstance(truth, float):
+        return float(s) if np.ndim(s) == 0 else 0.0
+    arr = np.asarray(s, dtype=float)
+    return np.broadcast_to(arr, np.shape(truth)) if arr.ndim == 0 or arr.shape == np.shape(truth) \
+        else np.zeros(np.shape(truth))
+
+
+def _weights(n: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """Bootstrap resampling weights: multinomial counts, shape (n_boot, n), rows summing to n."""
+    return rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot).astype(float)
+
+
+def _resample_means(values: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    n = len(values)
+    return _weights(n, n_boot, rng) @ values / n
+
+
+def _expansion(n: int, confidence: float) -> float:
+    """Factor by which the expanded percentile interval widens a normal interval at n replicates:
+    sqrt(n/(n-1)) t_{n-1, 1-a/2} / z_{1-a/2}."""
+    from scipy import stats
+
+    alpha = 1.0 - confidence
+    return math.sqrt(n / (n - 1)) * stats.t.ppf(1 - alpha / 2, n - 1) / stats.norm.ppf(1 - alpha / 2)
+
+
+def _bootstrap_bias_mse(est: np.ndarray, truth: Any, stderr: Any, n_boot: int, rng: np.random.Generator,
+                        confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Bootstrap replicates of the bias and the MSE of one cell.
+
+    Each resample draws replicates with replacement and, where the reference has a standard error
+    s, a reference value truth + (s / f) z (z standard normal), so the interval carries both sources
+    of uncertainty.  f is the expanded-percentile widening (:func:`_expansion`): it corrects the
+    replicate part for small n, while the reference's standard error is known, so its draw is
+    shrunk by f to leave that part of the width unexpanded (widths add in quadrature).  For arrays
+    the bias is the L2 norm of the mean error and the MSE the mean squared L2 error, expanded as
+    mean|e_i - x|^2 - 2 (mean e - x).(s z) + |s z|^2 to stay vectorised.
+    """
+    n = est.shape[0]
+    w = _weights(n, n_boot, rng)
+    shrink = 1.0 / _expansion(n, confidence)
+    if est.ndim == 1:
+        z = rng.standard_normal(n_boot) * (float(stderr) * shrink)
+        x_b = truth + z
+        mean_b = w @ est / n
+        sq_mean_b = w @ (est * est) / n
+        return mean_b - x_b, sq_mean_b - 2 * x_b * mean_b + x_b * x_b
+    flat = est.reshape(n, -1)
+    x = np.asarray(truth, dtype=float).reshape(-1)
+    s = np.asarray(stderr, dtype=float).reshape(-1) * shrink
+    z = rng.standard_normal((n_boot, x.size)) * s if np.any(s > 0) else np.zeros((n_boot, x.size))
+    d_mean = w @ (flat - x) / n
+    sq = np.sum((flat - x) ** 2, axis=1)
+    bias_b = np.linalg.norm(d_mean - z, axis=1)
+    mse_b = w @ sq / n - 2 * np.sum(d_mean * z, axis=1) + np.sum(z * z, axis=1)
+    return bias_b, mse_b
+
+
+def _expanded_percentile(boot: np.ndarray, n: int, confidence: float) -> tuple[float, float]:
+    """Expanded percentile interval (Hesterberg 2015, "What teachers should know about the
+    bootstrap", Sec. 4): the percentile interval at levels Phi(-+sqrt(n/(n-1)) t_{n-1, 1-a/2})
+    instead of a/2, 1-a/2, correcting the percentile interval's narrowness at small n."""
+    from scipy import stats
+
+    alpha = 1.0 - confidence
+    q = math.sqrt(n / (n - 1)) * stats.t.ppf(1 - alpha / 2, n - 1)
+    tail = float(stats.norm.sf(q))
+    lo, hi = np.quantile(boot, [tail, 1 - tail])
+    return float(lo), float(hi)
+
+
+def _add_scores(summary: list[dict[str, Any]], baselines: Mapping[str, str]) -> None:
+    """Fill ``score`` of each cell with a reference: 100 (1 - RMSE / MaxErr), floored at 0, where
+    MaxErr is the baseline's RMSE on the same (problem, target) at the baseline's largest budget."""
+    if not baselines:
+        return
+    max_err: dict[tuple[str, str], float] = {}
+    chosen: dict[tuple[str, str], int] = {}
+    for cell in summary:
+        if baselines.get(cell["problem"]) != cell["estimator"] or cell["rmse"] is None:
+            continue
+        key = (cell["problem"], cell["target"])
+        if key not in chosen or cell["budget"] > chosen[key]:
+            chosen[key], max_err[key] = cell["budget"], cell["rmse"]
+    for cell in summary:
+        ref = max_err.get((cell["problem"], cell["target"]))
+        if ref is None or cell["rmse"] is None or not math.isfinite(cell["rmse"]) or not ref > 0:
+            continue
+        cell["score"] = max(0.0, 100.0 * (1.0 - cell["rmse"] / ref))
 
 
 def _write_csv(path: str | Path, fields: tuple[str, ...], rows: list[dict[str, Any]]) -> Path:

@@ -1,32 +1,124 @@
-"""Running a registered suite: one Study per part, results merged."""
+"""Running a registered suite: one Study per part, results streamed to an output folder and merged.
+
+:func:`run_suite` with ``out`` is what ``mcsa bench run`` does: it validates the folder before any
+run (:func:`~samplers.harness.store.prepare_output_dir`), writes a manifest saying the folder holds
+an *incomplete* study of this suite and seed, appends every finished run to ``runs.jsonl``, and at
+the end writes the summaries and plots through a temporary folder and marks the manifest
+*complete*.  Interrupted (Ctrl-C, a kill), the folder keeps every finished run and says it is
+incomplete; ``resume=True`` continues it without repeating finished runs, with results identical
+to an uninterrupted run.
+"""
 
 from __future__ import annotations
 
-from typing import Sequence
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Sequence
 
 from .registry import Suite, load_suite
 from .results import Results
+from .store import (
+    FORMAT,
+    MANIFEST,
+    RUNS,
+    RunStore,
+    move_into_place,
+    now,
+    prepare_output_dir,
+    versions,
+    write_json_atomic,
+)
 from .study import Study
 
 
+def _studies(suite: Suite, replicates: int | None, seed: int, budgets: Sequence[int] | None,
+             baseline: str | None) -> list[Study]:
+    out = []
+    parts = suite.parts or [suite]
+    for i, part in enumerate(parts):
+        if part.parts:
+            out.extend(_studies(part, replicates, seed, budgets, baseline))
+            continue
+        label = part.name or (suite.name if part is suite else f"{suite.name or 'part'}-{i}")
+        names = {e.name for e in part.estimators}
+        base = baseline if baseline in names else part.baseline
+        if baseline is not None and not any(baseline in {e.name for e in p.estimators} for p in parts):
+            raise ValueError(f"baseline {baseline!r} is not an estimator of suite {suite.name!r}")
+        out.append(Study(part.problems, part.estimators, part.budgets if budgets is None else list(budgets),
+                         replicates=part.replicates if replicates is None else replicates, seed=seed,
+                         baseline=base, name=label if suite.parts else ""))
+    return out
+
+
 def run_suite(suite: Suite | str, *, replicates: int | None = None, seed: int = 0, n_jobs: int = 1,
-              budgets: Sequence[int] | None = None, progress: bool | None = None) -> Results:
+              budgets: Sequence[int] | None = None, progress: bool | None = None, out: str | Path | None = None,
+              resume: bool = False, force: bool = False, fail_fast: bool = False, plots: bool = True,
+              baseline: str | None = None) -> Results:
     """Run a suite (or a registered suite name) and return its results.
 
     A suite with ``parts`` (like ``quick``) runs each part as its own study, so estimators meet only
     the problems of their own part; ``replicates`` and ``budgets`` override the suite's defaults for
     every part.
+
+    Parameters
+    ----------
+    out : path, optional
+        Output folder: validated before anything runs, then ``runs.jsonl`` (streamed),
+        ``manifest.json``, ``results.csv``, ``summary.csv``, ``summary.md``, ``results.json`` and the
+        plots (see :mod:`samplers.harness.store`).  Without it nothing is written.
+    resume, force : bool
+        Continue the study already in ``out`` (finished runs are kept), or replace it.
+    fail_fast : bool
+        Stop at the first failed run instead of recording it and continuing.
+    plots : bool
+        Write the PNG plots (with ``out``).
+    baseline : str, optional
+        Estimator name for the UAI-style score, overriding the suite's ``baseline``.
     """
+    name = suite if isinstance(suite, str) else (suite.name or "suite")
+    folder = previous = None
+    if out is not None:
+        if isinstance(suite, str):
+            from .registry import suite_exists
+
+            if not suite_exists(suite):
+                load_suite(suite)  # raises the unknown-suite error listing the known ones
+        folder, previous = prepare_output_dir(out, suite=name, seed=seed, resume=resume, force=force)
     if isinstance(suite, str):
         suite = load_suite(suite)
-    parts = suite.parts or [suite]
-    results = []
-    for part in parts:
-        if part.parts:
-            results.append(run_suite(part, replicates=replicates, seed=seed, n_jobs=n_jobs, budgets=budgets,
-                                     progress=progress))
-            continue
-        study = Study(part.problems, part.estimators, part.budgets if budgets is None else list(budgets),
-                      replicates=part.replicates if replicates is None else replicates, seed=seed)
-        results.append(study.run(n_jobs=n_jobs, progress=progress))
-    return Results.concat(results)
+    studies = _studies(suite, replicates, seed, budgets, baseline)
+    if folder is None:
+        return Results.concat([s.run(n_jobs=n_jobs, progress=progress, fail_fast=fail_fast) for s in studies])
+
+    manifest: dict[str, Any] = {
+        "format": FORMAT, "suite": name, "description": suite.description, "seed": seed,
+        "replicates": replicates, "budgets": None if budgets is None else list(budgets), "n_jobs": n_jobs,
+        "status": "incomplete", "started": (previous or {}).get("started", now()), "resumed": previous is not None,
+        "versions": versions(), "command": " ".join(sys.argv) if sys.argv and sys.argv[0] else "",
+        "runs": sum(len(s.runs()) for s in studies), "files": (previous or {}).get("files", [])}
+    write_json_atomic(folder / MANIFEST, manifest)
+    with RunStore(folder / RUNS) as store:
+        results = Results.concat([s.run(n_jobs=n_jobs, progress=progress, store=store, fail_fast=fail_fast)
+                                  for s in studies])
+    results.meta["suite"] = name
+    tmp = Path(tempfile.mkdtemp(prefix=".partial-", dir=folder))
+    try:
+        summary = results.summary()
+        results.to_csv(tmp / "results.csv")
+        results.summary_to_csv(tmp / "summary.csv", summary)
+        results.to_json(tmp / "results.json", summary)
+        (tmp / "summary.md").write_text(results.report_markdown(f"mcsa bench run --suite {name} (seed {seed})",
+                                                                summary))
+        if plots:
+            results.plot(tmp, summary=summary)
+        written = move_into_place(tmp, folder, stale=list(manifest["files"]))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    manifest.update(status="complete", finished=now(), files=sorted(written), failed=len(results.failures),
+                    references={p: {t: r.get("provenance", "") for t, r in refs.items()}
+                                for p, refs in results.meta.get("references", {}).items()})
+    write_json_atomic(folder / MANIFEST, manifest)
+    results.meta["written"] = sorted(written)
+    return results

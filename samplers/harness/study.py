@@ -5,22 +5,37 @@ Every run gets its own integer seed derived from the study seed and the run's co
 estimates do not depend on ``n_jobs``, on the joblib backend, or on which other runs are in the
 study.  Runs are dispatched through :class:`joblib.Parallel`; inside
 ``with joblib.parallel_config(backend="dask"):`` they go to a Dask cluster unchanged.
+
+Discipline (asv/benchopt style): before its first timed run in a process, every (problem,
+estimator) pair gets one untimed warm-up call at the estimator's smallest budget with a seed
+outside the replicate streams (:func:`warmup_seed`), so compilation does not count as cost; its
+time is recorded separately.  Failures are data: a raising estimator, a raising ``exact()`` or an
+invalid estimate is recorded with its coordinates and seed, and the study continues (unless
+``fail_fast``).  With a store, every finished run is appended to disk at once and runs already in
+the store are not repeated (resume).
 """
 
 from __future__ import annotations
 
+import math
+import os
 import sys
 import time
+import traceback
+import uuid
+import warnings
 import zlib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import joblib
 import numpy as np
 
 from ..validation import check_int
-from .problem import as_target_value
+from .problem import EVALUATIONS, as_target_value, split_exact
 from .results import Results
+from .store import RunStore, read_records, run_key
 
 
 @dataclass(frozen=True)
@@ -43,6 +58,18 @@ def run_seed(study_seed: int, problem: str, estimator: str, budget: int, replica
     key = (zlib.crc32(problem.encode()), zlib.crc32(estimator.encode()), int(budget), int(replicate))
     ss = np.random.SeedSequence(entropy=int(study_seed), spawn_key=key)
     return int(ss.generate_state(1, dtype=np.uint32)[0] & 0x7FFFFFFF)
+
+
+def warmup_seed(study_seed: int, problem: str, estimator: str, budget: int) -> int:
+    """The seed of a pair's untimed warm-up call: a SeedSequence child with a 5-element spawn key,
+    hence outside every replicate stream of :func:`run_seed` (which use 4-element keys)."""
+    key = (zlib.crc32(problem.encode()), zlib.crc32(estimator.encode()), int(budget), 0, 1)
+    ss = np.random.SeedSequence(entropy=int(study_seed), spawn_key=key)
+    return int(ss.generate_state(1, dtype=np.uint32)[0] & 0x7FFFFFFF)
+
+
+class RunFailedWarning(UserWarning):
+    """Some runs of a study failed; they are listed in ``Results.failures``."""
 
 
 def _named(items: Sequence[Any], what: str) -> list[Any]:
@@ -79,19 +106,93 @@ def _check_budgets(values: Any, what: str) -> list[int]:
     return out
 
 
-def _execute(problem, estimator, budget: int, seed: int) -> tuple[dict[str, Any], float, int, str]:
-    """Run one estimate under timing and the estimator's memory meter (executes in a worker)."""
+#: (run token, problem, estimator) pairs already warmed up in this process.
+_WARMED: set[tuple[str, str, str]] = set()
+
+
+def user_stacklevel() -> int:
+    """``stacklevel`` for :func:`warnings.warn` (called by the caller of this function) that points
+    at the first frame outside ``samplers.harness``: the user's code."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("samplers.harness"):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _error_text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _execute(problem, estimator, budget: int, seed: int, warm: tuple[str, int, int] | None = None,
+             index: int = -1) -> dict[str, Any]:
+    """Run one estimate under timing and the estimator's memory meter (executes in a worker).
+
+    ``warm = (token, budget, seed)`` asks for the pair's untimed warm-up call first, unless this
+    process already made it for this study run.  Exceptions are caught and returned as data.
+    """
+    out: dict[str, Any] = {"index": index, "warmup": None, "pid": os.getpid()}
+    if warm is not None:
+        key = (warm[0], problem.name, estimator.name)
+        if key not in _WARMED:
+            _WARMED.add(key)
+            start = time.perf_counter()
+            error = None
+            try:
+                estimator.estimate(problem, warm[1], warm[2])
+            except Exception as exc:  # the timed run will show whether it is persistent
+                error = _error_text(exc)
+            out["warmup"] = {"seconds": time.perf_counter() - start, "budget": int(warm[1]), "seed": int(warm[2]),
+                             "error": error}
     meter = estimator.memory_meter()
     try:
         with meter:
             start = time.perf_counter()
             estimates = estimator.estimate(problem, budget, seed)
             seconds = time.perf_counter() - start
-    except Exception as exc:  # re-raised with the run's coordinates
-        raise RuntimeError(
-            f"estimator {estimator.name!r} failed on problem {problem.name!r} (budget={budget}, seed={seed}): "
-            f"{type(exc).__name__}: {exc}") from exc
-    return estimates, seconds, int(meter.peak_bytes), meter.kind
+    except Exception as exc:
+        out.update(status="error", error=_error_text(exc),
+                   traceback="".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-3:]))
+        return out
+    out.update(status="ok", estimates=estimates, seconds=seconds, peak_bytes=int(meter.peak_bytes),
+               memory_kind=meter.kind)
+    return out
+
+
+def _normalise(estimates: Any, exact: Mapping[str, tuple], who: str) -> tuple[dict[str, Any], float | None]:
+    """Validate an estimator's output against the problem's targets: (estimates, evaluations)."""
+    if not isinstance(estimates, Mapping):
+        raise TypeError(f"{who} returned {type(estimates).__name__}, expected a dict of target -> value")
+    estimates = dict(estimates)
+    evaluations = None
+    if EVALUATIONS in estimates:
+        raw = estimates.pop(EVALUATIONS)
+        if isinstance(raw, bool) or not isinstance(raw, (int, float, np.integer, np.floating)) \
+                or not math.isfinite(raw) or raw < 0:
+            raise ValueError(f"{who} reported evaluations={raw!r}; expected a finite number >= 0")
+        evaluations = float(raw)
+    if not estimates:
+        raise ValueError(f"{who} returned no estimates")
+    out = {}
+    for target, raw in estimates.items():
+        if target not in exact:
+            raise ValueError(f"{who} returned unknown target {target!r}; the problem's targets are {sorted(exact)}")
+        value = as_target_value(raw, target, who)
+        truth = exact[target][0]
+        if truth is not None:
+            if isinstance(truth, float) and not isinstance(value, float):
+                raise ValueError(f"{who} returned an array for scalar target {target!r}")
+            if not isinstance(truth, float) and (isinstance(value, float) or value.shape != truth.shape):
+                shape = "a scalar" if isinstance(value, float) else f"shape {value.shape}"
+                raise ValueError(f"{who} returned {shape} for target {target!r}, expected shape {truth.shape}")
+        if not np.all(np.isfinite(value)):
+            warnings.warn(f"{who} gave a non-finite estimate for target {target!r}; it will appear as NaN in "
+                          f"the summary", RuntimeWarning, stacklevel=user_stacklevel())
+        out[target] = value
+    return out, evaluations
+
+
+class _Failed(Exception):
+    """Raised under ``fail_fast`` after the failing run has been recorded."""
 
 
 class Study:
@@ -103,13 +204,18 @@ class Study:
         Each has a unique ``name`` and ``exact()``.
     estimators : sequence of Estimator
         Each has a unique ``name`` and ``estimate(problem, budget, seed)``; pairs for which
-        ``estimator.supports(problem)`` is False are skipped.
+        ``estimator.supports(problem)`` is False are skipped (and listed in ``Results.meta["skipped"]``).
     budgets : sequence of int or mapping
         Positive integers shared by all estimators, or ``{estimator name: budgets}``.
     replicates : int
         Independent runs per (problem, estimator, budget), at least 1.
     seed : int
         Study seed; every run's seed is derived from it (see :func:`run_seed`).
+    baseline : str, optional
+        Name of a trivial estimator of this study against which the UAI-style 0-100 score is
+        computed (see :meth:`Results.scores`).
+    name : str
+        Label of the study inside a run store (the part's suite name in a composite suite).
 
     Examples
     --------
@@ -124,11 +230,18 @@ class Study:
 
     def __init__(self, problems: Sequence[Any], estimators: Sequence[Any],
                  budgets: Sequence[int] | Mapping[str, Sequence[int]], replicates: int = 10,
-                 seed: int = 0):
+                 seed: int = 0, *, baseline: str | None = None, name: str = ""):
         self.problems = _named(problems, "problems")
         self.estimators = _named(estimators, "estimators")
         self.replicates = check_int(replicates, "replicates", low=1)
         self.seed = check_int(seed, "seed", low=0)
+        if not isinstance(name, str):
+            raise TypeError(f"name must be a string, got {type(name).__name__}")
+        self.name = name
+        if baseline is not None and baseline not in {e.name for e in self.estimators}:
+            raise ValueError(f"baseline {baseline!r} is not one of the estimators "
+                             f"{[e.name for e in self.estimators]}")
+        self.baseline = baseline
         if isinstance(budgets, Mapping):
             names = {e.name for e in self.estimators}
             missing = names - set(budgets)
@@ -143,7 +256,7 @@ class Study:
             self.budgets = {e.name: shared for e in self.estimators}
 
     def runs(self) -> list[RunSpec]:
-        """All run coordinates in a fixed order."""
+        """All run coordinates in a fixed order (problem, estimator, budget, replicate)."""
         specs = []
         for pi, problem in enumerate(self.problems):
             for ei, est in enumerate(self.estimators):
@@ -156,21 +269,35 @@ class Study:
             raise ValueError("no estimator supports any problem: the study has no runs")
         return specs
 
+    def skipped_pairs(self) -> list[tuple[str, str]]:
+        """(problem, estimator) pairs left out because ``estimator.supports(problem)`` is False."""
+        return [(p.name, e.name) for p in self.problems for e in self.estimators if not e.supports(p)]
+
     def exact_values(self) -> dict[str, dict[str, Any]]:
-        """Exact targets per problem name, validated (finite numbers or arrays)."""
+        """Exact target values per problem name (floats, float arrays or None), validated.
+
+        Raises if a problem's ``exact()`` raises or returns something invalid; :meth:`run` records
+        such a problem's runs as failed instead.
+        """
+        return {p.name: {t: v[0] for t, v in self._exact_of(p).items()} for p in self.problems}
+
+    def _exact_of(self, problem) -> dict[str, tuple[Any, Any, str]]:
+        raw = problem.exact()
+        who = f"problem {problem.name!r}.exact()"
+        if not isinstance(raw, Mapping) or not raw:
+            raise TypeError(f"{who} must return a non-empty dict of targets")
         out = {}
-        for problem in self.problems:
-            raw = problem.exact()
-            if not isinstance(raw, Mapping) or not raw:
-                raise TypeError(f"problem {problem.name!r}.exact() must return a non-empty dict of targets")
-            vals = {t: as_target_value(v, t, f"problem {problem.name!r}.exact()") for t, v in raw.items()}
-            for t, v in vals.items():
-                if not np.all(np.isfinite(v)):
-                    raise ValueError(f"problem {problem.name!r} has a non-finite exact value for target {t!r}")
-            out[problem.name] = vals
+        for t, v in raw.items():
+            if t == EVALUATIONS:
+                raise ValueError(f"{who}: {EVALUATIONS!r} is reserved for the estimators' cost and cannot be a target")
+            value, stderr, provenance = split_exact(v, t, who)
+            if value is not None and not np.all(np.isfinite(value)):
+                raise ValueError(f"problem {problem.name!r} has a non-finite exact value for target {t!r}")
+            out[t] = (value, stderr, provenance)
         return out
 
-    def run(self, n_jobs: int = 1, *, progress: bool | None = None, backend: str | None = None) -> Results:
+    def run(self, n_jobs: int = 1, *, progress: bool | None = None, backend: str | None = None,
+            store: str | Path | RunStore | None = None, fail_fast: bool = False) -> Results:
         """Run every (problem, estimator, budget, replicate) and collect tidy rows.
 
         Parameters
@@ -178,36 +305,166 @@ class Study:
         n_jobs : int
             Parallel workers (joblib semantics: -1 = all cores).  Results do not depend on it.
         progress : bool, optional
-            Show a tqdm bar (default: only when stderr is a terminal).
+            Show a tqdm bar on stderr (default: only when stderr is a terminal; True forces it).
         backend : str, optional
             A joblib backend name; by default the active ``joblib.parallel_config`` decides
             (``"loky"`` processes unless a Dask/Ray context is active).
+        store : path or RunStore, optional
+            A JSON-lines run store (see :mod:`samplers.harness.store`): every finished run is
+            appended and flushed as it arrives, and runs of this study already stored with status
+            ok are not run again (resume).  The returned results are the same either way.
+        fail_fast : bool
+            Stop at the first failure (after recording it) and raise: ``RuntimeError`` naming the
+            run for a raising estimator, the original error for an invalid estimate or ``exact()``.
+
+        Returns
+        -------
+        Results
+            Rows in the fixed run order, ``failures`` (failed runs with coordinates, seed and
+            message), ``warmups`` (warm-up seconds per pair) and ``meta``.
         """
         if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0 or n_jobs < -1:
             raise ValueError(f"n_jobs must be a positive integer or -1, got {n_jobs!r}")
-        exact = self.exact_values()
+        if isinstance(store, (str, Path)):
+            with RunStore(store) as opened:
+                return self.run(n_jobs, progress=progress, backend=backend, store=opened, fail_fast=fail_fast)
         specs = self.runs()
+        exact: dict[str, dict[str, tuple]] = {}
+        exact_errors: dict[str, BaseException] = {}
+        for problem in self.problems:
+            try:
+                exact[problem.name] = self._exact_of(problem)
+            except Exception as exc:  # failures are data: this problem's runs are recorded as failed
+                if fail_fast:
+                    raise
+                exact_errors[problem.name] = exc
+
+        records: dict[tuple, dict[str, Any]] = {}
+        warmups: list[dict[str, Any]] = []
+        if store is not None:
+            for rec in read_records(store.path):
+                if rec.get("study", "") != self.name:
+                    continue
+                if rec.get("type") == "warmup":
+                    warmups.append(rec)
+                elif rec.get("type") == "run" and rec.get("status") == "ok":
+                    records[run_key(rec)] = rec
+        keys = [self._key(s) for s in specs]
+        pending = [i for i, k in enumerate(keys) if k not in records]
+
+        def record(rec: dict[str, Any]) -> None:
+            if store is not None:
+                store.append(rec)
+            records[run_key(rec)] = rec
+
+        todo = []
+        for i in pending:
+            s = specs[i]
+            problem = self.problems[s.problem_index]
+            if problem.name in exact_errors:
+                exc = exact_errors[problem.name]
+                record(self._base_record(s) | {"status": "error",
+                                               "error": f"exact() of problem {problem.name!r} failed: "
+                                                        f"{_error_text(exc)}"})
+            else:
+                todo.append(i)
+
         from tqdm.auto import tqdm
 
         disable = (not sys.stderr.isatty()) if progress is None else not progress
-        work = [(self.problems[s.problem_index], self.estimators[s.estimator_index], s.budget, s.seed)
-                for s in specs]
+        token = uuid.uuid4().hex
+        work = []
+        for i in todo:
+            s = specs[i]
+            problem, est = self.problems[s.problem_index], self.estimators[s.estimator_index]
+            warm = None
+            if getattr(est, "warmup", True):
+                b0 = min(self.budgets[est.name])
+                warm = (token, b0, warmup_seed(self.seed, problem.name, est.name, b0))
+            work.append((problem, est, s.budget, s.seed, warm, i))
         if n_jobs == 1 and backend is None:
             outputs = (_execute(*args) for args in work)
         else:
-            parallel = joblib.Parallel(n_jobs=int(n_jobs), backend=backend, return_as="generator")
-            outputs = parallel(joblib.delayed(_execute)(*args) for args in work)
+            outputs = _parallel(int(n_jobs), backend)(joblib.delayed(_execute)(*args) for args in work)
+        bar = tqdm(total=len(specs), initial=len(specs) - len(todo), disable=disable, desc="mcsa study", unit="run",
+                   file=sys.stderr)
+        try:
+            for out in outputs:
+                s = specs[out["index"]]
+                problem, est = self.problems[s.problem_index], self.estimators[s.estimator_index]
+                if out["warmup"] is not None:
+                    w = {"type": "warmup", "study": self.name, "problem": problem.name, "estimator": est.name,
+                         **out["warmup"]}
+                    warmups.append(w)
+                    if store is not None:
+                        store.append(w)
+                rec = self._base_record(s)
+                error: BaseException | None = None
+                if out["status"] == "ok":
+                    who = (f"estimator {est.name!r} on problem {problem.name!r} "
+                           f"(budget={s.budget}, replicate={s.replicate}, seed={s.seed})")
+                    try:
+                        estimates, evaluations = _normalise(out["estimates"], exact[problem.name], who)
+                    except (TypeError, ValueError) as exc:
+                        error = exc
+                        rec.update(status="error", error=str(exc))
+                    else:
+                        rec.update(status="ok", estimates=estimates, evaluations=evaluations,
+                                   seconds=out["seconds"], peak_bytes=out["peak_bytes"],
+                                   memory_kind=out["memory_kind"])
+                else:
+                    msg = (f"estimator {est.name!r} failed on problem {problem.name!r} (budget={s.budget}, "
+                           f"seed={s.seed}): {out['error']}")
+                    rec.update(status="error", error=msg, traceback=out.get("traceback", ""))
+                    error = RuntimeError(msg)
+                record(rec)
+                bar.update(1)
+                if error is not None and fail_fast:
+                    raise error
+        finally:
+            bar.close()
+            close = getattr(outputs, "close", None)
+            if close is not None:
+                close()
+
         results = Results()
-        for spec, out in tqdm(zip(specs, outputs), total=len(specs), disable=disable, desc="mcsa study", unit="run"):
-            problem = self.problems[spec.problem_index]
-            est = self.estimators[spec.estimator_index]
-            estimates, seconds, peak, kind = out
-            results.add_run(problem=problem.name, estimator=est.name, budget=spec.budget, replicate=spec.replicate,
-                            seed=spec.seed, estimates=estimates, exact=exact[problem.name], seconds=seconds,
-                            peak_bytes=peak, memory_kind=kind, budget_label=getattr(est, "budget_label", "budget"))
-        results.meta.update({"seed": self.seed, "replicates": self.replicates,
-                             "problems": [p.name for p in self.problems],
-                             "estimators": [e.name for e in self.estimators],
-                             "provenance": {p.name: getattr(p, "provenance", "") for p in self.problems},
-                             "sizes": {p.name: dict(p.size()) if hasattr(p, "size") else {} for p in self.problems}})
+        for i, k in enumerate(keys):
+            s = specs[i]
+            problem = self.problems[s.problem_index]
+            results.add_record(records[k], exact.get(problem.name, {}))
+        results.warmups = [w for w in warmups if w.get("study", "") == self.name]
+        results.meta.update({
+            "seed": self.seed, "replicates": self.replicates,
+            "problems": [p.name for p in self.problems], "estimators": [e.name for e in self.estimators],
+            "budgets": {k: list(v) for k, v in self.budgets.items()},
+            "budget_labels": {e.name: getattr(e, "budget_label", "budget") for e in self.estimators},
+            "provenance": {p.name: getattr(p, "provenance", "") for p in self.problems},
+            "references": {p: {t: {"stderr": v[1], "provenance": v[2]} for t, v in ex.items()}
+                           for p, ex in exact.items()},
+            "sizes": {p.name: dict(p.size()) if hasattr(p, "size") else {} for p in self.problems},
+            "skipped": [list(pair) for pair in self.skipped_pairs()],
+            "baseline": {p.name: self.baseline for p in self.problems} if self.baseline else {},
+            "runs": len(specs), "resumed": len(specs) - len(pending)})
+        if results.failures:
+            warnings.warn(f"{len(results.failures)} of {len(specs)} runs failed (see Results.failures); the "
+                          f"first: {results.failures[0]['error']}", RunFailedWarning, stacklevel=user_stacklevel())
         return results
+
+    def _key(self, s: RunSpec) -> tuple:
+        return (self.name, self.problems[s.problem_index].name, self.estimators[s.estimator_index].name,
+                int(s.budget), int(s.replicate), int(s.seed))
+
+    def _base_record(self, s: RunSpec) -> dict[str, Any]:
+        est = self.estimators[s.estimator_index]
+        return {"type": "run", "study": self.name, "problem": self.problems[s.problem_index].name,
+                "estimator": est.name, "budget": int(s.budget), "replicate": int(s.replicate), "seed": int(s.seed),
+                "budget_label": getattr(est, "budget_label", "budget")}
+
+
+def _parallel(n_jobs: int, backend: str | None) -> joblib.Parallel:
+    """A joblib.Parallel yielding results as they finish (``generator_unordered``) where the backend
+    allows it, else in submission order; either way each result is recorded as soon as it arrives."""
+    try:
+        return joblib.Parallel(n_jobs=n_jobs, backend=backend, return_as="generator_unordered")
+    except (ValueError, TypeError):  # pragma: no cover - backends without unordered generators
+        return joblib.Parallel(n_jobs=n_jobs, backend=backend, return_as="generator")

@@ -8,8 +8,6 @@ import warnings
 from functools import cached_property
 from typing import Any, Sequence
 
-import numpy as np
-
 from ..ais import SCHEDULES, ais_log_partition
 from ..models import PairwiseMRF, ising_grid, potts_grid
 from ..validation import check_float, check_int

@@ -4,13 +4,27 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 
 import numpy as np
 import pytest
 
 from samplers.cli import main as mcsa_main
-from samplers.harness import (Estimator, FunctionEstimator, FunctionProblem, Problem, Results, Study, Suite,
-                              list_suites, load_suite, register_suite, run_seed, run_suite)
+from samplers.harness import (
+    Estimator,
+    FunctionEstimator,
+    FunctionProblem,
+    Problem,
+    Results,
+    RunFailedWarning,
+    Study,
+    Suite,
+    list_suites,
+    load_suite,
+    register_suite,
+    run_seed,
+    run_suite,
+)
 
 
 class GaussianMean(Problem):
@@ -127,8 +141,11 @@ def test_writers_produce_csv_markdown_json_and_plots(tmp_path):
     assert {"problem", "estimator", "budget", "replicate", "seed", "target", "estimate", "exact", "error", "seconds",
             "peak_bytes"} <= set(rows[0])
     md = (tmp_path / "summary.md").read_text()
-    assert md.startswith("| problem | target | estimator | budget |")
-    assert md.count("\n") == 2 + len(res.summary())
+    table = res.to_markdown()
+    assert table.startswith("| problem | target | estimator | budget | unit | n | bias [95% CI] |")
+    assert table.count("\n") == 2 + len(res.summary()) and table in md
+    assert "Budget units" in md and "`tracemalloc` = peak of Python/NumPy allocations" in md
+    assert not list(tmp_path.glob(".partial-*")), "the temporary folder is moved into place and removed"
 
 
 def test_concat_keeps_array_rows_aligned():
@@ -165,14 +182,18 @@ def test_duplicate_names_and_bad_n_jobs_are_rejected():
 
 def test_unknown_target_is_an_error_naming_the_run():
     bad = FunctionEstimator("typo", lambda problem, budget, seed: {"meen": 0.0})
-    with pytest.raises(ValueError, match=r"estimator 'typo' on problem 'gauss-0'.*unknown target 'meen'"):
-        Study([GaussianMean(0.0)], [bad], budgets=[10], replicates=1).run(progress=False)
+    message = r"estimator 'typo' on problem 'gauss-0'.*unknown target 'meen'"
+    with pytest.raises(ValueError, match=message):
+        Study([GaussianMean(0.0)], [bad], budgets=[10], replicates=1).run(progress=False, fail_fast=True)
+    with pytest.warns(RunFailedWarning, match="1 of 1 runs failed"):
+        res = Study([GaussianMean(0.0)], [bad], budgets=[10], replicates=1).run(progress=False)
+    assert len(res) == 0 and re.search(message, res.failures[0]["error"])
 
 
 def test_wrong_shape_is_an_error():
     bad = FunctionEstimator("short", lambda problem, budget, seed: {"moments": np.zeros(2)})
     with pytest.raises(ValueError, match=r"shape \(2,\).*expected shape \(3,\)"):
-        Study([GaussianMean(0.0)], [bad], budgets=[10], replicates=1).run(progress=False)
+        Study([GaussianMean(0.0)], [bad], budgets=[10], replicates=1).run(progress=False, fail_fast=True)
 
 
 def test_nan_estimate_warns_naming_the_run_and_the_summary_cell():
@@ -192,13 +213,14 @@ def test_estimator_exception_names_the_run():
         raise ArithmeticError("diverged")
 
     with pytest.raises(RuntimeError, match=r"estimator 'boom' failed on problem 'gauss-0' \(budget=10, seed=\d+\)"):
-        Study([GaussianMean(0.0)], [FunctionEstimator("boom", boom)], budgets=[10], replicates=1).run(progress=False)
+        Study([GaussianMean(0.0)], [FunctionEstimator("boom", boom)], budgets=[10], replicates=1).run(
+            progress=False, fail_fast=True)
 
 
 def test_problem_with_non_finite_exact_value_is_rejected():
     bad = FunctionProblem("broken", lambda: {"mean": float("inf")})
     with pytest.raises(ValueError, match="broken.*non-finite exact"):
-        Study([bad], [MonteCarloMean()], budgets=[10], replicates=1).run(progress=False)
+        Study([bad], [MonteCarloMean()], budgets=[10], replicates=1).run(progress=False, fail_fast=True)
 
 
 def test_unknown_suite_lists_the_known_ones():
@@ -220,7 +242,7 @@ def test_registered_callable_suite_runs_from_the_cli(tmp_path, capsys):
     assert mcsa_main(["bench", "run", "--suite", "toy-test", "--out", str(tmp_path), "--replicates", "2",
                       "--seed", "5", "--no-progress"]) == 0
     out = capsys.readouterr().out
-    assert "| gauss-0 | mean | mc | 20 | 2 |" in out
+    assert "| gauss-0 | mean | mc | 20 | budget | 2 |" in out
     assert (tmp_path / "results.csv").exists() and list(tmp_path.glob("*.png"))
     res = run_suite("toy-test", replicates=2, seed=5, progress=False)
     assert len(res) == 2 * 2 * 2 + 1 * 2 * 1  # mc: budgets x replicates x (mean, moments); shifted: mean only

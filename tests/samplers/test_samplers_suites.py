@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 
 from samplers.harness import FunctionProblem, Suite, load_suite, registry, run_suite
-from samplers.harness.suites import (AISEstimator, GibbsMarginalsEstimator, MRFProblem, mrf_quick_suite,
-                                     quick_suite)
+from samplers.harness.suites import AISEstimator, GibbsMarginalsEstimator, MRFProblem, mrf_quick_suite, quick_suite
 from samplers.models import ising_grid
 
 
