@@ -1,10 +1,12 @@
-"""Wall time and autograd memory of log Z + backward: exact forward vs randomized forward (K = 1% and
-10% of N) vs torch-struct's LinearChainCRF, on synthetic dense chains (rdp.synthetic.make_chain).
+"""Wall time and autograd memory of log Z + backward: the exact chain (scaled matrix-product forward with
+its backward recursion, and the log-space recursion) vs randomized forward (K = 1% and 10% of N) vs
+torch-struct's LinearChainCRF, on synthetic dense chains (rdp.synthetic.make_chain).  Ratios are
+against the scaled exact chain; benchmarks/rdp_roofline.py puts it against the machine's limits.
 
 Memory is what autograd saves for backward plus the output (rdp.memory.measure: saved-tensor hooks,
 each storage once) on CPU, or the CUDA allocator's peak on a GPU.  Exact runs use the full (N, N)
 transition matrix; randomized runs use the factorised state embeddings (never N x N).  Sizes whose
-exact path would need more than --max-exact-gib of autograd memory are skipped (the estimate is
+log-space exact path would need more than --max-exact-gib of autograd memory skip it (the estimate is
 printed).  torch-struct's log-semiring matmuls broadcast to N^3 elements (about 2 GiB of saved
 tensors already at N = 200, T = 50), so it runs only up to --max-struct-n (default 200); the chunked no-grad reference (rdp.chain_exact_reference) still gives exact values there.
 
@@ -52,25 +54,27 @@ def run(sizes, length, device, dtype, repeats, max_exact_gib, max_struct_n, seed
         inst = make_chain(n, length, "dense", seed=seed)
         em = inst.emissions.to(device=device, dtype=dtype)
         emb = inst.state_embeddings.to(device=device, dtype=dtype)
-        # the exact step saves one (B, N, N) score tensor per step (measured: 748 MiB at N = 2000, T = 50)
+        trans = (emb @ emb.T).detach().requires_grad_(True)
+        leaf = em.clone().requires_grad_(True)
+        # the scaled exact chain (rdp.fast_chain) saves O(N^2 + B T N): the baseline of the ratios
+        sec, mem = timed(lambda leaf=leaf, trans=trans: rdp.chain_log_partition(leaf, trans, method="scaled"), device, repeats)
+        base = (sec, mem)
+        rows.append((n, "exact scaled (matrix products)", n, sec, mem))
+        # the log-space recursion saves one (B, N, N) score tensor per step (748 MiB at N = 2000, T = 50)
         exact_gib = (length - 1) * n * n * em.element_size() / 2**30
-        base = None
         if exact_gib <= max_exact_gib:
-            trans = (emb @ emb.T).detach()
-            leaf = em.clone().requires_grad_(True)
-            trans.requires_grad_(True)
-            sec, mem = timed(lambda: rdp.chain_log_partition(leaf, trans), device, 1 if n >= 2000 else repeats)
-            base = (sec, mem)
-            rows.append((n, "exact forward", n, sec, mem))
+            sec, mem = timed(lambda leaf=leaf, trans=trans: rdp.chain_log_partition(leaf, trans, method="log"), device,
+                             1 if n >= 2000 else repeats)
+            rows.append((n, "exact log-space (method='log')", n, sec, mem))
         else:
-            rows.append((n, f"exact forward (skipped: ~{exact_gib:.1f} GiB)", n, float("nan"), float("nan")))
+            rows.append((n, f"exact log-space (skipped: ~{exact_gib:.1f} GiB)", n, float("nan"), float("nan")))
         for pct in (1, 10):
             k = max(2, round(n * pct / 100))
             leaf = em.clone().requires_grad_(True)
             e = emb.clone().requires_grad_(True)
             gen = torch.Generator(device=device).manual_seed(seed)
-            sec, mem = timed(lambda: rdp.randomized_chain_log_partition(leaf, state_embeddings=e, k1=k - 1, k2=1,
-                                                                        generator=gen), device, repeats)
+            sec, mem = timed(lambda leaf=leaf, e=e, k=k, gen=gen: rdp.randomized_chain_log_partition(
+                leaf, state_embeddings=e, k1=k - 1, k2=1, generator=gen), device, repeats)
             rows.append((n, f"RDP K={pct}% (K1={k - 1}, K2=1)", k, sec, mem))
         if n <= max_struct_n:
             try:
@@ -79,7 +83,7 @@ def run(sizes, length, device, dtype, repeats, max_exact_gib, max_struct_n, seed
                 trans = (emb @ emb.T).detach()
                 leaf = em.clone().requires_grad_(True)
 
-                def struct_fn():
+                def struct_fn(leaf=leaf, trans=trans):
                     pot = leaf[:, 1:, None, :] + trans[None, None]  # (B, T-1, N(prev), N(next))
                     pot = torch.cat([pot[:, :1] + leaf[:, :1, :, None], pot[:, 1:]], dim=1)
                     # torch-struct wants (B, T-1, C_next, C_prev)
