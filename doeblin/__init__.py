@@ -3,9 +3,8 @@
 Row-stochastic convention throughout: ``A[i, j] = P(next = j | current = i)``.
 """
 
-from .chains import (StagedDoeblinChain, StrongDoeblinChain, corollary_37_gap_bound,
-                     cyclic_stage_chain)
+from .chains import StagedDoeblinChain, StrongDoeblinChain, cyclic_stage_chain, cyclic_stage_gap_bound
 from .staged_implicit import SequenceStagedDoeblinChain
 
-__all__ = ["StrongDoeblinChain", "StagedDoeblinChain", "cyclic_stage_chain", "corollary_37_gap_bound",
+__all__ = ["StrongDoeblinChain", "StagedDoeblinChain", "cyclic_stage_chain", "cyclic_stage_gap_bound",
            "SequenceStagedDoeblinChain"]

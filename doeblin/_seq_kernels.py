@@ -8,12 +8,15 @@ Model (see :mod:`doeblin.implicit`): ``x`` is (L, D) per-position features, labe
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from samplers._jit import jit
 from samplers._kernels import categorical_from_logits, log_softmax_1d
 
-from ._kernels import draw_from_cdf, walk_back_to_restart
+from . import core
+from .core import implements, move, restart, stage_move
 
 # stage-kernel kinds of the staged sequence chain (doeblin.staged_implicit)
 KIND_RESTART = 0    # y ~ u (independent of the previous y)
@@ -62,42 +65,52 @@ def gibbs_step(x, W, P, y, buf):
     y[i] = categorical_from_logits(buf)
 
 
+class SequenceChain(NamedTuple):
+    """The sequence model bundled for :mod:`doeblin.core`: input ``x`` (L, D), ``W_u`` (D, K), ``W_A``
+    (D, K), ``P`` (K, K), stage kernel codes ``kinds`` (k,) (``KIND_*``; empty for a strong chain)
+    and scratch ``buf`` (K,)."""
+
+    x: np.ndarray
+    W_u: np.ndarray
+    W_A: np.ndarray
+    P: np.ndarray
+    kinds: np.ndarray
+    buf: np.ndarray
+
+
+def sequence_chain(x, W_u, W_A, P, kinds=None) -> SequenceChain:
+    """Bundle validated arrays (no checks here) into a :class:`SequenceChain`."""
+    kinds = np.zeros(0, dtype=np.int64) if kinds is None else kinds
+    return SequenceChain(x, W_u, W_A, P, kinds, np.empty(W_u.shape[1]))
+
+
+@implements(restart, SequenceChain)
+def _sequence_restart(model, y):
+    sample_u(model.x, model.W_u, y, model.buf)
+
+
+@implements(move, SequenceChain)
+def _sequence_move(model, y):
+    gibbs_step(model.x, model.W_A, model.P, y, model.buf)
+
+
 @jit
-def seq_doeblin_draws(x, W_u, W_A, P, eps, size, seed):
+def seq_doeblin_draws(model, eps, size, seed):
     """Exact draws of pi~ by the geometric trick (Prop. 3.2); returns ``(draws (size, L), steps)``."""
     np.random.seed(seed)
-    L = x.shape[0]
-    K = W_u.shape[1]
+    L = model.x.shape[0]
     out = np.empty((size, L), dtype=np.int64)
     steps = np.empty(size, dtype=np.int64)
-    buf = np.empty(K)
-    y = np.empty(L, dtype=np.int64)
-    for s in range(size):
-        sample_u(x, W_u, y, buf)
-        T = np.random.geometric(eps) - 1
-        for _ in range(T):
-            gibbs_step(x, W_A, P, y, buf)
-        out[s] = y
-        steps[s] = T
+    core.exact_doeblin_draws(model, np.empty(L, dtype=np.int64), eps, out, steps)
     return out, steps
 
 
 @jit
-def seq_simulate(x, W_u, W_A, P, eps, y0, n_steps, seed):
+def seq_simulate(model, eps, y0, n_steps, seed):
     """Path (n_steps + 1, L) of the strong Doeblin chain from ``y0`` (restart w.p. eps, else Gibbs)."""
     np.random.seed(seed)
-    L = x.shape[0]
-    K = W_u.shape[1]
-    buf = np.empty(K)
-    y = y0.copy()
-    path = np.empty((n_steps + 1, L), dtype=np.int64)
-    path[0] = y
-    for t in range(1, n_steps + 1):
-        if np.random.random() < eps:
-            sample_u(x, W_u, y, buf)
-        else:
-            gibbs_step(x, W_A, P, y, buf)
-        path[t] = y
+    path = np.empty((n_steps + 1, y0.shape[0]), dtype=np.int64)
+    core.doeblin_path(model, y0.copy(), eps, path, np.empty(n_steps + 1, dtype=np.bool_))
     return path
 
 
@@ -172,16 +185,18 @@ def gibbs_prob_grad(x, W_A, P, y_prev, y, grad, scale, buf, logp, cond):
 
 
 @jit
-def algorithm1_chains(x, y, W_u, W_A, P, eps, k, seed):
+def algorithm1_chains(model, y, eps, k, seed):
     """Algorithm 1 (SampleGradient) with the O(T) grouping of Sec. 4.2, one row per chain.
 
-    For chain c: T ~ Geometric(eps) on {0, 1, ...}, y_0 ~ u, y_t ~ A(. | y_{t-1}) for t < T;
-    weights ``w_0 = eps u(y)``, ``w_t = eps A(y | y_{t-1})``; the chain's gradient mass is
-    ``g_c = w_0 dlog u(y) + W_1 dlog u(y_0) + sum_{s=1}^{T-1} W_{s+1} dlog A(y_s | y_{s-1})
-    + sum_{t>=1} w_t dlog A(y | y_{t-1})`` with suffix sums ``W_s = sum_{t >= s} w_t``.
-    Returns ``(g (k, n_params), Z (k,), steps (k,))``; the estimate is ``g.sum(0) / Z.sum()``.
+    For chain c: T ~ Geometric(eps) on {0, 1, ...}, y_0 ~ u, y_t ~ A(. | y_{t-1}) for t < T
+    (:func:`doeblin.core.restart_path`); weights ``w_0 = eps u(y)``, ``w_t = eps A(y | y_{t-1})``; the
+    chain's gradient mass is ``g_c = w_0 dlog u(y) + W_1 dlog u(y_0) + sum_{s=1}^{T-1} W_{s+1} dlog
+    A(y_s | y_{s-1}) + sum_{t>=1} w_t dlog A(y | y_{t-1})`` with suffix sums ``W_s = sum_{t >= s} w_t``
+    (:func:`doeblin.core.suffix_weights`).  Returns ``(g (k, n_params), Z (k,), steps (k,))``; the
+    estimate is ``g.sum(0) / Z.sum()``.
     """
     np.random.seed(seed)
+    x, W_u, W_A, P = model.x, model.W_u, model.W_A, model.P
     L, D = x.shape
     K = W_u.shape[1]
     n_params = 2 * D * K + K * K
@@ -195,33 +210,26 @@ def algorithm1_chains(x, y, W_u, W_A, P, eps, k, seed):
         T = np.random.geometric(eps) - 1
         steps[c] = T
         path = np.empty((max(T, 1), L), dtype=np.int64)
-        yy = np.empty(L, dtype=np.int64)
-        sample_u(x, W_u, yy, buf)
-        if T > 0:
-            path[0] = yy
-            for t in range(1, T):
-                gibbs_step(x, W_A, P, yy, buf)
-                path[t] = yy
+        core.restart_path(model, path, T)
         g = G[c]
-        w0 = eps * np.exp(log_u_grad(x, W_u, y, g, 0.0, buf, logp))
         w = np.empty(T + 1)
-        w[0] = w0
+        w[0] = eps * np.exp(log_u_grad(x, W_u, y, g, 0.0, buf, logp))
         for t in range(1, T + 1):
             w[t] = eps * gibbs_prob_grad(x, W_A, P, path[t - 1], y, g, 0.0, buf, logp, cond)
         Z[c] = w.sum()
         if Z[c] == 0.0:
             continue
-        log_u_grad(x, W_u, y, g, w0, buf, logp)
-        suffix = 0.0
+        log_u_grad(x, W_u, y, g, w[0], buf, logp)
+        suffix = np.empty(T + 1)
+        core.suffix_weights(w, 0.0, suffix)
+        # y_t's own transition (t < T) has weight W_{t+1}; the final transition into y has weight w_t
         for t in range(T, 0, -1):
-            # here suffix = sum_{t' > t} w_t'; y_t's transition term (t < T) has weight W_{t+1}
-            if t < T and suffix != 0.0:
-                gibbs_prob_grad(x, W_A, P, path[t - 1], path[t], g, suffix, buf, logp, cond)
+            if t < T and suffix[t + 1] != 0.0:
+                gibbs_prob_grad(x, W_A, P, path[t - 1], path[t], g, suffix[t + 1], buf, logp, cond)
             if w[t] != 0.0:
                 gibbs_prob_grad(x, W_A, P, path[t - 1], y, g, w[t], buf, logp, cond)
-            suffix += w[t]
-        if T > 0 and suffix != 0.0:
-            log_u_grad(x, W_u, path[0], g, suffix, buf, logp)
+        if T > 0 and suffix[1] != 0.0:
+            log_u_grad(x, W_u, path[0], g, suffix[1], buf, logp)
     return G, Z, steps
 
 
@@ -247,60 +255,42 @@ def sweep_prob(x, W, P, y_prev, y, buf, logp):
     return np.exp(total)
 
 
-@jit
-def apply_stage_kernel(kind, x, W_u, W_A, P, y, buf):
-    """Move ``y`` in place by the base kernel of one stage (``KIND_*`` codes above)."""
+@implements(stage_move, SequenceChain)
+def _sequence_stage_move(model, stage, y):
+    """Move ``y`` in place by stage ``stage``'s base kernel (``model.kinds[stage]``, ``KIND_*`` above)."""
+    kind = model.kinds[stage]
     if kind == KIND_RESTART:
-        sample_u(x, W_u, y, buf)
+        sample_u(model.x, model.W_u, y, model.buf)
     elif kind == KIND_GIBBS:
-        gibbs_step(x, W_A, P, y, buf)
+        gibbs_step(model.x, model.W_A, model.P, y, model.buf)
     elif kind == KIND_SWEEP:
-        gibbs_sweep(x, W_A, P, y, buf)
+        gibbs_sweep(model.x, model.W_A, model.P, y, model.buf)
 
 
 @jit
-def seq_staged_simulate(x, W_u, W_A, P, kinds, cdf_C, z0, y0, n_steps, seed):
-    """Path of the staged chain (Sec. 3.1): ``z_t ~ C(. | z_{t-1})``, then ``y_t ~ A_{z_t}(. | y_{t-1})``.
+def seq_staged_simulate(model, cdf_C, z0, y0, n_steps, seed):
+    """Path of the staged chain (Sec. 3.1, :func:`doeblin.core.staged_path`).
 
-    ``kinds[z]`` is stage z's kernel code.  Returns ``(z_path (n_steps + 1,), y_path (n_steps + 1, L))``.
+    Returns ``(z_path (n_steps + 1,), y_path (n_steps + 1, L))``.
     """
     np.random.seed(seed)
-    L = x.shape[0]
-    buf = np.empty(W_u.shape[1])
-    y = y0.copy()
-    z = z0
     zs = np.empty(n_steps + 1, dtype=np.int64)
-    ys = np.empty((n_steps + 1, L), dtype=np.int64)
-    zs[0] = z
-    ys[0] = y
-    for t in range(1, n_steps + 1):
-        z = draw_from_cdf(cdf_C[z])
-        apply_stage_kernel(kinds[z], x, W_u, W_A, P, y, buf)
-        zs[t] = z
-        ys[t] = y
+    ys = np.empty((n_steps + 1, y0.shape[0]), dtype=np.int64)
+    core.staged_path(model, cdf_C, z0, y0.copy(), zs, ys)
     return zs, ys
 
 
 @jit
-def seq_staged_draws(x, W_u, W_A, P, kinds, cdf_rho, cdf_C_rev, z_restart, size, seed):
-    """Exact stationary draws of the staged chain: ``z_0 ~ rho``, walk the reversed stage chain back
-    to the last visit of ``z*``, draw ``y ~ u`` there and apply the stage kernels forward to time 0
-    (as :func:`doeblin._kernels.exact_staged_draws`).  Returns ``(z (size,), y (size, L), steps)``
-    with ``steps`` the kernel applications per draw (the restart counts as one).
+def seq_staged_draws(model, cdf_rho, cdf_C_rev, z_restart, size, seed):
+    """Exact stationary draws of the staged chain (:func:`doeblin.core.exact_staged_draws`).
+
+    Returns ``(z (size,), y (size, L), steps)`` with ``steps`` the kernel applications per draw (the
+    restart counts as one).
     """
     np.random.seed(seed)
-    L = x.shape[0]
-    buf = np.empty(W_u.shape[1])
-    y = np.empty(L, dtype=np.int64)
+    L = model.x.shape[0]
     zs = np.empty(size, dtype=np.int64)
     ys = np.empty((size, L), dtype=np.int64)
     steps = np.empty(size, dtype=np.int64)
-    back = np.empty(64, dtype=np.int64)
-    for s in range(size):
-        zs[s], m, back = walk_back_to_restart(cdf_rho, cdf_C_rev, z_restart, back)
-        sample_u(x, W_u, y, buf)
-        for j in range(m - 1, -1, -1):
-            apply_stage_kernel(kinds[back[j]], x, W_u, W_A, P, y, buf)
-        ys[s] = y
-        steps[s] = m + 1
+    core.exact_staged_draws(model, cdf_rho, cdf_C_rev, z_restart, np.zeros(L, dtype=np.int64), zs, ys, steps)
     return zs, ys, steps

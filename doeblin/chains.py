@@ -16,8 +16,15 @@ from samplers.rng import kernel_seed
 from samplers.validation import as_float_array, check_float, check_int
 
 from ._kernels import exact_doeblin_draws, exact_staged_draws, simulate_doeblin, simulate_staged
-from .markov import (check_restart_law, check_stochastic, cumulative_rows, spectral_gap,
-                     stationary_doeblin_closed_form, stationary_gth, tv_curve)
+from .markov import (
+    check_restart_law,
+    check_stochastic,
+    cumulative_rows,
+    spectral_gap,
+    stationary_doeblin_closed_form,
+    stationary_gth,
+    tv_curve,
+)
 
 STATIONARY_METHODS = ("closed", "gth")
 
@@ -130,7 +137,7 @@ def cyclic_stage_chain(deltas) -> np.ndarray:
     return C
 
 
-def corollary_37_gap_bound(deltas) -> float | None:
+def cyclic_stage_gap_bound(deltas) -> float | None:
     """Cor. 3.7's spectral-gap lower bound ``delta_{k-1} / 78`` for the cyclic stage chain
     :func:`cyclic_stage_chain` with restart stage 0, or None when its condition
     ``delta_{k-1} <= min(delta_0..delta_{k-2}) / max(2, k - 1)`` fails."""

@@ -117,7 +117,7 @@ class DoeblinGibbsEstimator(KindEstimator):
     budget_label = "draws"
     kinds = {"pairwise-mrf": ("marginals",), "chain-crf": ("marginals",)}
     quick_budgets = (20, 100)
-    budgets = (20, 100, 400, 1600)
+    budgets = (20, 100, 400)
 
     def __init__(self, eps: float = 0.1):
         self.eps = check_eps(eps)

@@ -6,7 +6,7 @@ Two layers:
   with a tractable restart law ``u_theta(y | x) = prod_i softmax(x_i W_u)[y_i]`` and a random-scan
   Gibbs kernel ``A_theta`` of the richer log-linear model ``s(y) = sum_i x_i . W_A[:, y_i] +
   sum_{i>=1} P[y_{i-1}, y_i]`` (Eq. 5 of Steinhardt & Liang with Gibbs as ``A``).  Hot loops run in
-  Numba (:mod:`doeblin._seq_kernels`); exact stationary draws use the geometric trick (Prop. 3.2).
+  Numba (:mod:`doeblin._seq_kernels`, run by the generic kernels of :mod:`doeblin.core`); exact stationary draws use the geometric trick (Prop. 3.2).
   :meth:`SequenceDoeblinChain.as_finite` enumerates the K^L states and returns the equivalent
   :class:`~doeblin.chains.StrongDoeblinChain` (tests compare the two).
 * :func:`implicit_doeblin_draws` / :func:`implicit_staged_draws` — the same constructions for any
@@ -24,7 +24,7 @@ import numpy as np
 from samplers.rng import as_generator, kernel_seed
 from samplers.validation import as_float_array, as_int_array, check_int
 
-from ._seq_kernels import gibbs_prob_grad, log_u_grad, seq_doeblin_draws, seq_simulate
+from ._seq_kernels import gibbs_prob_grad, log_u_grad, seq_doeblin_draws, seq_simulate, sequence_chain
 from .chains import StrongDoeblinChain, check_eps
 from .markov import check_stochastic, stationary_gth
 
@@ -145,7 +145,7 @@ class SequenceDoeblinChain:
         """Exact draws from ``pi~`` (geometric trick, Prop. 3.2); int64 (size, L)."""
         size = check_int(size, "size", low=0)
         m = self.model
-        draws, steps = seq_doeblin_draws(self.x, m.W_u, m.W_A, m.P, self.eps, size, kernel_seed(seed))
+        draws, steps = seq_doeblin_draws(sequence_chain(self.x, m.W_u, m.W_A, m.P), self.eps, size, kernel_seed(seed))
         return (draws, steps) if return_steps else draws
 
     def simulate(self, n_steps: int, *, seed=None, y0=None) -> np.ndarray:
@@ -156,7 +156,7 @@ class SequenceDoeblinChain:
             y0 = _draw_u(self, gen)
         y0 = self.model.check_y(y0, self.length)
         m = self.model
-        return seq_simulate(self.x, m.W_u, m.W_A, m.P, self.eps, y0, n_steps, kernel_seed(gen))
+        return seq_simulate(sequence_chain(self.x, m.W_u, m.W_A, m.P), self.eps, y0, n_steps, kernel_seed(gen))
 
     def states(self) -> np.ndarray:
         """All K^L sequences (lexicographic order), shape (K^L, L); refused beyond 4096 states."""
@@ -183,7 +183,7 @@ class SequenceDoeblinChain:
 def _draw_u(chain: SequenceDoeblinChain, gen: np.random.Generator) -> np.ndarray:
     """One draw from ``u`` (a Doeblin draw with eps = 1 is a draw from u)."""
     m = chain.model
-    draws, _ = seq_doeblin_draws(chain.x, m.W_u, m.W_A, m.P, 1.0, 1, kernel_seed(gen))
+    draws, _ = seq_doeblin_draws(sequence_chain(chain.x, m.W_u, m.W_A, m.P), 1.0, 1, kernel_seed(gen))
     return draws[0]
 
 

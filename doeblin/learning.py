@@ -18,7 +18,7 @@ import numpy as np
 from samplers.rng import as_generator, kernel_seed
 from samplers.validation import check_float, check_int
 
-from ._seq_kernels import algorithm1_chains, log_u_grad
+from ._seq_kernels import algorithm1_chains, log_u_grad, sequence_chain
 from .chains import check_eps
 from .implicit import SequenceDoeblinChain, SequenceModel
 
@@ -57,7 +57,7 @@ def sample_gradient(model: SequenceModel, x, y, eps: float, k: int, *, seed=None
     y = model.check_y(y, x.shape[0])
     eps = check_eps(eps)
     k = check_int(k, "k", low=1)
-    G, Z, steps = algorithm1_chains(x, y, model.W_u, model.W_A, model.P, eps, k, kernel_seed(seed))
+    G, Z, steps = algorithm1_chains(sequence_chain(x, model.W_u, model.W_A, model.P), y, eps, k, kernel_seed(seed))
     total = Z.sum()
     if total <= 0:
         return GradientEstimate(np.zeros(model.n_params), np.full(model.n_params, np.inf), k, int(steps.sum()))
@@ -135,7 +135,7 @@ def fit_restart_law(model: SequenceModel, data, *, n_epochs: int = 50, lr: float
     return SequenceModel(W, model.W_A, model.P)
 
 
-def assumption_43_init(model: SequenceModel, data, **fit_options) -> SequenceModel:
+def invariant_start(model: SequenceModel, data, **fit_options) -> SequenceModel:
     """Assumption 4.3 initialisation: fit ``u`` alone, then set ``W_A = W_u`` and ``P = 0`` so the
     Gibbs kernel leaves ``u`` invariant (``pi~ = u`` at the start)."""
     return fit_restart_law(model, data, **fit_options).invariant_init()
@@ -174,7 +174,7 @@ def train_doeblin(model: SequenceModel, data, eps: float, *, n_epochs: int = 10,
     k = check_int(chains_per_example, "chains_per_example", low=1)
     gen = as_generator(seed)
     if init:
-        model = assumption_43_init(model, data)
+        model = invariant_start(model, data)
     D, K = model.n_features, model.n_labels
     theta = model.theta()
     opt = AdaGrad(theta.shape[0], lr=lr)

@@ -17,7 +17,7 @@ y in {0..K-1}^L; a step draws ``z_t ~ C(. | z_{t-1})`` and then moves y by the b
     y unchanged (a waiting stage; it only reshapes the stage clock).
 
 Exact stationary draws walk the time-reversed stage chain back to the last restart (the
-construction behind Thm. 3.6), all inside one Numba loop (:func:`doeblin._seq_kernels.seq_staged_draws`).
+construction behind Thm. 3.6), all inside one Numba loop (:func:`doeblin.core.exact_staged_draws` with the sequence model's stage kernels).
 :meth:`SequenceStagedDoeblinChain.as_finite` enumerates the K^L sequences and returns the equivalent
 finite :class:`~doeblin.chains.StagedDoeblinChain`, which tests compare against.
 """
@@ -31,8 +31,16 @@ import numpy as np
 from samplers.rng import as_generator, kernel_seed
 from samplers.validation import check_int
 
-from ._seq_kernels import (KIND_GIBBS, KIND_IDENTITY, KIND_RESTART, KIND_SWEEP, seq_staged_draws,
-                           seq_staged_simulate, sweep_prob)
+from ._seq_kernels import (
+    KIND_GIBBS,
+    KIND_IDENTITY,
+    KIND_RESTART,
+    KIND_SWEEP,
+    seq_staged_draws,
+    seq_staged_simulate,
+    sequence_chain,
+    sweep_prob,
+)
 from .chains import StagedDoeblinChain
 from .implicit import SequenceDoeblinChain, SequenceModel
 from .markov import check_stochastic
@@ -105,7 +113,7 @@ class SequenceStagedDoeblinChain:
 
     def _params(self):
         m = self.model
-        return self.x, m.W_u, m.W_A, m.P, self._kinds
+        return sequence_chain(self.x, m.W_u, m.W_A, m.P, self._kinds)
 
     def simulate(self, n_steps: int, *, seed=None, z0: int | None = None, y0=None):
         """Run the joint chain for ``n_steps`` steps (one stage kernel application each).
@@ -119,7 +127,7 @@ class SequenceStagedDoeblinChain:
         if y0 is None:
             y0 = self._base.simulate(0, seed=gen)[0]
         y0 = self.model.check_y(y0, self.length)
-        return seq_staged_simulate(*self._params(), self._stages._cdf_C, z0, y0, n_steps, kernel_seed(gen))
+        return seq_staged_simulate(self._params(), self._stages._cdf_C, z0, y0, n_steps, kernel_seed(gen))
 
     def sample_stationary(self, size: int, *, seed=None, return_stages: bool = False,
                           return_steps: bool = False):
@@ -130,7 +138,7 @@ class SequenceStagedDoeblinChain:
         """
         size = check_int(size, "size", low=0)
         st = self._stages
-        z, y, steps = seq_staged_draws(*self._params(), st._cdf_rho, st._cdf_C_rev, self.restart_stage,
+        z, y, steps = seq_staged_draws(self._params(), st._cdf_rho, st._cdf_C_rev, self.restart_stage,
                                        size, kernel_seed(seed))
         out = [y]
         if return_stages:

@@ -4,8 +4,7 @@ import numpy as np
 import pytest
 
 from doeblin.implicit import SequenceDoeblinChain, SequenceModel
-from doeblin.learning import (exact_gradient, exact_log_likelihood, fit_restart_law, sample_gradient,
-                              train_doeblin)
+from doeblin.learning import exact_gradient, exact_log_likelihood, fit_restart_law, sample_gradient, train_doeblin
 from samplers.testing import assert_close_in_se
 
 D, K, L = 2, 2, 3

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from doeblin import StagedDoeblinChain, StrongDoeblinChain, corollary_37_gap_bound, cyclic_stage_chain
+from doeblin import StagedDoeblinChain, StrongDoeblinChain, cyclic_stage_chain, cyclic_stage_gap_bound
 from doeblin.examples import random_chain, random_reversible_chain, three_state_chain
 from doeblin.markov import chi_distance, kl_divergence, second_eigenvalue_reversible, stationary_gth
 
@@ -84,7 +84,7 @@ def test_cor37_gap_bound_on_cyclic_staged_chains(seed):
     head = rng.uniform(0.2, 1.0, size=k - 1)
     last = float(head.min() / max(2, k - 1) * rng.uniform(0.1, 1.0))
     deltas = np.append(head, last)
-    bound = corollary_37_gap_bound(deltas)
+    bound = cyclic_stage_gap_bound(deltas)
     assert bound == pytest.approx(last / 78)
     kernels = [rng.dirichlet(np.ones(n))] + [random_chain(n, concentration=0.2, seed=rng) for _ in range(k - 1)]
     chain = StagedDoeblinChain(cyclic_stage_chain(deltas), kernels, 0)
@@ -94,7 +94,7 @@ def test_cor37_gap_bound_on_cyclic_staged_chains(seed):
 
 
 def test_cor37_condition_checked():
-    assert corollary_37_gap_bound([0.5, 0.5]) is None
+    assert cyclic_stage_gap_bound([0.5, 0.5]) is None
 
 
 def test_two_stage_chain_is_strong_doeblin():

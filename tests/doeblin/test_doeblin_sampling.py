@@ -5,8 +5,7 @@ import pytest
 
 from doeblin import StagedDoeblinChain, StrongDoeblinChain, cyclic_stage_chain
 from doeblin.examples import random_chain
-from doeblin.implicit import (SequenceDoeblinChain, SequenceModel, implicit_doeblin_draws,
-                              implicit_staged_draws)
+from doeblin.implicit import SequenceDoeblinChain, SequenceModel, implicit_doeblin_draws, implicit_staged_draws
 from samplers.testing import assert_frequencies_match, chi_square_gof
 
 N_DRAWS = 20000

@@ -3,8 +3,7 @@
 import numpy as np
 import pytest
 
-from doeblin import (SequenceStagedDoeblinChain, StagedDoeblinChain, corollary_37_gap_bound,
-                     cyclic_stage_chain)
+from doeblin import SequenceStagedDoeblinChain, StagedDoeblinChain, cyclic_stage_chain, cyclic_stage_gap_bound
 from doeblin._seq_kernels import seq_staged_draws
 from doeblin.implicit import SequenceDoeblinChain, SequenceModel
 from samplers.testing import assert_frequencies_match, chi_square_gof
@@ -91,10 +90,10 @@ def test_random_instances_agree_with_finite(instance):
                              what=f"random instance {instance} ({kinds})")
 
 
-def test_corollary_37_gap_bound(model_x):
+def test_cyclic_stage_gap_bound_cor_37(model_x):
     deltas = [0.9, 0.4, 0.05]                         # delta_2 <= min(0.9, 0.4) / 2: Cor. 3.7 applies
     chain = SequenceStagedDoeblinChain(*model_x, cyclic_stage_chain(deltas), ["restart", "sweep", "gibbs"], 0)
-    bound = corollary_37_gap_bound(deltas)
+    bound = cyclic_stage_gap_bound(deltas)
     assert bound is not None and chain.as_finite().spectral_gap() >= bound
 
 
@@ -123,9 +122,8 @@ def test_stage_never_moves_y_in_identity_stage(chain):
 def test_forward_stage_walk_is_detected(chain, finite):
     """Negative control: walking the stage chain *forward* (C instead of its time reversal) to the
     restart gives a biased sampler on this non-reversible cyclic C, and the chi-square test rejects it."""
-    st, m = chain._stages, chain.model
-    _, y, _ = seq_staged_draws(chain.x, m.W_u, m.W_A, m.P, chain._kinds, st._cdf_rho, st._cdf_C, 0,
-                               N_DRAWS, 1)
+    st = chain._stages
+    _, y, _ = seq_staged_draws(chain._params(), st._cdf_rho, st._cdf_C, 0, N_DRAWS, 1)
     _, _, p = chi_square_gof(np.bincount(chain.state_index(y), minlength=K ** L), finite.stationary())
     assert p < 1e-3
 

@@ -7,9 +7,19 @@ from itertools import product
 import numpy as np
 import pytest
 
-from doeblin.dnf import evaluate_formula
-from doeblin.dnf_verify import (PROGRAM_NAMES, _inductiveness_counterexamples, box_states, formula_text, loop_program,
-                                loop_programs, state_space, verify, verify_trials, with_free_inputs)
+from experiments.doeblin_dnf.search import evaluate_formula
+from experiments.doeblin_dnf.verify import (
+    PROGRAM_NAMES,
+    _inductiveness_counterexamples,
+    box_states,
+    formula_text,
+    loop_program,
+    loop_programs,
+    state_space,
+    verify,
+    verify_trials,
+    with_free_inputs,
+)
 
 
 def _successors(program, s):

@@ -7,10 +7,21 @@ import itertools
 import numpy as np
 import pytest
 
-from doeblin import _gesture_kernels as gk
-from doeblin.gestures import (GestureModel, Lexicon, doeblin_gradient, encode, evaluate_gestures, fit_u,
-                              generate_gestures, gesture_path, keys_under, make_lexicon, train_gestures)
 from doeblin.learning import AdaGrad
+from experiments.doeblin_gestures._kernels import base_tables, conditional_logits, sample_weight, u_forward
+from experiments.doeblin_gestures.model import (
+    GestureModel,
+    Lexicon,
+    doeblin_gradient,
+    encode,
+    evaluate_gestures,
+    fit_u,
+    generate_gestures,
+    gesture_path,
+    keys_under,
+    make_lexicon,
+    train_gestures,
+)
 from samplers._kernels import logsumexp_1d
 from samplers.testing import assert_close_in_se, assert_frequencies_match
 
@@ -70,7 +81,7 @@ def test_noiseless_gesture_contains_word_keys():
 def test_u_normaliser_matches_enumeration(tiny):
     m, x, states = tiny
     _, lp = _law(m, x, states, rich=False)
-    alpha = gk.u_forward(x, m.w_u, K_TINY, *gk.base_tables(x, m.w_u, K_TINY, m.relation))
+    alpha = u_forward(x, m.w_u, K_TINY, *base_tables(x, m.w_u, K_TINY, m.relation))
     assert np.isclose(logsumexp_1d(alpha[-1]), logsumexp_1d(lp))
 
 
@@ -103,7 +114,7 @@ def test_gibbs_sweep_leaves_full_model_invariant(tiny):
         assert_frequencies_match(_counts(after_bad, 2 * K_TINY + 1), p, what="wrong sweep")
 
 
-def test_assumption_43_start_leaves_u_invariant(tiny):
+def test_invariant_start_leaves_u_invariant_assumption_43(tiny):
     """A's weights = (u's, rich 0): z ~ u (FFBS), one sweep of A, chi-square against u's law."""
     m, x, states = tiny
     w_A = np.zeros(m.n_full)
@@ -129,7 +140,7 @@ def test_gibbs_conditionals_match_full_score():
     checked = 0
     for z in m.u_draws(x, 40, seed=4):
         for i in range(len(z)):
-            logits = gk.conditional_logits(x, z, i, m.w_A, K, rel, lex.child, lex.word_logfreq)
+            logits = conditional_logits(x, z, i, m.w_A, m.tables)
             full = np.empty(2 * K + 1)
             for v in range(2 * K + 1):
                 zv = z.copy()
@@ -145,15 +156,13 @@ def test_gibbs_conditionals_match_full_score():
 
 def _sweep_matrix(m, x, states):
     """Enumerated transition matrix of one Gibbs sweep of A: product of the site conditionals."""
-    K = m.K
-    lex = m.lexicon
     A = np.zeros((len(states), len(states)))
     index = {tuple(z): j for j, z in enumerate(states)}
     for a, z in enumerate(states):
         for z_new in states:
             prob, cur = 1.0, z.copy()
             for i in range(len(x)):
-                lg = gk.conditional_logits(x, cur, i, m.w_A, K, m.relation, lex.child, lex.word_logfreq)
+                lg = conditional_logits(x, cur, i, m.w_A, m.tables)
                 prob *= np.exp(lg[z_new[i]] - logsumexp_1d(lg))
                 cur[i] = z_new[i]
             A[a, index[tuple(z_new)]] = prob
@@ -198,7 +207,7 @@ def _doeblin_objective(m, x, states, target, eps):
     A = _sweep_matrix(m, x, sub)
     pi = eps * np.linalg.solve((np.eye(len(sub)) - (1 - eps) * A).T, p_u[valid])
     y = np.empty(len(x), dtype=np.int64)
-    w = np.array([gk.sample_weight(z, target, m.K, y) for z in sub])
+    w = np.array([sample_weight(z, target, m.K, y) for z in sub])
     return np.log(pi @ w)
 
 

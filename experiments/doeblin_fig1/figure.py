@@ -1,6 +1,6 @@
 """Fig. 1 of Steinhardt & Liang (2015): pi~(state 1) of the three-state chain vs eps (delta = 1e-4).
 
-Run: PYTHONPATH=. NUMBA_CACHE_DIR=.numba_cache .venv/bin/python benchmarks/doeblin_fig1.py [--plot docs/figures/doeblin_fig1.png]
+Run: NUMBA_CACHE_DIR=.numba_cache .venv/bin/python -m experiments.doeblin_fig1.figure [--plot docs/figures/doeblin_fig1.png]
 Prints the curve (closed form and GTH) and, for three eps, the frequency from 200000 exact draws.
 """
 

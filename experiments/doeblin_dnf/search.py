@@ -3,10 +3,11 @@
 Formulas ``f(x) = OR_{i<=n} AND_{j<=m} [a_ij . x <= b_ij]`` with ``a_ij in {-1,0,1}^d``,
 ``b_ij in {-1,0,1}`` (n = m = 3 as in the paper).  Metropolis-Hastings on ``exp(-beta * cost)`` with
 proposals that change one entry of ``[a_ij b_ij]`` or the whole atom; cost = number of misclassified
-examples, or the simplified per-disjunct cost.  Three chains: 0-stage (no restarts), 1-stage (uniform
-restarts w.p. ``eps_restart`` per step: a strong Doeblin chain), 2-stage (restart, Geometric
-(``eps_simplified``) steps on the simplified cost, then the full cost until a restart: a staged
-Doeblin chain as in Fig. 2(b)).
+examples, or the simplified per-disjunct cost.  Three chains, all run by the staged-chain kernel of
+:mod:`doeblin.core` (see :func:`experiments.doeblin_dnf._kernels.stage_chain`): 0-stage (no restarts),
+1-stage (uniform restarts w.p. ``eps_restart`` per step: a strong Doeblin chain), 2-stage (restart,
+Geometric(``eps_simplified``) steps on the simplified cost, then the full cost until a restart: a
+staged Doeblin chain as in Fig. 2(b)).
 
 Targets: planted random formulas and loop invariants turned into input/output examples (inputs
 drawn uniformly from an integer box, labelled by the invariant; the paper used program states from
@@ -17,8 +18,8 @@ the verifier, which we do not have):
 * ``paper-example``: ``[x1 != 0] or [x2 == x3]`` (the example of Sec. 5) — three disjuncts.
 
 Table 1's setting, verifying loop programs with this search inside a counterexample-guided loop, is
-:mod:`doeblin.dnf_verify`; the survey of time to solution over many planted formulas (survival curves,
-reruns of trapped trials with a larger cap) is :mod:`doeblin.dnf_survey`.
+:mod:`experiments.doeblin_dnf.verify`; the survey of time to solution over many planted formulas (survival
+curves, reruns of trapped trials with a larger cap) is :mod:`experiments.doeblin_dnf.survey`.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import numpy as np
 from samplers.rng import as_generator, kernel_seeds
 from samplers.validation import as_int_array, check_float, check_int
 
-from ._dnf_kernels import dnf_search
+from ._kernels import DNFData, dnf_search, formula_state, stage_chain
 
 N_STAGES = (0, 1, 2)
 
@@ -167,11 +168,16 @@ def search_seeds(task: DNFTask, n_stages: int, seeds, *, n: int = 3, m: int = 3,
     labels = np.ascontiguousarray(np.asarray(task.labels, dtype=np.bool_))
     if labels.shape != (X.shape[0],):
         raise ValueError(f"task.labels must have shape ({X.shape[0]},), got {labels.shape}")
+    kinds, cdf_C, first = stage_chain(n_stages, eps_restart, eps_simplified)
+    data = DNFData(X, labels.astype(np.int8), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
+                   np.array([beta, 1.0 / n]), kinds)
     steps = np.empty(seeds.size, dtype=np.int64)
     seconds = np.empty(seeds.size)
     for t, s in enumerate(seeds):
+        a = np.empty((n, m, X.shape[1]), dtype=np.int64)
+        b = np.empty((n, m), dtype=np.int64)
         start = time.perf_counter()
-        steps[t], a, b = dnf_search(X, labels, n, m, n_stages, eps_simplified, eps_restart, beta, max_steps, int(s))
+        steps[t], _ = dnf_search(data, cdf_C, first, formula_state(a, b, X.shape[0]), max_steps, int(s))
         seconds[t] = time.perf_counter() - start
         if steps[t] >= 0 and not np.array_equal(evaluate_formula(a, b, X), labels):
             raise AssertionError("dnf_search returned an inconsistent formula")   # pragma: no cover

@@ -14,7 +14,7 @@ exit there violating the assertion ("violating"), its body successors, and the d
 inside the box reaches a violating exit).  The program is **safe in the box** iff no good state is bad.
 
 :func:`verify` runs the CEGAR loop: start from a uniform formula and a few positive and negative
-examples, run the chosen chain (``doeblin._dnf_kernels.dnf_chain``) until the formula satisfies every
+examples, run the chosen chain (``experiments.doeblin_dnf._kernels.dnf_chain``) until the formula satisfies every
 constraint collected so far, check it, add up to ``batch`` of the checker's counterexamples (drawn
 uniformly), and repeat until the check passes.  Two checks:
 
@@ -29,7 +29,7 @@ uniformly), and repeat until the check passes.  Two checks:
   counterexamples only).
 
 The chain's state (formula and stage) persists across rounds, so a chain without restarts starts every
-round where the previous one stopped.  The 0/1/2-stage chains are those of :mod:`doeblin.dnf`; all
+round where the previous one stopped.  The 0/1/2-stage chains are those of :mod:`experiments.doeblin_dnf.search`; all
 chains use the same ``beta``, ``eps_restart``, ``eps_simplified``, examples and caps.
 
 Programs (:func:`loop_programs`; ``nondet()`` is a nondeterministic choice, a ``while (nondet())``
@@ -69,8 +69,8 @@ import numpy as np
 from samplers.rng import as_generator, kernel_seed
 from samplers.validation import as_int_array, check_float, check_int
 
-from ._dnf_kernels import dnf_chain
-from .dnf import N_STAGES, evaluate_formula
+from ._kernels import DNFData, dnf_chain, formula_state, stage_chain
+from .search import N_STAGES, evaluate_formula
 
 StateMap = Callable[[np.ndarray], np.ndarray]
 
@@ -412,12 +412,14 @@ def verify(program: LoopProgram | StateSpace, n_stages: int, *, n: int = 3, m: i
         positives, negatives = np.flatnonzero(space.init), np.flatnonzero(space.violating)
     examples.label(gen.choice(positives, min(n_initial, positives.size), replace=False), 1)
     examples.label(gen.choice(negatives, min(n_initial, negatives.size), replace=False), 0)
-    stage = 1 if n_stages == 2 else 2
+    kinds, cdf_C, stage = stage_chain(n_stages, eps_restart, eps_simplified)
+    settings = np.array([beta, 1.0 / n])
     steps = rounds = 0
     while True:
         rows, labels, src, dst = examples.arrays()
-        used, stage = dnf_chain(np.ascontiguousarray(space.X[rows]), labels, src, dst, a, b, stage, n_stages,
-                                eps_simplified, eps_restart, beta, max_steps - steps, kernel_seed(gen))
+        data = DNFData(np.ascontiguousarray(space.X[rows]), labels, src, dst, settings, kinds)
+        used, stage = dnf_chain(data, cdf_C, stage, formula_state(a, b, rows.size), max_steps - steps,
+                                kernel_seed(gen))
         rounds += 1
         if used < 0:
             return Verification("cap", max_steps, time.perf_counter() - start, rounds, rows.size, a, b)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from doeblin.dnf import DNFTask, evaluate_formula, loop_invariant_tasks, planted_task, search
+from experiments.doeblin_dnf.search import DNFTask, evaluate_formula, loop_invariant_tasks, planted_task, search
 
 
 def test_evaluate_formula_matches_definition():

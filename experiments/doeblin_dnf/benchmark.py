@@ -1,18 +1,18 @@
 """Experiment 2 (Table 1 style): verifying loop programs with DNF invariants found by 0/1/2-stage chains.
 
-Default: the CEGAR verification of ``doeblin.dnf_verify`` (fig1, cegar2, nested, tacas06, hard), time
+Default: the CEGAR verification of ``experiments.doeblin_dnf.verify`` (fig1, cegar2, nested, tacas06, hard), time
 and steps per verification over many trials, unfinished trials counted at the cap; the 1- and 2-stage
 chains also with the restart rates in ``--extra-eps``; ``--check separating`` asks for separating
 rather than inductive invariants.  ``--examples``
 instead prints the older table: time and steps to one formula consistent with fixed example sets
-(loop invariants on random inputs and planted formulas, ``doeblin.dnf``).  ``--planted N`` runs the
-planted-formula survey of ``doeblin.dnf_survey``: N random planted 3 x 3 formulas over d = 5, ``--trials``
+(loop invariants on random inputs and planted formulas, ``experiments.doeblin_dnf.search``).  ``--planted N`` runs the
+planted-formula survey of ``experiments.doeblin_dnf.survey``: N random planted 3 x 3 formulas over d = 5, ``--trials``
 trials per formula and chain, pooled time-to-solution statistics, survival curves P(not solved after s
 steps), per-formula trap counts and ratios, and ``--rerun R`` unfinished 0-stage trials rerun with a 10x cap
 (``--figure PATH`` also plots the survival curves).
 
-Run: PYTHONPATH=. NUMBA_NUM_THREADS=1 NUMBA_CACHE_DIR=.numba_cache .venv/bin/python benchmarks/doeblin_dnf.py
-     ... benchmarks/doeblin_dnf.py --planted 40 --trials 8 --max-steps 3000000 --rerun 5 --figure PATH
+Run: NUMBA_NUM_THREADS=1 NUMBA_CACHE_DIR=.numba_cache .venv/bin/python -m experiments.doeblin_dnf.benchmark
+     ... -m experiments.doeblin_dnf.benchmark --planted 40 --trials 8 --max-steps 3000000 --rerun 5 --figure PATH
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from doeblin.dnf import loop_invariant_tasks, planted_task, search
-from doeblin.dnf_survey import default_chains, planted_survey, survival_curve
-from doeblin.dnf_verify import loop_programs, state_space, verify, verify_trials
+from experiments.doeblin_dnf.search import loop_invariant_tasks, planted_task, search
+from experiments.doeblin_dnf.survey import default_chains, planted_survey, survival_curve
+from experiments.doeblin_dnf.verify import loop_programs, state_space, verify, verify_trials
 
 
 def _se(v: np.ndarray) -> float:
@@ -60,7 +60,7 @@ def cegar_table(args: argparse.Namespace) -> None:
                   f"{(r.steps > 1_000_000).sum()} | {np.median(steps):.0f} | {steps.mean():.0f} ± {_se(steps):.0f} | "
                   f"{r.seconds.mean():.3f} ± {_se(r.seconds):.3f} | {r.rounds.mean():.1f} |", flush=True)
         ratios.append((program.name, means))
-    print(f"\n| program | eps_restart | 0-stage / 2-stage steps | 0-stage / 2-stage time | 1-stage / 2-stage steps "
+    print("\n| program | eps_restart | 0-stage / 2-stage steps | 0-stage / 2-stage time | 1-stage / 2-stage steps "
           "| 1-stage / 2-stage time |")
     print("| --- | --- | --- | --- | --- | --- |")
     for name, m in ratios:
@@ -100,7 +100,7 @@ def planted_table(args: argparse.Namespace) -> None:
     cap = args.max_steps
     chains = default_chains(args.planted_eps)
     search(planted_task(seed=0), 2, trials=1, seed=0)       # compile outside the timings
-    print(f"Planted-formula survey: {args.planted} random planted 3 x 3 formulas (doeblin.dnf.planted_task, d = 5, "
+    print(f"Planted-formula survey: {args.planted} random planted 3 x 3 formulas (planted_task, d = 5, "
           f"{args.n_examples} uniform examples in [-3, 3]^5, 25-75 % positive), {args.trials} trials per formula and "
           f"chain, n = m = 3, beta = {args.beta}, eps_simplified = {args.eps_simplified}, cap C = {cap} steps, "
           f"seed {args.seed}\n", flush=True)
@@ -111,8 +111,8 @@ def planted_table(args: argparse.Namespace) -> None:
     n_runs = args.planted * args.trials
     print(f"Pooled over {args.planted} formulas x {args.trials} trials = {n_runs} runs per chain (unfinished runs "
           f"count as C in the mean, so it is a lower bound; se over formulas)\n")
-    print(f"| chain | solved within C/100 | solved within C/10 | solved within C | median steps | mean steps (lower "
-          f"bound) ± se | total s |")
+    print("| chain | solved within C/100 | solved within C/10 | solved within C | median steps | mean steps (lower "
+          "bound) ± se | total s |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for c, spec in enumerate(chains):
         solved = 1.0 - sv.survival(c, [cap // 100, cap // 10, cap])
@@ -123,7 +123,7 @@ def planted_table(args: argparse.Namespace) -> None:
         print(f"| {spec.label} | {solved[0]:.3f} | {solved[1]:.3f} | {solved[2]:.3f} | {med_text} | "
               f"{capped.mean():.0f} ± {_se(per_formula):.0f} | {sv.seconds[c].sum():.0f} |")
     at = sorted({s for s in (1_000, 10_000, 100_000, 1_000_000) if s < cap} | {cap})
-    print(f"\nSurvival P(not solved after s steps), pooled; ± se over formulas\n")
+    print("\nSurvival P(not solved after s steps), pooled; ± se over formulas\n")
     print("| chain | " + " | ".join(f"s = {_steps_label(s)}" for s in at) + " |")
     print("| --- | " + " | ".join("---" for _ in at) + " |")
     for c, spec in enumerate(chains):

@@ -17,7 +17,7 @@ Three parts:
   a systematic-scan Gibbs sweep of a model with the base features plus (x_i, y_j, y_{j-1}) (as
   (relation of y_j to x_i, y_{j-1}, y_j) at the start position i of y_j), dictionary membership, log
   frequency and the number of dictionary prefixes of ``y`` (kernels in
-  :mod:`doeblin._gesture_kernels`, which documents the exact parametrisation).
+  :mod:`experiments.doeblin_gestures._kernels`, which documents the exact parametrisation).
 * :func:`train_gestures` / :func:`evaluate_gestures` — training at a fixed transition budget with
   basic Gibbs, u-Gibbs (smart restarts) or the strong Doeblin chain (eps = 1 / budget). As in the
   paper, the Gibbs methods use the plug-in gradient with edit-distance weights ``exp(-(D + 1))`` and
@@ -38,11 +38,25 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from doeblin.learning import AdaGrad
 from samplers.rng import as_generator, kernel_seed
 from samplers.validation import as_float_array, as_int_array, check_float, check_int
 
-from . import _gesture_kernels as gk
-from .learning import AdaGrad
+from ._kernels import (
+    LexiconTables,
+    alignment_chain,
+    basic_gibbs_samples,
+    contrastive_gradient,
+    doeblin_chain_samples,
+    doeblin_path_gradient,
+    doeblin_sampler_samples,
+    full_score,
+    is_valid,
+    layout,
+    restart_then_gibbs_samples,
+    seeded_sweep,
+    u_draws,
+)
 
 ALPHABET = "abcdefghijklmnopqrstuvwxyz"
 QWERTY_ROWS = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
@@ -62,7 +76,7 @@ def qwerty_positions() -> np.ndarray:
 def qwerty_relation(radius: float = 1.3) -> np.ndarray:
     """Relation ``rel[x, c]`` (26, 26) int64 of letter c to key x: 0 same key, 1 neighbour (centres
     closer than ``radius`` key widths: 2-6 keys around it), 2 other. Used by the reduced
-    x-conditioned features (see :mod:`doeblin._gesture_kernels`)."""
+    x-conditioned features (see :mod:`experiments.doeblin_gestures._kernels`)."""
     radius = check_float(radius, "radius", low=0.0, low_open=True)
     pos = qwerty_positions()
     dist = np.linalg.norm(pos[:, None, :] - pos[None, :, :], axis=2)
@@ -176,13 +190,13 @@ def generate_gestures(lexicon: Lexicon, n: int, *, seed=None, **path_options) ->
 
 class GestureModel:
     """Weights of ``u`` (base features) and ``A`` (base + rich features); layout in
-    :mod:`doeblin._gesture_kernels`. ``K`` is the alphabet size (26 for words; tests use less);
+    :mod:`experiments.doeblin_gestures._kernels`. ``K`` is the alphabet size (26 for words; tests use less);
     ``relation`` (K, K) ints in {0, 1, 2} says how a letter relates to a key (default: the first K
     rows/columns of :func:`qwerty_relation`)."""
 
     def __init__(self, lexicon: Lexicon, w_u=None, w_A=None, *, n_letters: int = 26, relation=None):
         self.K = check_int(n_letters, "n_letters", low=1)
-        _, _, _, self.n_base, _, _, self.n_full = gk.layout(self.K)
+        _, _, _, self.n_base, _, _, self.n_full = layout(self.K)
         if lexicon.child.shape[1] != self.K:
             raise ValueError(f"lexicon trie must have {self.K} letters, got {lexicon.child.shape[1]}")
         rel = qwerty_relation()[:self.K, :self.K] if relation is None else relation
@@ -196,6 +210,15 @@ class GestureModel:
             raise ValueError(f"w_u must have length {self.n_base}, got {self.w_u.shape[0]}")
         if self.w_A.shape[0] != self.n_full:
             raise ValueError(f"w_A must have length {self.n_full}, got {self.w_A.shape[0]}")
+
+    @property
+    def tables(self) -> LexiconTables:
+        """The relation and the dictionary trie, bundled for the kernels."""
+        return LexiconTables(self.relation, self.lexicon.child, self.lexicon.word_logfreq)
+
+    def chain(self, x) -> tuple:
+        """The kernels' bundle for example ``x`` (validated): u's and A's tables, u's forward messages."""
+        return alignment_chain(self.check_x(x), self.w_u, self.w_A, self.tables)
 
     def with_weights(self, w_u, w_A) -> "GestureModel":
         """A model with the same lexicon, alphabet and relation and the given weights (copied)."""
@@ -211,7 +234,7 @@ class GestureModel:
     def u_draws(self, x, size: int, *, seed=None) -> np.ndarray:
         """Exact draws (size, l) of alignments from ``u`` (forward filtering, backward sampling)."""
         x = self.check_x(x)
-        return gk.u_draws(x, self.w_u, self.K, self.relation, check_int(size, "size", low=0), kernel_seed(seed))
+        return u_draws(x, self.w_u, self.K, self.relation, check_int(size, "size", low=0), kernel_seed(seed))
 
     def log_potential(self, x, z, *, rich: bool = True) -> float:
         """Unnormalised log probability of ``z`` under A's model (``rich``) or u's (base features)."""
@@ -220,29 +243,36 @@ class GestureModel:
         if z.shape != x.shape:
             raise ValueError(f"z must have the length of x ({x.shape[0]}), got {z.shape[0]}")
         w = self.w_A if rich else self.w_u
-        return float(gk.full_score(x, z, w, self.K, self.relation, self.lexicon.child, self.lexicon.word_logfreq, rich))
+        return float(full_score(x, z, w, self.tables, rich))
 
     def gibbs_sweep(self, x, z, *, seed=None) -> np.ndarray:
         """One transition of ``A`` (systematic Gibbs sweep) from ``z``; returns the new alignment."""
         x = self.check_x(x)
         z = np.array(as_int_array(z, "z", ndim=1, low=0, high=2 * self.K + 1), dtype=np.int64)
-        if z.shape != x.shape or not gk.is_valid(z, self.K):
+        if z.shape != x.shape or not is_valid(z, self.K):
             raise ValueError("z must be a valid alignment of the length of x")
-        lex = self.lexicon
-        gk.seeded_sweep(x, z, self.w_A, self.K, self.relation, lex.child, lex.word_logfreq, kernel_seed(seed))
+        seeded_sweep(x, z, self.w_A, self.tables, kernel_seed(seed))
         return z
 
     def run_chains(self, x, method: str, n_steps: int, n_chains: int, *, seed=None) -> np.ndarray:
-        """Post-burn-in alignments of ``n_chains`` chains of ``n_steps`` transitions, for "doeblin" of
-        Geometric(1 / n_steps) transitions each (mean n_steps; see
-        :func:`doeblin._gesture_kernels.run_chains`); ``method`` in :data:`METHODS`."""
+        """Post-burn-in alignments of ``n_chains`` chains of ``n_steps`` transitions (the first half of
+        every chain is burn-in), ``method`` in :data:`METHODS`: basic-gibbs (from ``z_i = start x_i``),
+        u-gibbs (from a u draw), doeblin (the paper's test-time sampler: a u draw, then Geometric(1 /
+        n_steps) sweeps, mean n_steps) and doeblin-restarts (the strong Doeblin chain, eps = 1 / n_steps);
+        kernels in :mod:`experiments.doeblin_gestures._kernels`."""
         x = self.check_x(x)
         if method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {method!r}")
         n_steps = check_int(n_steps, "n_steps", low=2)
         n_chains = check_int(n_chains, "n_chains", low=1)
-        return gk.run_chains(x, self.w_u, self.w_A, self.K, self.relation, self.lexicon.child, self.lexicon.word_logfreq,
-                             n_steps, 1.0 / n_steps, n_chains, METHODS.index(method), kernel_seed(seed))
+        chain, seed = self.chain(x), kernel_seed(seed)
+        if method == "basic-gibbs":
+            return basic_gibbs_samples(chain, n_steps, n_chains, seed)
+        if method == "u-gibbs":
+            return restart_then_gibbs_samples(chain, n_steps, n_chains, seed)
+        if method == "doeblin":
+            return doeblin_sampler_samples(chain, 1.0 / n_steps, n_chains, seed)
+        return doeblin_chain_samples(chain, n_steps, 1.0 / n_steps, n_chains, seed)
 
     def output_words(self, samples) -> list[tuple[int, ...]]:
         """Output word (tuple of letter ids) of each alignment row."""
@@ -251,8 +281,7 @@ class GestureModel:
 
 def _sampled_gradient(model: GestureModel, x, target, samples, rich: bool) -> np.ndarray:
     n = model.n_full if rich else model.n_base
-    return gk.contrastive_gradient(x, samples, target, model.K, model.relation, model.lexicon.child, model.lexicon.word_logfreq,
-                                   rich, n)
+    return contrastive_gradient(x, samples, target, model.tables, rich, n)
 
 
 def _check_data(data, model: GestureModel):
@@ -289,7 +318,7 @@ def doeblin_gradient(model: GestureModel, x, word, eps: float, n_chains: int, *,
                      seed=None) -> tuple[np.ndarray, np.ndarray, float, int]:
     """Algorithm 1 with the paper's Sec. 5 weights: ``(g, g_u, Z, transitions)``, the estimates of
     ``d/dw_A`` and ``d/dw_u`` of ``log sum_z pi~(z | x) weight(z)`` being ``g / Z`` and ``g_u / Z``
-    (see :func:`doeblin._gesture_kernels.doeblin_path_gradient`); ``n_chains`` chains of
+    (see :func:`experiments.doeblin_gestures._kernels.doeblin_path_gradient`); ``n_chains`` chains of
     Geometric(eps) length (mean 1/eps - 1 transitions). ``control_variate=True`` subtracts, from the
     coefficient of each transition's score ``dlog A(z_s | z_{s-1})`` (and of ``dlog u(z_0)``), the
     weight the rest of the path would collect at the other chains' mean weight (leave-one-out, so it
@@ -299,9 +328,7 @@ def doeblin_gradient(model: GestureModel, x, word, eps: float, n_chains: int, *,
     word = encode(word) if isinstance(word, str) else np.ascontiguousarray(as_int_array(word, "word", ndim=1, low=0, high=model.K))
     eps = check_float(eps, "eps", low=0.0, high=1.0, low_open=True)
     n_chains = check_int(n_chains, "n_chains", low=1)
-    lex = model.lexicon
-    return gk.doeblin_path_gradient(x, word, model.w_u, model.w_A, model.K, model.relation, lex.child,
-                                    lex.word_logfreq, eps, n_chains, bool(control_variate), kernel_seed(seed))
+    return doeblin_path_gradient(model.chain(x), word, eps, n_chains, bool(control_variate), kernel_seed(seed))
 
 
 def train_gestures(model: GestureModel, data, method: str, n_steps: int, *, n_chains: int = 16,

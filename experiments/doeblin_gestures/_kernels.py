@@ -21,18 +21,78 @@ Flat weight layout (``S = 2K + 1`` states)::
     off_D  (3)               [y in dictionary], log frequency if in dictionary, #prefixes of y in it
 
 The dictionary is a trie: ``child`` (n_nodes, K) int64 (-1: none), ``word_logfreq`` (n_nodes,)
-(NaN: the node ends no word; the root ends none).  No validation here.
+(NaN: the node ends no word; the root ends none).  Arrays travel bundled: :class:`LexiconTables`
+(relation and trie), :class:`FeatureScratch`, and :class:`AlignmentChain`, the model that the
+generic kernels of :mod:`doeblin.core` run (restart = a u draw by forward filtering / backward
+sampling, move = one Gibbs sweep of A).  No validation here.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
+from doeblin import core
+from doeblin.core import implements, move, restart
 from samplers._jit import jit
 from samplers._kernels import categorical_from_logits, categorical_from_probs, logsumexp_1d
 
 N_CLASSES = 7     # classes of a state relative to a key; index 7 is BOS in the P block
 
+
+
+
+class LexiconTables(NamedTuple):
+    """Key-letter relation ``rel`` (K, K) int64 and the dictionary trie ``child`` (n_nodes, K),
+    ``word_logfreq`` (n_nodes,)."""
+
+    rel: np.ndarray
+    child: np.ndarray
+    word_logfreq: np.ndarray
+
+
+class FeatureScratch(NamedTuple):
+    """Scratch of :func:`features`: ``idx``/``val`` (>= 4 l + 3) and ``starts`` (l,)."""
+
+    idx: np.ndarray
+    val: np.ndarray
+    starts: np.ndarray
+
+
+def feature_scratch(L: int) -> FeatureScratch:
+    return FeatureScratch(np.empty(4 * L + 3, dtype=np.int64), np.empty(4 * L + 3), np.empty(L, dtype=np.int64))
+
+
+class Prefix(NamedTuple):
+    """Where a sweep stands at site i: ``starts[k:n_starts]`` are the start positions after i, ``last``
+    the last letter before i (K if none), ``(node, depth)`` the trie state of the prefix before i."""
+
+    k: int
+    n_starts: int
+    last: int
+    node: int
+    depth: int
+
+
+class AlignmentChain(NamedTuple):
+    """One example's chain: keys ``x`` (l,), weights ``w_u`` (u) and ``w_A`` (A), the lexicon tables,
+    :func:`base_tables` of u (``U_u``, ``C_u``) and of A (``U``, ``C``), u's forward messages
+    ``alpha`` and the sweep's scratch (``logits`` (S,), ``starts`` (l,), ``idx``/``val`` (10,))."""
+
+    x: np.ndarray
+    w_u: np.ndarray
+    w_A: np.ndarray
+    tables: LexiconTables
+    U_u: np.ndarray
+    C_u: np.ndarray
+    alpha: np.ndarray
+    U: np.ndarray
+    C: np.ndarray
+    logits: np.ndarray
+    starts: np.ndarray
+    idx: np.ndarray
+    val: np.ndarray
 
 @jit
 def layout(K):
@@ -138,20 +198,20 @@ def dictionary_score(node, depth, w, K, word_logfreq):
 
 
 @jit
-def dictionary_features(z, starts, k, n_starts, node, depth, K, child, word_logfreq, idx, val, n):
+def dictionary_features(z, starts, k, n_starts, node, depth, tables, idx, val, n):
     """Append the dictionary features of the word whose prefix left the trie at ``(node, depth)``
     and continues with the letters ``z[starts[k:n_starts]]`` to ``idx``/``val`` from entry n
     (#prefixes; membership and log frequency if a word); return the new count."""
-    _, _, _, _, _, off_D, _ = layout(K)
-    node, depth = trie_walk(z, starts, k, n_starts, node, depth, child)
+    _, _, _, _, _, off_D, _ = layout(tables.rel.shape[0])
+    node, depth = trie_walk(z, starts, k, n_starts, node, depth, tables.child)
     idx[n] = off_D + 2
     val[n] = depth
     n += 1
-    if node >= 0 and not np.isnan(word_logfreq[node]):
+    if node >= 0 and not np.isnan(tables.word_logfreq[node]):
         idx[n] = off_D
         idx[n + 1] = off_D + 1
         val[n] = 1.0
-        val[n + 1] = word_logfreq[node]
+        val[n + 1] = tables.word_logfreq[node]
         n += 2
     return n
 
@@ -168,9 +228,11 @@ def start_positions(z, K, starts):
 
 
 @jit
-def features(x, z, K, rel, child, word_logfreq, use_rich, idx, val, starts):
-    """Sparse feature vector of ``z`` (valid): writes indices/values into ``idx``/``val`` (length
-    >= 4 l + 3) and returns their number; base features only unless ``use_rich``."""
+def features(x, z, tables, use_rich, scratch):
+    """Sparse feature vector of ``z`` (valid): writes indices/values into ``scratch.idx``/``scratch.val``
+    and returns their number; base features only unless ``use_rich``."""
+    K, rel = tables.rel.shape[0], tables.rel
+    idx, val, starts = scratch.idx, scratch.val, scratch.starts
     S = 2 * K + 1
     n = 0
     prev = -1
@@ -191,30 +253,29 @@ def features(x, z, K, rel, child, word_logfreq, use_rich, idx, val, starts):
         val[n] = 1.0
         n += 1
         last = z[q]
-    return dictionary_features(z, starts, 0, ns, 0, 0, K, child, word_logfreq, idx, val, n)
+    return dictionary_features(z, starts, 0, ns, 0, 0, tables, idx, val, n)
 
 
 @jit
-def full_score(x, z, w, K, rel, child, word_logfreq, use_rich):
+def full_score(x, z, w, tables, use_rich):
     """Log potential ``w . phi(x, z)`` (-inf if invalid); base features only unless ``use_rich``."""
-    if not is_valid(z, K):
+    if not is_valid(z, tables.rel.shape[0]):
         return -np.inf
     L = z.shape[0]
-    idx = np.empty(4 * L + 3, dtype=np.int64)
-    val = np.empty(4 * L + 3)
-    n = features(x, z, K, rel, child, word_logfreq, use_rich, idx, val, np.empty(L, dtype=np.int64))
+    scratch = FeatureScratch(np.empty(4 * L + 3, dtype=np.int64), np.empty(4 * L + 3), np.empty(L, dtype=np.int64))
+    n = features(x, z, tables, use_rich, scratch)
     out = 0.0
     for j in range(n):
-        out += w[idx[j]] * val[j]
+        out += w[scratch.idx[j]] * scratch.val[j]
     return out
 
 
 @jit
-def add_features(x, z, K, rel, child, word_logfreq, use_rich, scale, grad, idx, val, starts):
-    """``grad += scale * phi(x, z)`` (``idx``, ``val``, ``starts``: scratch, see :func:`features`)."""
-    n = features(x, z, K, rel, child, word_logfreq, use_rich, idx, val, starts)
+def add_features(x, z, tables, use_rich, scale, grad, scratch):
+    """``grad += scale * phi(x, z)`` (see :func:`features`)."""
+    n = features(x, z, tables, use_rich, scratch)
     for j in range(n):
-        grad[idx[j]] += scale * val[j]
+        grad[scratch.idx[j]] += scale * scratch.val[j]
 
 
 @jit
@@ -277,18 +338,20 @@ def u_draws(x, w, K, rel, size, seed):
 
 
 @jit
-def site_value_features(x, z, i, v, K, rel, child, word_logfreq, C, starts, k, n_starts, last, node, depth,
-                        idx, val):
-    """Features of ``z_i = v`` that can depend on v (sparse, into ``idx``/``val`` of length >= 10);
-    returns their number, or -1 if v is not allowed between z_{i-1} and z_{i+1}.
+def site_value_features(chain, z, i, v, at):
+    """Features of ``z_i = v`` that can depend on v (sparse, into ``chain.idx``/``chain.val`` of length
+    >= 10); returns their number, or -1 if v is not allowed between z_{i-1} and z_{i+1}.
 
-    ``C``: class table of :func:`base_tables`; ``starts[k:n_starts]`` are the start positions after
-    i, ``last`` the last letter before i (K if none) and ``(node, depth)`` the trie state of the
-    prefix before i. Left out (the same for every v): base features away from i and i+1, the
-    prefix's own bigram features and the suffix's internal ones.
+    ``at`` (:class:`Prefix`) says where the sweep stands; ``chain.starts`` holds z's start positions.
+    Left out (the same for every v): base features away from i and i+1, the prefix's own bigram
+    features and the suffix's internal ones.
     """
+    x, C, starts, idx, val = chain.x, chain.C, chain.starts, chain.idx, chain.val
+    rel, child = chain.tables.rel, chain.tables.child
+    K = rel.shape[0]
     S, off_P, off_R, _, _, _, _ = layout(K)
     L = z.shape[0]
+    last, node, depth = at.last, at.node, at.depth
     prev = z[i - 1] if i > 0 else -1
     nxt = z[i + 1] if i + 1 < L else -1
     if not allowed(prev, v, K) or (nxt >= 0 and not allowed(v, nxt, K)):
@@ -307,26 +370,29 @@ def site_value_features(x, z, i, v, K, rel, child, word_logfreq, C, starts, k, n
         node = child[node, v] if node >= 0 else -1
         if node >= 0:
             depth += 1
-    if k < n_starts:
-        q = starts[k]
+    if at.k < at.n_starts:
+        q = starts[at.k]
         idx[n] = y_index(x[q], last, z[q], K, rel)
         n += 1
     for j in range(n):
         val[j] = 1.0
-    return dictionary_features(z, starts, k, n_starts, node, depth, K, child, word_logfreq, idx, val, n)
+    return dictionary_features(z, starts, at.k, at.n_starts, node, depth, chain.tables, idx, val, n)
 
 
 @jit
-def site_logits(x, z, i, w, K, rel, child, word_logfreq, U, C, starts, k, n_starts, last, node, depth, logits):
-    """Conditional log-potentials (up to a constant) of ``z_i`` under the full model.
+def site_logits(chain, z, i, at):
+    """Conditional log-potentials (up to a constant) of ``z_i`` under A's full model, into ``chain.logits``.
 
-    ``U``, ``C``: :func:`base_tables` of ``w``; ``starts[k:n_starts]`` are the start positions after
-    i, ``last`` the last letter before i (K if none) and ``(node, depth)`` the trie state of the
-    prefix before i; the prefix's own bigram features and the suffix's internal ones do not depend
-    on ``z_i`` and are left out. Equals ``w`` dotted with :func:`site_value_features` (tested); written
-    out with table lookups and the rows of the two :func:`pair` terms hoisted out of the loop over
-    values because it is the sweep's hot spot (3-4x faster than the dot product).
+    ``at`` (:class:`Prefix`) says where the sweep stands; the prefix's own bigram features and the
+    suffix's internal ones do not depend on ``z_i`` and are left out. Equals ``w_A`` dotted with
+    :func:`site_value_features` (tested); written out with table lookups and the rows of the two
+    :func:`pair` terms hoisted out of the loop over values because it is the sweep's hot spot (3-4x
+    faster than the dot product).
     """
+    x, w, U, C, starts, logits = chain.x, chain.w_A, chain.U, chain.C, chain.starts, chain.logits
+    rel, child, word_logfreq = chain.tables.rel, chain.tables.child, chain.tables.word_logfreq
+    K = rel.shape[0]
+    k, n_starts, last, node, depth = at.k, at.n_starts, at.last, at.node, at.depth
     S = 2 * K + 1
     L = z.shape[0]
     _, off_P, _, _, _, _, _ = layout(K)
@@ -373,25 +439,28 @@ def categorical_from_logits_once(logits):
 
 
 @jit
-def sweep(x, z, w, K, rel, child, word_logfreq, U, C, logits, starts, idx, val, z_new, scale, grad):
+def sweep(chain, z, z_new, scale, grad):
     """One transition of A, a systematic-scan Gibbs sweep over positions 0..l-1, on ``z`` in place.
 
     Sampling (``z_new`` empty): each z_i is drawn from its conditional. Replay (``z_new`` of length
     l): the sweep is forced to move ``z`` to ``z_new`` and ``grad += scale * d log A(z_new | z) / dw``
     is accumulated: the sum over sites of ``phi(v) - sum_v' p(v') phi(v')`` (features of
-    :func:`site_value_features`; the others cancel). ``U``, ``C``: :func:`base_tables` of ``w``;
-    ``logits`` (S,), ``starts`` (l,), ``idx``/``val`` (10,): scratch.
+    :func:`site_value_features`; the others cancel).
     """
+    K = chain.tables.rel.shape[0]
+    child = chain.tables.child
+    logits, idx, val = chain.logits, chain.idx, chain.val
     replay = z_new.shape[0] > 0
-    n_starts = start_positions(z, K, starts)     # positions > i are unchanged when site i is visited
+    n_starts = start_positions(z, K, chain.starts)     # positions > i are unchanged when site i is visited
     k = 0
     last = K
     node = 0
     depth = 0
     for i in range(z.shape[0]):
-        while k < n_starts and starts[k] <= i:
+        while k < n_starts and chain.starts[k] <= i:
             k += 1
-        site_logits(x, z, i, w, K, rel, child, word_logfreq, U, C, starts, k, n_starts, last, node, depth, logits)
+        at = Prefix(k, n_starts, last, node, depth)
+        site_logits(chain, z, i, at)
         if not replay:
             v = categorical_from_logits_once(logits)
         else:
@@ -401,8 +470,7 @@ def sweep(x, z, w, K, rel, child, word_logfreq, U, C, logits, starts, idx, val, 
                 coef = (1.0 if v2 == v else 0.0) - np.exp(logits[v2] - lz)
                 if coef == 0.0:
                     continue
-                n = site_value_features(x, z, i, v2, K, rel, child, word_logfreq, C, starts, k, n_starts, last,
-                                        node, depth, idx, val)
+                n = site_value_features(chain, z, i, v2, at)
                 for j in range(n):
                     grad[idx[j]] += scale * coef * val[j]
         z[i] = v
@@ -415,18 +483,39 @@ def sweep(x, z, w, K, rel, child, word_logfreq, U, C, logits, starts, idx, val, 
 
 
 @jit
-def seeded_sweep(x, z, w, K, rel, child, word_logfreq, seed):
-    """One Gibbs sweep of ``z`` in place with Numba's generator seeded by ``seed``."""
+def alignment_chain(x, w_u, w_A, tables):
+    """Bundle one example's :class:`AlignmentChain` (tables of u and A, u's forward messages, scratch)."""
+    K = tables.rel.shape[0]
+    L = x.shape[0]
+    U_u, C_u = base_tables(x, w_u, K, tables.rel)
+    alpha = u_forward(x, w_u, K, U_u, C_u)
+    U, C = base_tables(x, w_A, K, tables.rel)
+    return AlignmentChain(x, w_u, w_A, tables, U_u, C_u, alpha, U, C, np.empty(2 * K + 1),
+                          np.empty(L, dtype=np.int64), np.empty(10, dtype=np.int64), np.empty(10))
+
+
+@implements(restart, AlignmentChain)
+def draw_from_u(chain, z):
+    """Restart: ``z ~ u`` by backward sampling from the forward messages (FFBS)."""
+    u_sample_from_alpha(chain.x, chain.alpha, chain.w_u, chain.tables.rel.shape[0], chain.C_u, z)
+
+
+@implements(move, AlignmentChain)
+def gibbs_sweep(chain, z):
+    """One transition of A (a sampling :func:`sweep`)."""
+    sweep(chain, z, z[:0], 0.0, chain.w_A[:0])
+
+
+@jit
+def seeded_sweep(x, z, w, tables, seed):
+    """One Gibbs sweep of ``z`` in place (A's weights ``w``) with Numba's generator seeded by ``seed``."""
     np.random.seed(seed)
-    U, C = base_tables(x, w, K, rel)
-    sweep(x, z, w, K, rel, child, word_logfreq, U, C, np.empty(2 * K + 1), np.empty(z.shape[0], dtype=np.int64),
-          np.empty(10, dtype=np.int64), np.empty(10), z[:0], 0.0, w[:0])
+    gibbs_sweep(alignment_chain(x, w, w, tables), z)
 
 
 @jit
 def site_state(z, i, K, child, starts):
-    """``(k, n_starts, last, node, depth)`` of :func:`site_value_features` at site ``i`` of ``z``
-    (``starts`` filled with z's start positions)."""
+    """:class:`Prefix` of site ``i`` of ``z`` (``starts`` filled with z's start positions)."""
     n_starts = start_positions(z, K, starts)
     k = 0
     while k < n_starts and starts[k] < i:
@@ -435,67 +524,89 @@ def site_state(z, i, K, child, starts):
     node, depth = trie_walk(z, starts, 0, k, 0, 0, child)
     if k < n_starts and starts[k] == i:
         k += 1
-    return k, n_starts, last, node, depth
+    return Prefix(k, n_starts, last, node, depth)
 
 
 @jit
-def conditional_logits(x, z, i, w, K, rel, child, word_logfreq):
+def conditional_logits(x, z, i, w, tables):
     """:func:`site_logits` at site ``i`` of ``z`` (prefix state rebuilt from z[:i]); for tests."""
-    starts = np.empty(z.shape[0], dtype=np.int64)
-    k, n_starts, last, node, depth = site_state(z, i, K, child, starts)
-    logits = np.empty(2 * K + 1)
-    U, C = base_tables(x, w, K, rel)
-    site_logits(x, z, i, w, K, rel, child, word_logfreq, U, C, starts, k, n_starts, last, node, depth, logits)
-    return logits
+    chain = alignment_chain(x, w, w, tables)
+    at = site_state(z, i, tables.rel.shape[0], tables.child, chain.starts)
+    site_logits(chain, z, i, at)
+    return chain.logits
 
 
 @jit
-def run_chains(x, w_u, w_A, K, rel, child, word_logfreq, n_steps, eps, n_chains, mode, seed):
-    """Run ``n_chains`` chains and return their post-burn-in states, stacked (rows, l).
+def _collect(chain, z, n_steps, eps, out, r):
+    """``n_steps`` steps of :func:`doeblin.core.restart_step` (``eps = 0``: plain Gibbs sweeps) from
+    ``z``; the states after the first ``n_steps // 2`` steps (burn-in) go to ``out[r:]``; returns the
+    next free row."""
+    burn = n_steps // 2
+    for t in range(1, n_steps + 1):
+        core.restart_step(chain, z, eps)
+        if t > burn:
+            out[r] = z
+            r += 1
+    return r
 
-    ``mode`` 0: basic Gibbs from ``z_i = start x_i``; 1: Gibbs from a u draw (smart restart); both
-    make ``n_steps`` transitions, the first ``n_steps // 2`` of them burn-in. 2: the strong Doeblin
-    sampler as tested in the paper (Sec. 5): a u draw, then ``T_c ~ Geometric(eps)`` Gibbs sweeps
-    (support 1, 2, ...; mean ``1 / eps``), the first ``T_c // 2`` of them burn-in, so chains differ in
-    length and long chains give more samples. 3: the strong Doeblin *chain* (Sec. 2) from a u draw,
-    ``n_steps`` transitions each a restart from u w.p. ``eps``, else a Gibbs sweep, first half burn-in.
-    Modes 0, 1 and 3 return ``n_chains * (n_steps - n_steps // 2)`` rows.
-    """
+
+@jit
+def basic_gibbs_samples(chain, n_steps, n_chains, seed):
+    """Basic Gibbs: ``n_chains`` chains of ``n_steps`` sweeps from ``z_i = start x_i``; post-burn-in
+    states stacked, ``n_chains * (n_steps - n_steps // 2)`` rows."""
     np.random.seed(seed)
-    L = x.shape[0]
-    S = 2 * K + 1
-    length = np.full(n_chains, n_steps, dtype=np.int64)
-    if mode == 2:
-        for c in range(n_chains):
-            length[c] = np.random.geometric(eps)
+    out = np.empty((n_chains * (n_steps - n_steps // 2), chain.x.shape[0]), dtype=np.int64)
+    r = 0
+    for _ in range(n_chains):
+        z = chain.x.copy()
+        r = _collect(chain, z, n_steps, 0.0, out, r)
+    return out
+
+
+@jit
+def restart_then_gibbs_samples(chain, n_steps, n_chains, seed):
+    """u-Gibbs (smart restarts): as :func:`basic_gibbs_samples` but each chain starts from a u draw."""
+    np.random.seed(seed)
+    out = np.empty((n_chains * (n_steps - n_steps // 2), chain.x.shape[0]), dtype=np.int64)
+    z = np.empty(chain.x.shape[0], dtype=np.int64)
+    r = 0
+    for _ in range(n_chains):
+        draw_from_u(chain, z)
+        r = _collect(chain, z, n_steps, 0.0, out, r)
+    return out
+
+
+@jit
+def doeblin_sampler_samples(chain, eps, n_chains, seed):
+    """The strong Doeblin sampler as tested in the paper (Sec. 5): per chain a u draw, then ``T_c ~
+    Geometric(eps)`` sweeps (support 1, 2, ...; mean ``1 / eps``), the first ``T_c // 2`` of them
+    burn-in, so chains differ in length and long chains give more samples."""
+    np.random.seed(seed)
+    length = np.empty(n_chains, dtype=np.int64)
     rows = 0
     for c in range(n_chains):
+        length[c] = np.random.geometric(eps)
         rows += length[c] - length[c] // 2
-    out = np.empty((rows, L), dtype=np.int64)
-    logits = np.empty(S)
-    starts = np.empty(L, dtype=np.int64)
-    idx = np.empty(10, dtype=np.int64)
-    val = np.empty(10)
-    z = np.empty(L, dtype=np.int64)
-    U_u, C_u = base_tables(x, w_u, K, rel)
-    alpha = u_forward(x, w_u, K, U_u, C_u) if mode > 0 else np.empty((1, S))
-    U, C = base_tables(x, w_A, K, rel)
+    out = np.empty((rows, chain.x.shape[0]), dtype=np.int64)
+    z = np.empty(chain.x.shape[0], dtype=np.int64)
     r = 0
     for c in range(n_chains):
-        if mode == 0:
-            for i in range(L):
-                z[i] = x[i]
-        else:
-            u_sample_from_alpha(x, alpha, w_u, K, C_u, z)
-        burn = length[c] // 2
-        for t in range(1, length[c] + 1):
-            if mode == 3 and np.random.random() < eps:
-                u_sample_from_alpha(x, alpha, w_u, K, C_u, z)
-            else:
-                sweep(x, z, w_A, K, rel, child, word_logfreq, U, C, logits, starts, idx, val, z[:0], 0.0, w_A[:0])
-            if t > burn:
-                out[r] = z
-                r += 1
+        draw_from_u(chain, z)
+        r = _collect(chain, z, length[c], 0.0, out, r)
+    return out
+
+
+@jit
+def doeblin_chain_samples(chain, n_steps, eps, n_chains, seed):
+    """The strong Doeblin *chain* (Sec. 2) from a u draw: ``n_steps`` transitions, each a restart from
+    u w.p. ``eps``, else a Gibbs sweep; first half burn-in."""
+    np.random.seed(seed)
+    out = np.empty((n_chains * (n_steps - n_steps // 2), chain.x.shape[0]), dtype=np.int64)
+    z = np.empty(chain.x.shape[0], dtype=np.int64)
+    r = 0
+    for _ in range(n_chains):
+        draw_from_u(chain, z)
+        r = _collect(chain, z, n_steps, eps, out, r)
     return out
 
 
@@ -532,40 +643,40 @@ def sample_weight(z, target, K, y):
 
 
 @jit
-def contrastive_gradient(x, samples, target, K, rel, child, word_logfreq, use_rich, n_params):
+def contrastive_gradient(x, samples, target, tables, use_rich, n_params):
     """Sampled gradient of Sec. 5: ``sum_s w_s phi(z_s) / sum_s w_s - mean_s phi(z_s)`` with the
     weights of :func:`sample_weight`."""
     L = x.shape[0]
+    K = tables.rel.shape[0]
     grad = np.zeros(n_params)
     pos = np.zeros(n_params)
     y = np.empty(L, dtype=np.int64)
-    starts = np.empty(L, dtype=np.int64)
-    idx = np.empty(4 * L + 3, dtype=np.int64)
-    val = np.empty(4 * L + 3)
+    scratch = FeatureScratch(np.empty(4 * L + 3, dtype=np.int64), np.empty(4 * L + 3), np.empty(L, dtype=np.int64))
     n = samples.shape[0]
     wsum = 0.0
     for s in range(n):
         wt = sample_weight(samples[s], target, K, y)
         wsum += wt
-        add_features(x, samples[s], K, rel, child, word_logfreq, use_rich, wt, pos, idx, val, starts)
-        add_features(x, samples[s], K, rel, child, word_logfreq, use_rich, -1.0 / n, grad, idx, val, starts)
+        add_features(x, samples[s], tables, use_rich, wt, pos, scratch)
+        add_features(x, samples[s], tables, use_rich, -1.0 / n, grad, scratch)
     for j in range(n_params):
         grad[j] += pos[j] / wsum
     return grad
 
 
 @jit
-def doeblin_path_gradient(x, target, w_u, w_A, K, rel, child, word_logfreq, eps, n_chains, control_variate, seed):
+def doeblin_path_gradient(chain, target, eps, n_chains, control_variate, seed):
     """Algorithm 1 (SampleGradient) for A's weights, with the Sec. 5 importance weights.
 
     Per chain c: T_c ~ Geometric(eps) on {0, 1, ...}, z_0 ~ u (FFBS), z_t = one sweep of A from
-    z_{t-1} for t = 1..T_c, weights ``w_t`` = :func:`sample_weight` of z_t (the paper's replacement
-    for ``eps A(y | y_{t-1})``). The gradient mass ``sum_t w_t sum_{s<=t} dlog A(z_s | z_{s-1})`` is
-    accumulated in O(T) as ``sum_s W_s dlog A(z_s | z_{s-1})`` with suffix sums ``W_s = sum_{t>=s}
-    w_t`` (Sec. 4.2); u's term ``dlog u(z_0)`` is 0 for A's weights (Assumption 4.3: disjoint
-    coordinates) when u is held fixed; its gradient for u's weights is returned separately: the
-    coefficient of ``dlog u(z_0) = phi_u(z_0) - E_u[phi_u]`` is the chain's whole weight ``W_0``, and
-    ``E_u[phi_u]`` is estimated from ``n_chains`` fresh u draws, independent of the chains.
+    z_{t-1} for t = 1..T_c (:func:`doeblin.core.restart_path`), weights ``w_t`` = :func:`sample_weight`
+    of z_t (the paper's replacement for ``eps A(y | y_{t-1})``). The gradient mass ``sum_t w_t
+    sum_{s<=t} dlog A(z_s | z_{s-1})`` is accumulated in O(T) as ``sum_s W_s dlog A(z_s | z_{s-1})``
+    with suffix sums ``W_s = sum_{t>=s} w_t`` (Sec. 4.2, :func:`doeblin.core.suffix_weights`); u's
+    term ``dlog u(z_0)`` is 0 for A's weights (Assumption 4.3: disjoint coordinates) when u is held
+    fixed; its gradient for u's weights is returned separately: the coefficient of ``dlog u(z_0) =
+    phi_u(z_0) - E_u[phi_u]`` is the chain's whole weight ``W_0``, and ``E_u[phi_u]`` is estimated
+    from ``n_chains`` fresh u draws, independent of the chains.
 
     With ``control_variate`` the coefficient of step s of chain c is ``W_s - (T_c - s + 1) wbar_c``,
     ``wbar_c`` being the mean weight of the states of the *other* chains (leave-one-out; no
@@ -579,53 +690,42 @@ def doeblin_path_gradient(x, target, w_u, w_A, K, rel, child, word_logfreq, eps,
     as ``n_chains`` grows.
     """
     np.random.seed(seed)
+    x, w_u, w_A, tables = chain.x, chain.w_u, chain.w_A, chain.tables
     L = x.shape[0]
-    S = 2 * K + 1
+    K = tables.rel.shape[0]
     grad = np.zeros(w_A.shape[0])
-    logits = np.empty(S)
-    starts = np.empty(L, dtype=np.int64)
-    idx = np.empty(10, dtype=np.int64)
-    val = np.empty(10)
     y = np.empty(L, dtype=np.int64)
-    U_u, C_u = base_tables(x, w_u, K, rel)
-    alpha = u_forward(x, w_u, K, U_u, C_u)
-    U, C = base_tables(x, w_A, K, rel)
     offset = np.zeros(n_chains + 1, dtype=np.int64)      # chain c's states: rows offset[c]..offset[c+1]-1
     for c in range(n_chains):
         offset[c + 1] = offset[c] + np.random.geometric(eps)
     path = np.empty((offset[n_chains], L), dtype=np.int64)
     weights = np.empty(offset[n_chains])
     for c in range(n_chains):
-        u_sample_from_alpha(x, alpha, w_u, K, C_u, path[offset[c]])
-        weights[offset[c]] = sample_weight(path[offset[c]], target, K, y)
-        for r in range(offset[c] + 1, offset[c + 1]):
-            path[r] = path[r - 1]
-            sweep(x, path[r], w_A, K, rel, child, word_logfreq, U, C, logits, starts, idx, val, x[:0], 0.0, grad)
+        core.restart_path(chain, path[offset[c]:offset[c + 1]], offset[c + 1] - offset[c])
+        for r in range(offset[c], offset[c + 1]):
             weights[r] = sample_weight(path[r], target, K, y)
     Z = weights.sum()
     grad_u = np.zeros(w_u.shape[0])
-    feat_idx = np.empty(4 * L + 3, dtype=np.int64)
-    feat_val = np.empty(4 * L + 3)
+    scratch = FeatureScratch(np.empty(4 * L + 3, dtype=np.int64), np.empty(4 * L + 3), np.empty(L, dtype=np.int64))
     z = np.empty(L, dtype=np.int64)
     mean_phi_u = np.zeros(w_u.shape[0])        # E_u[phi_u] from independent draws
-    for c in range(n_chains):
-        u_sample_from_alpha(x, alpha, w_u, K, C_u, z)
-        add_features(x, z, K, rel, child, word_logfreq, False, 1.0 / n_chains, mean_phi_u, feat_idx, feat_val, starts)
+    for _ in range(n_chains):
+        draw_from_u(chain, z)
+        add_features(x, z, tables, False, 1.0 / n_chains, mean_phi_u, scratch)
     total_u = 0.0
+    coef = np.empty(offset[n_chains])
     for c in range(n_chains):
         first, end = offset[c], offset[c + 1]
         own = weights[first:end].sum()
         others = offset[n_chains] - (end - first)
         wbar = (Z - own) / others if control_variate and others > 0 else 0.0
         coef_u = own - (end - first) * wbar
-        add_features(x, path[first], K, rel, child, word_logfreq, False, coef_u, grad_u, feat_idx, feat_val, starts)
+        add_features(x, path[first], tables, False, coef_u, grad_u, scratch)
         total_u += coef_u
-        suffix = 0.0
+        core.suffix_weights(weights[first:end], wbar, coef[first:end])
         for r in range(end - 1, first, -1):
-            suffix += weights[r]
-            scale = suffix - (end - r) * wbar
-            if scale != 0.0:
+            if coef[r] != 0.0:
                 z = path[r - 1].copy()
-                sweep(x, z, w_A, K, rel, child, word_logfreq, U, C, logits, starts, idx, val, path[r], scale, grad)
+                sweep(chain, z, path[r], coef[r], grad)
     grad_u -= total_u * mean_phi_u
     return grad, grad_u, Z, offset[n_chains] - n_chains

@@ -4,7 +4,7 @@ Table 1 of the paper reports mean times with the 0-stage chain at ">= 600 s": a 
 restarts that falls into a local minimum of the cost stays there, while a strong Doeblin chain
 (1-stage) or a staged one (2-stage) restarts and finishes in geometrically distributed time.  A mean
 over a few trials hides that difference (unfinished trials can only be counted at the cap), so the
-survey measures, over many random planted n x m formulas (:func:`doeblin.dnf.planted_task`) and
+survey measures, over many random planted n x m formulas (:func:`experiments.doeblin_dnf.search.planted_task`) and
 several trials each, the **survival curve** ``P(T > s)`` of the number of steps ``T`` to a formula
 consistent with the examples: a trapped chain's curve plateaus, a restarting chain's decays.
 
@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 from samplers.rng import kernel_seeds
 from samplers.validation import as_int_array, check_float, check_int
 
-from .dnf import N_STAGES, DNFTask, SearchResult, capped_steps, planted_task, search_seeds
+from .search import N_STAGES, DNFTask, SearchResult, capped_steps, planted_task, search_seeds
 
 
 def survival_curve(steps, max_steps: int, at) -> np.ndarray:
@@ -34,7 +34,7 @@ def survival_curve(steps, max_steps: int, at) -> np.ndarray:
     ----------
     steps : array_like of int, shape (..., trials)
         Steps to a consistent formula per trial; -1 = not found within ``max_steps`` (as returned by
-        :func:`doeblin.dnf.search`).  The curve is taken over the last axis.
+        :func:`experiments.doeblin_dnf.search.search`).  The curve is taken over the last axis.
     max_steps : int
         The cap the trials ran under; a curve beyond it is unknown, so ``at`` must not exceed it.
     at : array_like of int, shape (S,)
@@ -76,7 +76,7 @@ class PlantedSurvey:
     """Results of :func:`planted_survey`: arrays indexed ``[chain, formula, trial]``.
 
     ``steps`` (-1 = unfinished at ``max_steps``), ``seconds`` and the trials' kernel ``seeds``;
-    ``task_seeds[f]`` regenerates formula ``f``'s examples with :func:`doeblin.dnf.planted_task` and
+    ``task_seeds[f]`` regenerates formula ``f``'s examples with :func:`experiments.doeblin_dnf.search.planted_task` and
     ``task_options``; ``search_options`` are the chains' common settings (beta, eps_simplified, n, m).
     """
 
@@ -122,7 +122,7 @@ def planted_survey(n_formulas: int, trials: int, chains: Sequence[ChainSpec] | N
                    progress: bool = False) -> PlantedSurvey:
     """Time-to-solution of each chain on ``n_formulas`` random planted n x m formulas, ``trials`` each.
 
-    Formula ``f`` is :func:`doeblin.dnf.planted_task` (``d`` variables, ``n_examples`` uniform inputs
+    Formula ``f`` is :func:`experiments.doeblin_dnf.search.planted_task` (``d`` variables, ``n_examples`` uniform inputs
     in ``[-box, box]^d``, 25-75 % positive); the searched formulas have the paper's shape (``n`` x
     ``m`` atoms, entries in {-1, 0, 1}).  Every chain runs with the same ``beta`` and
     ``eps_simplified`` and its own ``eps_restart``; all trials are independent (their own kernel seed).

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from doeblin.dnf import planted_task, search, search_seeds
-from doeblin.dnf_survey import ChainSpec, default_chains, planted_survey, survival_curve
+from experiments.doeblin_dnf.search import planted_task, search, search_seeds
+from experiments.doeblin_dnf.survey import ChainSpec, default_chains, planted_survey, survival_curve
 
 
 def test_survival_curve_hand_computed():

@@ -19,8 +19,8 @@ table evaluates the models after each epoch at the first budget (epoch 0 = the A
 ``--gradient-variance`` instead measures how much the control variate lowers the variance of
 Algorithm 1's gradient on real gestures.
 
-Run (one core): NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 PYTHONPATH=. NUMBA_CACHE_DIR=.numba_cache \\
-    .venv/bin/python benchmarks/doeblin_gestures.py
+Run (one core): NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 NUMBA_CACHE_DIR=.numba_cache \\
+    .venv/bin/python -m experiments.doeblin_gestures.benchmark
 """
 
 from __future__ import annotations
@@ -31,8 +31,16 @@ import time
 
 import numpy as np
 
-from doeblin.gestures import (ACCURACIES, GestureModel, doeblin_gradient, fit_u, generate_gestures, make_lexicon,
-                              per_example_accuracy, train_gestures)
+from experiments.doeblin_gestures.model import (
+    ACCURACIES,
+    GestureModel,
+    doeblin_gradient,
+    fit_u,
+    generate_gestures,
+    make_lexicon,
+    per_example_accuracy,
+    train_gestures,
+)
 
 # label -> (sampler, Doeblin gradient estimator)
 VARIANTS = {"basic-gibbs": ("basic-gibbs", "algorithm1"), "u-gibbs": ("u-gibbs", "algorithm1"),
@@ -77,7 +85,7 @@ def run_seed(args, seed: int, results: dict, trend: dict) -> None:
             on_epoch = None
             if T == T_trend:
                 trend.setdefault((label, 0), []).append(evaluate(base, method, T))
-                on_epoch = lambda e, m, label=label, method=method: trend.setdefault((label, e), []).append(
+                on_epoch = lambda e, m, label=label, method=method, T=T: trend.setdefault((label, e), []).append(
                     evaluate(m, method, T))
             t = time.perf_counter()
             model = train_gestures(base, train, method, T, n_chains=args.chains, n_epochs=args.epochs, lr=args.lr,
