@@ -20,6 +20,8 @@
    The exact value is the float64 scaled forward, checked against the chunked log-space reference
    (rdp.chain_exact_reference).  MSE over ``--replicates`` independent draws (B rows of one call each,
    repeated), with its standard error.
+4. Per-step transitions (1, T-1, N, N) at ``--per-step-sizes``: the scaled exact chain against its
+   roofline (input read twice, gradient written once) and RDP, time and autograd memory.
 
 Timings are medians of ``--repeats`` interleaved repeats after a warm-up, one thread; the machine is
 shared with other jobs, so the load average is printed before and after.
@@ -215,6 +217,49 @@ def run_mse(sizes, ks, batch, length, device, repeats, replicates, seed):
     return rows
 
 
+def run_per_step(sizes, ks, length, device, repeats, seed):
+    """Per-step transitions (1, T-1, N, N): the scaled exact chain against its roofline (the input is
+    read twice and its gradient written once: 3 x 4 (T-1) N^2 bytes) and RDP gathering K x K blocks."""
+    print(f"\n== per-step transitions (B, T-1, N, N), log Z + backward, T = {length}, B = 1, float32, {device}")
+    print(f"{'N':>6} {'method':<34} {'K':>6} {'seconds':>9} {'limit s':>9} {'x limit':>8} {'autograd MiB':>13}")
+    rows = []
+    for n in sizes:
+        chain = make_chain(n, length, "dense", seed=seed)
+        em = chain.emissions.float().to(device).requires_grad_(True)
+        emb = chain.state_embeddings.float().to(device)
+        per_step = (emb @ emb.T).expand(1, length - 1, n, n).contiguous().requires_grad_(True)
+        gen = torch.Generator(device=device).manual_seed(seed)
+        methods = [("exact scaled, per-step", n, _exact_per_step(em, per_step))]
+        for pct in ks:
+            k = max(2, round(n * pct / 100))
+            methods.append((f"RDP {pct:g}% per-step (K1=K2)", k, _rdp_per_step(em, per_step, k, gen)))
+        for _, _, fn in methods:
+            fn().sum().backward()
+        times = {name: [] for name, _, _ in methods}
+        for _ in range(repeats):
+            for name, _, fn in methods:
+                times[name].append(_timeit(lambda fn=fn: fn().sum().backward(), device))
+        limit = 3 * 4 * (length - 1) * n * n / _BANDWIDTH[0]
+        for name, k, fn in methods:
+            _, saved = measure(fn, device=device)
+            sec = statistics.median(times[name])
+            print(f"{n:>6} {name:<34} {k:>6} {sec:9.4f} {limit:9.4f} {sec / limit:8.2f} {saved / 2**20:13.2f}",
+                  flush=True)
+            rows.append({"n": n, "method": name, "k": k, "seconds": sec, "limit": limit, "saved": saved})
+    return rows
+
+
+def _exact_per_step(em, per_step):
+    return lambda: rdp.chain_log_partition(em, per_step, method="scaled")
+
+
+def _rdp_per_step(em, per_step, k, gen):
+    return lambda: rdp.randomized_chain_log_partition(em, per_step, k1=k - k // 2, k2=k // 2, generator=gen)
+
+
+_BANDWIDTH = [float("nan")]
+
+
 def _mse_methods(em64, emb64, batch, ks, gen):
     """(name, K, fn) for the exact chain and RDP at each budget, both transition parameterisations."""
     n = em64.shape[-1]
@@ -240,10 +285,11 @@ def _mse_methods(em64, emb64, batch, ks, gen):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--sizes", type=int, nargs="+", default=[1000, 2000, 5000, 10000])
+    p.add_argument("--sizes", type=int, nargs="*", default=[1000, 2000, 5000, 10000])
     p.add_argument("--batches", type=int, nargs="+", default=[1, 32])
     p.add_argument("--length", type=int, default=50)
     p.add_argument("--mse-sizes", type=int, nargs="*", default=[2000, 10000])
+    p.add_argument("--per-step-sizes", type=int, nargs="*", default=[2000])
     p.add_argument("--ks", type=float, nargs="+", default=[1, 10], help="RDP budgets in percent of N")
     p.add_argument("--mse-batch", type=int, default=1)
     p.add_argument("--replicates", type=int, default=20)
@@ -255,21 +301,24 @@ def main(argv=None):
     p.add_argument("--quick", action="store_true", help="tiny sizes, a few seconds (for tests)")
     args = p.parse_args(argv)
     if args.quick:
-        args.sizes, args.batches, args.length, args.mse_sizes = [64, 128], [1, 4], 8, [128]
+        args.sizes, args.batches, args.length, args.mse_sizes, args.per_step_sizes = [64, 128], [1, 4], 8, [128], [64]
         args.replicates, args.repeats, args.struct_gib = 8, 2, 0.01
     torch.set_num_threads(args.threads)
     load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
     print(f"rdp roofline: torch {torch.__version__}, device {args.device}, {torch.get_num_threads()} thread(s), "
           f"{os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} (shared machine: noisy)")
     bw, rate = machine_limits(args.device, quick=args.quick)
+    _BANDWIDTH[0] = bw
     print(f"measured limits: read bandwidth {bw / 1e9:.2f} GB/s, float32 matmul {rate / 1e9:.1f} GFLOP/s")
     exact_rows = run_exact(args.sizes, args.batches, args.length, args.device, args.repeats, args.struct_gib, bw,
                            rate, args.seed)
     mse_rows = run_mse(args.mse_sizes, args.ks, args.mse_batch, args.length, args.device, args.repeats,
                        args.replicates, args.seed) if args.mse_sizes else []
+    step_rows = run_per_step(args.per_step_sizes, args.ks, args.length, args.device, args.repeats,
+                             args.seed) if args.per_step_sizes else []
     load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
     print(f"\nload average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
-    return {"bandwidth": bw, "rate": rate, "exact": exact_rows, "mse": mse_rows}
+    return {"bandwidth": bw, "rate": rate, "exact": exact_rows, "mse": mse_rows, "per_step": step_rows}
 
 
 if __name__ == "__main__":

@@ -26,6 +26,8 @@ def test_roofline_quick_mode_runs_and_reports(capsys):
     rdp_rows = [r for name, r in mse.items() if name.startswith("RDP")]
     assert len(rdp_rows) == 4 and all(r["mse"] > 0 for r in rdp_rows)
     assert "|difference| = " in text
+    assert [r["method"] for r in out["per_step"]][0] == "exact scaled, per-step"
+    assert all(r["seconds"] > 0 and r["saved"] > 0 for r in out["per_step"])
 
 
 def test_exact_limits_count_bytes_and_flops():
