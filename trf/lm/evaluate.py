@@ -8,6 +8,11 @@
 * :func:`ais_global` -- AIS over the trans-dimensional space for the single normaliser of model (3)
   given the AugSA zeta ("Global AIS"): base ``pi_j V^-j`` (normaliser 1), target
   ``pi_j exp(lambda . f - zeta_j - log Z_1)``; its log is 0 when the AugSA zeta are self-consistent.
+* :func:`check_normalisers` -- every ``log Z_j`` checked from both sides: forward AIS (a stochastic lower
+  bound) and reverse AIS started from the model's own samples (an approximate stochastic upper bound,
+  Grosse et al. 2015 / RAISE) give an interval per length; the exact sum over ``V^j`` sentences replaces
+  both when it is small.  :class:`NormaliserCheck` turns it into a perplexity interval and flags lengths
+  where AugSA's ``zeta_j + log Z_1`` is outside the interval by more than a margin.
 * :func:`interpolate_linear` / :func:`interpolate_loglinear` -- combine sentence log-probabilities
   with another model's (the linear mixture stays normalised; the log-linear one does not and is for
   rescoring only).
@@ -17,10 +22,12 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.special import logsumexp
 
-from samplers.ais import run_ais
+from samplers.ais import run_ais, run_bidirectional_ais
 from samplers.rng import kernel_seed
 from samplers.validation import as_float_array, check_float, check_int
 from trf.lm.corpus import EncodedCorpus
@@ -28,7 +35,7 @@ from trf.lm.model import SentenceTRF
 from trf.lm.transms import ChainState, SentenceSampler
 from trf.ngram import perplexity
 
-__all__ = ["ais_log_z", "smooth_log_z", "ais_global", "ais_check", "interpolate_linear", "interpolate_loglinear",
+__all__ = ["check_normalisers", "NormaliserCheck", "exact_log_z", "ais_log_z", "smooth_log_z", "ais_global", "ais_check", "interpolate_linear", "interpolate_loglinear",
            "log_prob_with_log_z", "tune_linear_weight", "scoring_speed"]
 
 
@@ -64,6 +71,225 @@ def ais_log_z(model: SentenceTRF, j: int, *, n_temperatures: int = 1000, n_chain
 
     return run_ais(initial, log_ratio, transition, n_temperatures=n_temperatures, n_chains=n_chains, seed=seed,
                    log_partition_start=j * np.log(V))
+
+
+EXACT_LIMIT = 200_000  # enumerate V^j sentences for the exact log Z_j up to this many
+
+
+def exact_log_z(model: SentenceTRF, j: int, limit: int = EXACT_LIMIT) -> float:
+    """Exact ``log Z_j(lambda)`` by summing ``exp(lambda . f)`` over all ``V^j`` sentences (ValueError when
+    ``V^j > limit``)."""
+    j = check_int(j, "j", low=1)
+    V = model.features.n_words
+    if V ** j > limit:
+        raise ValueError(f"V^j = {V}^{j} sentences exceed the enumeration limit {limit}")
+    total = V ** j
+    tokens = np.stack(np.unravel_index(np.arange(total), (V,) * j), axis=1).astype(np.int32).ravel()
+    corpus = EncodedCorpus(tokens, np.arange(0, total * j + 1, j, dtype=np.int64))
+    return float(logsumexp(model.features.scores(corpus, model.lam)))
+
+
+def _bdmc_log_z(model: SentenceTRF, sampler: SentenceSampler, j: int, n_temperatures: int, n_chains: int, seed,
+                burn_in: int, parallel: bool):
+    """Forward and reverse AIS for ``log Z_j`` (:func:`samplers.ais.run_bidirectional_ais`)."""
+    feats = model.features
+    V = feats.n_words
+    flat = np.zeros(sampler.m)
+
+    def initial(n, rng):
+        tokens = np.zeros((n, sampler.m), dtype=np.int64)
+        tokens[:, :j] = rng.integers(0, V, size=(n, j))
+        return ChainState(tokens, np.full(n, j, dtype=np.int64))
+
+    def log_ratio(state):
+        return feats.scores(_states_corpus(state), model.lam)
+
+    def transition(state, beta, rng):
+        new, _, _, _ = sampler.run(beta * model.lam, flat, state, 1, kernel_seed(rng), parallel=parallel,
+                                   jump=False)
+        return new
+
+    return run_bidirectional_ais(initial, log_ratio, transition, n_temperatures=n_temperatures, n_chains=n_chains,
+                                 seed=seed, log_partition_start=j * np.log(V), burn_in=burn_in)
+
+
+@dataclass
+class NormaliserCheck:
+    """``log Z_j`` checked from both sides for the lengths ``lengths`` (:func:`check_normalisers`).
+
+    Attributes
+    ----------
+    lengths : ndarray of int
+    method : list of str
+        ``"exact"`` (enumeration) or ``"bdmc"`` (forward + reverse AIS) per length.
+    forward, reverse : ndarray
+        Forward (lower) and reverse (upper) AIS estimates of ``log Z_j`` (both the exact value when exact).
+    lower, upper : ndarray
+        The interval ``[forward - z se_f, reverse + z se_r]`` per length.
+    augsa : ndarray
+        AugSA's ``zeta_j + log Z_1`` at the same lengths.
+    margin : float
+        Nats by which AugSA may leave the interval before it is flagged.
+    n_temperatures, n_chains : int
+    seconds : float
+    """
+
+    lengths: np.ndarray
+    method: list
+    forward: np.ndarray
+    reverse: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    augsa: np.ndarray
+    margin: float
+    z: float
+    n_temperatures: int
+    n_chains: int
+    seconds: float
+    m_total: int = 0
+    notes: list = field(default_factory=list)
+
+    @property
+    def checked(self) -> np.ndarray:
+        """The checked ``log Z_j``: the exact value, else the midpoint of the forward and reverse estimates."""
+        return 0.5 * (self.forward + self.reverse)
+
+    @property
+    def flagged(self) -> np.ndarray:
+        """Lengths where AugSA's ``log Z_j`` is outside ``[lower - margin, upper + margin]``."""
+        bad = (self.augsa < self.lower - self.margin) | (self.augsa > self.upper + self.margin)
+        return self.lengths[bad]
+
+    def warning(self) -> str | None:
+        """A one-line warning naming the flagged lengths and the largest excursion, or None."""
+        flagged = self.flagged
+        if flagged.size == 0:
+            return None
+        excess = np.maximum(self.lower - self.augsa, self.augsa - self.upper)
+        worst = int(np.argmax(excess))
+        return (f"AugSA's zeta is outside the checked interval by more than {self.margin:g} nats at "
+                f"{flagged.size} of {self.lengths.size} lengths ({', '.join(map(str, flagged[:10]))}"
+                f"{', ...' if flagged.size > 10 else ''}); worst at length {self.lengths[worst]}: AugSA log Z "
+                f"{self.augsa[worst]:.2f}, interval [{self.lower[worst]:.2f}, {self.upper[worst]:.2f}]. "
+                "The perplexity with AugSA's zeta is not trustworthy")
+
+    def log_z_table(self, which: str) -> np.ndarray:
+        """``log Z`` per sub-model (shape ``(m_total,)``): ``which`` in {"checked", "lower", "upper"} at the
+        checked lengths, NaN elsewhere."""
+        values = {"checked": self.checked, "lower": self.lower, "upper": self.upper}
+        if which not in values:
+            raise ValueError(f"which must be one of {sorted(values)}, got {which!r}")
+        table = np.full(self.m_total, np.nan)
+        table[self.lengths - 1] = values[which]
+        return table
+
+    def rows(self) -> list[dict]:
+        """Per-length records for JSON output."""
+        return [{"j": int(j), "method": meth, "forward": float(f), "reverse": float(r), "lower": float(lo),
+                 "upper": float(hi), "augsa": float(a), "flagged": bool(a < lo - self.margin or a > hi + self.margin)}
+                for j, meth, f, r, lo, hi, a in zip(self.lengths, self.method, self.forward, self.reverse,
+                                                    self.lower, self.upper, self.augsa)]
+
+    def perplexities(self, model: SentenceTRF, corpus: EncodedCorpus) -> dict:
+        """Perplexity of ``corpus`` with AugSA's zeta, the checked ``log Z_j`` and the interval ends.
+
+        Sentences whose sub-model was not checked (e.g. the pooled ``m+``) keep AugSA's normaliser; their
+        number is ``unchecked_sentences``.  A higher ``log Z`` lowers every log-probability, so the
+        interval ``[lower, upper]`` of ``log Z`` maps to ``[ppl_low, ppl_high]``."""
+        dims = model.dimension(corpus.lengths)
+        base = model.log_prob(corpus)
+        augsa = (model.zeta + model.log_z1())[dims - 1]
+        out = {"augsa": float(np.exp(-base.sum() / corpus.n_predicted))}
+        for which, key in (("checked", "checked"), ("lower", "low"), ("upper", "high")):
+            table = self.log_z_table(which)[dims - 1]
+            log_z = np.where(np.isnan(table), augsa, table)
+            out[key] = float(np.exp(-(base + augsa - log_z).sum() / corpus.n_predicted))
+        out["unchecked_sentences"] = int(np.count_nonzero(np.isnan(self.log_z_table("checked")[dims - 1])))
+        return out
+
+
+def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None = None, n_chains: int = 10,
+                      time_budget: float | None = None, z: float = 3.0, margin: float = 0.5, burn_in: int = 10,
+                      seed=0, exact_limit: int = EXACT_LIMIT, parallel: bool = True) -> NormaliserCheck:
+    """Check ``log Z_j`` for each of ``lengths`` from both sides (bidirectional AIS, or exactly).
+
+    For each length ``j`` (at most ``m``): when ``V^j <= exact_limit`` the exact sum over all sentences is
+    used; otherwise forward AIS from the uniform law over ``V^j`` (a stochastic lower bound of ``log Z_j``,
+    Neal 2001) and reverse AIS from the forward chains' end states after ``burn_in`` sweeps at the model
+    (the model's own samples; an upper bound in expectation when those are exact draws, Grosse et al.
+    2015, Sec. 4) give ``[forward - z se_f, reverse + z se_r]``.  With exact starts each side misses with
+    probability at most about ``Phi(-z)`` (0.13% for ``z = 3``); approximate starts can pull the reverse
+    estimate down, so a gap ``reverse - forward`` near 0 is the sign that both have converged.
+
+    Parameters
+    ----------
+    model : SentenceTRF
+    lengths : iterable of int
+        Lengths to check (each in 1..m).
+    n_temperatures : int, optional
+        Temperatures per AIS run.  Default: chosen from ``time_budget`` by a pilot run (between 20 and
+        2000).
+    n_chains : int
+        AIS chains per length and direction.
+    time_budget : float, optional
+        Seconds for the whole check when ``n_temperatures`` is not given; default 15% of the model's
+        recorded training time (``meta["train_seconds"]``), at least 10 s.
+    z, margin : float
+        Interval width in standard errors, and the nats by which AugSA may leave it before it is flagged.
+    burn_in : int
+        Sweeps at ``beta = 1`` before the reverse run.
+    seed : int, Generator or None
+    exact_limit : int
+        Largest ``V^j`` summed exactly (0: never; every length by AIS).
+
+    Returns
+    -------
+    NormaliserCheck
+    """
+    lengths = np.unique([check_int(j, "lengths[]", low=1, high=model.m) for j in lengths]).astype(np.int64)
+    if lengths.size == 0:
+        raise ValueError("lengths is empty")
+    n_chains = check_int(n_chains, "n_chains", low=2)
+    z = check_float(z, "z", low=0.0)
+    margin = check_float(margin, "margin", low=0.0)
+    exact_limit = check_int(exact_limit, "exact_limit", low=0)
+    started = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    V = model.features.n_words
+    exact_mask = np.array([float(V) ** j <= exact_limit for j in lengths])
+    sampler = SentenceSampler(model.features, model.m) if not exact_mask.all() else None
+    notes = []
+    if n_temperatures is None:
+        if time_budget is None:
+            time_budget = max(10.0, 0.15 * float(model.meta.get("train_seconds", 60.0)))
+        time_budget = check_float(time_budget, "time_budget", low=0.0, low_open=True)
+        ais_lengths = lengths[~exact_mask]
+        n_temperatures = 20
+        if ais_lengths.size:
+            pilot_t = 6
+            tick = time.perf_counter()
+            _bdmc_log_z(model, sampler, int(ais_lengths.max()), pilot_t, n_chains, rng, 0, parallel)
+            per_temperature = (time.perf_counter() - tick) / pilot_t / ais_lengths.max()  # per word of length
+            affordable = time_budget / max(per_temperature * ais_lengths.sum(), 1e-12)
+            n_temperatures = int(np.clip(affordable, 20, 2000))
+            notes.append(f"{n_temperatures} temperatures chosen for a {time_budget:.0f} s budget")
+    n_temperatures = check_int(n_temperatures, "n_temperatures", low=2)
+    forward, reverse, lower, upper, method = [], [], [], [], []
+    for j, is_exact in zip(lengths, exact_mask):
+        if is_exact:
+            value = exact_log_z(model, int(j), exact_limit)
+            forward.append(value), reverse.append(value), lower.append(value), upper.append(value)
+            method.append("exact")
+            continue
+        res = _bdmc_log_z(model, sampler, int(j), n_temperatures, n_chains, rng, burn_in, parallel)
+        lo, hi = res.interval(z)
+        forward.append(res.forward.log_partition), reverse.append(res.reverse.log_partition)
+        lower.append(lo), upper.append(hi)
+        method.append("bdmc")
+    augsa = model.zeta[lengths - 1] + model.log_z1()
+    return NormaliserCheck(lengths, method, np.array(forward), np.array(reverse), np.array(lower), np.array(upper),
+                           augsa, margin, z, n_temperatures, n_chains, time.perf_counter() - started,
+                           m_total=int(model.pi.size), notes=notes)
 
 
 def smooth_log_z(lengths, log_z, stderr=None) -> np.ndarray:
