@@ -131,3 +131,44 @@ def test_bad_input_gives_clear_errors(trained, tmp_path, capsys):
     assert main(["ngram", "train", "--train", str(train), "--out", str(ngram), "--order", "2"]) == 0
     assert main(["trf", "eval", "--model", str(ngram), "--test", str(train)]) == 2
     assert "expected 'trf-lm'" in capsys.readouterr().err
+
+
+def test_eval_reports_checked_perplexity_and_warns_about_a_wrong_zeta(trained, tmp_path, capsys):
+    folder, train, model = trained
+    out = tmp_path / "e.json"
+    lm = trf.load(model)
+    # the 30-iteration toy model: AugSA's zeta is far from the exact log Z_j / Z_1, and eval says so
+    assert main(["trf", "eval", "--model", str(model), "--test", str(train), "--json", str(out)]) == 0
+    captured = capsys.readouterr()
+    result = json.loads(out.read_text())
+    check = result["normaliser_check"]
+    assert check["which"] == "exact log Z_j"  # 14 words, lengths <= 4: V^j small enough to enumerate
+    assert "with checked normalisers" in captured.out
+    lo, hi = check["perplexity_interval"]
+    assert np.isclose(lo, result["perplexity"]) and np.isclose(hi, result["perplexity"])
+    rows = {r["j"]: r for r in check["per_length"]}
+    exact_zeta = lm.zeta.copy()
+    for j, r in rows.items():
+        exact_zeta[j - 1] = r["forward"] - lm.log_z1()
+    flagged = [j for j, r in rows.items() if abs(r["augsa"] - r["forward"]) > 0.5]
+    assert check["flagged_lengths"] == flagged and (("warning" in captured.err) == bool(flagged))
+    # the same lambda with the exact zeta: silent; then length 3 two nats off: one warning naming it
+    good = SentenceTRF(lm.vocab, lm.features, lm.pi, lm.lam, exact_zeta, lm.meta)
+    good.save(tmp_path / "good.npz")
+    assert main(["trf", "eval", "--model", str(tmp_path / "good.npz"), "--test", str(train), "--json",
+                 str(out)]) == 0
+    assert "warning" not in capsys.readouterr().err
+    clean = json.loads(out.read_text())
+    assert np.isclose(clean["perplexity"], clean["perplexity_augsa"])
+    assert np.isclose(clean["perplexity"], result["perplexity"])  # the checked value ignores AugSA's zeta
+    shifted = exact_zeta.copy()
+    shifted[2] += 2.0
+    SentenceTRF(lm.vocab, lm.features, lm.pi, lm.lam, shifted, lm.meta).save(tmp_path / "wrong.npz")
+    assert main(["trf", "eval", "--model", str(tmp_path / "wrong.npz"), "--test", str(train), "--json",
+                 str(out)]) == 0
+    err = capsys.readouterr().err
+    assert err.count("warning") == 1 and "length 3" in err
+    again = json.loads(out.read_text())
+    assert again["normaliser_check"]["flagged_lengths"] == [3]
+    assert np.isclose(again["perplexity"], clean["perplexity"])
+    assert again["perplexity_augsa"] > clean["perplexity_augsa"]  # a too-high zeta_3 lowers p of 3-word lines

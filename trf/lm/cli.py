@@ -3,7 +3,9 @@
 ``train`` builds vocabulary, exchange classes and features from ``--train`` and runs AugSA (Sec. 7
 defaults; ``--minutes`` bounds the time; ``--checkpoint`` + ``--resume`` continue an interrupted run
 with the same iteration count and chain states).  ``eval`` prints the test perplexity (words plus one
-end-of-sentence per sentence) and optional AIS checks of the normalisers, and writes JSON.
+end-of-sentence per sentence) with normalisers checked from both sides (forward and reverse AIS, or exact
+on tiny vocabularies; :func:`trf.lm.evaluate.check_normalisers`), the interval and the AugSA-zeta value,
+warns when AugSA's zeta is outside the interval, optionally runs the older AIS variants, and writes JSON.
 ``score`` reads sentences on stdin and writes one natural-log probability per input line (``nan`` and one
 warning on stderr for blank lines; ``--unk`` adds the number of unknown words, ``--jsonl`` writes JSON lines).
 """
@@ -56,7 +58,39 @@ def _eval(args) -> int:
               "predicted_tokens": corpus.n_predicted, "oov_tokens": int(np.count_nonzero(corpus.tokens == 0)),
               "log_prob_total": float(log_probs.sum()), "score_seconds": seconds,
               "empty_lines_skipped": stats.empty_lines, "model": str(args.model), "test": str(args.test)}
-    print(f"perplexity {ppl:.3f} ({PERPLEXITY_CONVENTION}) with the AugSA zeta; {len(corpus)} sentences")
+    if args.no_check:
+        print(f"perplexity {ppl:.3f} ({PERPLEXITY_CONVENTION}) with the AugSA zeta (unchecked: --no-check); "
+              f"{len(corpus)} sentences")
+    else:
+        from trf.lm.evaluate import check_normalisers
+
+        lengths = np.unique(corpus.lengths[corpus.lengths <= model.m])
+        if lengths.size == 0:
+            raise ValueError(f"--test holds no sentence of at most m={model.m} words to check; pass --no-check")
+        check = check_normalisers(model, lengths, n_temperatures=args.check_temperatures,
+                                  n_chains=args.check_chains, time_budget=args.check_seconds,
+                                  margin=args.check_margin, seed=args.seed)
+        ppl_checked = check.perplexities(model, corpus)
+        methods = sorted(set(check.method))
+        which = ("exact log Z_j" if methods == ["exact"] else
+                 f"midpoint of forward and reverse AIS ({check.n_temperatures} temperatures, {check.n_chains} "
+                 f"chains{', exact where V^j is small' if 'exact' in methods else ''})")
+        result["perplexity_augsa"] = ppl
+        result["perplexity"] = ppl_checked["checked"]
+        result["normaliser_check"] = {"which": which, "perplexity_interval": [ppl_checked["low"],
+                                                                              ppl_checked["high"]],
+                                      "unchecked_sentences": ppl_checked["unchecked_sentences"],
+                                      "margin": check.margin, "z": check.z, "seconds": check.seconds,
+                                      "flagged_lengths": check.flagged.tolist(), "per_length": check.rows(),
+                                      "notes": check.notes}
+        unchecked = (f"; {ppl_checked['unchecked_sentences']} sentences of the pooled sub-model keep AugSA's "
+                     "normaliser" if ppl_checked["unchecked_sentences"] else "")
+        print(f"perplexity {ppl_checked['checked']:.3f} ({PERPLEXITY_CONVENTION}) with checked normalisers "
+              f"[{which}], interval [{ppl_checked['low']:.3f}, {ppl_checked['high']:.3f}]; with the AugSA zeta "
+              f"{ppl:.3f}; {len(corpus)} sentences{unchecked}")
+        warning = check.warning()
+        if warning:
+            print(f"mcsa trf eval: warning: {warning}", file=sys.stderr)
     if args.ais:
         from trf.lm.evaluate import ais_check
 
@@ -157,6 +191,16 @@ def register(subparsers) -> None:
     ev.add_argument("--model", required=True)
     ev.add_argument("--test", required=True)
     ev.add_argument("--json", default=None)
+    ev.add_argument("--no-check", action="store_true",
+                    help="skip the two-sided check of the normalisers (report AugSA's zeta only)")
+    ev.add_argument("--check-temperatures", type=int, default=None,
+                    help="AIS temperatures for the check (default: chosen to fit --check-seconds)")
+    ev.add_argument("--check-seconds", type=float, default=None,
+                    help="time for the check (default 15%% of the recorded training time, at least 10 s)")
+    ev.add_argument("--check-chains", type=int, default=10, help="AIS chains per length and direction")
+    ev.add_argument("--check-margin", type=float, default=0.5,
+                    help="nats AugSA's log Z_j may lie outside the checked interval before a warning")
+    ev.add_argument("--seed", type=int, default=0)
     ev.add_argument("--ais", action="store_true", help="AIS estimates of log Z_j (separate, smoothed, global)")
     ev.add_argument("--ais-temperatures", type=int, default=1000)
     ev.add_argument("--ais-chains", type=int, default=10)
