@@ -26,6 +26,7 @@ install: $(VENV)/.installed
 
 demo: install
 	$(BIN)/mcsa bench run --suite quick --out demo-results --replicates 5
+	$(BIN)/mcsa bench run --suite cross-quick --out demo-results-cross --force
 
 lint: install
 	$(BIN)/ruff check .
@@ -34,4 +35,4 @@ test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 clean:
-	rm -rf $(VENV) .numba_cache demo-results .pytest_cache
+	rm -rf $(VENV) .numba_cache demo-results demo-results-cross .pytest_cache

@@ -65,8 +65,8 @@ class AugSAZetaEstimator(KindEstimator):
     family = "trf"
     budget_label = "iterations"
     kinds = {"trf": ("zeta",)}
-    quick_budgets = (50, 200)
-    budgets = (50, 200, 800)
+    quick_budgets = (50, 100)
+    budgets = (50, 200, 400)
 
     def _estimate(self, problem, budget, seed, targets):
         return augsa_zeta(problem, max(budget, 4), seed)

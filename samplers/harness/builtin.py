@@ -18,6 +18,10 @@ def register_samplers() -> None:
                    "randomized pruning vs fixed masks, short sentences")
     register_suite("pruning-bias", "samplers.pruning.bench:pruning_bias_suite",
                    "L2 bias vs time of pruning estimators (PCFG, ITG)")
+    register_suite("cross-quick", "samplers.harness.cross_suites:cross_quick_suite",
+                   "every family's estimators on one small problem of each kind (make demo)")
+    register_suite("cross", "samplers.harness.cross_suites:cross_suite",
+                   "cross-family leaderboard: every estimator on chain CRFs, MRFs, PCFGs, TRFs (~30 min)")
 
 
 def register_rdp() -> None:

@@ -247,12 +247,13 @@ class GibbsEstimator(KindEstimator):
 
 
 def samplers_estimators() -> list[KindEstimator]:
-    """The samplers-side cross estimators: exact forward, exact junction tree, AIS, Gibbs."""
-    return [ExactForwardEstimator(), ExactEliminationEstimator(), AISEstimator(), GibbsEstimator()]
+    """The samplers-side cross estimators: the trivial baseline, exact forward, exact junction tree,
+    AIS, Gibbs."""
+    return [TrivialEstimator(), ExactForwardEstimator(), ExactEliminationEstimator(), AISEstimator(), GibbsEstimator()]
 
 
 register_estimator("samplers", "samplers.harness.cross:samplers_estimators", "samplers",
-                   "exact forward / junction tree, AIS (log Z, weighted marginals), Gibbs marginals")
+                   "trivial baseline, exact forward / junction tree, AIS (log Z, weighted marginals), Gibbs marginals")
 register_estimator("rdp", "rdp.estimators:rdp_estimators", "rdp",
                    "RDP (K2=1, K1=K2) and Top-K: chain CRF log Z / marginals / entropy, PCFG log P")
 register_estimator("doeblin", "doeblin.estimators:doeblin_estimators", "doeblin",
@@ -260,3 +261,39 @@ register_estimator("doeblin", "doeblin.estimators:doeblin_estimators", "doeblin"
 register_estimator("pruning", "samplers.pruning.estimators:pruning_estimators", "pruning",
                    "PCFG exact inside-outside, randomized pruning, fixed coarse-posterior masks")
 register_estimator("trf", "trf.estimators:trf_estimators", "trf", "TRF per-length zeta by AugSA and AIS")
+
+
+class TrivialEstimator(KindEstimator):
+    """The trivial solver every cross suite scores against (score 0; budget ignored):
+
+    * chain CRF / MRF: the unary-only model (couplings dropped): its exact ``log_partition``,
+      ``marginals`` (softmax of each site's unary potentials) and ``entropy``;
+    * PCFG: the Viterbi tree (max-product instead of sum-product): its log weight as
+      ``log_probability`` (a lower bound), its constituents as ``span_posteriors`` and its rules as
+      ``rule_counts``;
+    * TRF: ``zeta`` of the model with lambda = 0, ``zeta_j = (j - 1) log V``.
+    """
+
+    name = "trivial"
+    budget_label = "none"
+    kinds = {PAIRWISE_MRF: ("log_partition", "marginals"), CHAIN_CRF: ("log_partition", "marginals", "entropy"),
+             "pcfg": ("log_probability", "span_posteriors", "rule_counts"), "trf": ("zeta",)}
+
+    def _estimate(self, problem, budget, seed, targets):
+        if problem.kind in (PAIRWISE_MRF, CHAIN_CRF):
+            mrf = problem.mrf
+            lu = mrf.log_unary
+            logp = lu - np.logaddexp.reduce(lu, axis=1, keepdims=True)
+            p = np.exp(logp)
+            ent = float(-np.sum(np.where(p > 0, p * logp, 0.0)))
+            return {"log_partition": mrf.log_partition_unary_only(), "marginals": p, "entropy": ent}
+        if problem.kind == "pcfg":
+            from ..problems import span_vector
+            from ..pruning.chart import tree_spans, viterbi
+
+            score, nodes = viterbi(problem.grammar, problem.words)
+            counts = np.bincount(nodes[nodes[:, 3] >= 0, 3], minlength=problem.grammar.n_binary).astype(float)
+            spans = tree_spans(nodes, len(problem.words)).astype(float)
+            return {"log_probability": score, "span_posteriors": span_vector(spans), "rule_counts": counts}
+        m = problem.pi.shape[0]
+        return {"zeta": np.arange(m) * np.log(problem.features.V)}

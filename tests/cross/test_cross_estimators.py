@@ -55,10 +55,10 @@ def assert_unbiased(values, exact, what):
 
 # -- which estimator claims what ----------------------------------------------------------------
 EXPECTED = {
-    "chain-crf": {"exact-forward", "exact-junction-tree", "ais", "gibbs", "rdp-k2=1", "rdp-k1=k2", "topk",
+    "chain-crf": {"trivial", "exact-forward", "exact-junction-tree", "ais", "gibbs", "rdp-k2=1", "rdp-k1=k2", "topk",
                   "doeblin-gibbs-eps0.05", "doeblin-gibbs-eps0.2"},
-    "pairwise-mrf": {"exact-junction-tree", "ais", "gibbs", "doeblin-gibbs-eps0.05", "doeblin-gibbs-eps0.2"},
-    "pcfg": {"rdp-k2=1", "rdp-k1=k2", "topk", "exact-inside", "pruning-randomized", "pruning-fixed"},
+    "pairwise-mrf": {"trivial", "exact-junction-tree", "ais", "gibbs", "doeblin-gibbs-eps0.05", "doeblin-gibbs-eps0.2"},
+    "pcfg": {"trivial", "rdp-k2=1", "rdp-k1=k2", "topk", "exact-inside", "pruning-randomized", "pruning-fixed"},
 }
 
 
@@ -261,3 +261,24 @@ def test_trf_augsa_zeta(trf_problem):
 
 def test_kind_estimator_is_an_estimator():
     assert all(isinstance(e, KindEstimator) for e in load_estimators())
+
+
+def test_trivial_baseline_is_what_it_says(trf_problem):
+    """The baseline is exact for the model without couplings / with lambda = 0, and a Viterbi tree."""
+    from samplers.models import PairwiseMRF
+
+    est = by_name("trivial")
+    problem = crf_problem()
+    m = problem.mrf
+    decoupled = PairwiseMRF(m.unary, np.zeros((0, 2), int), np.zeros((0, 3, 3)))
+    out = est.estimate(problem, 1, 0)
+    assert out["log_partition"] == pytest.approx(decoupled.log_partition_exact(), abs=1e-12)
+    np.testing.assert_allclose(out["marginals"], decoupled.marginals_exact(), atol=1e-12)
+    p = decoupled.probabilities_exact()
+    assert out["entropy"] == pytest.approx(float(-np.sum(p * np.log(p))), abs=1e-10)
+    pc = pcfg_problem()
+    tree = est.estimate(pc, 1, 0)
+    assert tree["log_probability"] < pc.exact()["log_probability"]
+    assert tree["rule_counts"].sum() == len(pc.words) - 1
+    assert set(np.unique(tree["span_posteriors"])) <= {0.0, 1.0}
+    assert est.estimate(trf_problem, 1, 0)["zeta"] == pytest.approx(np.arange(4) * np.log(3))

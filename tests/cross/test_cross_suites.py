@@ -1,0 +1,60 @@
+"""The cross suites build, hand every problem to several families, run through the harness, and
+the leaderboard reads the harness summary."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from samplers.harness import Study, list_suites, load_suite
+from samplers.harness.cross_suites import leaderboard, main
+
+
+def test_cross_suites_are_registered_and_build():
+    names = list_suites()
+    assert "cross-quick" in names and "cross" in names
+    suite = load_suite("cross-quick")
+    assert suite.baseline == "trivial"
+    kinds = {p.kind for p in suite.problems}
+    assert kinds == {"chain-crf", "pairwise-mrf", "pcfg", "trf"}
+    families = {}
+    for p in suite.problems:
+        families[p.kind] = {e.family for e in suite.estimators if e.supports(p)}
+        assert set(suite.budgets) >= {e.name for e in suite.estimators}
+    assert families["chain-crf"] >= {"samplers", "rdp", "doeblin"}
+    assert families["pcfg"] >= {"rdp", "pruning"}
+    assert families["trf"] >= {"trf"}
+
+
+def test_quick_study_runs_and_leaderboard_scores():
+    suite = load_suite("cross-quick")
+    problems = [p for p in suite.problems if p.kind in ("pcfg", "pairwise-mrf")]
+    keep = {"trivial", "exact-inside", "pruning-fixed", "exact-junction-tree", "gibbs"}
+    estimators = [e for e in suite.estimators if e.name in keep]
+    study = Study(problems, estimators, {e.name: suite.budgets[e.name] for e in estimators}, replicates=2,
+                  baseline="trivial")
+    summary = study.run(progress=False).summary(n_boot=200)
+    exact_rows = [r for r in summary if r["estimator"] in ("exact-inside", "exact-junction-tree")]
+    assert exact_rows and all(r["rmse"] < 1e-9 and r["score"] == pytest.approx(100.0) for r in exact_rows)
+    assert all(r["score"] == 0.0 for r in summary if r["estimator"] == "trivial")
+    table = leaderboard(summary, {p.name: p.kind for p in problems}, caps=(1e-9, 1e3))
+    assert "### pcfg: log_probability" in table and "### pairwise-mrf: marginals" in table
+    line = [ln for ln in table.splitlines() if ln.startswith("| exact-inside |")][0]
+    assert line.split("|")[2].strip() == "-" and line.split("|")[3].strip().startswith("100 (")
+
+
+def test_leaderboard_pools_scores_over_problems():
+    rows = [{"problem": p, "estimator": "a", "budget": b, "target": "t", "mean_seconds": s, "rmse": r,
+             "rmse_lo": r / 2, "rmse_hi": 2 * r, "score": sc}
+            for p, b, s, r, sc in [("p1", 1, 0.01, 1.0, 50.0), ("p1", 2, 1.0, 0.1, 95.0),
+                                   ("p2", 1, 0.01, 2.0, 30.0), ("p2", 2, 1.0, 0.2, 85.0)]]
+    table = leaderboard(rows, {"p1": "k", "p2": "k"}, caps=(0.1, 10.0))
+    line = [ln for ln in table.splitlines() if ln.startswith("| a |")][0]
+    assert [c.strip() for c in line.split("|")[2:4]] == [f"{np.mean([50, 30]):.0f}", f"{np.mean([95, 85]):.0f}"]
+
+
+def test_leaderboard_cli_errors(tmp_path, capsys):
+    assert main([str(tmp_path)]) == 2
+    assert "no summary.csv" in capsys.readouterr().err
+    assert main([str(tmp_path), "nope"]) == 2
+    assert main([]) == 2
