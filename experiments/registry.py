@@ -11,6 +11,16 @@ SUITES: list[tuple[str, str, str]] = [
      "the RDP paper's Table 3: bias/variance of randomized Forward vs K, N = 2000"),
     ("rdp-proposals", "experiments.rdp_tables.suite:proposals_suite",
      "the RDP paper's Table 4: the four proposals for randomized Forward, N = 2000"),
+    ("doeblin-gestures", "experiments.doeblin_gestures.suite:gestures_suite",
+     "Steinhardt & Liang Sec. 5: keyboard-gesture accuracy, Gibbs vs strong Doeblin sampler (about 3 h)"),
+    ("doeblin-gestures-quick", "experiments.doeblin_gestures.suite:gestures_quick_suite",
+     "keyboard gestures reduced: one data set, T = 20, 2 epochs (about 5 min)"),
+    ("doeblin-dnf-planted", "experiments.doeblin_dnf.suite:planted_suite",
+     "DNF inference on 40 planted formulas: fraction solved within the cap, 0/1/2-stage chains"),
+    ("doeblin-dnf-cegar", "experiments.doeblin_dnf.suite:cegar_suite",
+     "Table 1 setting: CEGAR verification of five loop programs with 0/1/2-stage chains"),
+    ("rdp-vae", "experiments.rdp_vae.suite:vae_suite",
+     "the RDP paper's structured VAE (Table 5 analogue): FULL/TOPK/RDP test NLL at N = 100 on fortunes"),
 ]
 
 

@@ -129,10 +129,13 @@ class Variant:
     k1: int = 0
     k2: int = 0
     proposal: str = "local+global"
+    method: str = "auto"
 
     def __post_init__(self):
         if self.kind not in ("full", "topk", "rdp"):
             raise ValueError(f"variant kind must be 'full', 'topk' or 'rdp', got {self.kind!r}")
+        if self.method not in ("auto", "scaled", "log"):
+            raise ValueError(f"variant method must be 'auto', 'scaled' or 'log', got {self.method!r}")
         if self.kind != "full":
             k1 = check_int(self.k1, "k1", low=0)
             k2 = check_int(self.k2, "k2", low=0)
@@ -142,8 +145,10 @@ class Variant:
                 raise ValueError("an rdp variant needs k1 + k2 >= 1")
 
     @classmethod
-    def full(cls) -> "Variant":
-        return cls("full")
+    def full(cls, method: str = "auto") -> "Variant":
+        """Exact DPs; ``method`` as in :func:`rdp.chain_entropy` (``"log"``: the textbook log-space DP whose
+        autograd memory is O(B T N^2); ``"auto"``/``"scaled"``: the scaled-space DP of :mod:`rdp.fast_chain`)."""
+        return cls("full", method=method)
 
     @classmethod
     def topk(cls, k: int) -> "Variant":
@@ -173,7 +178,9 @@ class Variant:
 
     @property
     def label(self) -> str:
-        return "FULL" if self.kind == "full" else f"{self.kind.upper()}(K1={self.k1},K2={self.k2})"
+        if self.kind == "full":
+            return "FULL" if self.method == "auto" else f"FULL({self.method})"
+        return f"{self.kind.upper()}(K1={self.k1},K2={self.k2})"
 
     def check(self, n_states: int) -> None:
         """Raise ``ValueError`` when K1 + K2 exceeds the number of states."""
@@ -340,9 +347,9 @@ class StructuredVAE(nn.Module):
         em = self.emissions(tokens, lengths)
         emb = self.state_embeddings
         if variant.kind == "full":
-            entropy = chain_entropy(em, lengths=lengths, state_embeddings=emb)
+            entropy = chain_entropy(em, lengths=lengths, state_embeddings=emb, method=variant.method)
             sample = chain_gumbel_sample(em, lengths=lengths, state_embeddings=emb, tau=tau, generator=generator,
-                                         straight_through=straight_through)
+                                         straight_through=straight_through, method=variant.method)
         else:
             kw = dict(state_embeddings=emb, k1=variant.k1, k2=variant.k2, proposal=variant.proposal,
                       generator=generator, lengths=lengths)

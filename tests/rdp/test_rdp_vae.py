@@ -41,13 +41,14 @@ def flat_grad(value, params):
 
 
 # ------------------------------------------------------------------------------------- entropy term
-@pytest.mark.parametrize("k1,k2", [(3, 2), (0, 5), (4, 1)])
-def test_entropy_gradient_rdp_at_full_budget_equals_full(k1, k2):
-    """Alg. 3 with K1 + K2 = N enumerates every state: its ELBO entropy term and gradient equal the exact DP's."""
+@pytest.mark.parametrize("k1,k2,method", [(3, 2, "auto"), (0, 5, "log"), (4, 1, "scaled")])
+def test_entropy_gradient_rdp_at_full_budget_equals_full(k1, k2, method):
+    """Alg. 3 with K1 + K2 = N enumerates every state: its ELBO entropy term and gradient equal the exact
+    DP's (log-space and scaled-space exact DPs), in float64, to 1e-6."""
     model, data = tiny_model()
     params = inference_params(model)
     gen = torch.Generator().manual_seed(1)
-    full = model.elbo(data.tokens, data.lengths, V.Variant.full(), generator=gen).entropy.sum()
+    full = model.elbo(data.tokens, data.lengths, V.Variant.full(method), generator=gen).entropy.sum()
     rand = model.elbo(data.tokens, data.lengths, V.Variant.rdp(k1, k2), generator=gen).entropy.sum()
     g_full, g_rand = flat_grad(full, params), flat_grad(rand, params)
     assert abs(float((full - rand).detach())) < 1e-9
@@ -216,6 +217,8 @@ def test_bad_input_errors():
         V.Variant("topk", 2, 1)
     with pytest.raises(ValueError, match="variant kind"):
         V.Variant("beam")
+    with pytest.raises(ValueError, match="variant method"):
+        V.Variant.full("fast")
     with pytest.raises(ValueError, match="lengths"):
         model.elbo(data.tokens, data.lengths + 10, V.Variant.full())
     with pytest.raises(TypeError, match="variant"):
