@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from samplers.harness.cross import KindEstimator
+from samplers.harness.problem import EVALUATIONS
 from samplers.models import PairwiseMRF
 from samplers.rng import as_generator
 from samplers.validation import check_int
@@ -124,8 +125,9 @@ class DoeblinGibbsEstimator(KindEstimator):
         self.name = f"doeblin-gibbs-eps{self.eps:g}"
 
     def _estimate(self, problem, budget: int, seed: int, targets: tuple) -> dict[str, Any]:
-        draws, _ = doeblin_gibbs_draws(problem.mrf, budget, self.eps, seed)
-        return {"marginals": problem.mrf.marginals_from_samples(draws)}
+        draws, sweeps = doeblin_gibbs_draws(problem.mrf, budget, self.eps, seed)
+        return {"marginals": problem.mrf.marginals_from_samples(draws),
+                EVALUATIONS: (sweeps + budget) * problem.mrf.n_vars}  # single-site updates and restart draws
 
 
 def doeblin_estimators() -> list[DoeblinGibbsEstimator]:

@@ -11,14 +11,17 @@ N / 100)), split as in :mod:`rdp.bench`: ``K2 = 1`` (the paper's setting), ``K1 
   Sec. 5.1, the local proposal for Top-K since the top of a uniform proposal is arbitrary; on the
   whole-sentence span both propose the root distribution, :func:`root_aware_proposal`).
 
-Problems are converted exactly with :mod:`rdp.convert` (float64).
+Problems are converted exactly with :mod:`rdp.convert` (float64).  ``evaluations``: transition
+entries ``T K^2`` per chain sweep (two sweeps with the entropy), rule applications
+``K^3 sum_w (T - w) w`` for the PCFG chart.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from samplers.harness.cross import KindEstimator
+from samplers.harness.cross import KindEstimator, chart_rule_entries
+from samplers.harness.problem import EVALUATIONS
 
 from ._checks import as_generator
 from ._torch import torch
@@ -74,10 +77,11 @@ class RDPCrossEstimator(KindEstimator):
             with torch.no_grad():
                 log_z = randomized_pcfg_log_partition(**t, k1=k1, k2=k2, proposal=proposal, generator=gen)
             note_output(log_z)
-            return {"log_probability": float(log_z[0])}
+            k = k1 + k2
+            return {"log_probability": float(log_z[0]), EVALUATIONS: chart_rule_entries(len(problem.words), k**3)}
         t = chain_crf_tensors(problem.crf)
         k1, k2 = self.k1_k2(problem.crf.n_states, budget)
-        out = {}
+        out = {EVALUATIONS: problem.crf.length * (k1 + k2) ** 2 * (2 if "entropy" in targets else 1)}
         with torch.enable_grad():
             emissions = t.pop("emissions").requires_grad_(True)
             log_z = randomized_chain_log_partition(emissions, **t, k1=k1, k2=k2, proposal="local+global",

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from samplers.harness.cross import KindEstimator
+from samplers.harness.problem import EVALUATIONS
 from samplers.problems import KindProblem
 from samplers.validation import check_int
 
@@ -69,7 +70,9 @@ class AugSAZetaEstimator(KindEstimator):
     budgets = (50, 200, 400)
 
     def _estimate(self, problem, budget, seed, targets):
-        return augsa_zeta(problem, max(budget, 4), seed)
+        out = augsa_zeta(problem, max(budget, 4), seed)
+        out[EVALUATIONS] = max(budget, 4) * 100  # TransMS draws (100 per iteration)
+        return out
 
 
 class AISZetaEstimator(KindEstimator):
@@ -83,7 +86,9 @@ class AISZetaEstimator(KindEstimator):
     budgets = (10, 50, 200)
 
     def _estimate(self, problem, budget, seed, targets):
-        return ais_zeta(problem, max(budget, 2), seed)
+        out = ais_zeta(problem, max(budget, 2), seed)
+        out[EVALUATIONS] = max(budget, 2) * 10 * problem.pi.shape[0]  # particle moves: temps x 10 x lengths
+        return out
 
 
 def trf_estimators() -> list[KindEstimator]:

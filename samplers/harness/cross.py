@@ -30,6 +30,7 @@ from ..ais import ais_log_partition, run_ais
 from ..models import PairwiseMRF
 from ..validation import check_float, check_int
 from .estimator import Estimator
+from .problem import EVALUATIONS
 
 # name -> (family, "module:function" or callable returning a list of estimators, description)
 _FACTORIES: dict[str, tuple[str, Any, str]] = {}
@@ -46,6 +47,12 @@ class KindEstimator(Estimator):
         The package that implements it (``"samplers"``, ``"rdp"``, ``"doeblin"``, ``"trf"``, ``"pruning"``).
     quick_budgets, budgets : list of int
         Budgets of the ``cross-quick`` and ``cross`` suites.
+
+    Notes
+    -----
+    Results carry ``"evaluations"``, a machine-independent cost whose unit each estimator states in
+    its docstring (single-site conditional updates for MCMC/AIS/Doeblin, table or chart entries for
+    the dynamic programs): comparable within a family, only indicative across families.
     """
 
     kinds: dict[str, tuple] = {}
@@ -67,7 +74,7 @@ class KindEstimator(Estimator):
             raise ValueError(f"estimator {self.name!r} does not support problems of kind "
                              f"{getattr(problem, 'kind', None)!r}; it handles {sorted(self.kinds)}")
         out = self._estimate(problem, int(budget), int(seed), self.targets_for(problem))
-        return {k: v for k, v in out.items() if k in self.targets_for(problem)}
+        return {k: v for k, v in out.items() if k in self.targets_for(problem) or k == EVALUATIONS}
 
     def _estimate(self, problem, budget: int, seed: int, targets: tuple) -> dict[str, Any]:
         raise NotImplementedError
@@ -155,7 +162,8 @@ class ExactForwardEstimator(KindEstimator):
 
         crf = problem.crf
         crf = ChainCRF(crf.emissions, crf.transitions)
-        return {"log_partition": crf.log_partition(), "marginals": crf.marginals(), "entropy": crf.entropy()}
+        return {"log_partition": crf.log_partition(), "marginals": crf.marginals(), "entropy": crf.entropy(),
+                EVALUATIONS: crf.length * crf.n_states**2}
 
 
 class ExactEliminationEstimator(KindEstimator):
@@ -169,7 +177,8 @@ class ExactEliminationEstimator(KindEstimator):
         m = problem.mrf
         fresh = PairwiseMRF(m.unary, m.edges, m.pairwise, n_states=m.n_states)
         return {"log_partition": fresh.log_partition_exact(method="elimination"),
-                "marginals": fresh.marginals_exact(method="elimination")}
+                "marginals": fresh.marginals_exact(method="elimination"),
+                EVALUATIONS: fresh.elimination_plan.total_table_entries}
 
 
 class AISEstimator(KindEstimator):
@@ -198,8 +207,11 @@ class AISEstimator(KindEstimator):
         if "marginals" not in targets:
             res = ais_log_partition(mrf, n_temperatures=n_temps, n_chains=self.n_chains, seed=seed,
                                     schedule=self.schedule)
-            return {"log_partition": res.log_partition}
-        return ais_weighted(mrf, n_temps, self.n_chains, seed, self.schedule)
+            out = {"log_partition": res.log_partition}
+        else:
+            out = ais_weighted(mrf, n_temps, self.n_chains, seed, self.schedule)
+        out[EVALUATIONS] = (n_temps - 2) * self.n_chains * mrf.n_vars  # single-site Gibbs updates
+        return out
 
 
 def ais_weighted(mrf: PairwiseMRF, n_temperatures: int, n_chains: int, seed: int,
@@ -243,7 +255,8 @@ class GibbsEstimator(KindEstimator):
         mrf = problem.mrf
         burn_in = min(int(self.burn_in_fraction * budget), budget - 1)
         samples = mrf.gibbs_sample(budget, self.n_chains, seed=seed, burn_in=burn_in)
-        return {"marginals": mrf.marginals_from_samples(samples)}
+        return {"marginals": mrf.marginals_from_samples(samples),
+                EVALUATIONS: budget * self.n_chains * mrf.n_vars}  # single-site updates
 
 
 def samplers_estimators() -> list[KindEstimator]:
@@ -261,6 +274,11 @@ register_estimator("doeblin", "doeblin.estimators:doeblin_estimators", "doeblin"
 register_estimator("pruning", "samplers.pruning.estimators:pruning_estimators", "pruning",
                    "PCFG exact inside-outside, randomized pruning, fixed coarse-posterior masks")
 register_estimator("trf", "trf.estimators:trf_estimators", "trf", "TRF per-length zeta by AugSA and AIS")
+
+
+def chart_rule_entries(length: int, n_rules: int) -> int:
+    """Binary-rule applications of a full CNF chart: ``n_rules * sum_w (T - w) w`` (spans x splits)."""
+    return int(n_rules) * sum((length - w) * w for w in range(1, length))
 
 
 class TrivialEstimator(KindEstimator):
@@ -286,7 +304,8 @@ class TrivialEstimator(KindEstimator):
             logp = lu - np.logaddexp.reduce(lu, axis=1, keepdims=True)
             p = np.exp(logp)
             ent = float(-np.sum(np.where(p > 0, p * logp, 0.0)))
-            return {"log_partition": mrf.log_partition_unary_only(), "marginals": p, "entropy": ent}
+            return {"log_partition": mrf.log_partition_unary_only(), "marginals": p, "entropy": ent,
+                    EVALUATIONS: int(mrf.n_states.sum())}
         if problem.kind == "pcfg":
             from ..problems import span_vector
             from ..pruning.chart import tree_spans, viterbi
@@ -294,6 +313,7 @@ class TrivialEstimator(KindEstimator):
             score, nodes = viterbi(problem.grammar, problem.words)
             counts = np.bincount(nodes[nodes[:, 3] >= 0, 3], minlength=problem.grammar.n_binary).astype(float)
             spans = tree_spans(nodes, len(problem.words)).astype(float)
-            return {"log_probability": score, "span_posteriors": span_vector(spans), "rule_counts": counts}
+            return {"log_probability": score, "span_posteriors": span_vector(spans), "rule_counts": counts,
+                    EVALUATIONS: chart_rule_entries(len(problem.words), problem.grammar.n_binary)}
         m = problem.pi.shape[0]
-        return {"zeta": np.arange(m) * np.log(problem.features.V)}
+        return {"zeta": np.arange(m) * np.log(problem.features.V), EVALUATIONS: m}

@@ -9,13 +9,17 @@
   coarse Viterbi tree), budget = threshold level ``L`` (threshold ``0.5 * 10^{-(L-1)/2}``, larger
   ``L`` prunes less): ``log_probability`` of the pruned chart (a lower bound of log P), and the
   masked ``span_posteriors`` / ``rule_counts`` (biased, deterministic).
+
+``evaluations`` counts binary-rule applications of an unpruned chart (inside + outside) per mask:
+an upper bound for pruned charts.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..harness.cross import KindEstimator
+from ..harness.cross import KindEstimator, chart_rule_entries
+from ..harness.problem import EVALUATIONS
 from .bench import level_threshold
 from .chart import expected_counts
 from .masks import coarse_span_posteriors, default_coarse, threshold_mask, viterbi_backbone
@@ -40,7 +44,9 @@ class ExactInsideEstimator(KindEstimator):
     def _estimate(self, problem, budget, seed, targets):
         from ..problems import span_vector
 
-        return _targets(expected_counts(problem.grammar, problem.words), span_vector)
+        out = _targets(expected_counts(problem.grammar, problem.words), span_vector)
+        out[EVALUATIONS] = 2 * chart_rule_entries(len(problem.words), problem.grammar.n_binary)  # inside + outside
+        return out
 
 
 class RandomizedPruningCrossEstimator(KindEstimator):
@@ -58,7 +64,8 @@ class RandomizedPruningCrossEstimator(KindEstimator):
 
         res = randomized_pruning(problem.grammar, problem.words, budget, seed=seed, progress=False)
         return {"span_posteriors": span_vector(res.expectations.span_posteriors),
-                "rule_counts": res.expectations.binary_counts}
+                "rule_counts": res.expectations.binary_counts,
+                EVALUATIONS: 2 * budget * chart_rule_entries(len(problem.words), problem.grammar.n_binary)}
 
 
 class FixedMaskCrossEstimator(KindEstimator):
@@ -77,7 +84,9 @@ class FixedMaskCrossEstimator(KindEstimator):
         coarse = default_coarse(problem.grammar)
         scores = coarse_span_posteriors(problem.grammar, problem.words, coarse)
         mask = threshold_mask(scores, level_threshold(budget), viterbi_backbone(coarse, problem.words))
-        return _targets(expected_counts(problem.grammar, problem.words, mask), span_vector)
+        out = _targets(expected_counts(problem.grammar, problem.words, mask), span_vector)
+        out[EVALUATIONS] = 2 * chart_rule_entries(len(problem.words), problem.grammar.n_binary)
+        return out
 
 
 def pruning_estimators() -> list[KindEstimator]:

@@ -84,7 +84,7 @@ def test_run_all_hands_the_problem_to_every_supporting_estimator():
     problem = pcfg_problem()
     out = run_all(problem, seed=0, families=("pruning",))
     assert set(out) == {"exact-inside", "pruning-randomized", "pruning-fixed"}
-    assert set(out["pruning-randomized"]) == {"span_posteriors", "rule_counts"}
+    assert set(out["pruning-randomized"]) == {"span_posteriors", "rule_counts", "evaluations"}
     assert out["exact-inside"]["log_probability"] == pytest.approx(problem.exact()["log_probability"], abs=1e-12)
 
 
@@ -99,7 +99,9 @@ def test_unsupported_kind_is_a_clear_error():
 def test_exact_estimators_are_exact(name, make):
     problem = make()
     ex = problem.exact()
-    for target, value in by_name(name).estimate(problem, 1, 0).items():
+    out = by_name(name).estimate(problem, 1, 0)
+    assert out.pop("evaluations") > 0
+    for target, value in out.items():
         np.testing.assert_allclose(value, ex[target], atol=1e-10, err_msg=f"{name} {target}")
 
 
@@ -259,8 +261,15 @@ def test_trf_augsa_zeta(trf_problem):
     assert_unbiased(values[:, 1:], trf_problem.exact()["zeta"][1:], "AugSA zeta")
 
 
-def test_kind_estimator_is_an_estimator():
-    assert all(isinstance(e, KindEstimator) for e in load_estimators())
+def test_kind_estimator_is_an_estimator_and_reports_evaluations(trf_problem):
+    """Every estimator reports a positive machine-independent cost on every kind it supports."""
+    problems = [crf_problem(), mrf_problem(), pcfg_problem(), trf_problem]
+    for est in load_estimators():
+        assert isinstance(est, KindEstimator)
+        for problem in problems:
+            if est.supports(problem):
+                budget = est.quick_budgets[0]
+                assert est.estimate(problem, budget, 0)["evaluations"] > 0, (est.name, problem.name)
 
 
 def test_trivial_baseline_is_what_it_says(trf_problem):
