@@ -12,6 +12,8 @@
    * forward + backward: twice the forward's reads and 3x its flops (the backward's r M^T products and
      the (N, B T) x (B T, N) transition-gradient product), plus 4 N^2 bytes for the gradient.
 
+   Because the machine is shared, the bare matrix products the chain cannot avoid are timed interleaved
+   with it ("bare mm s"; "x bare" = chain / bare): a ratio that the load cancels out of.
    torch-struct's LinearChainCRF (log-semiring matmuls broadcast to (B, T-1, N, N, N)) beside it where
    its estimated memory fits in ``--struct-gib`` (default 4 GiB); else the estimate is printed.
 3. MSE of log Z against wall-clock time at ``--mse-sizes``: RDP (K1 = K2 = K/2, local+global
@@ -99,24 +101,25 @@ def struct_gib(n, b, t):
 def run_exact(sizes, batches, length, device, repeats, struct_limit, bw, rate, seed):
     print(f"\n== exact chain (scaled space, shared N x N transitions), T = {length}, float32, {device}")
     print(f"{'N':>6} {'B':>3} {'what':<28} {'seconds':>9} {'limit s':>9} {'x limit':>8} "
-          f"{'autograd MiB':>13} {'bound MiB':>10}")
+          f"{'autograd MiB':>13} {'bound MiB':>10} {'bare mm s':>9} {'x bare':>7}")
     rows = []
     for n in sizes:
         chain = make_chain(n, length, "dense", seed=seed)
         trans0 = (chain.state_embeddings @ chain.state_embeddings.T).float().to(device)
         for b in batches:
             em0 = chain.emissions.float().to(device).expand(b, -1, -1).contiguous()
-            t_fwd, t_both, saved = _exact_times(em0, trans0, device, repeats)
+            t_fwd, t_both, saved, b_fwd, b_both = _exact_times(em0, trans0, device, repeats)
             lim_fwd, lim_both = exact_limits(n, b, length, bw, rate)
             bound = 2 * (n * n + b * length * n) * 8
-            for what, sec, lim in (("forward (log Z, no grad)", statistics.median(t_fwd), lim_fwd),
-                                   ("log Z + backward", statistics.median(t_both), lim_both)):
+            for what, sec, lim, bare in (
+                    ("forward (log Z, no grad)", statistics.median(t_fwd), lim_fwd, statistics.median(b_fwd)),
+                    ("log Z + backward", statistics.median(t_both), lim_both, statistics.median(b_both))):
                 mem = saved / 2**20 if "backward" in what else float("nan")
                 mem_s = f"{mem:13.2f}" if mem == mem else f"{'-':>13}"
                 print(f"{n:>6} {b:>3} {what:<28} {sec:9.4f} {lim:9.4f} {sec / lim:8.2f} {mem_s} "
-                      f"{bound / 2**20:10.2f}", flush=True)
+                      f"{bound / 2**20:10.2f} {bare:9.4f} {sec / bare:7.2f}", flush=True)
                 rows.append({"n": n, "b": b, "what": what, "seconds": sec, "limit": lim, "saved": saved,
-                             "bound": bound})
+                             "bound": bound, "bare": bare})
             gib = struct_gib(n, b, length)
             if gib <= struct_limit:
                 sec, mem = _struct_time(em0, trans0, device, repeats)
@@ -131,9 +134,26 @@ def run_exact(sizes, batches, length, device, repeats, struct_limit, bw, rate, s
 
 
 def _exact_times(em0, trans0, device, repeats):
-    """Interleaved timings of the scaled exact chain, forward only and log Z + backward; autograd bytes."""
+    """Interleaved timings of the scaled exact chain, forward only and log Z + backward, and of the bare
+    matrix products it cannot avoid (T-1 products a @ M for the forward; twice that plus the
+    (N, B (T-1)) x (B (T-1), N) gradient product with the backward), measured at the same moment so
+    that the machine's load cancels in their ratio; autograd bytes."""
     em = em0.clone().requires_grad_(True)
     tr = trans0.clone().requires_grad_(True)
+    b, length, n = em0.shape
+    vec = torch.rand(b, n, device=device)
+    mat = torch.rand(n, n, device=device)
+    stack = torch.rand(b * (length - 1), n, device=device)
+
+    def bare_forward():
+        for _ in range(length - 1):
+            vec @ mat
+
+    def bare_both():
+        for _ in range(length - 1):
+            vec @ mat
+            vec @ mat.T
+        stack.T @ stack
 
     def forward_only():
         with torch.no_grad():
@@ -148,11 +168,15 @@ def _exact_times(em0, trans0, device, repeats):
     with_backward()  # warm-up
     out, saved = measure(lambda: rdp.chain_log_partition(em, tr, method="scaled"), device=device)
     out.sum().backward()
-    t_fwd, t_both = [], []
+    bare_forward()
+    bare_both()
+    t_fwd, t_both, b_fwd, b_both = [], [], [], []
     for _ in range(repeats):  # interleaved
         t_fwd.append(_timeit(forward_only, device))
+        b_fwd.append(_timeit(bare_forward, device))
         t_both.append(_timeit(with_backward, device))
-    return t_fwd, t_both, saved
+        b_both.append(_timeit(bare_both, device))
+    return t_fwd, t_both, saved, b_fwd, b_both
 
 
 def _struct_time(em0, trans0, device, repeats):

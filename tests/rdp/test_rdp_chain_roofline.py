@@ -19,6 +19,8 @@ def test_roofline_quick_mode_runs_and_reports(capsys):
     assert {(r["n"], r["b"]) for r in out["exact"]} == {(64, 1), (64, 4), (128, 1), (128, 4)}
     for row in out["exact"]:
         assert math.isfinite(row["seconds"]) and row["seconds"] > 0 and row["limit"] > 0
+        if row["what"] != "torch-struct":
+            assert row["bare"] > 0
         if row["what"] == "log Z + backward":
             assert 0 < row["saved"] <= row["bound"]  # the O(N^2 + B T N) memory claim, at small size
     mse = {r["method"]: r for r in out["mse"]}
