@@ -1,0 +1,164 @@
+"""doeblin.core: the generic restart / staged steps, exact draws and Algorithm 1's suffix weights,
+run on a model defined here through the public extension point (implements)."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import pytest
+
+from doeblin import StagedDoeblinChain, StrongDoeblinChain, core
+from doeblin.core import draw_from_cdf, implements, move, restart, stage_move
+from doeblin.examples import random_chain
+from doeblin.markov import cumulative_rows
+from samplers._jit import jit
+from samplers.testing import chi_square_gof
+
+
+class Walk(NamedTuple):
+    """A finite chain defined outside the package, as a user would."""
+
+    cdf_A: np.ndarray
+    cdf_u: np.ndarray
+    cdf_stage: np.ndarray      # (k, n, n) cumulative stage kernels, the restart stage's rows = u
+
+
+@implements(restart, Walk)
+def _walk_restart(model, state):
+    state[0] = draw_from_cdf(model.cdf_u)
+
+
+@implements(move, Walk)
+def _walk_move(model, state):
+    state[0] = draw_from_cdf(model.cdf_A[state[0]])
+
+
+@implements(stage_move, Walk)
+def _walk_stage_move(model, stage, state):
+    state[0] = draw_from_cdf(model.cdf_stage[stage, state[0]])
+
+
+@jit
+def _draws(model, eps, size, seed):
+    np.random.seed(seed)
+    out = np.empty((size, 1), dtype=np.int64)
+    steps = np.empty(size, dtype=np.int64)
+    core.exact_doeblin_draws(model, np.zeros(1, dtype=np.int64), eps, out, steps)
+    return out[:, 0], steps
+
+
+@jit
+def _path(model, eps, n, seed):
+    np.random.seed(seed)
+    path = np.empty((n + 1, 1), dtype=np.int64)
+    restarts = np.empty(n + 1, dtype=np.bool_)
+    core.doeblin_path(model, np.zeros(1, dtype=np.int64), eps, path, restarts)
+    return path[:, 0], restarts
+
+
+@jit
+def _staged_draws(model, cdf_rho, cdf_C_rev, size, seed):
+    np.random.seed(seed)
+    zs = np.empty(size, dtype=np.int64)
+    ys = np.empty((size, 1), dtype=np.int64)
+    steps = np.empty(size, dtype=np.int64)
+    core.exact_staged_draws(model, cdf_rho, cdf_C_rev, 0, np.zeros(1, dtype=np.int64), zs, ys, steps)
+    return zs, ys[:, 0]
+
+
+@jit
+def _uniforms_after_steps(model, eps, n, seed):
+    np.random.seed(seed)
+    state = np.zeros(1, dtype=np.int64)
+    for _ in range(n):
+        core.restart_step(model, state, eps)
+    return np.random.random()
+
+
+@jit
+def _moves_then_uniform(model, n, seed):
+    np.random.seed(seed)
+    state = np.zeros(1, dtype=np.int64)
+    for _ in range(n):
+        move(model, state)
+    return np.random.random()
+
+
+N = 6
+A = random_chain(N, seed=3)
+U = np.random.default_rng(4).dirichlet(np.ones(N))
+A2 = random_chain(N, seed=5)
+C = np.array([[0.2, 0.8, 0.0], [0.1, 0.6, 0.3], [0.5, 0.0, 0.5]])
+
+
+@pytest.fixture(scope="module")
+def walk():
+    stages = cumulative_rows(np.stack([np.repeat(U[None], N, 0), A, A2]))
+    return Walk(cumulative_rows(A), cumulative_rows(U), stages)
+
+
+def test_user_model_exact_draws_match_closed_form(walk):
+    """Prop. 3.2 through the generic kernel on a model defined in this file: chi-square against
+    eps u (I - (1 - eps) A)^{-1} (20000 draws; false-alarm rate 1e-3)."""
+    draws, steps = _draws(walk, 0.2, 20000, 1)
+    pi = StrongDoeblinChain(A, U, 0.2).stationary()
+    assert chi_square_gof(np.bincount(draws, minlength=N), pi)[2] > 1e-3
+    # T ~ Geometric(0.2) on {0, 1, ...}: mean 4, se sqrt(20) / sqrt(20000) = 0.032
+    assert abs(steps.mean() - 4.0) < 4 * np.sqrt(20 / 20000)
+
+
+def test_user_model_wrong_law_is_rejected(walk):
+    """Negative control: the same draws are rejected against A's own stationary law."""
+    draws, _ = _draws(walk, 0.2, 20000, 1)
+    wrong = StrongDoeblinChain(A, U, 0.2).base_stationary()
+    assert chi_square_gof(np.bincount(draws, minlength=N), wrong)[2] < 1e-3
+
+
+def test_user_model_path_restart_rate_and_long_run_law(walk):
+    """Restarts occur at rate eps (binomial, 4 se), and the path's visit frequencies at lag 50
+    (thinned, about independent) follow pi~."""
+    path, restarts = _path(walk, 0.1, 400_000, 2)
+    rate = restarts[1:].mean()
+    assert abs(rate - 0.1) < 4 * np.sqrt(0.1 * 0.9 / 400_000)
+    thinned = path[::50]
+    pi = StrongDoeblinChain(A, U, 0.1).stationary()
+    assert chi_square_gof(np.bincount(thinned, minlength=N), pi)[2] > 1e-3
+
+
+def test_user_staged_model_matches_finite_staged_chain(walk):
+    """Exact staged draws through the generic kernel equal the finite chain's joint law (chi-square)."""
+    chain = StagedDoeblinChain(C, [U, A, A2], 0)
+    z, y = _staged_draws(walk, chain._cdf_rho, chain._cdf_C_rev, 30000, 3)
+    joint = chain.stationary(joint=True).ravel()
+    assert chi_square_gof(np.bincount(z * N + y, minlength=3 * N), joint)[2] > 1e-3
+
+
+def test_eps_zero_is_the_plain_chain_and_draws_no_uniform(walk):
+    """restart_step with eps = 0 only moves and draws nothing for the restart decision: after 7 steps
+    the state and the generator are exactly where 7 plain moves leave them; with eps > 0 (tiny, so
+    no restart happens) each step draws one more uniform and the generator differs."""
+    plain = _moves_then_uniform(walk, 7, 11)
+    assert _uniforms_after_steps(walk, 0.0, 7, 11) == plain
+    assert _uniforms_after_steps(walk, 1e-300, 7, 11) != plain
+
+
+def test_suffix_weights_brute_force():
+    rng = np.random.default_rng(0)
+    w = rng.random(9)
+    out = np.empty(9)
+    core.suffix_weights(w, 0.25, out)
+    expected = [w[s:].sum() - (9 - s) * 0.25 for s in range(9)]
+    np.testing.assert_allclose(out, expected, rtol=1e-12)
+
+
+def test_implements_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="operation"):
+        implements(len, Walk)
+    with pytest.raises(TypeError, match="model_class"):
+        implements(restart, dict)
+
+
+def test_python_stubs_say_they_are_numba_only():
+    with pytest.raises(NotImplementedError, match="implements"):
+        restart(None, None)
