@@ -2,7 +2,8 @@
 Randomization", ICML 2022), with the exact algorithms it approximates.
 
 * exact chains (:mod:`rdp.chain`): log Z, marginals, entropy DP, Viterbi, Gumbel-FFBS, a chunked
-  no-grad reference for large N;
+  no-grad reference for large N; by default in scaled space as matrix products with a custom backward
+  recursion (:mod:`rdp.fast_chain`, autograd memory O(N^2 + B T N));
 * exact trees (:mod:`rdp.tree`, :mod:`rdp.pcfg`): span-labelled tree CRF and CNF PCFG inside on
   index sets, marginals, entropy, Viterbi, top-down Gumbel tree sampling;
 * randomized chains, trees and PCFGs (:mod:`rdp.randomized_chain`, :mod:`rdp.randomized_tree`,
