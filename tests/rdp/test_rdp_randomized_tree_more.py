@@ -121,8 +121,8 @@ def test_gradcheck_at_full_budget():
     rules, terminal, root = (x.requires_grad_(True) for x in _pcfg(6, b=1, t=3, nt=2))
     for space in ("log", "linear"):
         assert torch.autograd.gradcheck(
-            lambda r, t, o: rdp.randomized_pcfg_log_partition(r, t, o, k1=1, k2=1, space=space,
-                                                              generator=torch.Generator().manual_seed(0)),
+            lambda r, t, o, space=space: rdp.randomized_pcfg_log_partition(r, t, o, k1=1, k2=1, space=space,
+                                                                           generator=torch.Generator().manual_seed(0)),
             (rules, terminal, root))
     assert torch.autograd.gradcheck(
         lambda r, t, o: rdp.randomized_pcfg_entropy(r, t, o, k1=0, k2=2, generator=torch.Generator().manual_seed(0)),
