@@ -71,7 +71,7 @@ def cross_quick_suite(replicates: int = 3) -> Suite:
     return _suite(False, replicates)
 
 
-def cross_suite(replicates: int = 8) -> Suite:
+def cross_suite(replicates: int = 6) -> Suite:
     """The cross leaderboard: chain CRFs (N = 20, N = 50 with embeddings), Ising 10x10 and Potts 6x6
     (exact by junction tree), a random MRF, two PCFGs, two TRFs; four budgets per estimator."""
     return _suite(True, replicates)

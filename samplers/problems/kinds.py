@@ -18,6 +18,7 @@ A chain CRF is also a pairwise MRF (:meth:`ChainCRFProblem.mrf`), so estimators 
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from functools import cached_property
 from typing import Any, Sequence
 
@@ -42,8 +43,9 @@ class KindProblem(Problem):
     def _exact_cached(self) -> dict[str, Any]:
         return self._compute_exact()
 
+    @abstractmethod
     def _compute_exact(self) -> dict[str, Any]:
-        raise NotImplementedError
+        """The exact targets (called once by :meth:`exact`)."""
 
     def exact(self) -> dict[str, Any]:
         """The exact targets (computed once, then cached)."""
