@@ -62,6 +62,8 @@ def _frequencies(states: np.ndarray, n: int) -> np.ndarray:
 
 
 class _ChainEstimator(Estimator):
+    """Base: the budget is kernel applications, also reported as ``evaluations`` (machine-independent)."""
+
     budget_label = "kernel applications"
 
     def supports(self, problem) -> bool:
@@ -78,7 +80,7 @@ class PlainMCMCEstimator(_ChainEstimator):
         gen = np.random.default_rng(seed)
         y0 = int(gen.choice(c.n_states, p=c.u))
         path = simulate_plain(c._cdf_A, y0, int(budget) - 1, kernel_seed(gen))
-        return {"pi_base": _frequencies(path, c.n_states)}
+        return {"pi_base": _frequencies(path, c.n_states), "evaluations": int(budget)}
 
 
 class DoeblinErgodicEstimator(_ChainEstimator):
@@ -90,7 +92,7 @@ class DoeblinErgodicEstimator(_ChainEstimator):
         c = problem.chain
         path, _ = simulate_doeblin(c._cdf_A, c._cdf_u, c.eps, -1, int(budget) - 1, kernel_seed(seed))
         freq = _frequencies(path, c.n_states)
-        return {"pi_doeblin": freq, "pi_base": freq}
+        return {"pi_doeblin": freq, "pi_base": freq, "evaluations": int(budget)}
 
 
 class DoeblinExactEstimator(_ChainEstimator):
@@ -102,7 +104,7 @@ class DoeblinExactEstimator(_ChainEstimator):
         c = problem.chain
         draws = exact_doeblin_budget(c._cdf_A, c._cdf_u, c.eps, int(budget), kernel_seed(seed))
         freq = _frequencies(draws, c.n_states)
-        return {"pi_doeblin": freq, "pi_base": freq}
+        return {"pi_doeblin": freq, "pi_base": freq, "evaluations": int(budget)}
 
 
 def _estimators() -> list[Estimator]:

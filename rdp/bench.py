@@ -86,6 +86,9 @@ def split_budget(k: int, split: str) -> tuple[int, int]:
 class RDPEstimator(Estimator):
     """RDP / Top-K estimates of log Z (chains and trees) and entropy (chains); budget = K in % of N.
 
+    ``evaluations`` = chart cells kept: T x (K1 + K2) for a chain, T (T + 1) / 2 x (K1 + K2) for a
+    tree (exact DP: N in place of K1 + K2).
+
     Chains use the local+global proposal (Eq. 34) as in Sec. 5.1.  Trees: RDP uses the uniform
     proposal as in Sec. 5.1; Top-K keeps the labels with the largest potentials (the local proposal),
     since the top of a uniform proposal is an arbitrary set.  The local proposal would make RDP exact
@@ -111,13 +114,15 @@ class RDPEstimator(Estimator):
             proposal = "local" if self.split == "topk" else "uniform"
             log_z = randomized_tree_log_partition(spans, k1=k1, k2=k2, proposal=proposal, generator=gen)
             note_output(log_z)
-            return {"log_partition": float(log_z[0].detach())}
+            spans = problem.length * (problem.length + 1) // 2
+            return {"log_partition": float(log_z[0].detach()), "evaluations": spans * (k1 + k2)}
         emissions = inst.emissions.detach().requires_grad_(True)
         run = randomized_chain_sweep(emissions, state_embeddings=inst.state_embeddings, k1=k1, k2=k2,
                                      proposal="local+global", generator=gen, entropy=True)
         log_z, ent = at_lengths(run.sweep.log_z, run.lengths), at_lengths(run.sweep.entropy, run.lengths)
         note_output(log_z, ent)
-        return {"log_partition": float(log_z[0].detach()), "entropy": float(ent[0].detach())}
+        return {"log_partition": float(log_z[0].detach()), "entropy": float(ent[0].detach()),
+                "evaluations": problem.length * (k1 + k2)}
 
 
 REGIMES = ("dense", "intermediate", "long-tail")

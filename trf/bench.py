@@ -61,13 +61,15 @@ def augsa_zeta(problem, budget: int, seed: int) -> dict:
     def move_lambda(trainer, t, _):
         trainer.lam = min(1.0, t / ramp) * p["lam"]
 
-    return {"zeta": AugSA(backend, cfg, callbacks=[move_lambda], progress=False).fit().zeta}
+    zeta = AugSA(backend, cfg, callbacks=[move_lambda], progress=False).fit().zeta
+    return {"zeta": zeta, "evaluations": budget * cfg.n_samples}  # TransMS samples drawn
 
 
 def ais_zeta(problem, budget: int, seed: int) -> dict:
     p = problem.payload
     log_z, _ = ais_log_partition(p["features"], p["lam"], p["pi"].shape[0], int(budget), n_particles=10, seed=seed)
-    return {"zeta": log_z - log_z[0]}
+    # transitions: one per temperature, particle and length
+    return {"zeta": log_z - log_z[0], "evaluations": int(budget) * 10 * p["pi"].shape[0]}
 
 
 ESTIMATORS = [FunctionEstimator("AugSA-zeta", augsa_zeta, budget_label="iterations"),

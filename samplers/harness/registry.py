@@ -65,6 +65,7 @@ def register_suite(name: str, factory: str | Callable[[], Suite], description: s
     """
     if not isinstance(name, str) or not name:
         raise ValueError("name must be a non-empty string")
+    load_plugins()  # so that a name taken by an installed package is seen as taken
     if isinstance(factory, str):
         if ":" not in factory:
             raise ValueError(f"factory must look like 'module:function', got {factory!r}")

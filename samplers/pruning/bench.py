@@ -70,6 +70,15 @@ def level_threshold(level: int) -> float:
     return 0.5 * 10.0 ** (-(level - 1) / 2)
 
 
+def _passes(n_masks: int, options: dict[str, Any]) -> int:
+    """Inside-outside passes of a randomized-pruning run: one per mask, burn-in included.
+
+    ``evaluations`` of the pruning estimators counts (masked) inside-outside passes: randomized =
+    masks + burn-in, fixed mask = 2 (coarse posteriors + fine pass), tic-tac-toe = 1, exact = 1.
+    """
+    return int(n_masks) + int(options.get("burn_in", 0))
+
+
 class RandomizedPruningEstimator(Estimator):
     """Randomized pruning, budget = number of masks averaged."""
 
@@ -84,7 +93,7 @@ class RandomizedPruningEstimator(Estimator):
 
     def estimate(self, problem, budget: int, seed: int) -> dict[str, Any]:
         res = randomized_pruning(problem.grammar, problem.words, budget, seed=seed, **self.options)
-        return {"counts": res.expectations.vector()}
+        return {"counts": res.expectations.vector(), "evaluations": _passes(budget, self.options)}
 
 
 class ITGRandomizedPruningEstimator(Estimator):
@@ -101,7 +110,7 @@ class ITGRandomizedPruningEstimator(Estimator):
 
     def estimate(self, problem, budget: int, seed: int) -> dict[str, Any]:
         res = itg_randomized_pruning(problem.itg, problem.e, problem.f, budget, seed=seed, **self.options)
-        return {"counts": res.expectations.vector()}
+        return {"counts": res.expectations.vector(), "evaluations": _passes(budget, self.options)}
 
 
 class TicTacToeEstimator(Estimator):
@@ -115,7 +124,7 @@ class TicTacToeEstimator(Estimator):
 
     def estimate(self, problem, budget: int, seed: int) -> dict[str, Any]:
         keep = tic_tac_toe_mask(problem.itg, problem.e, problem.f, level_threshold(budget))
-        return {"counts": itg_expectations(problem.itg, problem.e, problem.f, keep).vector()}
+        return {"counts": itg_expectations(problem.itg, problem.e, problem.f, keep).vector(), "evaluations": 1}
 
 
 class FixedMaskEstimator(Estimator):
@@ -142,7 +151,7 @@ class FixedMaskEstimator(Estimator):
         else:
             scores = figure_of_merit_scores(problem.grammar, problem.words, coarse)
         mask = threshold_mask(scores, level_threshold(budget), viterbi_backbone(coarse, problem.words))
-        return {"counts": expected_counts(problem.grammar, problem.words, mask).vector()}
+        return {"counts": expected_counts(problem.grammar, problem.words, mask).vector(), "evaluations": 2}
 
 
 class ExactEstimator(Estimator):
@@ -152,7 +161,7 @@ class ExactEstimator(Estimator):
     budget_label = "none"
 
     def estimate(self, problem, budget: int, seed: int) -> dict[str, Any]:
-        return problem.exact()
+        return {**problem.exact(), "evaluations": 1}
 
 
 def sentence_problems(lengths, *, n_coarse: int = 4, n_splits: int = 2, n_terminals: int = 12,
