@@ -13,8 +13,8 @@ in :func:`pcfg_inside_on_sets`, for both, and for both reductions (``semiring="l
                      r(A, B, C) exp(gamma(i, m, B) + gamma(m+1, j, C)),               A in Omega_ij,
     log Z          = log sum_{A in Omega_0(T-1)} rho(A) exp(gamma(0, T-1, A)),
 
-all spans of one width at once, the chart kept by (start, width) and by (end, width) as in
-:mod:`rdp.tree`.  When the sets are all nonterminals (``sets=None``) every span has the same set, so
+all spans of one width at once, the children of all splits read as two strided views of the chart as
+in :mod:`rdp.tree`.  When the sets are all nonterminals (``sets=None``) every span has the same set, so
 the recursion contracts the children first (``sum_m exp(gamma(i,m,B) + gamma(m+1,j,C))`` for all B, C,
 then the rules: O(T^3 NT^2 + T^2 NT^3)); on per-span sets the rule tensor is gathered at
 (parent, left, right) set members for each split (O(T^3 K^3)).  Both orders are the same sum (tested
@@ -45,32 +45,18 @@ class PCFGChart(NamedTuple):
     ----------
     log_z : Tensor (B,)
         log Z (or log Z-hat; the best parse's score under ``semiring="max"``).
-    by_start, by_end : Tensor (B, T, T, K)
-        ``gamma(i, i + d, .)`` at ``by_start[:, i, d]`` and ``gamma(j - d, j, .)`` at ``by_end[:, j, d]``.
+    gamma : Tensor (B, T, T, K)
+        ``gamma(i, j, .)`` at ``[:, i, j]`` (i <= j), weights included.
     root_logits : Tensor (B, K)
         ``rho(A) + gamma(0, T-1, A)`` at the root's set.
     index : LongTensor (B, T, T, K) or None
         The nonterminal of every set position of span (i, j) (None: all NT in order).
-    index_by_start, index_by_end : LongTensor (B, T, T, K) or None
-        ``index`` in the two chart layouts.
     """
 
     log_z: "torch.Tensor"
-    by_start: "torch.Tensor"
-    by_end: "torch.Tensor"
+    gamma: "torch.Tensor"
     root_logits: "torch.Tensor"
     index: "torch.Tensor | None"
-    index_by_start: "torch.Tensor | None"
-    index_by_end: "torch.Tensor | None"
-
-
-def _layouts(x: "torch.Tensor") -> tuple["torch.Tensor", "torch.Tensor"]:
-    """A (B, T, T, ...) span tensor by (start, width) and by (end, width) (invalid entries clamped)."""
-    length = x.shape[1]
-    pos = torch.arange(length, device=x.device)
-    ends = (pos[:, None] + pos[None, :]).clamp(max=length - 1)      # [i, d] -> i + d
-    starts = (pos[:, None] - pos[None, :]).clamp(min=0)             # [j, d] -> j - d
-    return x[:, pos[:, None], ends], x[:, starts, pos[:, None]]
 
 
 def _gather_rules(rules: "torch.Tensor", parent: "torch.Tensor", left: "torch.Tensor",
@@ -108,36 +94,30 @@ def pcfg_inside_on_sets(rules: "torch.Tensor", terminal: "torch.Tensor", root: "
     rules = rules.to(terminal.dtype)
     root = root if root.dim() == 2 else root.unsqueeze(0).expand(batch, -1)
     if sets is None:
-        leaves, k = terminal, nt
-        index = index_by_start = index_by_end = None
+        leaves, k, index = terminal, nt, None
         flat_rules = rules.reshape(-1, 1, nt, nt * nt)                    # (1 or B, 1, NT, NT^2)
     else:
-        index, log_w = sets.index, sets.log_weight
+        index, log_w = sets.index.contiguous(), sets.log_weight
         k = index.shape[-1]
         leaves = terminal.gather(2, diagonal(index, 0)) + diagonal(log_w, 0)
-        index_by_start, index_by_end = _layouts(index)
-    by_start = terminal.new_zeros(batch, length, length, k)
-    by_end = terminal.new_zeros(batch, length, length, k)
-    by_start[:, :, 0] = by_end[:, :, 0] = leaves
+    gamma = terminal.new_zeros(batch, length, length, k)
+    diagonal(gamma, 0).copy_(leaves)
     for w in range(1, length):
         n = length - w
-        left, right = split_scores(by_start, by_end, w)                  # (B, n, w, K)
+        left, right = split_scores(gamma, w)                               # (B, n, w, K)
         if sets is None:
             children = reduce(left[..., :, None] + right[..., None, :], 2).reshape(batch, n, 1, nt * nt)
-            gamma = reduce(flat_rules + children, -1)                     # (B, n, NT)
+            new = reduce(flat_rules + children, -1)                         # (B, n, NT)
         else:
-            left_idx, right_idx = split_scores(index_by_start, index_by_end, w)
+            left_idx, right_idx = split_scores(index, w)
             r = _gather_rules(rules, diagonal(index, w)[:, :, None, :, None, None],
                               left_idx[:, :, :, None, :, None], right_idx[:, :, :, None, None, :])
             terms = r + left[:, :, :, None, :, None] + right[:, :, :, None, None, :]   # (B, n, w, K, K, K)
-            gamma = reduce(terms, (2, 4, 5)) + diagonal(log_w, w)
-        by_start[:, :n, w] = gamma
-        by_end[:, w:, w] = gamma
-    root_logits = (root if index is None else root.gather(1, index[:, 0, length - 1])) + by_start[:, 0, length - 1]
+            new = reduce(terms, (2, 4, 5)) + diagonal(log_w, w)
+        diagonal(gamma, w).copy_(new)
+    root_logits = (root if index is None else root.gather(1, index[:, 0, length - 1])) + gamma[:, 0, length - 1]
     log_z = reduce(root_logits, -1)
-    if not return_chart:
-        return log_z
-    return PCFGChart(log_z, by_start, by_end, root_logits, index, index_by_start, index_by_end)
+    return PCFGChart(log_z, gamma, root_logits, index) if return_chart else log_z
 
 
 def pcfg_topdown(chart: PCFGChart, rules: "torch.Tensor", *, generator=None, perturb: bool = True) -> "torch.Tensor":
@@ -146,10 +126,10 @@ def pcfg_topdown(chart: PCFGChart, rules: "torch.Tensor", *, generator=None, per
     Returns a LongTensor (B, T, T): the nonterminal of every span of the tree, -1 off it (module
     docstring).  ``rules`` are the binary rule scores the chart was computed with.
     """
-    by_start, by_end = chart.by_start.detach(), chart.by_end.detach()
-    rules = rules.detach().to(by_start.dtype)
-    batch, length, _, k = by_start.shape
-    device = by_start.device
+    gamma = chart.gamma.detach()
+    rules = rules.detach().to(gamma.dtype)
+    batch, length, _, k = gamma.shape
+    device = gamma.device
     flat = torch.full((batch, length * length + 1), -1, dtype=torch.long, device=device)  # last slot: a sink
     root = chart.root_logits.detach()
     if perturb:
@@ -161,12 +141,12 @@ def pcfg_topdown(chart: PCFGChart, rules: "torch.Tensor", *, generator=None, per
         pos = diagonal(position, w)                                         # (B, n)
         on = pos >= 0
         pos = pos.clamp_min(0)
-        left, right = split_scores(by_start, by_end, w)                   # (B, n, w, K)
+        left, right = split_scores(gamma, w)                               # (B, n, w, K)
         if chart.index is None:
             r = _gather_rules(rules, pos[:, :, None, None, None], torch.arange(k, device=device)[:, None],
                               torch.arange(k, device=device))             # (B, n, 1, K, K)
         else:
-            left_idx, right_idx = split_scores(chart.index_by_start, chart.index_by_end, w)
+            left_idx, right_idx = split_scores(chart.index, w)
             parent = diagonal(chart.index, w).gather(2, pos.unsqueeze(-1))  # (B, n, 1)
             r = _gather_rules(rules, parent[:, :, :, None, None], left_idx[:, :, :, :, None],
                               right_idx[:, :, :, None, :])                # (B, n, w, K, K)

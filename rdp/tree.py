@@ -16,9 +16,9 @@ CKY does): O(T^2 K + T^3) work.  It is stated once over label index sets: all la
 for the exact inside, top-K1 plus K2 sampled labels in :mod:`rdp.randomized_tree`; and once over the
 reduction: ``semiring="log"`` (logsumexp, the inside) or ``"max"`` (the Viterbi score).
 
-The chart is kept in two layouts, by (start, width) and by (end, width), so that the split scores
-``beta(i, i + d) + beta(i + d + 1, i + w)`` of every span of width w are two contiguous slices
-(:func:`split_scores`); the top-down sampler (:func:`gumbel_topdown`) reads the same slices.
+The chart holds span (i, j) at ``[:, i, j]``; the left and right children of all spans of width w over
+all splits are two fixed-stride views of it (:func:`split_scores`), so a width costs a handful of tensor
+ops; the top-down sampler (:func:`gumbel_topdown`) reads the same views.
 
 Marginals are gradients of log Z; the entropy is ``log Z - sum(marginals * potentials)`` (the
 log potential is linear in the parameters), see :func:`entropy_from_log_partition`.
@@ -52,16 +52,22 @@ def diagonal(x: "torch.Tensor", width: int) -> "torch.Tensor":
     return d if x.dim() == 3 else d.movedim(-1, 1)
 
 
-def split_scores(by_start: "torch.Tensor", by_end: "torch.Tensor", width: int) -> "torch.Tensor":
-    """Left and right child scores of every span of width ``width`` and every split, (B, T - w, w, ...).
+def split_scores(chart: "torch.Tensor", width: int) -> tuple["torch.Tensor", "torch.Tensor"]:
+    """Left and right children of every span of width ``width``, as strided views of a (start, end) chart.
 
-    ``by_start[b, i, d]`` holds span (i, i + d) and ``by_end[b, j, d]`` span (j - d, j); split d of
-    span (i, i + w) has children (i, i + d) and (i + d + 1, i + w), i.e. ``by_start[:, i, d]`` and
-    ``by_end[:, i + w, w - 1 - d]``.  Returns the pair (left, right) of views/flips, no copies.
+    ``chart`` is a contiguous (B, T, T, ...) tensor holding span (i, j) at ``[:, i, j]``.  Split d of span
+    (i, i + w) has children (i, i + d) and (i + d + 1, i + w); returns the two (B, T - w, w, ...) views
+    ``left[:, i, d] = chart[:, i, i + d]`` and ``right[:, i, d] = chart[:, i + d + 1, i + w]`` (no copies:
+    both are fixed strides through the chart's memory, as in torch-struct's CKY).
     """
-    length = by_start.shape[1]
-    n = length - width
-    return by_start[:, :n, :width], by_end[:, width:, :width].flip(2)
+    length = chart.shape[1]
+    inner = chart.stride(2)                                   # elements per span
+    size = (chart.shape[0], length - width, width, *chart.shape[3:])
+    rest = chart.stride()[3:]
+    left = chart.as_strided(size, (chart.stride(0), (length + 1) * inner, inner, *rest), chart.storage_offset())
+    right = chart.as_strided(size, (chart.stride(0), (length + 1) * inner, length * inner, *rest),
+                             chart.storage_offset() + (length + width) * inner)
+    return left, right
 
 
 class InsideChart(NamedTuple):
@@ -73,31 +79,25 @@ class InsideChart(NamedTuple):
         ``beta(0, T-1)`` (the Viterbi score under ``semiring="max"``).
     label_logits : Tensor (B, T, T, K)
         ``phi(i, j, k) + log w(i, j, k)`` at the chosen labels (read for i <= j).
-    by_start : Tensor (B, T, T)
-        ``by_start[b, i, d] = beta(i, i + d)`` (entries with i + d >= T unused).
-    by_end : Tensor (B, T, T)
-        ``by_end[b, j, d] = beta(j - d, j)`` (entries with d > j unused).
+    beta : Tensor (B, T, T)
+        ``beta(i, j)`` at ``[:, i, j]`` (i <= j; zero below the diagonal).
     """
 
     log_z: "torch.Tensor"
     label_logits: "torch.Tensor"
-    by_start: "torch.Tensor"
-    by_end: "torch.Tensor"
+    beta: "torch.Tensor"
 
 
-def cky(span_scores: "torch.Tensor", reduce) -> tuple["torch.Tensor", "torch.Tensor"]:
+def cky(span_scores: "torch.Tensor", reduce) -> "torch.Tensor":
     """The split recursion ``beta(i, j) = L(i, j) + reduce_m [beta(i, m) + beta(m + 1, j)]`` on (B, T, T) span
-    scores, all spans of one width at once; returns the chart (by_start, by_end), see :class:`InsideChart`."""
-    batch, length = span_scores.shape[:2]
-    by_start = span_scores.new_zeros(batch, length, length)
-    by_end = span_scores.new_zeros(batch, length, length)
-    by_start[:, :, 0] = by_end[:, :, 0] = diagonal(span_scores, 0)
+    scores, all spans of one width at once; returns the (B, T, T) chart of ``beta``."""
+    length = span_scores.shape[1]
+    beta = torch.zeros_like(span_scores, memory_format=torch.contiguous_format)
+    diagonal(beta, 0).copy_(diagonal(span_scores, 0))
     for w in range(1, length):
-        left, right = split_scores(by_start, by_end, w)
-        beta = diagonal(span_scores, w) + reduce(left + right, -1)      # (B, T - w)
-        by_start[:, : length - w, w] = beta
-        by_end[:, w:, w] = beta
-    return by_start, by_end
+        left, right = split_scores(beta, w)
+        diagonal(beta, w).copy_(diagonal(span_scores, w) + reduce(left + right, -1))
+    return beta
 
 
 class _LogCKY(torch.autograd.Function):
@@ -111,31 +111,25 @@ class _LogCKY(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, span_scores):
-        by_start, by_end = cky(span_scores, torch.logsumexp)
-        ctx.save_for_backward(by_start, by_end)
-        ctx.mark_non_differentiable(by_start, by_end)
-        return by_start[:, 0, -1].clone(), by_start, by_end
+        beta = cky(span_scores, torch.logsumexp)
+        ctx.save_for_backward(beta)
+        ctx.mark_non_differentiable(beta)
+        return beta[:, 0, -1].clone(), beta
 
     @staticmethod
     @torch.autograd.function.once_differentiable
-    def backward(ctx, grad_log_z, _grad_start, _grad_end):
-        by_start, by_end = ctx.saved_tensors
-        batch, length = by_start.shape[:2]
-        adj_start = torch.zeros_like(by_start)         # adjoints received as a left child / the root
-        adj_end = torch.zeros_like(by_end)             # adjoints received as a right child
-        grad = torch.zeros_like(by_start)
-        adj_start[:, 0, length - 1] = grad_log_z
-        for w in range(length - 1, -1, -1):
-            n = length - w
-            total = adj_start[:, :n, w] + adj_end[:, w:, w]             # (B, T - w)
-            diagonal(grad, w).copy_(total)
-            if w == 0:
-                break
-            left, right = split_scores(by_start, by_end, w)
-            flow = torch.softmax(left + right, dim=-1) * total.unsqueeze(-1)    # (B, T - w, w)
-            adj_start[:, :n, :w] += flow
-            adj_end[:, w:, :w] += flow.flip(2)
-        return grad
+    def backward(ctx, grad_log_z, _grad_beta):
+        (beta,) = ctx.saved_tensors
+        length = beta.shape[1]
+        adjoint = torch.zeros_like(beta)                      # d log Z / d beta(i, j) = d log Z / d L(i, j)
+        adjoint[:, 0, length - 1] = grad_log_z
+        for w in range(length - 1, 0, -1):
+            left, right = split_scores(beta, w)
+            flow = torch.softmax(left + right, dim=-1) * diagonal(adjoint, w).unsqueeze(-1)   # (B, T - w, w)
+            to_left, to_right = split_scores(adjoint, w)
+            to_left += flow
+            to_right += flow
+        return adjoint
 
 
 def inside_on_sets(chosen: "torch.Tensor", log_weight: "torch.Tensor | None" = None, *, semiring: str = "log",
@@ -161,11 +155,11 @@ def inside_on_sets(chosen: "torch.Tensor", log_weight: "torch.Tensor | None" = N
     logits = chosen if log_weight is None else chosen + log_weight
     span_scores = reduce(logits, -1)                                     # L(i, j): (B, T, T)
     if semiring == "log" and not double_backward:
-        log_z, by_start, by_end = _LogCKY.apply(span_scores)
+        log_z, beta = _LogCKY.apply(span_scores)
     else:
-        by_start, by_end = cky(span_scores, reduce)
-        log_z = by_start[:, 0, -1]
-    return InsideChart(log_z, logits, by_start, by_end) if return_chart else log_z
+        beta = cky(span_scores, reduce)
+        log_z = beta[:, 0, -1]
+    return InsideChart(log_z, logits, beta) if return_chart else log_z
 
 
 class TreeSample(NamedTuple):
@@ -223,8 +217,8 @@ def gumbel_topdown(chart: InsideChart, index: "torch.Tensor | None", n_labels: i
     With ``perturb=False`` no noise is added: on a ``semiring="max"`` chart this is Viterbi decoding.
     ``index`` (B, T, T, K) maps chart positions to labels (None: the chart holds all labels).
     """
-    logits, by_start, by_end = chart.label_logits, chart.by_start, chart.by_end
-    batch, length = by_start.shape[:2]
+    logits, beta = chart.label_logits, chart.beta
+    batch, length = beta.shape[:2]
     device, dtype = logits.device, logits.dtype
     hard = torch.full((batch, length, length), -1, dtype=torch.long, device=device)
     relaxed = torch.zeros(batch, length, length, n_labels, dtype=dtype, device=device)
@@ -244,7 +238,7 @@ def gumbel_topdown(chart: InsideChart, index: "torch.Tensor | None", n_labels: i
         torch.diagonal(relaxed, offset=w, dim1=1, dim2=2).copy_(soft.transpose(1, 2))
         if w == 0:
             continue
-        left, right = split_scores(by_start, by_end, w)
+        left, right = split_scores(beta, w)
         splits = (left + right).detach()
         if perturb:
             splits = splits + _gumbel_noise(splits.shape, splits, generator)
