@@ -44,6 +44,16 @@ def choose_sets(proposal: Any, site_scores: Callable[[], "torch.Tensor"], shape:
     return select_indices(resolve_proposal(proposal, site_scores()), k1, k2, generator)
 
 
+def gather_labels(spans: "torch.Tensor", index: "torch.Tensor") -> "torch.Tensor":
+    """``spans.gather(3, index)`` (B, T, T, K) by flat indexing, whose backward keeps only the index (``gather``
+    saves the whole (B, T, T, N) input for its backward)."""
+    batch, length, _, n = spans.shape
+    span_offsets = torch.arange(length * length, device=spans.device).reshape(1, length, length, 1) * n
+    flat = (span_offsets + index).reshape(index.shape[0], -1)
+    rows = torch.arange(batch, device=spans.device).unsqueeze(1)
+    return spans.reshape(batch, -1)[rows, flat].reshape(index.shape)
+
+
 def _randomized_inside(spans: "torch.Tensor", k1: Any, k2: Any, proposal: Any, generator: Any, *,
                        return_chart: bool = False, double_backward: bool = False):
     """Validate the budget, choose the label sets (Eq. 5-7) and run the inside recursion on them.
@@ -53,7 +63,7 @@ def _randomized_inside(spans: "torch.Tensor", k1: Any, k2: Any, proposal: Any, g
     k1, k2 = check_budget(k1, k2, spans.shape[-1])
     generator = check_generator(generator, spans.device)
     sets = choose_sets(proposal, lambda: spans, tuple(spans.shape), k1, k2, generator, spans)
-    out = inside_on_sets(spans.gather(3, sets.index), sets.log_weight, return_chart=return_chart,
+    out = inside_on_sets(gather_labels(spans, sets.index), sets.log_weight, return_chart=return_chart,
                          double_backward=double_backward)
     return (out, sets) if return_chart else out
 

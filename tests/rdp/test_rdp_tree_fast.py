@@ -183,3 +183,18 @@ def test_randomized_tree_k1_k2_equals_exact_at_full_budget_with_uniform_proposal
     for k1, k2 in ((0, 5), (2, 3), (5, 0)):
         est = rdp.randomized_tree_log_partition(spans, k1=k1, k2=k2, generator=torch.Generator().manual_seed(0))
         assert torch.allclose(est, rdp.tree_log_partition(spans), atol=1e-12)
+
+
+def test_label_gather_equals_gather_and_keeps_only_the_index_for_backward():
+    """RDP's autograd memory does not hold the (B, T, T, N) potentials (torch.gather would save them)."""
+    from rdp.memory import measure
+    from rdp.randomized_tree import gather_labels
+
+    g = torch.Generator().manual_seed(0)
+    spans = torch.randn(2, 6, 6, 500, generator=g, dtype=torch.float64).requires_grad_(True)
+    index = torch.randint(500, (2, 6, 6, 5), generator=g)
+    assert torch.equal(gather_labels(spans, index), spans.gather(3, index))
+    _, saved = measure(lambda: rdp.randomized_tree_log_partition(spans, k1=2, k2=3, generator=g))
+    _, exact_saved = measure(lambda: rdp.tree_log_partition(spans))
+    potentials = spans.numel() * spans.element_size()
+    assert saved < potentials / 10 <= exact_saved / 10   # exact's logsumexp saves its input: negative control
