@@ -25,7 +25,7 @@ $(VENV)/.installed: $(BIN)/activate pyproject.toml experiments/pyproject.toml
 install: $(VENV)/.installed
 
 demo: install
-	$(BIN)/mcsa bench run --suite quick --out demo-results --replicates 5
+	$(BIN)/mcsa bench run --suite quick --out demo-results --replicates 5 --force
 	$(BIN)/mcsa bench run --suite cross-quick --out demo-results-cross --force
 
 lint: install

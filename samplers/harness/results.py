@@ -10,7 +10,9 @@ import tempfile
 import warnings
 import zlib
 from collections import OrderedDict
+from functools import lru_cache
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any, Iterable, Mapping
 
 import numpy as np
@@ -440,13 +442,14 @@ def _resample_means(values: np.ndarray, n_boot: int, rng: np.random.Generator) -
     return _weights(n, n_boot, rng) @ values / n
 
 
+@lru_cache(maxsize=256)
 def _expansion(n: int, confidence: float) -> float:
     """Factor by which the expanded percentile interval widens a normal interval at n replicates:
     sqrt(n/(n-1)) t_{n-1, 1-a/2} / z_{1-a/2}."""
-    from scipy import stats
+    from scipy.special import stdtrit
 
     alpha = 1.0 - confidence
-    return math.sqrt(n / (n - 1)) * stats.t.ppf(1 - alpha / 2, n - 1) / stats.norm.ppf(1 - alpha / 2)
+    return math.sqrt(n / (n - 1)) * float(stdtrit(n - 1, 1 - alpha / 2)) / NormalDist().inv_cdf(1 - alpha / 2)
 
 
 def _bootstrap_bias_mse(est: np.ndarray, truth: Any, stderr: Any, n_boot: int, rng: np.random.Generator,
@@ -485,13 +488,17 @@ def _expanded_percentile(boot: np.ndarray, n: int, confidence: float) -> tuple[f
     """Expanded percentile interval (Hesterberg 2015, "What teachers should know about the
     bootstrap", Sec. 4): the percentile interval at levels Phi(-+sqrt(n/(n-1)) t_{n-1, 1-a/2})
     instead of a/2, 1-a/2, correcting the percentile interval's narrowness at small n."""
-    from scipy import stats
-
-    alpha = 1.0 - confidence
-    q = math.sqrt(n / (n - 1)) * stats.t.ppf(1 - alpha / 2, n - 1)
-    tail = float(stats.norm.sf(q))
+    tail = _expanded_tail(n, confidence)
     lo, hi = np.quantile(boot, [tail, 1 - tail])
     return float(lo), float(hi)
+
+
+@lru_cache(maxsize=256)
+def _expanded_tail(n: int, confidence: float) -> float:
+    from scipy.special import stdtrit
+
+    alpha = 1.0 - confidence
+    return NormalDist().cdf(-math.sqrt(n / (n - 1)) * float(stdtrit(n - 1, 1 - alpha / 2)))
 
 
 def _add_scores(summary: list[dict[str, Any]], baselines: Mapping[str, str]) -> None:
