@@ -30,7 +30,14 @@ COMMAND_MODULES = (
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Shows every option's default (``(default: ...)``) after its help text."""
+    """Shows every option's default (``(default: ...)``) after its help text, except for required
+    options and options whose help already states their default."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if action.required or "default" in text.lower() or action.default is argparse.SUPPRESS:
+            return text
+        return super()._get_help_string(action)
 
 
 class Parser(argparse.ArgumentParser):

@@ -58,13 +58,13 @@ def register(subparsers) -> None:
     p_run.add_argument("--out", required=True, type=Path,
                        help="output folder (new or empty; one holding this study needs --resume or --force)")
     p_run.add_argument("--replicates", type=_positive_int, default=None,
-                       help="replicates per cell (None = the suite's default)")
+                       help="replicates per cell (default: the suite's)")
     p_run.add_argument("--jobs", type=_jobs, default=1, help="parallel workers (joblib; -1 = all cores)")
     p_run.add_argument("--seed", type=_seed, default=0, help="study seed; every run's seed derives from it")
     p_run.add_argument("--budgets", type=_positive_int, nargs="+", default=None,
-                       help="override every estimator's budgets (None = the suite's)")
+                       help="override every estimator's budgets (default: the suite's)")
     p_run.add_argument("--baseline", default=None,
-                       help="estimator scored 0 in the UAI-style 0-100 score (None = the suite's baseline)")
+                       help="estimator scored 0 in the UAI-style 0-100 score (default: the suite's baseline)")
     mode = p_run.add_mutually_exclusive_group()
     mode.add_argument("--resume", action="store_true",
                       help="continue the study in --out: runs already stored are not repeated")
@@ -77,7 +77,7 @@ def register(subparsers) -> None:
     bar.add_argument("--progress", dest="progress", action="store_const", const=True, default=None,
                      help="always show the progress bar on stderr (default: only on a terminal)")
     bar.add_argument("--no-progress", dest="progress", action="store_const", const=False,
-                     help="never show the progress bar")
+                     help="never show the progress bar (default: shown only on a terminal)")
     p_run.set_defaults(func=cmd_run)
     bench.set_defaults(func=lambda args: bench.print_help() or 2)
 
