@@ -45,13 +45,11 @@ def choose_sets(proposal: Any, site_scores: Callable[[], "torch.Tensor"], shape:
 
 
 def gather_labels(spans: "torch.Tensor", index: "torch.Tensor") -> "torch.Tensor":
-    """``spans.gather(3, index)`` (B, T, T, K) by flat indexing, whose backward keeps only the index (``gather``
-    saves the whole (B, T, T, N) input for its backward)."""
+    """``spans.gather(3, index)`` (B, T, T, K) as one ``index_select`` on the flattened potentials, whose backward
+    keeps only the index and accumulates with ``index_add`` (``gather`` saves the whole (B, T, T, N) input)."""
     batch, length, _, n = spans.shape
-    span_offsets = torch.arange(length * length, device=spans.device).reshape(1, length, length, 1) * n
-    flat = (span_offsets + index).reshape(index.shape[0], -1)
-    rows = torch.arange(batch, device=spans.device).unsqueeze(1)
-    return spans.reshape(batch, -1)[rows, flat].reshape(index.shape)
+    offsets = torch.arange(batch * length * length, device=spans.device).reshape(batch, length, length, 1) * n
+    return spans.reshape(-1).index_select(0, (offsets + index).reshape(-1)).reshape(index.shape)
 
 
 def _randomized_inside(spans: "torch.Tensor", k1: Any, k2: Any, proposal: Any, generator: Any, *,
