@@ -60,6 +60,8 @@ def split_scores(chart: "torch.Tensor", width: int) -> tuple["torch.Tensor", "to
     ``left[:, i, d] = chart[:, i, i + d]`` and ``right[:, i, d] = chart[:, i + d + 1, i + w]`` (no copies:
     both are fixed strides through the chart's memory, as in torch-struct's CKY).
     """
+    if not chart.is_contiguous():
+        raise ValueError("split_scores needs a contiguous chart (its views are fixed strides through its memory)")
     length = chart.shape[1]
     inner = chart.stride(2)                                   # elements per span
     size = (chart.shape[0], length - width, width, *chart.shape[3:])

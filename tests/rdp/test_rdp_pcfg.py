@@ -207,3 +207,24 @@ def test_sampling_bad_input():
         rdp.pcfg_gumbel_sample(rules[0], terminal, root)
     with pytest.raises(ValueError, match="k1"):
         rdp.randomized_pcfg_gumbel_sample(rules, terminal, root, k1=-1, k2=1)
+
+
+def test_equals_torch_struct_sent_cfg():
+    """log Z, rule / terminal / root marginals, entropy and the best parse's score equal torch-struct's SentCFG
+    (our symbols serve as its nonterminals and its preterminals: the rule tensor repeated over the 2 x 2 blocks)."""
+    torch_struct = pytest.importorskip("torch_struct")
+    import warnings
+
+    rules, terminal, root = _pcfg(30, b=2, t=6, nt=4)
+    big = rules.repeat(1, 2, 2).expand(2, -1, -1, -1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)   # torch-struct's missing arg_constraints
+        dist = torch_struct.SentCFG((terminal, big, root.expand(2, -1)))
+        log_z, marg, ent, best = dist.partition, dist.marginals, dist.entropy, dist.max
+    assert torch.allclose(rdp.pcfg_log_partition(rules, terminal, root), log_z, atol=1e-12, rtol=0)
+    counts = rdp.pcfg_marginals(rules, terminal, root)
+    assert torch.allclose(counts["terminals"], marg[0], atol=1e-12)
+    assert torch.allclose(counts["rules"], marg[1].reshape(2, 4, 2, 4, 2, 4).sum((0, 2, 4)), atol=1e-10)
+    assert torch.allclose(counts["roots"], marg[2].sum(0), atol=1e-12)
+    assert torch.allclose(rdp.pcfg_entropy(rules, terminal, root), ent, atol=1e-10, rtol=0)
+    assert torch.allclose(rdp.pcfg_viterbi(rules, terminal, root).score, best, atol=1e-12, rtol=0)
