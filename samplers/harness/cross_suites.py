@@ -21,7 +21,7 @@ from .cross import load_estimators
 from .registry import Suite
 
 #: Cost caps (seconds per run, warm) of the leaderboard's matched-cost columns.
-COST_CAPS = (0.003, 0.03, 0.3, 3.0)
+COST_CAPS = (0.003, 0.03, 0.3, 3.0, 30.0)
 
 
 def _problems(full: bool) -> list:
@@ -139,6 +139,27 @@ def leaderboard(summary: Sequence[dict[str, Any]], kinds: dict[str, str], caps: 
                     line.append(score)
             out.append(f"| {est} | " + " | ".join(line) + " |")
         out.append("")
+        if len(problems) > 1:
+            out += ["Per problem, each estimator's smallest RMSE over its budgets: RMSE [95% interval] "
+                    "(budget; mean warm seconds; evaluations).", "",
+                    "| estimator | " + " | ".join(problems) + " |", "| --- | " + " | ".join("---" for _ in problems) + " |"]
+            for est in estimators:
+                line = []
+                for prob in problems:
+                    ok = [r for r in rows if r["problem"] == prob and r["estimator"] == est
+                          and _float(r["rmse"]) is not None]
+                    if not ok:
+                        line.append("-")
+                        continue
+                    r = min(ok, key=lambda r: (_float(r["rmse"]), _float(r["mean_seconds"]) or 0.0))
+                    lo, hi = _float(r.get("rmse_lo")), _float(r.get("rmse_hi"))
+                    interval = f" [{lo:.3g}, {hi:.3g}]" if lo is not None and hi is not None else ""
+                    evals = _float(r.get("mean_evaluations"))
+                    cost = f"; {evals:.3g}" if evals is not None else ""
+                    line.append(f"{_float(r['rmse']):.3g}{interval} ({r['budget']}; {_float(r['mean_seconds']):.3g} s"
+                                f"{cost})")
+                out.append(f"| {est} | " + " | ".join(line) + " |")
+            out.append("")
     return "\n".join(out)
 
 
