@@ -7,9 +7,12 @@ N / 100)), split as in :mod:`rdp.bench`: ``K2 = 1`` (the paper's setting), ``K1 
 * chain CRF: ``log_partition`` (randomized Forward, Alg. 1, log Z-hat: a lower bound in
   expectation), ``marginals`` (the gradient of log Z-hat with respect to the emissions, Sec. 3.3;
   exact when K = N, biased otherwise), ``entropy`` (randomized entropy DP, Alg. 3, a second run);
-* PCFG: ``log_probability`` (randomized Inside, Alg. 2 / Eq. 18; uniform proposal for RDP as in
-  Sec. 5.1, the local proposal for Top-K since the top of a uniform proposal is arbitrary; on the
-  whole-sentence span both propose the root distribution, :func:`root_aware_proposal`).
+* PCFG: ``log_probability`` (randomized Inside, Alg. 2 / Eq. 18) and ``rule_counts`` (expected uses
+  of each binary rule: the gradient of log Z-hat with respect to the rule scores, exact when
+  K = NT; span posteriors would need span potentials, which rdp's PCFG functions do not take).
+  Uniform proposal for RDP as in Sec. 5.1, the local proposal for Top-K since the top of a uniform
+  proposal is arbitrary; on the whole-sentence span both propose the root distribution
+  (:func:`root_aware_proposal`).
 
 Problems are converted exactly with :mod:`rdp.convert` (float64).  ``evaluations``: transition
 entries ``T K^2`` per chain sweep (two sweeps with the entropy), rule applications
@@ -55,7 +58,7 @@ class RDPCrossEstimator(KindEstimator):
     family = "rdp"
     budget_label = "K (% of N)"
     memory_meter = TorchMemoryMeter
-    kinds = {"chain-crf": ("log_partition", "marginals", "entropy"), "pcfg": ("log_probability",)}
+    kinds = {"chain-crf": ("log_partition", "marginals", "entropy"), "pcfg": ("log_probability", "rule_counts")}
     quick_budgets = (20, 50)
     budgets = (10, 20, 50, 80)
 
@@ -74,11 +77,17 @@ class RDPCrossEstimator(KindEstimator):
             t = pcfg_tensors(problem.grammar, problem.words)
             k1, k2 = self.k1_k2(problem.grammar.n_nonterminals, budget)
             proposal = root_aware_proposal(t["root_scores"], local=self.split == "topk")
-            with torch.no_grad():
-                log_z = randomized_pcfg_log_partition(**t, k1=k1, k2=k2, proposal=proposal, generator=gen)
+            out = {EVALUATIONS: chart_rule_entries(len(problem.words), (k1 + k2) ** 3)}
+            with torch.enable_grad():
+                rules = t.pop("rule_scores").requires_grad_("rule_counts" in targets)
+                log_z = randomized_pcfg_log_partition(rules, **t, k1=k1, k2=k2, proposal=proposal, generator=gen)
+                out["log_probability"] = float(log_z[0].detach())
+                if "rule_counts" in targets:
+                    (grad,) = torch.autograd.grad(log_z.sum(), rules)
+                    r = problem.grammar.binary_rules
+                    out["rule_counts"] = grad.numpy()[r[:, 0], r[:, 1], r[:, 2]]
             note_output(log_z)
-            k = k1 + k2
-            return {"log_probability": float(log_z[0]), EVALUATIONS: chart_rule_entries(len(problem.words), k**3)}
+            return out
         t = chain_crf_tensors(problem.crf)
         k1, k2 = self.k1_k2(problem.crf.n_states, budget)
         out = {EVALUATIONS: problem.crf.length * (k1 + k2) ** 2 * (2 if "entropy" in targets else 1)}

@@ -213,11 +213,22 @@ def test_rdp_pcfg_log_probability_unbiased_in_linear_space(name):
     assert_unbiased(ratio, 1.0, f"{name} P-hat / P")
 
 
+def test_rdp_pcfg_rule_counts_below_full_budget():
+    """Gradient rule counts of log Z-hat: each tree uses T - 1 binary rules, so the counts of the
+    randomized distribution over trees also sum to T - 1 (a check of the weighting), and they are
+    non-negative; below K = NT they are biased (documented), so only the full budget is exact."""
+    problem = pcfg_problem()
+    counts = by_name("rdp-k2=1").estimate(problem, 60, 3)["rule_counts"]
+    assert counts.sum() == pytest.approx(len(problem.words) - 1, abs=1e-9) and counts.min() >= -1e-12
+
+
 def test_rdp_pcfg_exact_at_full_budget_and_topk_lower_bound():
     problem = pcfg_problem()
     log_p = problem.exact()["log_probability"]
     for name in ("rdp-k2=1", "rdp-k1=k2", "topk"):
-        assert by_name(name).estimate(problem, 100, 0)["log_probability"] == pytest.approx(log_p, abs=1e-9)
+        out = by_name(name).estimate(problem, 100, 0)
+        assert out["log_probability"] == pytest.approx(log_p, abs=1e-9)
+        np.testing.assert_allclose(out["rule_counts"], problem.exact()["rule_counts"], atol=1e-9)
     assert by_name("topk").estimate(problem, 60, 0)["log_probability"] <= log_p + 1e-12
 
 
