@@ -8,9 +8,11 @@ normaliser is exact (``log Z_0 = sum_i logsumexp_k unary[i, k]``), and the full 
 Each chain (Neal 2001, "Annealed importance sampling", Sec. 2-3) draws ``x ~ f_0`` exactly, then
 for ``t = 1 .. T-1`` accumulates ``log w += (beta_t - beta_{t-1}) * pairwise(x)`` and moves ``x``
 with Gibbs sweeps that leave ``f_{beta_t}`` invariant.  ``E[w] = Z_1 / Z_0`` (Neal 2001, Eq. 9 up
-to notation), so ``log Z_1 ≈ log Z_0 + log mean(w)``.  The whole loop over chains is one Numba kernel.
+to notation), so ``log Z_1 ≈ log Z_0 + log mean(w)``.
 
-:func:`run_ais` is the same algorithm for any model given by Python callbacks (vectorised over chains).
+:func:`run_ais` is the one implementation, for any model given by callbacks vectorised over chains: the
+MRF (:func:`ais_log_partition`, Gibbs sweeps in Numba), the word TRF (:func:`trf.ais.ais_log_partition`)
+and the sentence TRF (:mod:`trf.lm.evaluate`) all call it.
 :func:`run_reverse_ais` runs the reversed chain from samples of the target (Grosse, Ghahramani & Adams
 2015, "Sandwiching the marginal likelihood using bidirectional Monte Carlo", Sec. 4; Burda, Grosse &
 Salakhutdinov 2015, RAISE): its weights have ``E[w_rev] = Z_0 / Z_1``, so by Jensen's inequality its
@@ -29,8 +31,7 @@ import numpy as np
 from scipy.special import expit, logsumexp
 
 from .models import PairwiseMRF
-from .models._kernels import ais_chains
-from .rng import as_generator, kernel_seeds
+from .rng import as_generator
 from .validation import as_float_array, check_float, check_int
 
 SCHEDULES = ("linear", "geometric", "sigmoid")
@@ -155,15 +156,12 @@ def ais_log_partition(mrf: PairwiseMRF, n_temperatures: int = 100, n_chains: int
     n_chains = check_int(n_chains, "n_chains", low=1)
     n_gibbs = check_int(n_gibbs_per_temp, "n_gibbs_per_temp", low=1)
     betas = annealing_schedule(n_temperatures, schedule)
-    ptr, nbr, pot = mrf.neighbours
-    log_w = ais_chains(mrf.log_unary, ptr, nbr, pot, mrf.edges[:, 0].copy(), mrf.edges[:, 1].copy(), mrf.pairwise,
-                       np.array(betas, dtype=np.float64), n_gibbs,
-                       kernel_seeds(seed, n_chains))
-    log_z0 = mrf.log_partition_unary_only()
-    log_mean, ess, stderr = summarize_log_weights(log_w)
-    log_w.flags.writeable = False
-    return AISResult(log_partition=log_z0 + log_mean, log_weights=log_w, log_partition_start=log_z0, betas=betas,
-                     ess=ess, stderr=stderr)
+
+    def transition(x, beta, rng):  # n_gibbs Numba sweeps of every chain at f_beta
+        return mrf.gibbs_sample(n_gibbs, x.shape[0], rng, init=x, beta=beta)[:, -1]
+
+    return run_ais(mrf.sample_independent, mrf.pairwise_log_potential, transition, n_temperatures=n_temperatures,
+                   n_chains=n_chains, seed=seed, schedule=betas, log_partition_start=mrf.log_partition_unary_only())
 
 
 def run_ais(sample_initial: Callable[[int, np.random.Generator], Any],

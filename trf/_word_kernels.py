@@ -254,22 +254,17 @@ transms_chains_parallel.__doc__ = "Parallel build (prange over chains) of :data:
 
 
 @jit
-def ais_run(w, V, L, betas, n_particles, seed, log_weights):
-    """AIS for one length: uniform words -> exp(lambda . f) along ``betas`` with Gibbs transitions.
-
-    ``log_weights[p]`` receives sum_t (beta_t - beta_{t-1}) lambda . f(x_{t-1}) of particle p, so
-    ``log mean exp(log_weights) + L log V`` estimates log Z_L (Neal 2001).
-    """
-    np.random.seed(seed)
-    x = np.empty(L + 1, dtype=np.int32)
-    logits = np.empty(V)
+def word_scores_batch(w, V, x, L, out):
+    """``out[p] = lambda . f(x[p, :L])`` for a batch of words of one length ``L`` (AIS log ratios)."""
     scratch = np.empty(3 * L + 4, dtype=np.int64)
-    for p in range(n_particles):
-        for i in range(L):
-            x[i] = np.random.randint(0, V)
-        lw = 0.0
-        for t in range(1, betas.shape[0]):
-            lw += (betas[t] - betas[t - 1]) * score_word(w, V, x, 0, L, scratch)
-            if t < betas.shape[0] - 1:
-                gibbs_sweep(w, V, x, L, logits, betas[t])
-        log_weights[p] = lw
+    for p in range(x.shape[0]):
+        out[p] = score_word(w, V, x[p], 0, L, scratch)
+
+
+@jit
+def gibbs_sweeps_batch(w, V, x, L, beta, seeds):
+    """One Gibbs sweep of each word ``x[p, :L]`` at ``exp(beta lambda . f)`` (AIS transitions; seed per word)."""
+    logits = np.empty(V)
+    for p in range(x.shape[0]):
+        np.random.seed(seeds[p])
+        gibbs_sweep(w, V, x[p], L, logits, beta)

@@ -2,16 +2,17 @@
 
 For each length j, particles start from the uniform distribution over words (``Z_j(0) = V^j``) and
 move through ``p_beta(x) ∝ exp(beta lambda . f(x))`` along a temperature ladder with one Gibbs sweep
-per temperature; the mean importance weight is an unbiased estimate of ``Z_j / V^j``.  A small
-TRF-specific version (``samplers.ais`` targets pairwise MRFs).
+per temperature; the mean importance weight is an unbiased estimate of ``Z_j / V^j``.  The AIS loop is
+:func:`samplers.ais.run_ais` (the one used by every model family); this module supplies the word TRF's
+batch kernels (scores and Gibbs sweeps in Numba) as its callbacks.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import logsumexp
 
-from samplers.rng import kernel_seeds
+from samplers.ais import run_ais
+from samplers.rng import as_generator, kernel_seeds
 from samplers.validation import check_int
 
 from . import _word_kernels as K
@@ -46,15 +47,28 @@ def ais_log_partition(features: FeatureSet, lam: np.ndarray, m: int, n_temperatu
     n_temperatures = check_int(n_temperatures, "n_temperatures", low=1)
     n_particles = check_int(n_particles, "n_particles", low=1)
     w = features.dense_weights(lam)
-    betas = np.linspace(0.0, 1.0, n_temperatures + 1)
-    seeds = kernel_seeds(seed, m)
+    V = int(features.V)
+    gen = as_generator(seed)
     log_z = np.empty(m)
     se = np.empty(m)
-    lw = np.empty(n_particles)
     for j in range(1, m + 1):
-        K.ais_run(w, features.V, j, betas, n_particles, int(seeds[j - 1]), lw)
-        log_mean = logsumexp(lw) - np.log(n_particles)
-        log_z[j - 1] = log_mean + j * np.log(features.V)
-        ratio = np.exp(lw - log_mean)
-        se[j - 1] = ratio.std(ddof=1) / np.sqrt(n_particles) if n_particles > 1 else np.inf
+        def initial(n, rng, j=j):
+            x = np.zeros((n, j + 1), dtype=np.int32)
+            x[:, :j] = rng.integers(0, V, size=(n, j))
+            return x
+
+        def log_ratio(x, j=j):
+            out = np.empty(x.shape[0])
+            K.word_scores_batch(w, V, x, j, out)
+            return out
+
+        def transition(x, beta, rng, j=j):
+            x = x.copy()
+            K.gibbs_sweeps_batch(w, V, x, j, beta, kernel_seeds(rng, x.shape[0]))
+            return x
+
+        res = run_ais(initial, log_ratio, transition, n_temperatures=n_temperatures + 1, n_chains=n_particles,
+                      seed=gen, log_partition_start=j * np.log(V))
+        log_z[j - 1] = res.log_partition
+        se[j - 1] = res.stderr if n_particles > 1 else np.inf
     return log_z, se

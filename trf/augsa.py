@@ -13,9 +13,20 @@ sampler.  Each iteration t draws K samples from
   (lengths with ``pi0_j = pi_j = 0`` are never sampled; their zeta stays at its initial value);
 
 with the two-stage learning rates of Eq. (24)-(25) and the length proposal ``pi0`` of Eq. (26) (or
-``n_j / n``).  Optional per-step clipping, the stop rule of Appendix E, callbacks, a progress bar and
-periodic atomic checkpoints with exact resume (per-iteration seeds derive from ``(seed, t)`` and the
-backend's chain state is saved) complete it.
+``n_j / n``).  Optional per-step clipping, the stop rule of Appendix E (only in the second stage,
+``t > t_0``: a constant first-stage rate keeps the train-dev gap drifting and could trip it early),
+divergence guards, callbacks, a progress bar and periodic atomic checkpoints with exact resume
+(per-iteration seeds derive from ``(seed, t)`` and the backend's chain state is saved) complete it.
+
+Divergence guards (``guard_every > 0``): every ``min(guard_every, t_max // 10)`` iterations (and at
+``t_max``) the trainer checks finite
+parameters, ``max |lambda| <= max_abs_lambda``, no tenfold jump of ``||lambda||`` since the last passing
+check, ``log p(j, x) <= 0`` for every sentence the backend can score (``sentence_log_probs``; a positive
+value means some ``zeta_j`` is below the true ``log Z_j / Z_1``, so perplexity would come out below its
+floor of 1) and a dev log-likelihood no more than ``dev_drop`` below its best.  On a violation it restores
+the parameters of the last passing check and either stops with a clear message (``on_violation="stop"``,
+the message is ``AugSAResult.guard_message``) or goes back to that iteration with half the lambda step and
+continues (``"halve"``, at most ``max_halvings`` times, then stops).
 
 Backend protocol
 ----------------
@@ -137,6 +148,19 @@ class AugSAConfig:
         with ``log_likelihood``.  None disables it.
     checkpoint_every : int
         Write a checkpoint every this many iterations (0: never; needs a checkpoint path).
+    guard_every : int
+        Check the divergence invariants every this many iterations (0: never); see the module docstring.
+    on_violation : {"stop", "halve"}
+        Stop at the last passing parameters, or restore them, halve the lambda step and continue.
+    max_abs_lambda : float
+        Largest ``|lambda_i|`` accepted (a weight of 50 multiplies a probability by e^50).
+    dev_drop : float
+        Largest drop of the dev log-likelihood (per sentence, nats) below its best value.
+    max_halvings : int
+        With ``"halve"``, stop after this many halvings.
+    guard_log_p : bool
+        Include the ``log p <= 0`` check (off where only the exact likelihood matters, e.g. the
+        morphology benchmark, which scores with exact normalisers and flags a bad zeta separately).
     seed : int
         Root seed; iteration t samples with a seed derived from ``(seed, t)``.
     learn_lambda : bool
@@ -160,6 +184,12 @@ class AugSAConfig:
     checkpoint_every: int = 0
     seed: int = 0
     learn_lambda: bool = True
+    guard_every: int = 0
+    on_violation: str = "stop"
+    max_abs_lambda: float = 50.0
+    dev_drop: float = 5.0
+    max_halvings: int = 6
+    guard_log_p: bool = True
 
     def validate(self) -> "AugSAConfig":
         check_int(self.n_samples, "n_samples", low=1)
@@ -177,6 +207,12 @@ class AugSAConfig:
             check_int(self.stop_window, "stop_window", low=1)
         check_int(self.checkpoint_every, "checkpoint_every", low=0)
         check_int(self.seed, "seed", low=0)
+        check_int(self.guard_every, "guard_every", low=0)
+        if self.on_violation not in ("stop", "halve"):
+            raise ValueError(f"on_violation must be 'stop' or 'halve', got {self.on_violation!r}")
+        check_float(self.max_abs_lambda, "max_abs_lambda", low=0.0, low_open=True)
+        check_float(self.dev_drop, "dev_drop", low=0.0, low_open=True)
+        check_int(self.max_halvings, "max_halvings", low=0)
         if isinstance(self.pi0, str) and self.pi0 not in ("eq26", "empirical"):
             raise ValueError(f"pi0 must be 'eq26', 'empirical' or an array, got {self.pi0!r}")
         return self
@@ -194,6 +230,8 @@ class AugSAResult:
     time_sampling: float = 0.0
     time_updates: float = 0.0
     n_draws: int = 0
+    guard_message: str | None = None
+    step_scale: float = 1.0
 
 
 def iteration_seed(seed: int, t: int) -> int:
@@ -257,6 +295,11 @@ class AugSA:
         self._d_gaps: list[float] = []
         self.time_sampling = 0.0
         self.time_updates = 0.0
+        self.step_scale = 1.0
+        self._good = (0, self.lam.copy(), self.zeta.copy())
+        self._best_dev = -np.inf
+        self._halvings = 0
+        self.guard_message: str | None = None
 
     def _resolve_pi0(self, m: int) -> np.ndarray:
         spec = self.config.pi0
@@ -283,6 +326,7 @@ class AugSA:
                                     iteration_seed(cfg.seed, t))
         mid = time.perf_counter()
         g_lam, g_zeta = learning_rates(t, cfg.t_c, cfg.beta_lambda, cfg.beta_zeta, cfg.t0)
+        g_lam *= self.step_scale
         K = cfg.n_samples
         grad = self.mean - np.asarray(batch.feature_sum, dtype=np.float64) / K - cfg.l2 * self.lam
         d_lam = g_lam / (self.sigma + cfg.l2) * grad                             # Eq. (16) / (38)
@@ -309,8 +353,8 @@ class AugSA:
     def _stop_statistic(self, record: dict) -> float | None:
         """Appendix E: S_t from the train-dev log-likelihood gaps D(t) over two windows of H."""
         H = self.config.stop_window
-        if H is None or not hasattr(self.backend, "log_likelihood"):
-            return None
+        if H is None or not hasattr(self.backend, "log_likelihood") or self.t <= self.config.t0:
+            return None  # second stage only
         train = self.backend.log_likelihood(self.lam, self.zeta, "train")
         dev = self.backend.log_likelihood(self.lam, self.zeta, "dev")
         if train is None or dev is None:
@@ -321,6 +365,64 @@ class AugSA:
             return None
         gaps = self._d_gaps[-2 * H:]
         return (sum(gaps[H:]) - sum(gaps[:H])) / H
+
+    # --- divergence guards -----------------------------------------------------------------------
+    def invariant_violations(self) -> list[str]:
+        """The guard checks of the module docstring on the current parameters (empty list: all pass)."""
+        cfg = self.config
+        if not (np.all(np.isfinite(self.lam)) and np.all(np.isfinite(self.zeta))):
+            return ["non-finite parameters"]
+        problems = []
+        biggest = float(np.abs(self.lam).max()) if self.lam.size else 0.0
+        if biggest > cfg.max_abs_lambda:
+            problems.append(f"max |lambda| = {biggest:.3g} > max_abs_lambda = {cfg.max_abs_lambda:g}")
+        norm, good_norm = float(np.linalg.norm(self.lam)), float(np.linalg.norm(self._good[1]))
+        if norm > 10.0 * max(good_norm, 1.0):
+            problems.append(f"||lambda|| grew from {good_norm:.3g} to {norm:.3g} since iteration {self._good[0]}")
+        scorer = getattr(self.backend, "sentence_log_probs", None) if cfg.guard_log_p else None
+        if scorer is not None:
+            for split in ("train", "dev"):
+                log_p = scorer(self.lam, self.zeta, split)
+                if log_p is None or log_p.size == 0:
+                    continue
+                if not np.all(np.isfinite(log_p)):
+                    problems.append(f"non-finite log p on {split} sentences")
+                elif log_p.max() > 1e-9:
+                    problems.append(f"log p > 0 for {int(np.count_nonzero(log_p > 1e-9))} {split} sentences "
+                                    f"(max {log_p.max():+.3g}; some zeta_j below log Z_j / Z_1)")
+                    break
+        ll = getattr(self.backend, "log_likelihood", None)
+        dev = ll(self.lam, self.zeta, "dev") if ll is not None else None
+        if dev is not None:
+            if dev < self._best_dev - cfg.dev_drop:
+                problems.append(f"dev log-likelihood collapsed from {self._best_dev:.3f} to {dev:.3f} per sentence")
+            elif not problems:
+                self._best_dev = max(self._best_dev, float(dev))
+        return problems
+
+    def _guard(self, t_failed: int | None = None, problems: list[str] | None = None) -> bool:
+        """Run the checks; True when training must stop (parameters restored, ``guard_message`` set)."""
+        problems = self.invariant_violations() if problems is None else problems
+        if not problems:
+            self._good = (self.t, self.lam.copy(), self.zeta.copy())
+            return False
+        t_failed = self.t if t_failed is None else t_failed
+        t_good, lam, zeta = self._good
+        self.lam, self.zeta = lam.copy(), zeta.copy()
+        what = "; ".join(problems)
+        if self.config.on_violation == "halve" and self._halvings < self.config.max_halvings:
+            self._halvings += 1
+            self.step_scale /= 2.0
+            self.t = t_good
+            print(f"AugSA guard: {what} at iteration {t_failed}; back to the parameters of iteration {t_good}, "
+                  f"lambda step x {self.step_scale:g}", file=sys.stderr)
+            return False
+        self.t = t_good
+        self.guard_message = (f"training stopped: {what} at iteration {t_failed} (divergence guard); kept the "
+                              f"parameters of iteration {t_good}, the last that passed the checks. Try a larger "
+                              "t_c, a smaller lambda step, l2 > 0, or on_violation='halve'")
+        print(f"AugSA guard: {self.guard_message}", file=sys.stderr)
+        return True
 
     # --- the loop --------------------------------------------------------------------------------
     def fit(self, resume: str | Path | None = None, lam0: np.ndarray | None = None) -> AugSAResult:
@@ -338,10 +440,23 @@ class AugSA:
             self.load_checkpoint(resume)
         cfg = self.config
         stopped = False
+        every = min(cfg.guard_every, max(1, cfg.t_max // 10)) if cfg.guard_every else 0  # >= 10 checks a run
         bar = _progress_bar(cfg.t_max, self.t, self.progress)
         try:
             while self.t < cfg.t_max:
-                record = self.step()
+                try:
+                    record = self.step()
+                except FloatingPointError:
+                    if not every:
+                        raise
+                    if self._guard(self.t, ["non-finite parameters"]):
+                        stopped = True
+                        break
+                    continue
+                if every and (self.t % every == 0 or self.t == cfg.t_max):
+                    if self._guard():
+                        stopped = True
+                        break
                 s_t = self._stop_statistic(record)
                 if s_t is not None:
                     record["S_t"] = s_t
@@ -361,18 +476,21 @@ class AugSA:
                 bar.close()
         draws = self.t * cfg.n_samples
         return AugSAResult(self.lam.copy(), self.zeta.copy(), self.t, stopped, list(self.history),
-                           self.time_sampling, self.time_updates, draws)
+                           self.time_sampling, self.time_updates, draws, self.guard_message, self.step_scale)
 
     # --- checkpoints ----------------------------------------------------------------------------
     def save_checkpoint(self, path: str | Path) -> Path:
         """Atomically write lambda, zeta, t, the stop-rule gaps and the backend's chain state."""
-        arrays = {"lam": self.lam, "zeta": self.zeta, "d_gaps": np.asarray(self._d_gaps, dtype=np.float64)}
+        arrays = {"lam": self.lam, "zeta": self.zeta, "d_gaps": np.asarray(self._d_gaps, dtype=np.float64),
+                  "guard_lam": self._good[1], "guard_zeta": self._good[2]}
         get_state = getattr(self.backend, "get_state", None)
         if get_state is not None:
             arrays.update({f"backend.{k}": v for k, v in get_state().items()})
         cfg = asdict(self.config)
         cfg["pi0"] = self.pi0.tolist()
-        meta = {"t": self.t, "config": cfg, "time_sampling": self.time_sampling, "time_updates": self.time_updates}
+        meta = {"t": self.t, "config": cfg, "time_sampling": self.time_sampling, "time_updates": self.time_updates,
+                "step_scale": self.step_scale, "guard_t": int(self._good[0]), "halvings": self._halvings,
+                "best_dev": None if not np.isfinite(self._best_dev) else float(self._best_dev)}
         return atomic_write_npz(path, arrays, meta, kind=CHECKPOINT_KIND)
 
     def load_checkpoint(self, path: str | Path) -> None:
@@ -389,6 +507,14 @@ class AugSA:
         self._d_gaps = list(arrays["d_gaps"])
         self.time_sampling = float(meta.get("time_sampling", 0.0))
         self.time_updates = float(meta.get("time_updates", 0.0))
+        self.step_scale = float(meta.get("step_scale", 1.0))
+        self._halvings = int(meta.get("halvings", 0))
+        self._best_dev = -np.inf if meta.get("best_dev") is None else float(meta["best_dev"])
+        if "guard_lam" in arrays:
+            self._good = (int(meta["guard_t"]), np.array(arrays["guard_lam"], dtype=np.float64),
+                          np.array(arrays["guard_zeta"], dtype=np.float64))
+        else:
+            self._good = (self.t, self.lam.copy(), self.zeta.copy())
         state = {k[len("backend."):]: v for k, v in arrays.items() if k.startswith("backend.")}
         set_state = getattr(self.backend, "set_state", None)
         if state and set_state is not None:

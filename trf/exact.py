@@ -17,8 +17,8 @@ from scipy.special import logsumexp
 
 from samplers.validation import as_float_array, check_int
 
-from .features import FeatureSet, n_dense
 from . import _word_kernels as K
+from .features import FeatureSet, n_dense
 
 
 def _tables(w: np.ndarray, V: int):

@@ -46,7 +46,8 @@ class MorphSettings:
 
 def _augsa_run(train: WordData, test: WordData, backend_features, pi0: str, s: MorphSettings) -> dict:
     backend = WordBackend(train, features=backend_features, n_chains=s.samples, seed=s.seed)
-    cfg = AugSAConfig(n_samples=s.samples, t_max=s.iters, pi0=pi0, seed=s.seed)
+    cfg = AugSAConfig(n_samples=s.samples, t_max=s.iters, pi0=pi0, seed=s.seed, guard_every=50, on_violation="stop",
+                      guard_log_p=False)  # ranked by the exact NLL; a bad estimated zeta is flagged in the table
     curve: list[tuple[int, float, float]] = []
     zeta_snapshots: dict[int, tuple[list, list]] = {}
     features, pi, m = backend.features, backend.pi, train.m
@@ -69,6 +70,9 @@ def _augsa_run(train: WordData, test: WordData, backend_features, pi0: str, s: M
     model = TRF(features, pi, result.lam, result.zeta)
     log_z = model.exact_log_z()
     used = pi > 0
+    end = result.t
+    if end not in zeta_snapshots:  # stopped early (guard): the snapshot of the kept parameters
+        zeta_snapshots[end] = (result.zeta.tolist(), exact.exact_zeta(features, result.lam, m).tolist())
 
     def zeta_error(t, weights=None):
         est, star = (np.asarray(a) for a in zeta_snapshots[t])
@@ -82,9 +86,11 @@ def _augsa_run(train: WordData, test: WordData, backend_features, pi0: str, s: M
         "train_nll_estimated_zeta": float(-model.log_prob(train).mean()),
         "test_nll_estimated_zeta": float(-model.log_prob(test).mean()),
         "mean_abs_zeta_error_t100": zeta_error(100) if 100 in zeta_snapshots else None,
-        "mean_abs_zeta_error_end": zeta_error(s.iters),
+        "mean_abs_zeta_error_end": zeta_error(end),
         "pi_abs_zeta_error_t100": zeta_error(100, pi) if 100 in zeta_snapshots else None,
-        "pi_abs_zeta_error_end": zeta_error(s.iters, pi),
+        "pi_abs_zeta_error_end": zeta_error(end, pi),
+        "iterations": result.t,
+        "guard_message": result.guard_message,
         "wall_seconds": wall,
         "sampling_seconds": result.time_sampling,
         "update_seconds": result.time_updates,
@@ -108,6 +114,43 @@ def _augsa_replicates(train: WordData, test: WordData, features, pi0: str, s: Mo
     first = runs[0]
     first["replicates"] = [{key: run[key] for key in REPLICATE_KEYS} for run in runs]
     return first
+
+
+MIN_WORDS_PER_LENGTH = 10
+
+
+def length_warnings(n_j: np.ndarray, min_words: int = MIN_WORDS_PER_LENGTH) -> list[str]:
+    """Warnings about word lengths with too few training words: lengths between the shortest and the
+    longest training word with no word (a gap: pi_j = 0 inside the range) or fewer than ``min_words``
+    (their zeta_j and length-specific weights rest on a handful of draws and AugSA's zeta_j is poorly
+    determined there)."""
+    n_j = np.asarray(n_j)
+    seen = np.flatnonzero(n_j > 0)
+    if seen.size == 0:
+        return ["no training words"]
+    lo, hi = seen[0], seen[-1]
+    gaps = [int(j + 1) for j in range(lo, hi + 1) if n_j[j] == 0]
+    few = [int(j + 1) for j in range(lo, hi + 1) if 0 < n_j[j] < min_words]
+    out = []
+    if gaps:
+        out.append(f"no training words of length {', '.join(map(str, gaps))} inside the range "
+                   f"{lo + 1}..{hi + 1} (gappy word list)")
+    if few:
+        out.append(f"fewer than {min_words} training words at length {', '.join(map(str, few))}")
+    return out
+
+
+def rankable(record: dict) -> str | None:
+    """Why a model may not be ranked (None: it may): a guard stop, or an exact train/test NLL that is not
+    finite and positive (an NLL per word of a normalised model is > 0)."""
+    if record.get("guard_message"):
+        return record["guard_message"]
+    for key in ("train_nll_exact", "test_nll_exact"):
+        for rep in record.get("replicates", [record]):
+            value = rep.get(key)
+            if value is None or not np.isfinite(value) or value <= 0:
+                return f"exact {key.split('_')[0]} NLL {value} is not finite and positive"
+    return None
 
 
 def backend_pi0(train: WordData, pi0: str) -> np.ndarray:
@@ -136,13 +179,14 @@ def run_morph(train: WordData, test: WordData, out: str | Path, settings: MorphS
     n_j = train.length_counts()
     if np.any(n_j[test.lengths - 1] == 0):
         raise ValueError("test holds word lengths absent from training (their probability would be 0)")
+    warnings = length_warnings(n_j)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     features = WordBackend(train, n_chains=1).features
     pi = n_j / n_j.sum()
     metrics: dict = {"settings": s.__dict__.copy(), "n_train": len(train), "n_test": len(test), "m": train.m,
                      "d": features.d, "feature_templates": features.template_sizes(),
-                     "length_counts": n_j.tolist()}
+                     "length_counts": n_j.tolist(), "warnings": warnings}
     metrics["augsa_empirical_pi0"] = _augsa_replicates(train, test, features, "empirical", s)
     metrics["augsa_eq26_pi0"] = _augsa_replicates(train, test, features, "eq26", s)
 
@@ -195,18 +239,28 @@ def metrics_table(metrics: dict) -> str:
     With ``settings.replicates > 1`` the AugSA cells are ``mean ± standard error`` over the seeds.
     """
     qn = metrics["quasi_newton"]["test_nll_exact"]
+    qn_refused = rankable(metrics["quasi_newton"])
     rows = ["| model | train NLL | test NLL | test vs QN (%) | test NLL with estimated zeta "
             "| mean abs(zeta - zeta*) t=100 / end | pi-weighted abs(zeta - zeta*) t=100 / end | wall s |",
             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    notes = [f"warning: {w}" for w in metrics.get("warnings", [])]
     for key, label in MODEL_LABELS.items():
         r = metrics[key]
+        refused = rankable(r)
+        if refused is not None or qn_refused is not None:
+            notes.append(f"{label}: not ranked ({refused or 'the quasi-Newton reference ' + qn_refused})")
+            rows.append(f"| {label} | not ranked | not ranked | | | | | {_summary(r, 'wall_seconds', '.1f')} |")
+            continue
+        est = [rep.get("test_nll_estimated_zeta") for rep in r.get("replicates", [r])]
+        if any(v is not None and (not np.isfinite(v) or v <= 0) for v in est):
+            notes.append(f"{label}: NLL with AugSA's estimated zeta is not finite and positive (zeta far off)")
         zerr = " / ".join(_summary(r, f"mean_abs_zeta_error_{t}", ".3g") for t in ("t100", "end"))
         perr = " / ".join(_summary(r, f"pi_abs_zeta_error_{t}", ".3g") for t in ("t100", "end"))
         rows.append(f"| {label} | {_summary(r, 'train_nll_exact', '.3f')} | {_summary(r, 'test_nll_exact', '.3f')} | "
                     f"{_summary(r, 'test_nll_exact', '+.2f', 100 / qn, -100)} | "
                     f"{_summary(r, 'test_nll_estimated_zeta', '.3f')} | {zerr if zerr.strip(' /') else ''} | "
                     f"{perr if perr.strip(' /') else ''} | {_summary(r, 'wall_seconds', '.1f')} |")
-    return "\n".join(rows)
+    return "\n".join(rows + ([""] + notes if notes else []))
 
 
 def plot_fig3(metrics: dict, out: Path) -> list[Path]:

@@ -54,6 +54,8 @@ def run(args: argparse.Namespace) -> int:
                              qn_max_iter=args.qn_iters, progress=not args.no_progress,
                              replicates=args.replicates)
     metrics = run_morph(train, test, args.out, settings)
+    for warning in metrics["warnings"]:
+        print(f"mcsa trf morph: warning: {warning}", file=sys.stderr)
     print(metrics_table(metrics))
     print(f"\nwrote {args.out}/metrics.json and {args.out}/fig3*.png")
     return 0

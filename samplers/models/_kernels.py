@@ -26,22 +26,6 @@ from .._kernels import categorical_from_logits
 
 
 @jit
-def pairwise_log_potential(x, edge_u, edge_v, pairwise):
-    """sum_e pairwise[e, x[u_e], x[v_e]] for one configuration ``x``."""
-    total = 0.0
-    for e in range(edge_u.shape[0]):
-        total += pairwise[e, x[edge_u[e]], x[edge_v[e]]]
-    return total
-
-
-@jit
-def sample_unary(x, unary):
-    """Exact draw from the unary-only model (independent categoricals), written into ``x``."""
-    for i in range(unary.shape[0]):
-        x[i] = categorical_from_logits(unary[i])
-
-
-@jit
 def gibbs_sweep(x, unary, nbr_ptr, nbr_var, nbr_pot, beta, logits):
     """One systematic-scan Gibbs sweep of the model ``unary + beta * pairwise`` (in place).
 
@@ -80,30 +64,3 @@ def gibbs_chains(init, unary, nbr_ptr, nbr_var, nbr_pot, beta, n_sweeps, burn_in
                 out[c, kept] = x
                 kept += 1
     return out
-
-
-@jit
-def ais_chains(unary, nbr_ptr, nbr_var, nbr_pot, edge_u, edge_v, pairwise, betas, n_gibbs, seeds):
-    """Annealed importance sampling along ``f_beta(x) = exp(unary(x) + beta * pairwise(x))``.
-
-    For each chain (Neal 2001, Sec. 2): draw ``x ~ f_0`` exactly (unary-only model), then for
-    ``t = 1 .. T-1`` add ``(betas[t] - betas[t-1]) * pairwise(x)`` to the log weight and, except
-    after the last temperature, apply ``n_gibbs`` Gibbs sweeps that leave ``f_{betas[t]}`` invariant.
-    Returns the log weights (n_chains,); ``mean(exp(log_w)) * Z_0`` is unbiased for ``Z_1``.
-    """
-    n_chains = seeds.shape[0]
-    n_temps = betas.shape[0]
-    log_w = np.zeros(n_chains)
-    x = np.empty(unary.shape[0], dtype=np.int64)
-    logits = np.empty(unary.shape[1])
-    for c in range(n_chains):
-        np.random.seed(seeds[c])
-        sample_unary(x, unary)
-        lw = 0.0
-        for t in range(1, n_temps):
-            lw += (betas[t] - betas[t - 1]) * pairwise_log_potential(x, edge_u, edge_v, pairwise)
-            if t < n_temps - 1:
-                for _ in range(n_gibbs):
-                    gibbs_sweep(x, unary, nbr_ptr, nbr_var, nbr_pot, betas[t], logits)
-        log_w[c] = lw
-    return log_w

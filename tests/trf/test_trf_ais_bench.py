@@ -73,3 +73,25 @@ def test_morph_cli_on_tiny_lists(tmp_path, capsys):
         abs(a - b) for a, b in zip(*metrics["augsa_empirical_pi0"]["zeta_snapshots"]["120"]))
     captured = capsys.readouterr()
     assert "skipped 2 words" in captured.err and "Quasi-Newton" in captured.out and " ± " in captured.out
+
+
+def test_morph_length_warnings_and_refusal_to_rank():
+    from trf.morph import length_warnings, metrics_table, rankable
+
+    assert length_warnings(np.array([0, 50, 40, 30])) == []
+    warned = length_warnings(np.array([3, 50, 0, 30, 0, 2]))
+    assert any("no training words of length 3, 5" in w for w in warned)
+    assert any("fewer than 10 training words at length 1, 6" in w for w in warned)
+    good = {"train_nll_exact": 5.0, "test_nll_exact": 5.2, "test_nll_estimated_zeta": 5.3, "wall_seconds": 1.0}
+    assert rankable(good) is None
+    assert "not finite and positive" in rankable({**good, "test_nll_exact": -0.6})
+    assert "not finite and positive" in rankable({**good, "train_nll_exact": float("nan")})
+    assert rankable({**good, "guard_message": "training stopped: x"}) == "training stopped: x"
+    metrics = {"quasi_newton": dict(good), "iis": dict(good), "wb3": dict(good), "warnings": ["gappy"],
+               "augsa_empirical_pi0": {**good, "test_nll_estimated_zeta": -30.2},
+               "augsa_eq26_pi0": {**good, "test_nll_exact": 3.3e10 * float("inf")}}
+    table = metrics_table(metrics)
+    assert "| AugSA (pi0 Eq. 26) | not ranked |" in table and "warning: gappy" in table
+    assert "AugSA (pi0 = n_j/n): NLL with AugSA's estimated zeta is not finite and positive" in table
+    bad_qn = {**metrics, "quasi_newton": {**good, "test_nll_exact": -1.0}}
+    assert metrics_table(bad_qn).count("| not ranked | not ranked |") == 5  # no reference: no ranking at all

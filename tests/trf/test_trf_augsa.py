@@ -103,8 +103,57 @@ def test_stop_rule_and_l2(sampled_corpus):
     cfg = AugSAConfig(n_samples=20, t_max=400, t_c=20, t0=50, stop_window=10, stop_tol=1e9, l2=1e-3,
                       variance_floor=1e-3)
     result = AugSA(backend, cfg, progress=False).fit()
-    assert result.stopped_early and result.t == 20          # S_t exists from t = 2H and is < 1e9
+    # second stage only (t > t0 = 50): S_t exists from t = t0 + 2H and is < 1e9
+    assert result.stopped_early and result.t == 70
     assert "S_t" in result.history[-1] and "ll_dev" in result.history[-1]
+    assert not any("S_t" in r for r in result.history if r["t"] <= 50)  # a first-stage rate cannot trip it
+
+
+def _toy_backend(step_rule_floor):
+    from trf.lm.backend import SentenceBackend
+    from trf.lm.corpus import EncodedCorpus
+    from trf.lm.features import SentenceFeatures
+
+    rng = np.random.default_rng(0)
+    sentences = [rng.integers(0, 6, size=rng.integers(1, 5)) for _ in range(40)]
+    corpus = EncodedCorpus.from_sentences(sentences)
+    feats = SentenceFeatures.build(corpus, 6, "w+c+ws", word_class=np.array([0, 0, 1, 1, 2, 2]))
+    return SentenceBackend(corpus, feats, corpus, n_chains=2, seed=0, parallel=False)
+
+
+def test_guard_stops_with_a_message_and_the_last_passing_parameters():
+    """Tiny variance floor + huge rate: lambda runs away; with guards on, training stops with a message and
+    the returned parameters pass every check (finite, |lambda| bounded, log p <= 0 on train)."""
+    backend = _toy_backend(1e-15)
+    cfg = AugSAConfig(n_samples=20, t_max=200, t_c=1.0, t0=10, variance_floor=1e-15, guard_every=5)
+    trainer = AugSA(backend, cfg, progress=False)
+    result = trainer.fit()
+    assert result.stopped_early and result.guard_message.startswith("training stopped:")
+    assert "divergence guard" in result.guard_message and result.t < 200
+    assert np.all(np.isfinite(result.lam)) and np.abs(result.lam).max() <= cfg.max_abs_lambda
+    assert backend.sentence_log_probs(result.lam, result.zeta, "train").max() <= 1e-9
+    assert trainer.invariant_violations() == []
+    # the same run without guards ends with parameters that violate the invariants (negative control)
+    free = AugSA(_toy_backend(1e-15), AugSAConfig(n_samples=20, t_max=200, t_c=1.0, t0=10, variance_floor=1e-15),
+                 progress=False)
+    try:
+        free.fit()
+        assert free.invariant_violations() != []
+    except FloatingPointError:
+        pass
+
+
+def test_guard_halves_the_step_and_continues():
+    backend = _toy_backend(1e-15)
+    cfg = AugSAConfig(n_samples=20, t_max=60, t_c=1.0, t0=10, variance_floor=1e-15, guard_every=5,
+                      on_violation="halve", max_halvings=20)
+    result = AugSA(backend, cfg, progress=False).fit()
+    assert result.step_scale < 1.0
+    if result.guard_message is None:
+        assert result.t == 60 and not result.stopped_early
+    assert backend.sentence_log_probs(result.lam, result.zeta, "train").max() <= 1e-9
+    with pytest.raises(ValueError, match="on_violation"):
+        AugSAConfig(on_violation="panic").validate()
 
 
 def test_clipping_bounds_every_step(sampled_corpus):

@@ -100,7 +100,8 @@ def test_exact_normaliser_on_tiny_vocabularies_and_perplexity_interval(tiny):
 
 def test_check_budget_picks_temperatures_and_bad_input(tiny):
     trf, _, _ = tiny
-    check = check_normalisers(trf, [2, 3], time_budget=0.5, n_chains=5, exact_limit=0, seed=0)
+    check = check_normalisers(trf, [2, 3], time_budget=0.5, n_chains=5, exact_limit=0, seed=0,
+                              parallel=False)
     assert 20 <= check.n_temperatures <= 2000 and "budget" in check.notes[0]
     with pytest.raises(ValueError, match="lengths"):
         check_normalisers(trf, [M + 1])

@@ -96,3 +96,29 @@ def test_feature_table_roundtrip_memory_and_bad_input(corpus):
         SentenceFeatures.build(corpus, V, "c", word_class=[0, 1])
     with pytest.raises(ValueError, match="lam"):
         feats.scores(corpus, np.zeros(3))
+
+
+@pytest.mark.parametrize("spec", [ALL, "w+c+ws+cs+cpw", "w+c"])
+def test_pruned_scoring_equals_the_full_look_up(corpus, spec):
+    """Scoring skips rows whose parent n-gram is unseen (issue 17, faster scoring): on sentences full of
+    unseen n-grams the scores equal f(x) . lambda from the oracle-checked feature vectors and the
+    unpruned kernel; negative control: a plan whose parents are not sub-patterns gives different scores."""
+    feats = SentenceFeatures.build(corpus, V, spec, word_class=WORD_CLASS)
+    rng = np.random.default_rng(11)
+    fresh = EncodedCorpus.from_sentences([rng.integers(0, V, size=rng.integers(1, 16)) for _ in range(60)])
+    lam = rng.normal(size=feats.n_features)
+    pruned = feats.scores(fresh, lam)
+    full = np.empty(len(fresh))
+    fk.corpus_scores(fresh.tokens, fresh.offsets, feats.word_class, feats.n_words, feats.n_classes, lam,
+                     *feats.kernel_args(), full)
+    np.testing.assert_allclose(pruned, full, atol=1e-12)
+    np.testing.assert_allclose(pruned, np.stack([feats.feature_vector(s) for s in fresh]) @ lam, atol=1e-12)
+    order, parents = feats.score_plan()
+    assert sorted(order.tolist()) == list(range(order.size))
+    position = {int(r): k for k, r in enumerate(order)}
+    assert all(position[int(q)] < position[r] for r in range(parents.shape[0]) for q in parents[r] if q >= 0)
+    if spec == ALL:
+        out = np.empty(len(fresh))  # parents shifted by one row: no longer sub-patterns
+        fk.corpus_scores_pruned(fresh.tokens, fresh.offsets, feats.word_class, feats.n_words, feats.n_classes,
+                                lam, *feats.kernel_args(), order, np.roll(parents, 1, axis=0), out)
+        assert not np.allclose(out, full)

@@ -221,3 +221,42 @@ def corpus_feature_hits(tokens, offsets, word_class, n_words, n_classes, key_hi,
                     feat_out[n] = f
                     n += 1
     return sent_out[:n], feat_out[:n]
+
+
+@jit
+def corpus_scores_pruned(tokens, offsets, word_class, n_words, n_classes, lam, key_hi, key_lo, slots,
+                         row_group, row_len, row_off, row_type, order, parents, out):
+    """:func:`corpus_scores` that skips the look-up of a row whose parent row fired with an unseen n-gram.
+
+    ``order`` lists the rows with every row after its parents (shorter patterns first); ``parents[r, a]``
+    (-1 pads) are rows whose pattern is a proper sub-pattern of row ``r``'s: wherever ``r`` fires they
+    fire on a subset of the same symbols, so an unseen parent n-gram means an unseen n-gram of ``r``.
+    """
+    _, longest = corpus_sizes(offsets, 0)
+    w = np.empty(longest + 2, dtype=np.int64)
+    c = np.empty(longest + 2, dtype=np.int64)
+    found = np.empty(row_len.size, dtype=np.int64)  # -2: does not fire, -1: unseen, else feature index
+    for i in range(offsets.size - 1):
+        j = load_sentence(tokens[offsets[i]:offsets[i + 1]], word_class, n_words, n_classes, w, c)
+        total = 0.0
+        for p in range(1, j + 2):
+            for k in range(order.size):
+                r = order[k]
+                if not row_fires(r, p, j, row_len, row_off):
+                    found[r] = -2
+                    continue
+                skip = False
+                for a in range(parents.shape[1]):
+                    q = parents[r, a]
+                    if q >= 0 and found[q] == -1:
+                        skip = True
+                        break
+                if skip:
+                    found[r] = -1
+                    continue
+                hi, lo = row_key(r, p, w, c, row_group, row_len, row_off, row_type)
+                f = table_find(hi, lo, key_hi, key_lo, slots)
+                found[r] = f
+                if f >= 0:
+                    total += lam[f]
+        out[i] = total

@@ -23,9 +23,12 @@ __all__ = ["SentenceBackend", "lm_config"]
 
 def lm_config(**overrides) -> AugSAConfig:
     """AugSA settings of Sec. 7 (PTB): K = 300, t_c = 3000, beta = 0.8 / 0.6, t_0 = 2000, pi0 by
-    Eq. (26), L2 mu = 4e-5 (Eq. 38), stop rule H = 100, S_t < 1e-4 (Appendix E)."""
+    Eq. (26), L2 mu = 4e-5 (Eq. 38), stop rule H = 100, S_t < 1e-4 (Appendix E, second stage only), and
+    divergence guards every 50 iterations (on a violation: back to the last passing parameters with half
+    the lambda step, at most 6 times, then stop with a message)."""
     settings = dict(n_samples=300, t_max=100000, t_c=3000.0, beta_lambda=0.8, beta_zeta=0.6, t0=2000, pi0="eq26",
-                    l2=4e-5, stop_window=100, stop_tol=1e-4)
+                    l2=4e-5, stop_window=100, stop_tol=1e-4, guard_every=50,
+                    on_violation="halve")
     settings.update(overrides)
     return AugSAConfig(**settings)
 
@@ -126,8 +129,8 @@ class SentenceBackend:
         return SampleBatch(dims, feature_sum, {"jump_acceptance": info.jump_acceptance,
                                                "class_acceptance": info.class_acceptance})
 
-    def log_likelihood(self, lam, zeta, split: str) -> float | None:
-        """Mean ``log p(j, x^j; lambda, zeta)`` per sentence on (the head of) ``split``."""
+    def sentence_log_probs(self, lam, zeta, split: str) -> np.ndarray | None:
+        """``log p(j, x^j; lambda, zeta)`` of each sentence of (the head of) ``split`` (divergence guard)."""
         corpus = self.splits.get(split)
         if corpus is None:
             return None
@@ -136,7 +139,12 @@ class SentenceBackend:
         log_z1 = logsumexp_1d(self.features.scores(one_word, lam))
         dims = self.dimension(corpus.lengths)
         scores = self.features.scores(corpus, lam)
-        return float(np.mean(np.log(self.pi[dims - 1]) + scores - zeta[dims - 1] - log_z1))
+        return np.log(self.pi[dims - 1]) + scores - np.asarray(zeta)[dims - 1] - log_z1
+
+    def log_likelihood(self, lam, zeta, split: str) -> float | None:
+        """Mean ``log p(j, x^j; lambda, zeta)`` per sentence on (the head of) ``split``."""
+        log_p = self.sentence_log_probs(lam, zeta, split)
+        return None if log_p is None else float(np.mean(log_p))
 
     def get_state(self) -> dict[str, np.ndarray]:
         return {"tokens": self.state.tokens, "lengths": self.state.lengths}

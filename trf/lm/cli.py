@@ -28,15 +28,18 @@ def _train(args) -> int:
 
     overrides = {k: v for k, v in {"n_samples": args.samples, "t_max": args.max_iterations, "t_c": args.t_c,
                                    "beta_lambda": args.beta_lambda, "t0": args.t0, "l2": args.l2,
-                                   "clip": args.clip}.items() if v is not None}
+                                   "clip": args.clip, "on_violation": args.on_violation}.items() if v is not None}
     model, result = train_lm(args.train, valid_path=args.valid, features=args.features, classes=args.classes,
                              vocab_size=args.vocab_size, min_count=args.min_count, max_length=args.max_length,
                              config=lm_config(**overrides),
                              n_chains=args.chains, seed=args.seed, checkpoint=args.checkpoint,
                              checkpoint_every=args.checkpoint_every, resume=args.resume,
                              time_limit=None if args.minutes is None else args.minutes * 60,
-                             progress=not args.quiet, log_every=args.log_every)
+                             progress=not args.quiet, log_every=args.log_every, step_rule=args.step_rule,
+                             refine=args.refine)
     model.save(args.out)
+    if result.guard_message:
+        print(f"mcsa trf train: {result.guard_message}", file=sys.stderr)
     print(f"trained {result.t} iterations ({'stopped by rule/limit' if result.stopped_early else 'reached t_max'}), "
           f"{model.features.n_features} features, {model.features.n_classes} classes, vocabulary {len(model.vocab)} "
           f"-> {args.out}")
@@ -178,6 +181,14 @@ def register(subparsers) -> None:
     train.add_argument("--t0", type=int, default=None, help="t_0 of Eq. 24-25 (default 2000)")
     train.add_argument("--l2", type=float, default=None, help="mu of Eq. 38 (default 4e-5)")
     train.add_argument("--clip", type=float, default=None)
+    train.add_argument("--on-violation", dest="on_violation", choices=("stop", "halve"), default=None,
+                       help="divergence guard action (default halve: back to the last passing parameters with "
+                            "half the lambda step, at most 6 times, then stop)")
+    train.add_argument("--step-rule", dest="step_rule", choices=("data", "fixed"), default="data",
+                       help="data (default): feature variances floored at 1/n_sentences; fixed: 1e-15 (paper)")
+    train.add_argument("--refine", type=float, default=0.1,
+                       help="footnote-17 zeta refinement at the end: max(100, REFINE x iterations) zeta-only "
+                            "iterations (default 0.1; 0: none)")
     train.add_argument("--chains", type=int, default=30)
     train.add_argument("--minutes", type=float, default=None, help="training time limit")
     train.add_argument("--checkpoint", default=None)

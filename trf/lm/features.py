@@ -173,9 +173,27 @@ class SentenceFeatures:
             raise ValueError(f"lam must have n_features={self.n_features} entries, got {lam.size}")
         tokens = as_int_array(corpus.tokens, "corpus.tokens", ndim=1, low=0, high=self.n_words)
         out = np.empty(len(corpus))
-        fk.corpus_scores(tokens, corpus.offsets, self.word_class, self.n_words, self.n_classes, lam,
-                         *self.kernel_args(), out)
+        order, parents = self.score_plan()
+        fk.corpus_scores_pruned(tokens, corpus.offsets, self.word_class, self.n_words, self.n_classes, lam,
+                                *self.kernel_args(), order, parents, out)
         return out
+
+    def score_plan(self) -> tuple[np.ndarray, np.ndarray]:
+        """Row order (shorter patterns first) and up to two parent rows per row for pruned scoring: a row's
+        n-gram can only be observed if the n-gram of each parent (a proper sub-pattern of at least two
+        symbols, so it fires wherever the row does) is observed.  Cached."""
+        if getattr(self, "_score_plan", None) is None:
+            _, row_len, row_off, row_type = self.rows
+            pattern = [frozenset((int(row_off[r, e]), int(row_type[r, e])) for e in range(row_len[r]))
+                       for r in range(row_len.size)]
+            parents = np.full((row_len.size, 2), -1, dtype=np.int64)
+            for r, pat in enumerate(pattern):
+                subs = sorted((q for q, sub in enumerate(pattern) if len(sub) >= 2 and sub < pat),
+                              key=lambda q: (-len(pattern[q]), q))[:2]
+                parents[r, :len(subs)] = subs
+            order = np.array(sorted(range(row_len.size), key=lambda r: (int(row_len[r]), r)), dtype=np.int64)
+            self._score_plan = (order, parents)
+        return self._score_plan
 
     def feature_vector(self, sentence) -> np.ndarray:
         """Dense ``f(x)`` of one sentence (for tests and small models)."""

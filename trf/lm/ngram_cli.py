@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from trf.lm.corpus import EncodedCorpus, ReadStats, Vocabulary, encode_file
 from trf.io import atomic_write_npz, read_npz
+from trf.lm.corpus import EncodedCorpus, ReadStats, Vocabulary, encode_file
 from trf.ngram import KIND, KneserNey, NGramModel, WittenBell, perplexity
 
 METHODS = {"kn": KneserNey, "wb": WittenBell}

@@ -32,7 +32,8 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
              config: AugSAConfig | None = None,
              n_chains: int = 30, seed: int = 0, checkpoint=None, checkpoint_every: int = 50, resume: bool = False,
              time_limit: float | None = None, cluster_passes: int = 5, parallel: bool = True,
-             progress: bool = True, log_every: int = 0, encoding: str = "utf-8", callbacks=()) -> tuple[SentenceTRF, AugSAResult]:
+             progress: bool = True, log_every: int = 0, encoding: str = "utf-8", callbacks=(),
+             step_rule: str = "data", refine: float = 0.1) -> tuple[SentenceTRF, AugSAResult]:
     """Train a TRF LM on ``train_path`` (one sentence per line).
 
     Parameters
@@ -57,6 +58,16 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
         Stop after this many seconds of training (checked after each iteration).
     log_every : int
         Print iteration, rate and dev log-likelihood to stderr every this many iterations (0: never).
+    step_rule : {"data", "fixed"}
+        ``"data"`` (default) censors the stratified feature variances ``sigma`` of Eq. (16)/(38) from below
+        at ``1/n`` for ``n`` training sentences -- the variance of a count feature seen in one sentence,
+        the smallest non-zero value the data can give -- so no lambda step exceeds ``n gamma_lambda``
+        times its gradient (features with zero empirical variance otherwise get steps of 1e15 x the
+        gradient and the toy corpus of docs/trf-lm.md diverges); ``"fixed"`` keeps ``config.variance_floor``.
+    refine : float
+        Footnote 17: after training, re-estimate zeta for the final lambda (:func:`refine_zeta`) for
+        ``max(100, refine * t)`` zeta-only iterations (about this fraction of the training time: an
+        iteration without the lambda update costs a little less); deterministic given the seed; 0 skips.
 
     Returns
     -------
@@ -78,8 +89,13 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
     prep_seconds = time.perf_counter() - started
     backend = SentenceBackend(train, feats, dev, max_length=max_length, n_chains=n_chains, seed=seed,
                               parallel=parallel)
+    if step_rule not in ("data", "fixed"):
+        raise ValueError(f"step_rule must be 'data' or 'fixed', got {step_rule!r}")
+    refine = check_float(refine, "refine", low=0.0)
     cfg = replace(config if config is not None else lm_config(), seed=seed,
                   checkpoint_every=checkpoint_every if checkpoint is not None else 0)
+    if step_rule == "data":
+        cfg = replace(cfg, variance_floor=max(cfg.variance_floor, 1.0 / stats.sentences))
     train_start = time.perf_counter()
     hooks = list(callbacks)
     if time_limit is not None:
@@ -91,12 +107,22 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
     result = trainer.fit(resume=resume_from)
     if checkpoint is not None:
         trainer.save_checkpoint(checkpoint)
+    train_seconds = time.perf_counter() - train_start
+    zeta, refined = result.zeta, 0
+    if refine > 0 and result.guard_message is None and result.t > 0:
+        draft = SentenceTRF(vocab, feats, backend.pi, result.lam, result.zeta, {}, pooled=backend.pooled)
+        zeta, refined = refine_zeta(draft, train, max_iterations=max(100, int(refine * result.t)),
+                                    n_samples=cfg.n_samples,
+                                    n_chains=n_chains, start_t=10, seed=seed + 1, parallel=parallel)
     meta = {"features_spec": features, "classes": classes, "iterations": result.t, "seed": seed,
             "train_sentences": stats.sentences, "train_tokens": stats.tokens, "n_features": feats.n_features,
             "clustering_log_likelihood": clustering.log_likelihood.tolist(), "prep_seconds": prep_seconds,
-            "train_seconds": time.perf_counter() - train_start, "time_sampling": result.time_sampling,
-            "n_chains": n_chains, "n_samples": cfg.n_samples, "max_length": max_length}
-    return SentenceTRF(vocab, feats, backend.pi, result.lam, result.zeta, meta, pooled=backend.pooled), result
+            "train_seconds": train_seconds, "time_sampling": result.time_sampling,
+            "n_chains": n_chains, "n_samples": cfg.n_samples, "max_length": max_length,
+            "variance_floor": cfg.variance_floor, "zeta_refinement_iterations": refined,
+            "refine_seconds": time.perf_counter() - train_start - train_seconds,
+            "guard_message": result.guard_message, "step_scale": result.step_scale}
+    return SentenceTRF(vocab, feats, backend.pi, result.lam, zeta, meta, pooled=backend.pooled), result
 
 
 def refine_zeta(model: SentenceTRF, train: EncodedCorpus, *, seconds: float | None = None,

@@ -1,0 +1,71 @@
+"""Divergence guards and data-derived step sizes on the toy corpus of docs/trf-lm.md (issue 17, items 3-4)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from samplers.cli import main
+from trf.lm.backend import lm_config
+from trf.lm.corpus import Vocabulary, encode_file
+from trf.lm.evaluate import check_normalisers
+from trf.lm.train import train_lm
+from trf.ngram import KneserNey, perplexity
+
+DOCS_TOY = "\n".join(["the cat sat", "the dog sat down", "a cat ran home", "the end"] * 20)
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory):
+    path = tmp_path_factory.mktemp("toy") / "train.txt"
+    path.write_text(DOCS_TOY)
+    vocab = Vocabulary.build(path)
+    corpus = encode_file(path, vocab)
+    kn3 = perplexity(KneserNey(order=3).fit(corpus, len(vocab)).log_prob(corpus), corpus.n_predicted)
+    return path, corpus, kn3
+
+
+def _train(path, t_max, **kw):
+    return train_lm(path, valid_path=path, features="w+c+ws+cs+cpw", classes=3,
+                    config=lm_config(n_samples=20, t_max=t_max, t_c=100.0, t0=10, **kw.pop("config", {})),
+                    n_chains=2, progress=False, parallel=False, **kw)
+
+
+def test_docs_example_gives_a_sane_perplexity(toy):
+    """The docs example with the defaults (data-derived variance floor, guards, zeta refinement): the
+    perplexity with the exact normalisers (V^j <= 10^4 here, so log Z_j is enumerated) is within 2x of KN3
+    on the training text (it was 1.7e85 with AugSA's zeta before), and no sentence gets log p > 0."""
+    path, corpus, kn3 = toy
+    model, result = _train(path, 30)
+    check = check_normalisers(model, range(1, model.m + 1))
+    assert check.method == ["exact"] * model.m
+    ppl = check.perplexities(model, corpus)
+    assert 1.0 <= ppl["checked"] <= 2.0 * kn3, (ppl, kn3)
+    assert np.all(model.log_prob(corpus) <= 0) and model.perplexity(corpus) >= 1.0
+    assert model.meta["variance_floor"] == pytest.approx(1 / 80)
+    assert model.meta["zeta_refinement_iterations"] > 0
+
+
+@pytest.mark.parametrize("t_max", [100, 300])
+def test_paper_step_rule_on_the_toy_corpus_ends_with_a_clear_message(toy, t_max):
+    """The divergent cases of issue 17 (variance floor 1e-15, t_max 100 / 300 gave log p(the cat sat) =
+    +2330): the guard stops training with a message, and the kept parameters give log p <= 0 everywhere."""
+    path, corpus, _ = toy
+    model, result = _train(path, t_max, step_rule="fixed", config={"on_violation": "stop"})
+    assert result.guard_message is not None and "training stopped" in result.guard_message
+    assert model.meta["guard_message"] == result.guard_message
+    assert np.all(model.log_prob(corpus) <= 1e-9)
+    assert model.meta["zeta_refinement_iterations"] == 0  # no refinement of a stopped run
+
+
+def test_cli_train_prints_the_guard_message(toy, tmp_path, capsys):
+    path, _, _ = toy
+    args = ["trf", "train", "--train", str(path), "--out", str(tmp_path / "m.npz"), "--classes", "3", "--features",
+            "w+c+ws+cs+cpw", "--max-iterations", "100", "--samples", "20", "--chains", "2", "--t-c", "100", "--t0",
+            "10", "--quiet", "--step-rule", "fixed", "--on-violation", "stop"]
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert "mcsa trf train: training stopped:" in err and "divergence guard" in err
+    with pytest.raises(SystemExit):  # argparse rejects an unknown choice (exit status 2)
+        main(args[:-4] + ["--step-rule", "sideways"])
+    assert "invalid choice: 'sideways'" in capsys.readouterr().err
