@@ -21,6 +21,10 @@ SUITES: list[tuple[str, str, str]] = [
      "Table 1 setting: CEGAR verification of five loop programs with 0/1/2-stage chains"),
     ("rdp-vae", "experiments.rdp_vae.suite:vae_suite",
      "the RDP paper's structured VAE (Table 5 analogue): FULL/TOPK/RDP test NLL at N = 100 on fortunes"),
+    ("trf-morph", "experiments.trf_morph.suite:morph_suite",
+     "TRF paper Sec. 6: exact NLL of AugSA (two length proposals), quasi-Newton and WB3 on wordfreq words"),
+    ("trf-morph-quick", "experiments.trf_morph.suite:morph_quick_suite",
+     "TRF word morphology reduced: 3000 words, m = 12, 200 AugSA iterations"),
 ]
 
 

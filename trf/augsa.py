@@ -20,7 +20,7 @@ divergence guards, callbacks, a progress bar and periodic atomic checkpoints wit
 
 Divergence guards (``guard_every > 0``): every ``min(guard_every, t_max // 10)`` iterations (and at
 ``t_max``) the trainer checks finite
-parameters, ``max |lambda| <= max_abs_lambda``, no tenfold jump of ``||lambda||`` since the last passing
+parameters, ``max |lambda| <= max_abs_lambda``, no tenfold jump of ``||lambda||`` (above ``sqrt(d)``) since the last passing
 check, ``log p(j, x) <= 0`` for every sentence the backend can score (``sentence_log_probs``; a positive
 value means some ``zeta_j`` is below the true ``log Z_j / Z_1``, so perplexity would come out below its
 floor of 1) and a dev log-likelihood no more than ``dev_drop`` below its best.  On a violation it restores
@@ -377,7 +377,7 @@ class AugSA:
         if biggest > cfg.max_abs_lambda:
             problems.append(f"max |lambda| = {biggest:.3g} > max_abs_lambda = {cfg.max_abs_lambda:g}")
         norm, good_norm = float(np.linalg.norm(self.lam)), float(np.linalg.norm(self._good[1]))
-        if norm > 10.0 * max(good_norm, 1.0):
+        if norm > 10.0 * max(good_norm, np.sqrt(self.lam.size)):  # sqrt(d): mean |lambda_i| of about 1
             problems.append(f"||lambda|| grew from {good_norm:.3g} to {norm:.3g} since iteration {self._good[0]}")
         scorer = getattr(self.backend, "sentence_log_probs", None) if cfg.guard_log_p else None
         if scorer is not None:

@@ -8,9 +8,9 @@ ratios vs quasi-Newton; AugSA cells mean ± se over the seeds), AugSA's TransMS 
 sampling/update split, and copies the Fig.-3 plots (first seed) to ``docs/figures/trf_*.png``
 (``--figures-prefix``).
 
-    NUMBA_CACHE_DIR=.numba_cache .venv/bin/python benchmarks/trf_morph.py [--words web2] [--replicates 5]
-    .venv/bin/python benchmarks/trf_morph.py --from-metrics /tmp/trf-morph/metrics.json   # reprint only
-    .venv/bin/python benchmarks/trf_morph.py --exact-gradient-sa   # schedule diagnostic only (~1 min)
+    NUMBA_CACHE_DIR=.numba_cache .venv/bin/python -m experiments.trf_morph.benchmark [--words web2] [--replicates 5]
+    .venv/bin/python -m experiments.trf_morph.benchmark --from-metrics /tmp/trf-morph/metrics.json   # reprint only
+    .venv/bin/python -m experiments.trf_morph.benchmark --exact-gradient-sa   # schedule diagnostic only (~1 min)
 
 ``--exact-gradient-sa`` runs the lambda recursion of Eq. (16) with the same learning rates and
 variance rescaling but the exact model expectation p_lambda[f] instead of K sampled words, showing
@@ -33,7 +33,7 @@ from trf.model import TRF
 from trf.morph import MorphSettings, metrics_table, run_morph
 from trf.transms import WordBackend
 
-FIGURES = Path(__file__).resolve().parents[1] / "docs" / "figures"
+FIGURES = Path(__file__).resolve().parents[2] / "docs" / "figures"
 
 
 def report(metrics: dict) -> str:
