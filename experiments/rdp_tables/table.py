@@ -32,7 +32,10 @@ def _regime(problem: str) -> str:
 
 
 def _fmt(v: float | None) -> str:
-    return "-" if v is None else f"{v:.3g}"
+    """3 significant digits; |v| < 1e-20 (the rounding noise of a deterministic estimator's variance) as 0."""
+    if v is None:
+        return "-"
+    return "0" if abs(v) < 1e-20 else f"{v:.3g}"
 
 
 def table3(rows: list[dict]) -> str:
