@@ -166,13 +166,21 @@ class Results:
         ``mean_hi``; bias, MSE and their intervals are None.  A group with a non-finite estimate gets
         NaN statistics and a RuntimeWarning naming the group.
         """
-        from .study import user_stacklevel
-
         if not 0 < confidence < 1:
             raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
         n_boot = int(n_boot)
         if n_boot < 100:
             raise ValueError(f"n_boot must be >= 100, got {n_boot}")
+        key = (confidence, n_boot, len(self.rows), len(self.warmups), repr(self.meta.get("baseline")))
+        cached = getattr(self, "_summary_cache", None)
+        if cached is None or cached[0] != key:
+            cached = (key, self._summary(confidence, n_boot))
+            self._summary_cache = cached
+        return [dict(cell) for cell in cached[1]]
+
+    def _summary(self, confidence: float, n_boot: int) -> list[dict[str, Any]]:
+        from .study import user_stacklevel
+
         references = self.meta.get("references", {})
         warm = {}
         for w in self.warmups:
@@ -243,11 +251,11 @@ class Results:
         _add_scores(out, self.meta.get("baseline", {}))
         return out
 
-    def scores(self) -> list[dict[str, Any]]:
+    def scores(self, summary: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
         """Pooled UAI-style ranking: per estimator, the mean 0-100 score over the (problem, target)
         cells it ran, each at its largest budget (see :meth:`summary`); empty without a baseline."""
         best: dict[tuple, dict[str, Any]] = {}
-        for cell in self.summary():
+        for cell in self.summary() if summary is None else summary:
             if cell["score"] is None:
                 continue
             key = (cell["estimator"], cell["problem"], cell["target"])
@@ -349,7 +357,7 @@ class Results:
         parts.append("Memory meters: " + "; ".join(f"`{k}` = {MEMORY_KINDS.get(k, 'see the estimator')}"
                                                     for k in kinds) + ".")
         parts += ["", self.to_markdown(summary=summary)]
-        ranking = self.scores() if any(r["score"] is not None for r in summary) else []
+        ranking = self.scores(summary) if any(r["score"] is not None for r in summary) else []
         if ranking:
             base = ", ".join(sorted(set(meta.get("baseline", {}).values())))
             parts += [f"## Score (UAI style, 0-100, baseline `{base}` = 0)", "",

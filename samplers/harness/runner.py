@@ -103,6 +103,8 @@ def run_suite(suite: Suite | str, *, replicates: int | None = None, seed: int = 
         results = Results.concat([s.run(n_jobs=n_jobs, progress=progress, store=store, fail_fast=fail_fast)
                                   for s in studies])
     results.meta["suite"] = name
+    for leftover in folder.glob(".partial-*"):  # a save interrupted earlier
+        shutil.rmtree(leftover, ignore_errors=True)
     tmp = Path(tempfile.mkdtemp(prefix=".partial-", dir=folder))
     try:
         summary = results.summary()

@@ -388,6 +388,37 @@ class Study:
             outputs = _parallel(int(n_jobs), backend)(joblib.delayed(_execute)(*args) for args in work)
         bar = tqdm(total=len(specs), initial=len(specs) - len(todo), disable=disable, desc="mcsa study", unit="run",
                    file=sys.stderr)
+        with warnings.catch_warnings():
+            # joblib warns about tasks computed but not consumed when a study stops early (Ctrl-C,
+            # fail_fast); those runs were never recorded, so a resume runs them: nothing is lost.
+            warnings.filterwarnings("ignore", message=".*adjusting the input task iterator", category=UserWarning)
+            self._consume(outputs, specs, exact, warmups, record, store, bar, fail_fast)
+
+        results = Results()
+        for i, k in enumerate(keys):
+            s = specs[i]
+            problem = self.problems[s.problem_index]
+            results.add_record(records[k], exact.get(problem.name, {}))
+        results.warmups = [w for w in warmups if w.get("study", "") == self.name]
+        results.meta.update({
+            "seed": self.seed, "replicates": self.replicates,
+            "problems": [p.name for p in self.problems], "estimators": [e.name for e in self.estimators],
+            "budgets": {k: list(v) for k, v in self.budgets.items()},
+            "budget_labels": {e.name: getattr(e, "budget_label", "budget") for e in self.estimators},
+            "provenance": {p.name: getattr(p, "provenance", "") for p in self.problems},
+            "references": {p: {t: {"stderr": v[1], "provenance": v[2]} for t, v in ex.items()}
+                           for p, ex in exact.items()},
+            "sizes": {p.name: dict(p.size()) if hasattr(p, "size") else {} for p in self.problems},
+            "skipped": [list(pair) for pair in self.skipped_pairs()],
+            "baseline": {p.name: self.baseline for p in self.problems} if self.baseline else {},
+            "runs": len(specs), "resumed": len(specs) - len(pending)})
+        if results.failures:
+            warnings.warn(f"{len(results.failures)} of {len(specs)} runs failed (see Results.failures); the "
+                          f"first: {results.failures[0]['error']}", RunFailedWarning, stacklevel=user_stacklevel())
+        return results
+
+    def _consume(self, outputs, specs, exact, warmups, record, store, bar, fail_fast) -> None:
+        """Record each run output as it arrives (validated), appending it to the store."""
         try:
             for out in outputs:
                 s = specs[out["index"]]
@@ -426,29 +457,6 @@ class Study:
             close = getattr(outputs, "close", None)
             if close is not None:
                 close()
-
-        results = Results()
-        for i, k in enumerate(keys):
-            s = specs[i]
-            problem = self.problems[s.problem_index]
-            results.add_record(records[k], exact.get(problem.name, {}))
-        results.warmups = [w for w in warmups if w.get("study", "") == self.name]
-        results.meta.update({
-            "seed": self.seed, "replicates": self.replicates,
-            "problems": [p.name for p in self.problems], "estimators": [e.name for e in self.estimators],
-            "budgets": {k: list(v) for k, v in self.budgets.items()},
-            "budget_labels": {e.name: getattr(e, "budget_label", "budget") for e in self.estimators},
-            "provenance": {p.name: getattr(p, "provenance", "") for p in self.problems},
-            "references": {p: {t: {"stderr": v[1], "provenance": v[2]} for t, v in ex.items()}
-                           for p, ex in exact.items()},
-            "sizes": {p.name: dict(p.size()) if hasattr(p, "size") else {} for p in self.problems},
-            "skipped": [list(pair) for pair in self.skipped_pairs()],
-            "baseline": {p.name: self.baseline for p in self.problems} if self.baseline else {},
-            "runs": len(specs), "resumed": len(specs) - len(pending)})
-        if results.failures:
-            warnings.warn(f"{len(results.failures)} of {len(specs)} runs failed (see Results.failures); the "
-                          f"first: {results.failures[0]['error']}", RunFailedWarning, stacklevel=user_stacklevel())
-        return results
 
     def _key(self, s: RunSpec) -> tuple:
         return (self.name, self.problems[s.problem_index].name, self.estimators[s.estimator_index].name,
