@@ -3,16 +3,15 @@
 Every feature of a word is a *term* at a dense position of a table laid out as
 ``[uni V | bi V^2 | tri V^3 | begin-uni V | end-uni V | begin-bi V^2 | end-bi V^2]`` (V = alphabet
 size).  :func:`fired_positions` lists the terms of one word; scoring, counting and the local score
-changes used by TransMS all follow from it, so the template set is written down once.
+changes used by TransMS (:mod:`trf._word_transms_kernels`) all follow from it, so the template set is written down once.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import prange
 
 from samplers._jit import jit
-from samplers._kernels import categorical_from_logits, logsumexp_1d
+from samplers._kernels import categorical_from_logits
 
 
 @jit
@@ -163,94 +162,6 @@ def gibbs_sweep(w, V, x, L, logits, scale):
             x[i] = u
             logits[u] = scale * terms_at(w, V, x, L, i)
         x[i] = categorical_from_logits(logits)
-
-
-@jit
-def _log_gamma_ratio(k, j, m):
-    """log Gamma(j, k) - log Gamma(k, j) for the uniform neighbour jump law Eq. (19)."""
-    gk = np.log(0.5) if (k == 1 or k == m) else np.log(1.0 / 3.0)
-    gj = np.log(0.5) if (j == 1 or j == m) else np.log(1.0 / 3.0)
-    return gj - gk
-
-
-@jit
-def transms_step(w, V, log_len_weight, m, x, lengths, c, jump, logits, stats):
-    """One TransMS step of chain c: local jump (Eq. 19-22, skipped unless ``jump``) then a Gibbs sweep.
-
-    ``stats`` accumulates [up proposals, up accepts, down proposals, down accepts].
-    """
-    xc = x[c]
-    k = lengths[c]
-    if jump and m > 1:
-        u01 = np.random.random()
-        if k == 1:
-            j = 1 if u01 < 0.5 else 2
-        elif k == m:
-            j = m - 1 if u01 < 0.5 else m
-        else:
-            j = k - 1 + int(u01 * 3.0)
-            if j > k + 1:
-                j = k + 1
-        if j == k + 1:
-            append_deltas(w, V, xc, k, logits)
-            lse = logsumexp_1d(logits)
-            u = categorical_from_logits(logits)
-            log_acc = _log_gamma_ratio(k, j, m) + log_len_weight[j - 1] - log_len_weight[k - 1] + lse
-            stats[0] += 1
-            if np.log(np.random.random()) < log_acc:
-                xc[k] = u
-                lengths[c] = j
-                stats[1] += 1
-        elif j == k - 1:
-            last = xc[k - 1]
-            append_deltas(w, V, xc, k - 1, logits)
-            xc[k - 1] = last
-            lse = logsumexp_1d(logits)
-            log_acc = _log_gamma_ratio(k, j, m) + log_len_weight[j - 1] - log_len_weight[k - 1] - lse
-            stats[2] += 1
-            if np.log(np.random.random()) < log_acc:
-                lengths[c] = j
-                stats[3] += 1
-    gibbs_sweep(w, V, xc, lengths[c], logits, 1.0)
-
-
-@jit
-def _record(x, lengths, c, r, out_x, out_len):
-    for i in range(lengths[c]):
-        out_x[r, i] = x[c, i]
-    out_len[r] = lengths[c]
-
-
-@jit
-def transms_run(w, V, log_len_weight, m, x, lengths, schedule, jump, seed, out_x, out_len, stats):
-    """Advance chains by TransMS (Table 1) following ``schedule`` and record every state.
-
-    For record r, chain ``schedule[r]`` makes one step (:func:`transms_step`) and its state is written
-    to ``out_x[r]``, ``out_len[r]``.  ``log_len_weight[j-1] = log pi0_j - zeta_j``.  One seed, one
-    random stream (the serial reference).
-    """
-    np.random.seed(seed)
-    logits = np.empty(V)
-    for r in range(schedule.shape[0]):
-        c = schedule[r]
-        transms_step(w, V, log_len_weight, m, x, lengths, c, jump, logits, stats)
-        _record(x, lengths, c, r, out_x, out_len)
-
-
-def _chains_body(w, V, log_len_weight, m, x, lengths, n_steps, jump, seeds, out_x, out_len, stats):
-    C = x.shape[0]
-    for c in prange(C):
-        np.random.seed(seeds[c])          # one stream per chain: same result for any thread count
-        logits = np.empty(V)
-        for s in range(n_steps):
-            transms_step(w, V, log_len_weight, m, x, lengths, c, jump, logits, stats[c])
-            _record(x, lengths, c, s * C + c, out_x, out_len)
-
-
-transms_chains_serial = jit(_chains_body)
-transms_chains_serial.__doc__ = """Each chain c makes ``n_steps`` steps with its own seed ``seeds[c]``; record s*C + c."""
-transms_chains_parallel = jit(parallel=True)(_chains_body)
-transms_chains_parallel.__doc__ = "Parallel build (prange over chains) of :data:`transms_chains_serial`; same results."
 
 
 @jit

@@ -1,9 +1,10 @@
-"""Trans-dimensional mixture sampling (TransMS, Table 1 / Sec. 4.3) for word TRFs, in Numba.
+"""Trans-dimensional mixture sampling (TransMS, Table 1 / Sec. 4.3) for word TRFs: the dense-table backend.
 
 Targets ``q(j, x^j) ∝ pi0_j exp(-zeta_j) exp(lambda . f(x^j))`` (Eq. 12).  Each step of a chain is a
 Metropolis-Hastings local jump to ``j ± 1`` (jump law Eq. 19, acceptance Eq. 20-21 with the
-"append a symbol" proposal g of Eq. 22) followed by a systematic Gibbs sweep over positions.  Several
-independent persistent chains are advanced round-robin by one compiled kernel with an explicit seed.
+"append a symbol" proposal g of Eq. 22) followed by a systematic Gibbs sweep over positions.  The
+skeleton is the shared one of :mod:`trf.transms_core`; this module supplies the word features
+(character n-grams read from dense tables, :mod:`trf._word_transms_kernels`) and the word-level API.
 
 :class:`WordBackend` wraps the sampler and the training data's statistics into the
 :class:`trf.augsa.AugSABackend` protocol.
@@ -11,51 +12,38 @@ independent persistent chains are advanced round-robin by one compiled kernel wi
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 
-from samplers.rng import as_generator, kernel_seed, kernel_seeds
-from samplers.validation import as_float_array, as_int_array, check_int
+from samplers.rng import as_generator
+from samplers.validation import as_float_array, check_int
 
-from . import _word_kernels as K
+from . import transms_core
+from ._word_transms_kernels import WordModel
 from .augsa import SampleBatch
 from .data import WordData
 from .features import FeatureSet
+from .transms_core import ChainState, TransMSInfo
+
+__all__ = ["ChainState", "TransMSInfo", "WordBackend", "WordModel", "init_chains", "transms", "word_model"]
 
 
-class ChainState(NamedTuple):
-    """Persistent chain states: ``tokens[c, :lengths[c]]`` is chain c's word."""
-
-    tokens: np.ndarray
-    lengths: np.ndarray
-
-
-class TransMSInfo(NamedTuple):
-    """Move statistics of one run: proposals and acceptances of up (j+1) and down (j-1) jumps."""
-
-    up_proposed: int
-    up_accepted: int
-    down_proposed: int
-    down_accepted: int
-
-    @property
-    def jump_acceptance(self) -> float:
-        n = self.up_proposed + self.down_proposed
-        return (self.up_accepted + self.down_accepted) / n if n else float("nan")
+def word_model(features: FeatureSet, lam: np.ndarray, m: int) -> WordModel:
+    """The dense-table model bundle of the TransMS kernels (lambda checked against ``features``)."""
+    lam = features.check_lambda(lam)
+    return WordModel(features.dense_weights(lam), int(features.V), check_int(m, "m", low=1))
 
 
 def init_chains(n_chains: int, m: int, V: int, seed=None, length_probs: np.ndarray | None = None) -> ChainState:
-    """``n_chains`` chains of uniform random symbols (buffers of width m + 1).
+    """``n_chains`` chains of uniform random symbols (tokens of shape (n_chains, m)).
 
     Lengths are 1, or drawn from ``length_probs`` (shape (m,)) when given: with ``length_probs = pi0``
     these are exact draws of q (Eq. 12) at lambda = 0 and the exact initial zeta.
     """
     n_chains = check_int(n_chains, "n_chains", low=1)
     m = check_int(m, "m", low=1)
+    V = check_int(V, "V", low=1)
     rng = as_generator(seed)
-    tokens = np.zeros((n_chains, m + 1), dtype=np.int32)
-    tokens[:, :m] = rng.integers(0, V, size=(n_chains, m))
+    tokens = rng.integers(0, V, size=(n_chains, m)).astype(np.int64)
     if length_probs is None:
         lengths = np.ones(n_chains, dtype=np.int64)
     else:
@@ -64,6 +52,17 @@ def init_chains(n_chains: int, m: int, V: int, seed=None, length_probs: np.ndarr
             raise ValueError(f"length_probs must have length m = {m}, got {p.shape[0]}")
         lengths = rng.choice(m, size=n_chains, p=p / p.sum()).astype(np.int64) + 1
     return ChainState(tokens, lengths)
+
+
+def _word_state(state, m: int) -> ChainState:
+    """Tokens of width m (width m + 1, the layout of earlier checkpoints, is trimmed)."""
+    tokens = np.asarray(state[0])
+    if tokens.ndim == 2 and tokens.shape[1] == m + 1:
+        tokens = tokens[:, :m]
+    elif tokens.ndim != 2 or tokens.shape[1] != m:
+        width = tokens.shape[1] if tokens.ndim == 2 else None
+        raise ValueError(f"state was built for m = {width}, log_len_weight has m = {m}")
+    return ChainState(tokens, state[1])
 
 
 def transms(features: FeatureSet, lam: np.ndarray, log_len_weight: np.ndarray, state: ChainState,
@@ -97,42 +96,31 @@ def transms(features: FeatureSet, lam: np.ndarray, log_len_weight: np.ndarray, s
     (ChainState, WordData, TransMSInfo)
         New chain states, the recorded words and the jump statistics.
     """
-    lam = features.check_lambda(lam)
     lw = as_float_array(log_len_weight, "log_len_weight", ndim=1, finite=False)
-    if np.any(np.isnan(lw)) or np.any(lw == np.inf):
-        raise ValueError("log_len_weight must not hold NaN or +inf")
     m = lw.shape[0]
+    model = word_model(features, lam, m)
     n_samples = check_int(n_samples, "n_samples", low=1)
-    tokens, lengths = state.tokens.copy(), state.lengths.copy()
-    if tokens.shape[1] != m + 1:
-        raise ValueError(f"state was built for m = {tokens.shape[1] - 1}, log_len_weight has m = {m}")
-    w = features.dense_weights(lam)
+    state = _word_state(state, m)
     if parallel:
         if schedule is not None:
             raise ValueError("schedule cannot be combined with parallel=True")
-        C = tokens.shape[0]
-        n_steps = -(-n_samples // C)
-        out_x = np.zeros((n_steps * C, m + 1), dtype=np.int32)
-        out_len = np.zeros(n_steps * C, dtype=np.int64)
-        chain_stats = np.zeros((C, 4), dtype=np.int64)
-        K.transms_chains_parallel(w, features.V, lw, m, tokens, lengths, n_steps, jump, kernel_seeds(seed, C),
-                                  out_x, out_len, chain_stats)
-        out_x, out_len, stats = out_x[:n_samples], out_len[:n_samples], chain_stats.sum(axis=0)
+        n_chains = np.asarray(state[1]).shape[0]
+        n_steps = -(-n_samples // n_chains)
+        state, visits, info = transms_core.step(model, state, n_steps, lw, seed, jump=jump, parallel=True)
+        order = np.arange(n_steps * n_chains).reshape(n_chains, n_steps).T.ravel()[:n_samples]   # step-major
+        out_tokens, out_len = visits.tokens[order], visits.lengths[order]
     else:
         if schedule is None:
-            schedule = np.arange(n_samples, dtype=np.int64) % tokens.shape[0]
-        schedule = as_int_array(schedule, "schedule", ndim=1, low=0, high=tokens.shape[0])
-        if schedule.shape[0] != n_samples:
-            raise ValueError(f"schedule must have n_samples = {n_samples} entries, got {schedule.shape[0]}")
-        out_x = np.zeros((n_samples, m + 1), dtype=np.int32)
-        out_len = np.zeros(n_samples, dtype=np.int64)
-        stats = np.zeros(4, dtype=np.int64)
-        K.transms_run(w, features.V, lw, m, tokens, lengths, schedule, jump, kernel_seed(seed), out_x, out_len, stats)
-    mask = np.arange(m + 1)[None, :] < out_len[:, None]
+            schedule = np.arange(n_samples, dtype=np.int64) % np.asarray(state[1]).shape[0]
+        schedule = np.asarray(schedule)
+        if schedule.ndim != 1 or schedule.shape[0] != n_samples:
+            raise ValueError(f"schedule must have n_samples = {n_samples} entries, got shape {schedule.shape}")
+        state, (out_tokens, out_len), info = transms_core.step_schedule(model, state, schedule, lw, seed, jump=jump)
+    mask = np.arange(m)[None, :] < out_len[:, None]
     offsets = np.zeros(n_samples + 1, dtype=np.int64)
     offsets[1:] = np.cumsum(out_len)
-    words = WordData(out_x[mask].astype(np.int32), offsets, features.alphabet, m)
-    return ChainState(tokens, lengths), words, TransMSInfo(*map(int, stats))
+    words = WordData(out_tokens[mask].astype(np.int32), offsets, features.alphabet, m)
+    return state, words, info
 
 
 class WordBackend:
@@ -184,6 +172,15 @@ class WordBackend:
         feature_sum = self.features.counts(words, np.asarray(length_weight)[lengths - 1])
         return SampleBatch(lengths, feature_sum, {"jump_acceptance": info.jump_acceptance})
 
+    def sentence_log_probs(self, lam, zeta, split: str) -> np.ndarray | None:
+        """``log p(j, x^j; lambda, zeta)`` of every word of ``split`` (divergence guard)."""
+        data = {"train": self.train, "dev": self.dev}.get(split)
+        if data is None:
+            return None
+        from .model import TRF
+
+        return np.asarray(TRF(self.features, self.pi, lam, zeta).log_prob(data), dtype=np.float64)
+
     def log_likelihood(self, lam, zeta, split: str) -> float | None:
         """Mean log p(j, x^j; lambda, zeta) per word on ``split`` ("train" or "dev"), estimated zeta."""
         data = {"train": self.train, "dev": self.dev}.get(split)
@@ -199,7 +196,9 @@ class WordBackend:
         return {"tokens": self.state.tokens, "lengths": self.state.lengths}
 
     def set_state(self, state: dict[str, np.ndarray]) -> None:
-        tokens = np.asarray(state["tokens"], dtype=np.int32)
-        if tokens.ndim != 2 or tokens.shape[1] != self.m + 1:
-            raise ValueError(f"chain state has shape {tokens.shape}, expected (n_chains, {self.m + 1})")
+        tokens = np.asarray(state["tokens"], dtype=np.int64)
+        if tokens.ndim == 2 and tokens.shape[1] == self.m + 1:
+            tokens = tokens[:, :self.m]                 # checkpoints of the earlier (m + 1)-wide layout
+        if tokens.ndim != 2 or tokens.shape[1] != self.m:
+            raise ValueError(f"chain state has shape {tokens.shape}, expected (n_chains, {self.m})")
         self.state = ChainState(tokens.copy(), np.asarray(state["lengths"], dtype=np.int64).copy())

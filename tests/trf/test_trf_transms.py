@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from samplers.testing import assert_frequencies_match, chi_square_gof
-from trf import _word_kernels as K
-from trf import exact
+from trf import _word_kernels as word_kernels
+from trf import transms_core
 from trf.data import encode_words
-from trf.transms import ChainState, init_chains, transms
+from trf.transms import ChainState, init_chains, transms, word_model
 
 from .conftest import all_words
 
@@ -103,15 +103,15 @@ def test_local_score_changes_match_full_rescoring(tiny_model):
         i = int(rng.integers(0, L))
         y = x.copy()
         y[i] = (x[i] + 1) % V
-        full = K.score_word(w, V, y, 0, L, scratch) - K.score_word(w, V, x, 0, L, scratch)
-        local = K.terms_at(w, V, y, L, i) - K.terms_at(w, V, x, L, i)
+        full = word_kernels.score_word(w, V, y, 0, L, scratch) - word_kernels.score_word(w, V, x, 0, L, scratch)
+        local = word_kernels.terms_at(w, V, y, L, i) - word_kernels.terms_at(w, V, x, L, i)
         assert local == pytest.approx(full, abs=1e-12)
         if L < m:
-            base = K.score_word(w, V, x, 0, L, scratch)
-            K.append_deltas(w, V, x.copy(), L, deltas)
+            base = word_kernels.score_word(w, V, x, 0, L, scratch)
+            word_kernels.append_deltas(w, V, x.copy(), L, deltas)
             for u in range(V):
                 x[L] = u
-                assert deltas[u] == pytest.approx(K.score_word(w, V, x, 0, L + 1, scratch) - base, abs=1e-12)
+                assert deltas[u] == pytest.approx(word_kernels.score_word(w, V, x, 0, L + 1, scratch) - base, abs=1e-12)
 
 
 def test_transms_input_errors(tiny_model):
@@ -136,17 +136,70 @@ def test_parallel_chains_match_serial_build_and_q(tiny_model):
     lw = np.log(PI0) - ZETA
     start = init_chains(n, m, features.V, seed=5)
     state, samples, info = transms(features, lam, lw, start, n * steps, seed=6, parallel=True)
-    seeds = __import__("samplers.rng", fromlist=["kernel_seeds"]).kernel_seeds(6, n)
-    tokens, lengths = start.tokens.copy(), start.lengths.copy()
-    out_x = np.zeros((n * steps, m + 1), dtype=np.int32)
-    out_len = np.zeros(n * steps, dtype=np.int64)
-    stats = np.zeros((n, 4), dtype=np.int64)
-    K.transms_chains_serial(features.dense_weights(lam), features.V, lw, m, tokens, lengths, steps, True, seeds,
-                            out_x, out_len, stats)
+    model = word_model(features, lam, m)
+    serial, visits, serial_info = transms_core.step(model, start, steps, lw, seed=6, parallel=False)
+    lengths, tokens = serial.lengths, serial.tokens
+    out_len = visits.lengths.reshape(n, steps).T.ravel()            # chain-major -> step-major
     np.testing.assert_array_equal(lengths, state.lengths)
     np.testing.assert_array_equal(tokens, state.tokens)
     np.testing.assert_array_equal(out_len, samples.lengths)
-    assert info.up_proposed == stats[:, 0].sum()
+    assert info == serial_info
     assert_frequencies_match(chain_counts(state, words), q, alpha=1e-3, what="parallel TransMS")
     with pytest.raises(ValueError, match="schedule"):
         transms(features, lam, lw, start, 4, parallel=True, schedule=np.zeros(4, dtype=int))
+
+
+def test_jump_law_of_the_shared_skeleton():
+    """Gamma(k, .) of Eq. (19): rows sum to 1 on 1..m, and draw_jump follows it (chi-square)."""
+    from trf import _transms_skeleton as skeleton
+
+    for m in (1, 2, 5):
+        for k in range(1, m + 1):
+            row = np.array([skeleton.jump_probability(k, j, m) for j in range(1, m + 1)])
+            assert row.sum() == pytest.approx(1.0)
+            assert np.count_nonzero(row) == min(m, 3 if 1 < k < m else 2)
+    m, n = 5, 30000
+    for k in (1, 3, 5):
+        draws = np.array([skeleton.draw_jump(k, m) for _ in range(n)])
+        expected = np.array([skeleton.jump_probability(k, j, m) for j in range(1, m + 1)])
+        counts = np.bincount(draws - 1, minlength=m)
+        support = expected > 0
+        assert counts[~support].sum() == 0
+        assert_frequencies_match(counts[support], expected[support], alpha=1e-3, what=f"jump law from {k}")
+    assert skeleton.log_jump_ratio(1, 2, 5) == pytest.approx(np.log(1 / 3) - np.log(1 / 2))
+
+
+def test_core_rejects_bad_state_and_registration(tiny_model):
+    from trf import _transms_skeleton as skeleton
+
+    features, lam, m = tiny_model
+    model = word_model(features, lam, m)
+    good = init_chains(3, m, features.V, seed=0)
+    with pytest.raises(ValueError, match="state.lengths"):
+        transms_core.step(model, ChainState(good.tokens, np.array([0, 1, 1])), 1, np.zeros(m))
+    with pytest.raises(ValueError, match="state.tokens"):
+        transms_core.step(model, ChainState(good.tokens[:, :2], good.lengths), 1, np.zeros(m))
+    with pytest.raises(TypeError, match="ChainState"):
+        transms_core.step(model, good.tokens, 1, np.zeros(m))
+    with pytest.raises(ValueError, match="log_len_weight"):
+        transms_core.step(model, good, 1, np.array([0.0, np.nan, 0.0, 0.0]))
+    with pytest.raises(ValueError, match="schedule"):
+        transms_core.step_schedule(model, good, [0, 3], np.zeros(m))
+    with pytest.raises(ValueError, match="operation"):
+        skeleton.implements(len, type(model))
+    with pytest.raises(TypeError, match="NamedTuple"):
+        skeleton.implements(skeleton.load_chain, dict)
+    with pytest.raises(NotImplementedError, match="Numba-only"):
+        skeleton.load_chain(model, None, None, 1)
+
+
+def test_legacy_state_layout_is_accepted(tiny_model):
+    """States of the earlier (n_chains, m + 1) int32 layout (old checkpoints, callers) give the same draws."""
+    features, lam, m = tiny_model
+    state = init_chains(20, m, features.V, seed=1, length_probs=PI0)
+    legacy = ChainState(np.hstack([state.tokens, np.zeros((20, 1), dtype=np.int64)]).astype(np.int32), state.lengths)
+    a = transms(features, lam, np.log(PI0) - ZETA, state, 60, seed=2)
+    b = transms(features, lam, np.log(PI0) - ZETA, legacy, 60, seed=2)
+    np.testing.assert_array_equal(a[0].tokens, b[0].tokens)
+    np.testing.assert_array_equal(a[1].tokens, b[1].tokens)
+    assert a[0].tokens.shape == (20, m) and a[0].tokens.dtype == np.int64

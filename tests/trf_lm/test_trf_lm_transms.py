@@ -10,7 +10,7 @@ import pytest
 from samplers.testing import assert_frequencies_match, chi_square_gof
 from trf.lm.corpus import EncodedCorpus
 from trf.lm.features import SentenceFeatures
-from trf.lm.transms import SentenceSampler
+from trf.lm.transms import ChainState, SentenceSampler
 
 V, M = 3, 3
 WORD_CLASS = np.array([0, 0, 1])  # one class with two words, one singleton class
@@ -86,3 +86,28 @@ def test_parallel_chains_match_serial_and_bad_input(setup):
         sampler.run(lam, lw[:2], start, 1)
     with pytest.raises(ValueError, match="lam"):
         sampler.run(lam[:-1], lw, start, 1)
+
+
+def test_one_step_from_q_stays_q(setup):
+    """Chains started at exact draws of q make one TransMS step (jump + class move): still q.
+
+    The stationarity check of Table 1 itself (no burn-in to hide a wrong acceptance): 30000
+    independent chains, Pearson chi-square at alpha = 1e-3 over the 39 states.
+    """
+    feats, lam, lw, states = setup
+    sampler = SentenceSampler(feats, M)
+    q = _exact(feats, lam, lw, states)
+    n = 30000
+    picks = np.random.default_rng(21).choice(len(states), size=n, p=q)
+    tokens = np.zeros((n, M), dtype=np.int64)
+    lengths = np.array([len(states[i]) for i in picks], dtype=np.int64)
+    for r, i in enumerate(picks):
+        tokens[r, :lengths[r]] = states[i]
+    final, _, _, info = sampler.run(lam, lw, ChainState(tokens, lengths), 1, seed=22, parallel=False)
+    assert info.up_proposed + info.down_proposed > n / 3 and 0.05 < info.jump_acceptance < 0.95
+    index = {s: i for i, s in enumerate(states)}
+    counts = np.bincount([index[tuple(t[:L].tolist())] for t, L in zip(final.tokens, final.lengths)],
+                         minlength=len(states))
+    assert_frequencies_match(counts, q, alpha=1e-3, what="sentence TransMS one step")
+    _, _, p_wrong = chi_square_gof(counts, _exact(feats, lam, lw + np.array([0.0, 0.0, 0.4]), states))
+    assert p_wrong < 1e-6                                      # negative control: length-3 weight off by 0.4

@@ -1,22 +1,90 @@
-"""Numba kernels of class-based TransMS for sentence TRFs (Algorithm 2 of Table 1, Appendix C).  Private.
+"""The hashed-n-gram (sentence) backend of TransMS: Numba operations for :mod:`trf._transms_skeleton`.  Private.
 
-Sentence buffers follow :mod:`trf.lm._feature_kernels` (``w[0] = <s>``, ``w[j+1] = </s>``).  ``fa`` is
-the tuple of feature arrays ``(key_hi, key_lo, slots, row_group, row_len, row_off, row_type)``.
-``lw[j-1] = log pi0_j - zeta_j`` is the length part of ``log q`` (Eq. 12).  ``tab`` is :func:`trf.lm.transms.touch_tables`: for each distance ``d = p - i`` the template rows
-that read position ``i`` through its class, those that read its word, those that do not read it, and
-each row's parent rows (an unseen parent means an unseen n-gram, so the look-up is skipped).  ``res[d, r]``
-holds the feature index row ``r`` fired at ``p = i + d`` (-1: none).  ``span`` is the largest
-look-back of any template: changing position ``i`` changes the features at ``i .. i+span`` only.
+Class-based TransMS (Algorithm 2 of Table 1, Appendix C).  Sentence buffers follow
+:mod:`trf.lm._feature_kernels` (``w[0] = <s>``, ``w[1..j]`` the words, ``w[j+1] = </s>``; ``c`` the
+classes).  The model bundle :class:`SentenceModel` holds the hashed feature table
+(:class:`HashedFeatures`) and the per-distance row lists (:class:`TouchTables`, built by
+:func:`trf.lm.transms.touch_tables` and :func:`trf.lm.transms.proposal_tables`): for each distance
+``d = p - i`` the template rows that read position ``i`` through its class, those that read its word,
+those that do not read it, each row's parent rows (an unseen parent means an unseen n-gram, so the
+look-up is skipped), and the dense class-proposal tables.  ``span`` is the largest look-back of any
+template: changing position ``i`` changes the features at ``i .. i+span`` only.  The workspace
+(:class:`SentenceWork`) holds ``res[d, r]``, the feature index row ``r`` fired at ``p = i + d`` (-1: none).
+
+The appended word is drawn as a class ``c0 ~ Q_{k+1}`` then a word within ``c0`` (Eq. 35), with the
+density ``g`` of Eq. (36)/(37); the move within a length draws a class ``c0 ~ Q_i`` accepted by
+Eq. (34), then a Gibbs draw of the word within the (new) class.  Word scores cover only the rows that
+read the word itself (see :func:`class_word_scores`); the class part is the same for every word of a
+class, which simplifies Eq. (34)-(37) without changing them.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
-from numba import prange
 
 from samplers._jit import jit
 from samplers._kernels import categorical_from_logits, logsumexp_1d
+from trf import _transms_skeleton as skeleton
 from trf.lm._feature_kernels import accumulate_features, load_sentence, positions_score, row_feature, row_fires
+
+
+class HashedFeatures(NamedTuple):
+    """The open-addressing feature table and the template rows (:mod:`trf.lm._feature_kernels`)."""
+
+    key_hi: np.ndarray
+    key_lo: np.ndarray
+    slots: np.ndarray
+    row_group: np.ndarray
+    row_len: np.ndarray
+    row_off: np.ndarray
+    row_type: np.ndarray
+
+
+class TouchTables(NamedTuple):
+    """Per distance ``d`` (CSR ``*_ptr``/``*_rows``): rows reading position ``i`` through its class, through
+    its word, not reading it; ``parents[r]``; the class-proposal rows with their dense index tables."""
+
+    class_ptr: np.ndarray
+    class_rows: np.ndarray
+    word_ptr: np.ndarray
+    word_rows: np.ndarray
+    context_ptr: np.ndarray
+    context_rows: np.ndarray
+    parents: np.ndarray
+    proposal_ptr: np.ndarray
+    proposal_rows: np.ndarray
+    proposal_base: np.ndarray
+    proposal_dense: np.ndarray
+
+
+class SentenceModel(NamedTuple):
+    """Everything the sentence TransMS kernels read: sizes, class map, lambda and the tables."""
+
+    m: int
+    n_words: int
+    n_classes: int
+    word_class: np.ndarray      # (n_words,)
+    class_start: np.ndarray     # (n_classes + 1,): words of class k are class_words[class_start[k]:class_start[k+1]]
+    class_words: np.ndarray
+    max_class_size: int
+    span: int
+    lam: np.ndarray
+    features: HashedFeatures
+    tables: TouchTables
+
+
+class SentenceWork(NamedTuple):
+    """One chain's sentence buffers ``w``/``c`` (m + 3) and scratch: ``log_q`` (class proposal), word
+    scores of two classes, and ``res`` (span + 1, n_rows) of feature indices."""
+
+    w: np.ndarray
+    c: np.ndarray
+    log_q: np.ndarray
+    scores_a: np.ndarray
+    scores_b: np.ndarray
+    res: np.ndarray
 
 
 @jit
@@ -26,28 +94,29 @@ def checked_weight(r, p, j, w, c, res_d, parents, lam, fa):
     A row whose pattern extends a parent row's pattern (``parents[r]``, already evaluated at ``p``) can
     only be an observed n-gram if the parent is: an unseen parent skips the hash look-up.
     """
-    key_hi, key_lo, slots, row_group, row_len, row_off, row_type = fa
     for a in range(parents.shape[1]):
         q = parents[r, a]
         if q >= 0 and res_d[q] < 0:
             res_d[r] = -1
             return 0.0
-    f = row_feature(r, p, j, w, c, key_hi, key_lo, slots, row_group, row_len, row_off, row_type)
+    f = row_feature(r, p, j, w, c, fa.key_hi, fa.key_lo, fa.slots, fa.row_group, fa.row_len, fa.row_off,
+                    fa.row_type)
     res_d[r] = f
     return lam[f] if f >= 0 else 0.0
 
 
 @jit
-def context_features(w, c, j, i, span, lam, fa, tab, res):
+def context_features(model, work, j, i):
     """Fill ``res[d]`` for the rows at ``p = i + d`` that do not read position ``i`` (fixed while
     ``x_i`` is resampled; they serve as parents of the rows that do)."""
-    ctx_ptr, ctx_rows, parents = tab[4], tab[5], tab[6]
-    for d in range(span + 1):
+    ptr, rows, parents = model.tables.context_ptr, model.tables.context_rows, model.tables.parents
+    w, c, res, lam, fa = work.w, work.c, work.res, model.lam, model.features
+    for d in range(model.span + 1):
         p = i + d
         if p > j + 1:
             break
-        for t in range(ctx_ptr[d], ctx_ptr[d + 1]):
-            checked_weight(ctx_rows[t], p, j, w, c, res[d], parents, lam, fa)
+        for t in range(ptr[d], ptr[d + 1]):
+            checked_weight(rows[t], p, j, w, c, res[d], parents, lam, fa)
 
 
 @jit
@@ -78,11 +147,14 @@ def dense_class_weight(r, p, j, c, n_symbols, base, dense, lam, row_len, row_off
 
 
 @jit
-def class_proposal_logits(w, c, j, i, span, n_classes, lam, fa, tab, out):
-    """``out[k] = log Q_i(k)`` (normalised): the class-only reduced model (Appendix C) restricted to the
+def class_proposal_logits(model, work, j, i):
+    """``log_q[k] = log Q_i(k)`` (normalised): the class-only reduced model (Appendix C) restricted to the
     class unigram and (skip-)bigram rows that read position ``i``, read from dense tables."""
-    row_len, row_off = fa[4], fa[5]
-    prop_ptr, prop_rows, base, dense = tab[7], tab[8], tab[9], tab[10]
+    c, out = work.c, work.log_q
+    ptr, rows = model.tables.proposal_ptr, model.tables.proposal_rows
+    base, dense, lam = model.tables.proposal_base, model.tables.proposal_dense, model.lam
+    row_len, row_off = model.features.row_len, model.features.row_off
+    n_classes, span = model.n_classes, model.span
     saved = c[i]
     for k in range(n_classes):
         c[i] = k
@@ -91,8 +163,8 @@ def class_proposal_logits(w, c, j, i, span, n_classes, lam, fa, tab, out):
             p = i + d
             if p > j + 1:
                 break
-            for t in range(prop_ptr[d], prop_ptr[d + 1]):
-                total += dense_class_weight(prop_rows[t], p, j, c, n_classes + 2, base, dense, lam, row_len, row_off)
+            for t in range(ptr[d], ptr[d + 1]):
+                total += dense_class_weight(rows[t], p, j, c, n_classes + 2, base, dense, lam, row_len, row_off)
         out[k] = total
     c[i] = saved
     lz = logsumexp_1d(out[:n_classes])
@@ -101,192 +173,155 @@ def class_proposal_logits(w, c, j, i, span, n_classes, lam, fa, tab, out):
 
 
 @jit
-def class_score(w, c, j, i, k, span, lam, fa, tab, res):
+def class_score(model, work, j, i, k):
     """Log-potential of every row that reads position ``i`` through its class, with ``c_i = k``
     (needs :func:`context_features` of position ``i`` in ``res``)."""
-    saved = c[i]
-    c[i] = k
-    total = touched_score(w, c, j, i, span, lam, fa, tab[0], tab[1], tab[6], res)
-    c[i] = saved
+    saved = work.c[i]
+    work.c[i] = k
+    tab = model.tables
+    total = touched_score(work.w, work.c, j, i, model.span, model.lam, model.features, tab.class_ptr, tab.class_rows,
+                          tab.parents, work.res)
+    work.c[i] = saved
     return total
 
 
 @jit
-def class_word_scores(w, c, j, i, k, span, class_ptr, class_words, lam, fa, tab, res, out):
+def word_score(model, work, j, i):
+    """Log-potential of the rows reading the *word* at position ``i`` (needs :func:`context_features`)."""
+    tab = model.tables
+    return touched_score(work.w, work.c, j, i, model.span, model.lam, model.features, tab.word_ptr, tab.word_rows,
+                         tab.parents, work.res)
+
+
+@jit
+def class_word_scores(model, work, j, i, k, out):
     """``out[n]`` = log-potential of the rows reading the *word* at position ``i`` with ``x_i`` = the
     n-th word of class ``k``; returns the class size.  The rows reading ``i`` through its class add
     the same amount to every word of ``k`` (the unnormalised ``log Q_i(k)``) and the other rows do not
     depend on ``x_i``, so these scores are the within-class conditional up to a constant."""
+    w, c, res, tab, class_words = work.w, work.c, work.res, model.tables, model.class_words
+    span, lam, fa = model.span, model.lam, model.features
     saved_w, saved_c = w[i], c[i]
-    n = class_ptr[k + 1] - class_ptr[k]
+    start = model.class_start[k]
+    n = model.class_start[k + 1] - start
     c[i] = k
     for t in range(n):
-        w[i] = class_words[class_ptr[k] + t]
-        out[t] = touched_score(w, c, j, i, span, lam, fa, tab[2], tab[3], tab[6], res)
+        w[i] = class_words[start + t]
+        out[t] = touched_score(w, c, j, i, span, lam, fa, tab.word_ptr, tab.word_rows, tab.parents, res)
     w[i], c[i] = saved_w, saved_c
     return n
 
 
 @jit
-def jump_prob(k, j, m):
-    """Gamma(k, j) of Eq. (19)."""
-    if m == 1:
-        return 1.0 if j == 1 else 0.0
-    if abs(j - k) > 1 or j < 1 or j > m:
-        return 0.0
-    if k == 1 or k == m:
-        return 0.5
-    return 1.0 / 3.0
+def local_sum(model, work, j, p_lo, p_hi):
+    """Sum of ``lam`` over all features firing at positions ``p_lo..p_hi``."""
+    fa = model.features
+    return positions_score(work.w, work.c, j, p_lo, p_hi, model.lam, fa.key_hi, fa.key_lo, fa.slots, fa.row_group,
+                           fa.row_len, fa.row_off, fa.row_type)
 
 
-@jit
-def draw_jump(k, m):
-    if m == 1:
-        return 1
-    u = np.random.random()
-    if k == 1:
-        return 1 if u < 0.5 else 2
-    if k == m:
-        return m - 1 if u < 0.5 else m
-    if u < 1.0 / 3.0:
-        return k - 1
-    if u < 2.0 / 3.0:
-        return k
-    return k + 1
+# --------------------------------------------------------------------------- the backend's operations
 
 
-@jit
-def local_sum(w, c, j, p_lo, p_hi, lam, fa):
-    key_hi, key_lo, slots, row_group, row_len, row_off, row_type = fa
-    return positions_score(w, c, j, p_lo, p_hi, lam, key_hi, key_lo, slots, row_group, row_len, row_off, row_type)
+@skeleton.implements(skeleton.new_workspace, SentenceModel)
+def _new_workspace(model):
+    return SentenceWork(np.empty(model.m + 3, dtype=np.int64), np.empty(model.m + 3, dtype=np.int64),
+                        np.empty(model.n_classes), np.empty(model.max_class_size), np.empty(model.max_class_size),
+                        np.full((model.span + 1, model.features.row_len.size), -1, dtype=np.int64))
 
 
-@jit
-def chain_step(w, c, j, m, n_words, n_classes, word_class, class_ptr, class_words, lam, fa, tab, lw, span,
-               log_q, scores_a, scores_b, res, stats, jump):
-    """One TransMS step (local jump unless ``jump`` is False, then a class-based Markov move over all
-    positions); returns the new length.  Word scores cover only the rows that read the word itself
-    (see :func:`class_word_scores`); the class part is the same for every word of a class, which
-    simplifies Eq. (34)-(37) without changing them."""
-    eos_w, eos_c = n_words, n_classes
-    k = j
-    target = draw_jump(k, m) if jump else k
-    if target == k + 1:
-        stats[0] += 1
-        old_local = local_sum(w, c, k, k + 1, k + 1, lam, fa)
-        w[k + 2], c[k + 2] = eos_w, eos_c
-        context_features(w, c, k + 1, k + 1, span, lam, fa, tab, res)
-        class_proposal_logits(w, c, k + 1, k + 1, span, n_classes, lam, fa, tab, log_q)
-        c0 = categorical_from_logits(log_q[:n_classes])
-        n = class_word_scores(w, c, k + 1, k + 1, c0, span, class_ptr, class_words, lam, fa, tab, res, scores_a)
-        t = categorical_from_logits(scores_a[:n])
-        w[k + 1], c[k + 1] = class_words[class_ptr[c0] + t], c0
-        new_local = local_sum(w, c, k + 1, k + 1, k + 2, lam, fa)             # all features at k+1, k+2
-        log_g = log_q[c0] + scores_a[t] - logsumexp_1d(scores_a[:n])           # Eq. (35)-(36)
-        log_ratio = (np.log(jump_prob(k + 1, k, m) / jump_prob(k, k + 1, m)) + lw[k] - lw[k - 1]
-                     + new_local - old_local - log_g)                          # Eq. (20)
-        if np.log(np.random.random()) < log_ratio:
-            j = k + 1
-            stats[1] += 1
-        else:
-            w[k + 1], c[k + 1] = eos_w, eos_c
-    elif target == k - 1:
-        stats[2] += 1
-        u_c = c[k]
-        cur_local = local_sum(w, c, k, k, k + 1, lam, fa)
-        context_features(w, c, k, k, span, lam, fa, tab, res)
-        class_proposal_logits(w, c, k, k, span, n_classes, lam, fa, tab, log_q)
-        n = class_word_scores(w, c, k, k, u_c, span, class_ptr, class_words, lam, fa, tab, res, scores_a)
-        own = touched_score(w, c, k, k, span, lam, fa, tab[2], tab[3], tab[6], res)
-        log_g = log_q[u_c] + own - logsumexp_1d(scores_a[:n])                  # Eq. (37)
-        u_w = w[k]
-        w[k], c[k] = eos_w, eos_c
-        new_local = local_sum(w, c, k - 1, k, k, lam, fa)
-        log_ratio = (np.log(jump_prob(k - 1, k, m) / jump_prob(k, k - 1, m)) + lw[k - 2] - lw[k - 1]
-                     + new_local + log_g - cur_local)                           # Eq. (21)
-        if np.log(np.random.random()) < log_ratio:
-            j = k - 1
-            stats[3] += 1
-        else:
-            w[k], c[k] = u_w, u_c
-    for i in range(1, j + 1):                                                   # Markov move
+@skeleton.implements(skeleton.load_chain, SentenceModel)
+def _load_chain(model, work, tokens_row, length):
+    load_sentence(tokens_row[:length], model.word_class, model.n_words, model.n_classes, work.w, work.c)
+
+
+@skeleton.implements(skeleton.store_chain, SentenceModel)
+def _store_chain(model, work, length, out_row):
+    for i in range(length):
+        out_row[i] = work.w[i + 1]
+
+
+@skeleton.implements(skeleton.propose_append, SentenceModel)
+def _propose_append(model, work, k):
+    """Append ``c0 ~ Q_{k+1}`` and a word of ``c0`` (Eq. 35); return the feature part of Eq. (20) with g of Eq. (36)."""
+    w, c = work.w, work.c
+    old_local = local_sum(model, work, k, k + 1, k + 1)
+    w[k + 2], c[k + 2] = model.n_words, model.n_classes
+    context_features(model, work, k + 1, k + 1)
+    class_proposal_logits(model, work, k + 1, k + 1)
+    c0 = categorical_from_logits(work.log_q[:model.n_classes])
+    n = class_word_scores(model, work, k + 1, k + 1, c0, work.scores_a)
+    t = categorical_from_logits(work.scores_a[:n])
+    w[k + 1], c[k + 1] = model.class_words[model.class_start[c0] + t], c0
+    new_local = local_sum(model, work, k + 1, k + 1, k + 2)                 # all features at k+1, k+2
+    log_g = work.log_q[c0] + work.scores_a[t] - logsumexp_1d(work.scores_a[:n])   # Eq. (35)-(36)
+    return new_local - old_local - log_g
+
+
+@skeleton.implements(skeleton.reject_append, SentenceModel)
+def _reject_append(model, work, k):
+    work.w[k + 1], work.c[k + 1] = model.n_words, model.n_classes
+
+
+@skeleton.implements(skeleton.removal_log_ratio, SentenceModel)
+def _removal_log_ratio(model, work, k):
+    """``log p~(x^{k-1}) - log p~(x^k) + log g(x_k | x^{k-1})`` with g of Eq. (37) (the state is unchanged)."""
+    w, c = work.w, work.c
+    u_c = c[k]
+    cur_local = local_sum(model, work, k, k, k + 1)
+    context_features(model, work, k, k)
+    class_proposal_logits(model, work, k, k)
+    n = class_word_scores(model, work, k, k, u_c, work.scores_a)
+    own = word_score(model, work, k, k)
+    log_g = work.log_q[u_c] + own - logsumexp_1d(work.scores_a[:n])         # Eq. (37)
+    u_w = w[k]
+    w[k], c[k] = model.n_words, model.n_classes
+    new_local = local_sum(model, work, k - 1, k, k)
+    w[k], c[k] = u_w, u_c
+    return new_local + log_g - cur_local
+
+
+@skeleton.implements(skeleton.remove_last, SentenceModel)
+def _remove_last(model, work, k):
+    work.w[k], work.c[k] = model.n_words, model.n_classes
+
+
+@skeleton.implements(skeleton.within_length_move, SentenceModel)
+def _within_length_move(model, work, j, stats):
+    """Class-based Markov move over positions ``1..j``: ``c0 ~ Q_i`` accepted by Eq. (34), then a word of the class."""
+    w, c = work.w, work.c
+    for i in range(1, j + 1):
         cur = c[i]
-        context_features(w, c, j, i, span, lam, fa, tab, res)
-        class_proposal_logits(w, c, j, i, span, n_classes, lam, fa, tab, log_q)
-        c0 = categorical_from_logits(log_q[:n_classes])
-        n_cur = class_word_scores(w, c, j, i, cur, span, class_ptr, class_words, lam, fa, tab, res, scores_a)
+        context_features(model, work, j, i)
+        class_proposal_logits(model, work, j, i)
+        c0 = categorical_from_logits(work.log_q[:model.n_classes])
+        n_cur = class_word_scores(model, work, j, i, cur, work.scores_a)
+        n_new = 0
         chosen = cur
         if c0 != cur:
             stats[4] += 1
-            n_new = class_word_scores(w, c, j, i, c0, span, class_ptr, class_words, lam, fa, tab, res, scores_b)
+            n_new = class_word_scores(model, work, j, i, c0, work.scores_b)
             # Eq. (34): Q_i(cur)/Q_i(c0) times the ratio of the class marginals (class rows + word sums)
-            log_acc = (log_q[cur] - log_q[c0] + class_score(w, c, j, i, c0, span, lam, fa, tab, res)
-                       + logsumexp_1d(scores_b[:n_new]) - class_score(w, c, j, i, cur, span, lam, fa, tab, res)
-                       - logsumexp_1d(scores_a[:n_cur]))
+            log_acc = (work.log_q[cur] - work.log_q[c0] + class_score(model, work, j, i, c0)
+                       + logsumexp_1d(work.scores_b[:n_new]) - class_score(model, work, j, i, cur)
+                       - logsumexp_1d(work.scores_a[:n_cur]))
             if np.log(np.random.random()) < log_acc:
                 chosen = c0
                 stats[5] += 1
         if chosen == cur:
-            t = categorical_from_logits(scores_a[:n_cur])
+            t = categorical_from_logits(work.scores_a[:n_cur])
         else:
-            t = categorical_from_logits(scores_b[:n_new])
-        w[i], c[i] = class_words[class_ptr[chosen] + t], chosen
-    return j
+            t = categorical_from_logits(work.scores_b[:n_new])
+        w[i], c[i] = model.class_words[model.class_start[chosen] + t], chosen
 
 
 @jit
-def run_chain(ch, steps, seed, tokens, lengths, m, n_words, n_classes, word_class, class_ptr, class_words, lam, fa,
-              tab, lw, span, max_class, out_tokens, out_len, stats, jump):
-    """Advance chain ``ch`` by ``steps`` steps from ``tokens[ch, :lengths[ch]]``, recording every state."""
-    np.random.seed(seed)
-    w = np.empty(m + 3, dtype=np.int64)
-    c = np.empty(m + 3, dtype=np.int64)
-    j = lengths[ch]
-    w[0], c[0] = n_words + 1, n_classes + 1
-    for i in range(j):
-        w[i + 1] = tokens[ch, i]
-        c[i + 1] = word_class[tokens[ch, i]]
-    w[j + 1], c[j + 1] = n_words, n_classes
-    log_q = np.empty(n_classes)
-    scores_a = np.empty(max_class)
-    scores_b = np.empty(max_class)
-    res = np.full((span + 1, fa[4].size), -1, dtype=np.int64)
-    for s in range(steps):
-        j = chain_step(w, c, j, m, n_words, n_classes, word_class, class_ptr, class_words, lam, fa, tab, lw, span,
-                       log_q, scores_a, scores_b, res, stats[ch], jump)
-        row = ch * steps + s
-        out_len[row] = j
-        for i in range(j):
-            out_tokens[row, i] = w[i + 1]
-    lengths[ch] = j
-    for i in range(j):
-        tokens[ch, i] = w[i + 1]
-
-
-@jit
-def run_chains_serial(steps, seeds, tokens, lengths, m, n_words, n_classes, word_class, class_ptr, class_words,
-                      lam, fa, tab, lw, span, max_class, out_tokens, out_len, stats, jump):
-    for ch in range(lengths.size):
-        run_chain(ch, steps, seeds[ch], tokens, lengths, m, n_words, n_classes, word_class, class_ptr, class_words,
-                  lam, fa, tab, lw, span, max_class, out_tokens, out_len, stats, jump)
-
-
-@jit(parallel=True)
-def run_chains_parallel(steps, seeds, tokens, lengths, m, n_words, n_classes, word_class, class_ptr, class_words,
-                        lam, fa, tab, lw, span, max_class, out_tokens, out_len, stats, jump):
-    """Appendix D: chains on separate cores; each reseeds Numba's generator, so results match the serial build."""
-    for ch in prange(lengths.size):
-        run_chain(ch, steps, seeds[ch], tokens, lengths, m, n_words, n_classes, word_class, class_ptr, class_words,
-                  lam, fa, tab, lw, span, max_class, out_tokens, out_len, stats, jump)
-
-
-@jit
-def weighted_feature_sum(out_tokens, out_len, weights, word_class, n_words, n_classes, key_hi, key_lo, slots,
-                         row_group, row_len, row_off, row_type, acc):
+def weighted_feature_sum(model, tokens, lengths, weights, acc):
     """``acc += sum_r weights[r] f(x_r)`` over recorded samples (the sum in Eq. 16/38)."""
-    m = out_tokens.shape[1]
-    w = np.empty(m + 2, dtype=np.int64)
-    c = np.empty(m + 2, dtype=np.int64)
-    for r in range(out_len.size):
-        j = load_sentence(out_tokens[r, :out_len[r]], word_class, n_words, n_classes, w, c)
-        accumulate_features(w, c, j, weights[r], acc, key_hi, key_lo, slots, row_group, row_len, row_off, row_type)
+    fa = model.features
+    w = np.empty(tokens.shape[1] + 2, dtype=np.int64)
+    c = np.empty(tokens.shape[1] + 2, dtype=np.int64)
+    for r in range(lengths.size):
+        j = load_sentence(tokens[r, :lengths[r]], model.word_class, model.n_words, model.n_classes, w, c)
+        accumulate_features(w, c, j, weights[r], acc, fa.key_hi, fa.key_lo, fa.slots, fa.row_group, fa.row_len,
+                            fa.row_off, fa.row_type)

@@ -9,6 +9,8 @@ Targets ``q(j, x^j) ∝ pi0_j exp(-zeta_j + lambda . f(x^j))`` (Eq. 12) over sen
 2. a Markov move over positions ``i = 1..j``: a class ``c0 ~ Q_i`` accepted by Eq. (34), then a
    Gibbs draw of the word within the (new) class.
 
+The jump, the acceptance and the chain loops are the shared skeleton of :mod:`trf.transms_core`; this
+module is the hashed-n-gram backend (its Numba operations are in :mod:`trf.lm._transms_kernels`).
 Chains are independent and run on separate cores (Appendix D) with per-chain seeds, so the parallel
 build gives the same draws as the serial one.  Sentences longer than ``m`` are outside the sampler's
 support (the model scores them with the pooled length of Sec. 5.4; see :mod:`trf.lm.model`).
@@ -16,44 +18,20 @@ support (the model scores them with the pooled length of Sec. 5.4; see :mod:`trf
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 
-from samplers.rng import as_generator, kernel_seeds
+from samplers.rng import as_generator
 from samplers.validation import as_float_array, check_int
-from trf.lm import _feature_kernels as fk
-from trf.lm import _transms_kernels as tk
+from trf import transms_core
+from trf.lm import _feature_kernels
+from trf.lm._transms_kernels import HashedFeatures, SentenceModel, TouchTables, weighted_feature_sum
 from trf.lm.features import SentenceFeatures
+from trf.transms_core import ChainState, TransMSInfo
 
-__all__ = ["ChainState", "SamplerInfo", "SentenceSampler"]
+__all__ = ["ChainState", "SamplerInfo", "SentenceModel", "SentenceSampler", "TransMSInfo"]
 
-
-class ChainState(NamedTuple):
-    """Chain ``r`` holds the sentence ``tokens[r, :lengths[r]]``."""
-
-    tokens: np.ndarray   # int64 (n_chains, m)
-    lengths: np.ndarray  # int64 (n_chains,)
-
-
-class SamplerInfo(NamedTuple):
-    """Move counts summed over chains."""
-
-    up_proposed: int
-    up_accepted: int
-    down_proposed: int
-    down_accepted: int
-    class_proposed: int
-    class_accepted: int
-
-    @property
-    def jump_acceptance(self) -> float:
-        n = self.up_proposed + self.down_proposed
-        return (self.up_accepted + self.down_accepted) / n if n else float("nan")
-
-    @property
-    def class_acceptance(self) -> float:
-        return self.class_accepted / self.class_proposed if self.class_proposed else float("nan")
+SamplerInfo = TransMSInfo
+"""Move counts of a run (the one :class:`trf.transms_core.TransMSInfo`; this name is kept for callers)."""
 
 
 def row_parents(rows, n_parents: int = 2) -> np.ndarray:
@@ -112,7 +90,7 @@ def proposal_tables(features: SentenceFeatures, span: int) -> tuple[np.ndarray, 
     dense_rows = [r for r in range(row_len.size) if row_len[r] <= 2 and np.all(row_type[r, :row_len[r]] == 1)]
     base = np.full(row_len.size, -1, dtype=np.int64)
     blocks, start = [], 0
-    empty = np.int64(fk.EMPTY)
+    empty = np.int64(_feature_kernels.EMPTY)
     for r in dense_rows:
         if row_len[r] == 1:
             s0, s1 = np.arange(n_sym, dtype=np.int64), np.full(n_sym, empty)
@@ -120,7 +98,7 @@ def proposal_tables(features: SentenceFeatures, span: int) -> tuple[np.ndarray, 
             s0, s1 = (a.ravel().astype(np.int64) for a in np.meshgrid(np.arange(n_sym), np.arange(n_sym), indexing="ij"))
         hi = (np.int64(group[r]) << 48) | (s0 << 24) | s1
         lo = np.full(hi.size, (empty << 24) | empty)
-        blocks.append(fk.table_lookup_many(hi, lo, features.key_hi, features.key_lo, features.slots))
+        blocks.append(_feature_kernels.table_lookup_many(hi, lo, features.key_hi, features.key_lo, features.slots))
         base[r], start = start, start + hi.size
     dense = np.concatenate(blocks) if blocks else np.zeros(0, dtype=np.int64)
     lists = [[r for r in dense_rows if -d in row_off[r, :row_len[r]]] for d in range(span + 1)]
@@ -147,7 +125,18 @@ class SentenceSampler:
         self.class_ptr = np.searchsorted(features.word_class[order], np.arange(features.n_classes + 1)).astype(np.int64)
         self.max_class = int(np.diff(self.class_ptr).max())
         self.span = features.max_context
-        self.touch_tables = touch_tables(features.rows, self.span) + proposal_tables(features, self.span)
+        self.touch_tables = TouchTables(*touch_tables(features.rows, self.span), *proposal_tables(features, self.span))
+        self.hashed = HashedFeatures(*features.kernel_args())
+
+    def model(self, lam) -> SentenceModel:
+        """The hashed-n-gram model bundle of the TransMS kernels at ``lam`` (checked)."""
+        lam = as_float_array(lam, "lam", ndim=1)
+        if lam.size != self.features.n_features:
+            raise ValueError(f"lam must have n_features={self.features.n_features} entries, got {lam.size}")
+        feats = self.features
+        return SentenceModel(self.m, int(feats.n_words), int(feats.n_classes), feats.word_class.astype(np.int64),
+                             self.class_ptr, self.class_words, self.max_class, int(self.span), lam, self.hashed,
+                             self.touch_tables)
 
     def init_chains(self, n_chains: int, seed=None, start=None) -> ChainState:
         """``n_chains`` chains: single uniformly drawn words, or random sentences of ``start``.
@@ -203,33 +192,15 @@ class SentenceSampler:
         lengths : int64 (n_chains * steps,)
         info : SamplerInfo
         """
-        feats = self.features
-        lam = as_float_array(lam, "lam", ndim=1)
-        if lam.size != feats.n_features:
-            raise ValueError(f"lam must have n_features={feats.n_features} entries, got {lam.size}")
-        lw = as_float_array(log_len_weight, "log_len_weight", ndim=1, finite=False)
-        if lw.size != self.m or np.any(np.isnan(lw)) or np.any(lw == np.inf):
-            raise ValueError(f"log_len_weight must have m={self.m} entries, none NaN or +inf")
+        model = self.model(lam)
+        lw = transms_core.check_log_len_weight(log_len_weight, self.m)
         steps = check_int(steps, "steps", low=1)
-        tokens, lengths = state.tokens.copy(), state.lengths.copy()
-        if tokens.ndim != 2 or tokens.shape[1] != self.m or lengths.shape != (tokens.shape[0],):
-            raise ValueError(f"state must hold tokens of shape (n_chains, {self.m}) and matching lengths")
-        n_chains = lengths.size
-        seeds = kernel_seeds(seed, n_chains).astype(np.int64)
-        out_tokens = np.zeros((n_chains * steps, self.m), dtype=np.int64)
-        out_len = np.zeros(n_chains * steps, dtype=np.int64)
-        stats = np.zeros((n_chains, 6), dtype=np.int64)
-        runner = tk.run_chains_parallel if parallel else tk.run_chains_serial
-        runner(steps, seeds, tokens, lengths, self.m, feats.n_words, feats.n_classes, feats.word_class,
-               self.class_ptr, self.class_words, lam, feats.kernel_args(), self.touch_tables, lw, self.span,
-               self.max_class,
-               out_tokens, out_len, stats, bool(jump))
-        return ChainState(tokens, lengths), out_tokens, out_len, SamplerInfo(*map(int, stats.sum(axis=0)))
+        state, visits, info = transms_core.step(model, state, steps, lw, seed, jump=jump, parallel=parallel)
+        return state, visits.tokens, visits.lengths, info
 
     def weighted_feature_sum(self, tokens: np.ndarray, lengths: np.ndarray, weights: np.ndarray) -> np.ndarray:
         """``sum_r weights[r] f(x_r)`` over sampled sentences (the sample term of Eq. 16/38)."""
-        feats = self.features
-        acc = np.zeros(feats.n_features)
-        tk.weighted_feature_sum(tokens, lengths, np.asarray(weights, dtype=np.float64), feats.word_class,
-                                feats.n_words, feats.n_classes, *feats.kernel_args(), acc)
+        acc = np.zeros(self.features.n_features)
+        weighted_feature_sum(self.model(np.zeros(self.features.n_features)), np.asarray(tokens, dtype=np.int64),
+                             np.asarray(lengths, dtype=np.int64), np.asarray(weights, dtype=np.float64), acc)
         return acc
