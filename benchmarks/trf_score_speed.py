@@ -2,8 +2,8 @@
 
 Issue 17, item 6: on a 0.79M-word corpus (mean 25 words per sentence) TRF scoring ran 15.0K sentences/s
 against KN5's 42.3K.  This script measures both on the Debian fortunes test set (the corpus of
-``benchmarks/trf_lm.py``, ``apt-get install fortunes fortunes-min fortune-anarchism``) and on sentences of
-mean length 25 drawn from a KN3 model of the same vocabulary (``--long``), with features built on the
+``experiments/trf_lm/benchmark.py``, ``apt-get install fortunes fortunes-min fortune-anarchism``) and on
+sentences of mean length 25 drawn from the unigram law of the training words (``--long``), with features built on the
 training text (the speed of scoring does not depend on the values of lambda, so no training is needed;
 lambda is random).  Warm-up first (Numba compile excluded), then ``--repeats`` interleaved timings of
 each scorer; the table shows medians and the ratio TRF / KN5 in the same run.  The machine is shared, so
@@ -20,8 +20,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def _timed(fn, arg) -> float:
@@ -41,8 +39,7 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args(argv)
 
-    from trf_lm import prepare_corpus
-
+    from experiments.trf_lm.benchmark import prepare_corpus
     from trf.lm.cluster import exchange_clustering
     from trf.lm.corpus import EncodedCorpus, Vocabulary, encode_file
     from trf.lm.features import SentenceFeatures

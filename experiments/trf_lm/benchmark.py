@@ -17,7 +17,7 @@ zeta; linear sentence-level interpolation TRF + KN5 (weight tuned on valid); Tra
 second; scoring sentences per second on one core; peak memory.  The documented run
 (docs/trf-lm.md):
 
-    NUMBA_NUM_THREADS=1 .venv/bin/python benchmarks/trf_lm.py --features w+c --minutes 60 --t-c 500 \
+    NUMBA_NUM_THREADS=1 .venv/bin/python experiments/trf_lm/benchmark.py --features w+c --minutes 60 --t-c 500 \
         --beta-lambda 0 --t0 5000 --zeta-minutes 4 --eval-every 240 --ais-temperatures 300 --ais-lengths 12
 """
 
@@ -116,8 +116,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     from trf.augsa import AugSA  # noqa: F401  (imported here so --help works without numba)
-    from trf.lm.corpus import EncodedCorpus, Vocabulary, encode_file
     from trf.lm.backend import lm_config
+    from trf.lm.corpus import EncodedCorpus, Vocabulary, encode_file
     from trf.lm.evaluate import ais_check, interpolate_linear, scoring_speed, tune_linear_weight
     from trf.lm.train import train_lm
     from trf.ngram import KneserNey, WittenBell, perplexity

@@ -1,13 +1,13 @@
 """AIS check of a trained sentence TRF over *every* length: perplexity with AIS normalisers.
 
-``benchmarks/trf_lm.py`` checks the AugSA normalisers by AIS on short lengths only (its time budget).
+``experiments/trf_lm/benchmark.py`` checks the AugSA normalisers by AIS on short lengths only (its time budget).
 This script takes the saved model and the prepared corpus of that benchmark and estimates
 ``log Z_j`` by separate AIS (:func:`trf.lm.evaluate.ais_log_z`) for every length j = 1..m, in
 parallel over lengths, then prints per length the AugSA and AIS values, the model's total mass
 ``sum_j pi_j Z_j(AIS) / Z_j(AugSA)`` (1 when the AugSA zeta are right), and the test perplexity of the
 TRF and of the valid-tuned linear mixture TRF + KN5 with the AugSA and with the AIS normalisers.
 
-    NUMBA_NUM_THREADS=1 .venv/bin/python benchmarks/trf_lm_ais.py --model /tmp/mcsa-fortunes/trf-lm-final.npz \
+    NUMBA_NUM_THREADS=1 .venv/bin/python experiments/trf_lm/ais_check.py --model /tmp/mcsa-fortunes/trf-lm-final.npz \
         --temperatures 1000 --jobs 2
 """
 
@@ -32,7 +32,7 @@ def _ais_one(model_path: str, j: int, temperatures: int, chains: int, seed: int)
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", required=True, help="model saved by benchmarks/trf_lm.py (--out)")
+    parser.add_argument("--model", required=True, help="model saved by experiments/trf_lm/benchmark.py (--out)")
     parser.add_argument("--data-dir", default="/tmp/mcsa-fortunes", help="train/valid/test.txt of that benchmark")
     parser.add_argument("--vocab", type=int, default=10000)
     parser.add_argument("--temperatures", type=int, default=1000)
