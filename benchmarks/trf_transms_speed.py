@@ -8,7 +8,7 @@ temporary folder and imported beside the current ones.  For each backend the scr
 give identical draws at the same seed (the behaviour check), then times them in interleaved repeats
 (medians, Numba compile excluded by a warm-up, one thread) and prints ``current / reference``.
 
-* word backend: alphabet of 27 symbols, every n-gram a feature (~550K), m = 12, 100 chains,
+* word backend: alphabet of 27 symbols, every n-gram a feature (21,951), m = 12, 100 chains,
   20,000 draws round-robin (the AugSA schedule);
 * sentence backend: synthetic Zipf corpus (20,000 sentences, V = 2,000, 50 classes),
   ``w+c+ws+cs+cpw`` features (~1.9M), m = 40, 20 chains x 10 steps, serial build.
