@@ -58,3 +58,18 @@ def test_leaderboard_cli_errors(tmp_path, capsys):
     assert "no summary.csv" in capsys.readouterr().err
     assert main([str(tmp_path), "nope"]) == 2
     assert main([]) == 2
+
+
+def test_cross_modules_do_not_import_torch():
+    """samplers, doeblin and trf stay torch-free: only the rdp factory imports torch, when loaded."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "import samplers.problems, samplers.harness.cross, samplers.harness.cross_suites\n"
+            "import samplers.pruning.estimators, doeblin.estimators, trf.estimators, samplers.models.uai\n"
+            "from samplers.harness.cross import load_estimators\n"
+            "load_estimators(families=('samplers', 'doeblin', 'pruning', 'trf'))\n"
+            "assert 'torch' not in sys.modules, 'torch imported'\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
