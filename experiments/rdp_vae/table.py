@@ -80,14 +80,16 @@ def fig2_table(runs: dict[str, list[dict]]) -> str:
 
 
 def figure(runs: dict[str, list[dict]], path: "str | Path") -> Path:
-    """Four panels of sorted state frequencies (first seed of each run), as in Fig. 2 of the paper."""
+    """Four panels of sorted state frequencies (first seed of each run), as in Fig. 2 of the paper, plus
+    TOPK-2000 and RDP-2000 when they were run."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 4, figsize=(14, 3), sharey=True)
-    for ax, (name, title) in zip(axes, FIG2):
+    panels = list(FIG2) + [(n, f"N = 2000, {n.split('-')[0]}") for n in ("TOPK-2000", "RDP-2000") if n in runs]
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.5 * len(panels), 3), sharey=True)
+    for ax, (name, title) in zip(axes, panels):
         if name not in runs:
             ax.set_title(f"{title}: not run")
             continue
