@@ -15,6 +15,7 @@ torch = pytest.importorskip("torch")
 import rdp  # noqa: E402
 import rdp.vae as V  # noqa: E402
 
+pytestmark = pytest.mark.torch
 WORDS = ["a", "b", "c", "d"]
 SENTENCES = [["a", "b", "c"], ["d", "a"], ["b"], ["c", "c", "d", "a"]]
 
@@ -78,6 +79,7 @@ def mean_sample_gradient(model, data, variant, directions, replicates, seed0):
     return rows.mean(0), rows.std(0) / math.sqrt(replicates)
 
 
+@pytest.mark.slow
 def test_sample_gradient_rdp_at_full_budget_matches_gumbel_ffbs_in_expectation():
     """Alg. 4 at K1 + K2 = N and exact Gumbel-FFBS give gradient estimators with the same mean.
 
@@ -154,6 +156,7 @@ def exact_relative_variance(model, data) -> "torch.Tensor":
     return torch.stack(out)
 
 
+@pytest.mark.slow
 def test_importance_sampling_is_unbiased_for_p_of_y():
     """exp of the S-sample IS estimate is unbiased for p(y) (exact by enumeration of up to 3^5 sequences).
 
@@ -230,6 +233,7 @@ def test_bad_input_errors():
 
 
 # ------------------------------------------------------------------------------------------ training
+@pytest.mark.slow
 def test_training_lowers_the_negative_elbo_and_resume_reproduces_the_run(tmp_path):
     model_a, data = tiny_model(seed=3)
     model_b, _ = tiny_model(seed=3)
