@@ -42,7 +42,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|")
     for n in (10, 20, 30, 40):
         words = [grammar.terminals[i] for i in rng.integers(0, len(grammar.terminals), n)]
-        exact = best_of(lambda: expected_counts(grammar, words))
+        exact = best_of(lambda words=words: expected_counts(grammar, words))
         row = [f"{n}", f"{exact:.4f}", "20"]
         for opts in SETTINGS.values():
             res = randomized_pruning(grammar, words, 20, seed=0, **opts)
@@ -60,7 +60,7 @@ def itg_table() -> None:
     print("| p x q | p*q | exact s | per-mask s | |M'| | selected positives | ratio |")
     print("|---|---|---|---|---|---|---|")
     for prob in problems:
-        exact = best_of(lambda: itg_expectations(prob.itg, prob.e, prob.f), repeats=1)
+        exact = best_of(lambda prob=prob: itg_expectations(prob.itg, prob.e, prob.f), repeats=1)
         res = itg_randomized_pruning(prob.itg, prob.e, prob.f, 20, seed=0, confidence=0.02)
         per_mask = float(np.median(res.trace["seconds"]))
         print(f"| {len(prob.e)} x {len(prob.f)} | {len(prob.e) * len(prob.f)} | {exact:.3f} | {per_mask:.5f} | "

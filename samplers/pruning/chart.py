@@ -15,8 +15,7 @@ import numpy as np
 
 from ..rng import kernel_seed
 from ..validation import check_int
-from ._chart_kernels import (inside_kernel, outside_kernel, sample_trees_kernel, span_posteriors_kernel,
-                             viterbi_kernel)
+from ._chart_kernels import inside_kernel, outside_kernel, sample_trees_kernel, span_posteriors_kernel, viterbi_kernel
 from .grammar import Grammar
 
 

@@ -19,8 +19,7 @@ import numpy as np
 
 from ..rng import as_generator, kernel_seed
 from ..validation import as_float_array, check_float, check_int
-from ._itg_kernels import (itg_alignment_mask_kernel, itg_inside_kernel, itg_outside_kernel,
-                           itg_sample_alignments_kernel)
+from ._itg_kernels import itg_alignment_mask_kernel, itg_inside_kernel, itg_outside_kernel, itg_sample_alignments_kernel
 from .randomized import run_auxvar_chain
 
 

@@ -5,7 +5,7 @@ import pytest
 
 from samplers.pruning import Grammar, expected_counts, sample_trees, viterbi
 from samplers.pruning.enumerate import enumerate_trees, enumerated_expectations
-from samplers.pruning.masks import create_mask, ambiguous_spans
+from samplers.pruning.masks import ambiguous_spans, create_mask
 from samplers.testing import assert_frequencies_match, chi_square_gof
 
 

@@ -3,9 +3,17 @@
 import numpy as np
 import pytest
 
-from samplers.pruning.itg import (ITG, alignment_mask, enumerate_itg, enumerated_alignment_posteriors,
-                                  itg_expectations, itg_inside, itg_randomized_pruning, itg_sample_alignment,
-                                  tic_tac_toe_mask)
+from samplers.pruning.itg import (
+    ITG,
+    alignment_mask,
+    enumerate_itg,
+    enumerated_alignment_posteriors,
+    itg_expectations,
+    itg_inside,
+    itg_randomized_pruning,
+    itg_sample_alignment,
+    tic_tac_toe_mask,
+)
 from samplers.testing import assert_close_in_se, assert_error_decreases
 
 

@@ -4,8 +4,14 @@ import numpy as np
 import pytest
 
 from samplers.pruning import Grammar, expected_counts, figure_of_merit_mask, threshold_mask
-from samplers.pruning.masks import (coarse_span_posteriors, create_mask, default_coarse, figure_of_merit_scores,
-                                    kept_fraction, viterbi_backbone)
+from samplers.pruning.masks import (
+    coarse_span_posteriors,
+    create_mask,
+    default_coarse,
+    figure_of_merit_scores,
+    kept_fraction,
+    viterbi_backbone,
+)
 
 GRAMMAR = Grammar.random_split(3, 2, 8, seed=2)
 WORDS = [f"w{i}" for i in np.random.default_rng(1).integers(0, 8, 9)]

@@ -5,11 +5,10 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import numpy as np  # noqa: E402
+from rdp_oracles import chain_truth, pcfg_truth, tree_truth  # noqa: E402
 
 import rdp  # noqa: E402
 from samplers.testing import assert_frequencies_match  # noqa: E402
-
-from rdp_oracles import chain_truth, pcfg_truth, tree_truth  # noqa: E402
 
 pytestmark = pytest.mark.torch
 ATOL = 1e-5

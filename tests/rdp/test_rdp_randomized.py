@@ -8,12 +8,11 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import numpy as np  # noqa: E402
+from rdp_oracles import chain_truth  # noqa: E402
 
 import rdp  # noqa: E402
 from rdp.selection import select_indices  # noqa: E402
 from samplers.testing import assert_close_in_se, assert_frequencies_match  # noqa: E402
-
-from rdp_oracles import chain_truth  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
