@@ -537,7 +537,8 @@ def evaluate_nll(model: StructuredVAE, data: SentenceData, *, n_samples: int = 1
 
     Returns ``nll`` (mean over sentences), ``se`` (standard error of that mean over sentences),
     ``is_se`` (the importance-sampling part: sqrt(sum of per-sentence delta-method variances) / M),
-    ``per_word`` (total NLL / number of words including ``</s>``) and ``sentences``.
+    ``per_word`` (total NLL / number of words including ``</s>``), ``sentences`` and
+    ``log_likelihoods`` (the per-sentence estimates, for paired comparisons of models).
     """
     if len(data) == 0:
         raise ValueError("data is empty")
@@ -556,7 +557,7 @@ def evaluate_nll(model: StructuredVAE, data: SentenceData, *, n_samples: int = 1
     m = ll.shape[0]
     return {"nll": float(-ll.mean()), "se": float(ll.std() / math.sqrt(m)) if m > 1 else float("nan"),
             "is_se": float(torch.sqrt((se ** 2).sum()) / m), "per_word": float(-ll.sum() / data.lengths.sum()),
-            "sentences": m}
+            "sentences": m, "log_likelihoods": ll.tolist()}
 
 
 def aggregated_posterior(model: StructuredVAE, data: SentenceData, *, batch_size: int = 64,

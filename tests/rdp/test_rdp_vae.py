@@ -261,6 +261,8 @@ def test_aggregated_posterior_counts_every_position():
     assert counts.shape == (model.n_states,)
     assert int(counts.sum()) == int(data.lengths.sum())
     result = V.evaluate_nll(model, data, n_samples=20, seed=0)
+    assert len(result["log_likelihoods"]) == len(data)
+    assert abs(result["nll"] + sum(result["log_likelihoods"]) / len(data)) < 1e-9
     exact = V.exact_log_likelihood(model, data.tokens, data.lengths)
     # mean NLL within 4 IS standard errors of the exact mean NLL (S = 20 per sentence; the Jensen bias
     # of the log, about relative variance / (2 S) < 0.05 here, is far below that tolerance)

@@ -11,6 +11,7 @@ torch = pytest.importorskip("torch")
 import rdp.vae as V  # noqa: E402
 from experiments.rdp_vae import data as D  # noqa: E402
 from experiments.rdp_vae import memory as M  # noqa: E402
+from experiments.rdp_vae import paired as P  # noqa: E402
 from experiments.rdp_vae import run as R  # noqa: E402
 from experiments.rdp_vae import suite as S  # noqa: E402
 from experiments.rdp_vae import table as T  # noqa: E402
@@ -87,3 +88,16 @@ def test_memory_probe_full_log_space_holds_more_than_rdp():
     assert full["autograd_bytes"] > 5 * rdp_small["autograd_bytes"]
     with pytest.raises(Exception, match="variants"):
         M.parse_variant("beam:3")
+
+
+@pytest.mark.torch
+def test_paired_script_loads_a_checkpoint_exactly(tmp_path):
+    vocab = V.Vocabulary(["a", "b", "c", "d"])
+    data = vocab.encode(SENTENCES)
+    torch.manual_seed(0)
+    model = V.StructuredVAE(len(vocab), 4, state_dim=3, word_dim=3, hidden_size=4)
+    V.train_vae(model, data, V.Variant.rdp(1, 1), V.TrainConfig(steps=2, batch_size=2), checkpoint=tmp_path / "a.pt",
+                progress=False)
+    loaded = P.load_model(tmp_path / "a.pt")
+    for (name, p), q in zip(model.state_dict().items(), loaded.state_dict().values()):
+        assert torch.equal(p, q), name
