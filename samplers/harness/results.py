@@ -246,7 +246,8 @@ class Results:
                 bias_b, mse_b = _bootstrap_bias_mse(est, truth, stderr, n_boot, rng, confidence)
                 cell["bias_lo"], cell["bias_hi"] = _expanded_percentile(bias_b, n, confidence)
                 cell["mse_lo"], cell["mse_hi"] = _expanded_percentile(mse_b, n, confidence)
-                cell["rmse_lo"], cell["rmse_hi"] = math.sqrt(max(cell["mse_lo"], 0.0)), math.sqrt(cell["mse_hi"])
+                cell["rmse_lo"] = math.sqrt(max(cell["mse_lo"], 0.0))
+                cell["rmse_hi"] = math.sqrt(max(cell["mse_hi"], 0.0))
             out.append(cell)
         _add_scores(out, self.meta.get("baseline", {}))
         return out
@@ -477,10 +478,11 @@ def _bootstrap_bias_mse(est: np.ndarray, truth: Any, stderr: Any, n_boot: int, r
     shrink = 1.0 / _expansion(n, confidence)
     if est.ndim == 1:
         z = rng.standard_normal(n_boot) * (float(stderr) * shrink)
-        x_b = truth + z
-        mean_b = w @ est / n
-        sq_mean_b = w @ (est * est) / n
-        return mean_b - x_b, sq_mean_b - 2 * x_b * mean_b + x_b * x_b
+        d = est - truth  # errors; working with them (not estimates) avoids cancellation when they are tiny
+        mean_d = w @ d / n
+        sq_b = w @ (d * d) / n
+        # mean (d - z)^2 = mean d^2 - 2 z mean d + z^2 (exactly sq_b when the reference has no stderr)
+        return mean_d - z, np.maximum(sq_b - 2 * z * mean_d + z * z, 0.0)
     flat = est.reshape(n, -1)
     x = np.asarray(truth, dtype=float).reshape(-1)
     s = np.asarray(stderr, dtype=float).reshape(-1) * shrink
@@ -489,7 +491,7 @@ def _bootstrap_bias_mse(est: np.ndarray, truth: Any, stderr: Any, n_boot: int, r
     sq = np.sum((flat - x) ** 2, axis=1)
     bias_b = np.linalg.norm(d_mean - z, axis=1)
     mse_b = w @ sq / n - 2 * np.sum(d_mean * z, axis=1) + np.sum(z * z, axis=1)
-    return bias_b, mse_b
+    return bias_b, np.maximum(mse_b, 0.0)
 
 
 def _expanded_percentile(boot: np.ndarray, n: int, confidence: float) -> tuple[float, float]:

@@ -123,3 +123,14 @@ def test_uai_score_against_a_named_baseline():
         Study(problems, [trivial], budgets=[1], baseline="nope")
     assert all(c["score"] is None for c in Study(problems, [half], budgets=[1], replicates=2).run(
         progress=False).summary())
+
+
+def test_intervals_of_an_exact_estimator_are_exact_not_rounding_noise():
+    """Errors of ~1e-17 (an estimator exact up to rounding): the MSE interval is the MSE itself, not
+    cancellation noise of order x^2 * 1e-16, and the RMSE interval is finite (no sqrt of a negative)."""
+    p = FunctionProblem("p", lambda: {"x": 0.1 + 0.2, "v": np.array([0.1 + 0.2, 1.0])})
+    e = FunctionEstimator("e", lambda prob, n, s: {"x": 0.3 + (1e-17 if s % 2 else 0.0),
+                                                   "v": np.array([0.3, 1.0])})
+    for c in Study([p], [e], budgets=[1], replicates=6).run(progress=False).summary():
+        assert 0 <= c["mse_lo"] <= c["mse"] <= c["mse_hi"] < 1e-30
+        assert math.isfinite(c["rmse_lo"]) and c["rmse_hi"] < 1e-15
