@@ -50,10 +50,13 @@ after which ``doeblin_path(Walk(cdf_A, cdf_u), state, eps, path)`` runs the stro
 
 from __future__ import annotations
 
+import os
+import warnings
 from typing import Callable
 
 import numpy as np
 from numba import types
+from numba.core.errors import NumbaIRAssumptionWarning
 from numba.extending import overload
 
 from samplers._jit import jit
@@ -61,6 +64,11 @@ from samplers._jit import jit
 __all__ = ["restart", "move", "stage_move", "implements", "draw_from_cdf", "restart_step", "doeblin_path",
            "exact_doeblin_draws", "exact_doeblin_budget", "restart_path", "next_stage", "staged_step",
            "staged_path", "walk_back_to_restart", "exact_staged_draws", "suffix_weights"]
+
+
+# Numba's IR inliner (used so that a model's kernels cost no call per step) emits a pedantic
+# "variable ... is not in scope" check warning for inlined kernels; it is harmless and only at compile time.
+warnings.filterwarnings("ignore", message=r"variable .* is not in scope", category=NumbaIRAssumptionWarning)
 
 
 # --------------------------------------------------------------------------- the model's operations
@@ -98,15 +106,17 @@ def implements(operation: Callable, model_class: type) -> Callable:
         raise TypeError(f"model_class must be a NamedTuple class, got {model_class!r}")
 
     def decorator(fn: Callable) -> Callable:
-        kernel = jit(fn)
+        # inlined into the generic kernels (no call per step); cached unless defined outside a file
+        # (a REPL or exec'd code, which Numba's cache cannot locate)
+        kernel = jit(fn, inline="always", cache=os.path.isfile(fn.__code__.co_filename))
         if operation is stage_move:
-            @overload(operation)
+            @overload(operation, inline="always")
             def _staged(model, stage, state):
                 if _matches(model, model_class):
                     return lambda model, stage, state: kernel(model, stage, state)
                 return None
         else:
-            @overload(operation)
+            @overload(operation, inline="always")
             def _plain(model, state):
                 if _matches(model, model_class):
                     return lambda model, state: kernel(model, state)
@@ -119,7 +129,7 @@ def implements(operation: Callable, model_class: type) -> Callable:
 # --------------------------------------------------------------------------- strong Doeblin chains
 
 
-@jit
+@jit(inline="always")
 def draw_from_cdf(cdf_row):
     """Index j with cdf[j-1] <= U * cdf[-1] < cdf[j] (binary search; cdf need not end at exactly 1)."""
     u = np.random.random() * cdf_row[cdf_row.shape[0] - 1]
@@ -127,6 +137,13 @@ def draw_from_cdf(cdf_row):
     if j >= cdf_row.shape[0]:
         j = cdf_row.shape[0] - 1
     return j
+
+
+@jit(inline="always")
+def _store(row, state):
+    """``row[:] = state`` as an explicit loop (cheaper than a slice assignment per step)."""
+    for j in range(state.shape[0]):
+        row[j] = state[j]
 
 
 @jit
@@ -149,11 +166,11 @@ def doeblin_path(model, state, eps, path, restarts):
     ``path`` (n + 1, d) and ``restarts`` (n + 1,) bool are written; ``restarts[t]`` says whether step
     t (t >= 1) restarted.  ``state`` ends at the last state.
     """
-    path[0] = state
+    _store(path[0], state)
     restarts[0] = False
     for t in range(1, path.shape[0]):
         restarts[t] = restart_step(model, state, eps)
-        path[t] = state
+        _store(path[t], state)
 
 
 @jit
@@ -165,7 +182,7 @@ def exact_doeblin_draws(model, state, eps, out, steps):
         T = np.random.geometric(eps) - 1
         for _ in range(T):
             move(model, state)
-        out[i] = state
+        _store(out[i], state)
         steps[i] = T
 
 
@@ -183,7 +200,7 @@ def exact_doeblin_budget(model, state, eps, budget, out):
         restart(model, state)
         for _ in range(T):
             move(model, state)
-        out[n] = state
+        _store(out[n], state)
         n += 1
         spent += T + 1
 
@@ -194,7 +211,7 @@ def restart_path(model, path, n_states):
     restart-then-move chain (Algorithm 1's path).  ``path[0]`` is drawn even when ``n_states = 0``."""
     restart(model, path[0])
     for r in range(1, n_states):
-        path[r] = path[r - 1]
+        _store(path[r], path[r - 1])
         move(model, path[r])
 
 
@@ -236,11 +253,11 @@ def staged_step(model, cdf_C, stage, state):
 def staged_path(model, cdf_C, stage, state, stages, path):
     """Run a staged chain from ``(stage, state)``; ``stages[t]``, ``path[t]`` after step t (t = 0: start)."""
     stages[0] = stage
-    path[0] = state
+    _store(path[0], state)
     for t in range(1, path.shape[0]):
         stage = staged_step(model, cdf_C, stage, state)
         stages[t] = stage
-        path[t] = state
+        _store(path[t], state)
 
 
 @jit
@@ -282,5 +299,5 @@ def exact_staged_draws(model, cdf_rho, cdf_C_rev, z_restart, state, stages, out,
         stage_move(model, z_restart, state)
         for j in range(m - 1, -1, -1):
             stage_move(model, back[j], state)
-        out[i] = state
+        _store(out[i], state)
         steps[i] = m + 1

@@ -564,19 +564,6 @@ def basic_gibbs_samples(chain, n_steps, n_chains, seed):
 
 
 @jit
-def restart_then_gibbs_samples(chain, n_steps, n_chains, seed):
-    """u-Gibbs (smart restarts): as :func:`basic_gibbs_samples` but each chain starts from a u draw."""
-    np.random.seed(seed)
-    out = np.empty((n_chains * (n_steps - n_steps // 2), chain.x.shape[0]), dtype=np.int64)
-    z = np.empty(chain.x.shape[0], dtype=np.int64)
-    r = 0
-    for _ in range(n_chains):
-        draw_from_u(chain, z)
-        r = _collect(chain, z, n_steps, 0.0, out, r)
-    return out
-
-
-@jit
 def doeblin_sampler_samples(chain, eps, n_chains, seed):
     """The strong Doeblin sampler as tested in the paper (Sec. 5): per chain a u draw, then ``T_c ~
     Geometric(eps)`` sweeps (support 1, 2, ...; mean ``1 / eps``), the first ``T_c // 2`` of them
@@ -599,7 +586,8 @@ def doeblin_sampler_samples(chain, eps, n_chains, seed):
 @jit
 def doeblin_chain_samples(chain, n_steps, eps, n_chains, seed):
     """The strong Doeblin *chain* (Sec. 2) from a u draw: ``n_steps`` transitions, each a restart from
-    u w.p. ``eps``, else a Gibbs sweep; first half burn-in."""
+    u w.p. ``eps``, else a Gibbs sweep; first half burn-in.  ``eps = 0`` is u-Gibbs ("smart
+    restarts": Gibbs sweeps from a u draw)."""
     np.random.seed(seed)
     out = np.empty((n_chains * (n_steps - n_steps // 2), chain.x.shape[0]), dtype=np.int64)
     z = np.empty(chain.x.shape[0], dtype=np.int64)

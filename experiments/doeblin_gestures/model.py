@@ -53,7 +53,6 @@ from ._kernels import (
     full_score,
     is_valid,
     layout,
-    restart_then_gibbs_samples,
     seeded_sweep,
     u_draws,
 )
@@ -269,7 +268,7 @@ class GestureModel:
         if method == "basic-gibbs":
             return basic_gibbs_samples(chain, n_steps, n_chains, seed)
         if method == "u-gibbs":
-            return restart_then_gibbs_samples(chain, n_steps, n_chains, seed)
+            return doeblin_chain_samples(chain, n_steps, 0.0, n_chains, seed)
         if method == "doeblin":
             return doeblin_sampler_samples(chain, 1.0 / n_steps, n_chains, seed)
         return doeblin_chain_samples(chain, n_steps, 1.0 / n_steps, n_chains, seed)
