@@ -15,8 +15,15 @@ Examples
 >>> p = assert_frequencies_match(counts, [0.2, 0.3, 0.5], alpha=1e-3)
 """
 
-from .asserts import (assert_close_in_se, assert_error_decreases, assert_frequencies_match, assert_mc_rate,
-                      assert_mean_matches, chi_square_gof, loglog_slope)
+from .asserts import (
+                      assert_close_in_se,
+                      assert_error_decreases,
+                      assert_frequencies_match,
+                      assert_mc_rate,
+                      assert_mean_matches,
+                      chi_square_gof,
+                      loglog_slope,
+)
 
 __all__ = ["assert_close_in_se", "assert_error_decreases", "assert_frequencies_match", "assert_mc_rate",
            "assert_mean_matches", "chi_square_gof", "loglog_slope"]

@@ -9,8 +9,15 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
-from samplers.testing import (assert_close_in_se, assert_error_decreases, assert_frequencies_match, assert_mc_rate,
-                              assert_mean_matches, chi_square_gof, loglog_slope)
+from samplers.testing import (
+    assert_close_in_se,
+    assert_error_decreases,
+    assert_frequencies_match,
+    assert_mc_rate,
+    assert_mean_matches,
+    chi_square_gof,
+    loglog_slope,
+)
 
 
 def test_close_in_se_passes_and_fails_with_the_z_score():

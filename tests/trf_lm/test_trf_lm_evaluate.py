@@ -8,8 +8,17 @@ import numpy as np
 import pytest
 
 from trf.lm.corpus import EncodedCorpus, Vocabulary
-from trf.lm.evaluate import (ais_check, ais_global, ais_log_z, interpolate_linear, interpolate_loglinear,
-                             log_prob_with_log_z, scoring_speed, smooth_log_z, tune_linear_weight)
+from trf.lm.evaluate import (
+    ais_check,
+    ais_global,
+    ais_log_z,
+    interpolate_linear,
+    interpolate_loglinear,
+    log_prob_with_log_z,
+    scoring_speed,
+    smooth_log_z,
+    tune_linear_weight,
+)
 from trf.lm.features import SentenceFeatures
 from trf.lm.model import SentenceTRF, smoothed_length_law
 

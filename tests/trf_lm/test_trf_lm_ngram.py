@@ -62,7 +62,7 @@ def _reference(sentences, vocab_size, order, kind):
             c = succ.get(w, 0)
             if kind == "kn":
                 d = discounts[k]
-                disc = lambda x: d[min(x, 3) - 1]
+                disc = lambda x, d=d: d[min(x, 3) - 1]
                 gamma = sum(disc(x) for x in succ.values())
                 p = (max(c - disc(c), 0) if c else 0) / total + gamma / total * p
             else:

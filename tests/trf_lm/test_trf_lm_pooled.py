@@ -13,8 +13,8 @@ from trf.lm.backend import SentenceBackend, lm_config
 from trf.lm.corpus import EncodedCorpus, Vocabulary
 from trf.lm.features import SentenceFeatures
 from trf.lm.model import SentenceTRF
-from trf.lm.transms import ChainState
 from trf.lm.train import train_lm
+from trf.lm.transms import ChainState
 
 V, MAX_LEN = 3, 2            # lengths 1, 2 own sub-models; 3, 4 (sampled up to m + 2) pooled as m+
 WORD_CLASS = np.array([0, 0, 1])
