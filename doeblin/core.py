@@ -146,7 +146,7 @@ def _store(row, state):
         row[j] = state[j]
 
 
-@jit
+@jit(inline="always")
 def restart_step(model, state, eps):
     """One step of the strong Doeblin chain (Eq. 2): restart from ``u`` w.p. ``eps``, else apply ``A``.
 
@@ -233,7 +233,7 @@ def suffix_weights(weights, baseline, out):
 # --------------------------------------------------------------------------- staged chains
 
 
-@jit
+@jit(inline="always")
 def next_stage(cdf_C, stage):
     """Draw ``z ~ C(. | stage)`` from the cumulative rows of the stage chain (no draw for one stage)."""
     if cdf_C.shape[0] == 1:
@@ -241,7 +241,7 @@ def next_stage(cdf_C, stage):
     return draw_from_cdf(cdf_C[stage])
 
 
-@jit
+@jit(inline="always")
 def staged_step(model, cdf_C, stage, state):
     """One step of a staged chain (Sec. 3.1): ``z ~ C(. | stage)``, then ``A_z`` on ``state``; returns z."""
     z = next_stage(cdf_C, stage)

@@ -167,14 +167,14 @@ def simplified_cost(data, disj):
     return c + _implication_cost(disj, data.src, data.dst)
 
 
-@jit
+@jit(inline="always")
 def _cost(data, disj, simplified):
     if simplified:
         return simplified_cost(data, disj)
     return full_cost(data, disj)
 
 
-@jit
+@jit(inline="always")
 def _set_cost(data, state, simplified):
     """Make ``state.cost`` the cost named by ``simplified`` (recomputed only when it changes)."""
     if state.simplified[0] != simplified:
@@ -191,7 +191,7 @@ def _uniform_formula(data, state):
     state.cost[0] = full_cost(data, state.disj)
 
 
-@jit
+@jit(inline="always")
 def metropolis_edit(data, state):
     """One MH step on ``exp(-beta * cost)``: edit one entry of ``[a_ij b_ij]`` or redraw the whole atom
     (a symmetric proposal), update the atom's column and its disjunct, accept or undo."""
@@ -242,7 +242,7 @@ def _dnf_stage_move(data, stage, state):
         metropolis_edit(data, state)
 
 
-@jit
+@jit(inline="always")
 def _solved(data, state):
     if not state.simplified[0]:
         return state.cost[0] == 0.0

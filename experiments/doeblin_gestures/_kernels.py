@@ -337,7 +337,7 @@ def u_draws(x, w, K, rel, size, seed):
     return out
 
 
-@jit
+@jit(inline="always")
 def site_value_features(chain, z, i, v, at):
     """Features of ``z_i = v`` that can depend on v (sparse, into ``chain.idx``/``chain.val`` of length
     >= 10); returns their number, or -1 if v is not allowed between z_{i-1} and z_{i+1}.
@@ -379,7 +379,7 @@ def site_value_features(chain, z, i, v, at):
     return dictionary_features(z, starts, at.k, at.n_starts, node, depth, chain.tables, idx, val, n)
 
 
-@jit
+@jit(inline="always")
 def site_logits(chain, z, i, at):
     """Conditional log-potentials (up to a constant) of ``z_i`` under A's full model, into ``chain.logits``.
 
