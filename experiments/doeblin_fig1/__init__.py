@@ -1,0 +1,1 @@
+"""Doeblin Fig. 1 (Steinhardt & Liang 2015); see README.md."""

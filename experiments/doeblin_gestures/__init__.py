@@ -1,0 +1,1 @@
+"""Doeblin gestures experiment (Steinhardt & Liang 2015, Sec. 5); see README.md."""
