@@ -11,9 +11,11 @@ from .registry import register_suite
 
 
 def register_samplers() -> None:
-    """``quick`` (make demo), ``mrf-quick``, ``pruning-quick``, ``pruning-bias``."""
+    """``quick`` (make demo), ``mrf-quick``, ``ais-ising``, ``pruning-quick``, ``pruning-bias``."""
     register_suite("quick", "samplers.harness.suites:quick_suite", "every family's quick problems (make demo)")
     register_suite("mrf-quick", "samplers.harness.suites:mrf_quick_suite", "AIS vs Gibbs on small Ising/Potts MRFs")
+    register_suite("ais-ising", "samplers.harness.suites:ais_ising_suite",
+                   "AIS log Z accuracy vs temperatures per schedule on Ising 4x4/4x5 (reported stderr beside RMSE)")
     register_suite("pruning-quick", "samplers.pruning.bench:pruning_quick_suite",
                    "randomized pruning vs fixed masks, short sentences")
     register_suite("pruning-bias", "samplers.pruning.bench:pruning_bias_suite",

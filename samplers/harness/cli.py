@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -101,6 +102,13 @@ def cmd_run(args) -> int:
         load_suite(args.suite)  # the unknown-suite error, listing the known ones
     from .study import RunFailedWarning
 
+    if args.jobs != 1:
+        # A Ctrl-C ends joblib's loky workers abruptly; loky's resource tracker (a separate process that
+        # inherits PYTHONWARNINGS) then warns about semaphores it can no longer find.  That is expected
+        # on an interrupt and would bury the one-line resume message, so the tracker is told to be quiet.
+        quiet = "ignore:resource_tracker:UserWarning"
+        previous = os.environ.get("PYTHONWARNINGS")
+        os.environ["PYTHONWARNINGS"] = f"{previous},{quiet}" if previous else quiet
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RunFailedWarning)  # failures are reported below

@@ -35,8 +35,10 @@ class MRFProblem(Problem):
             raise TypeError(f"mrf must be a PairwiseMRF, got {type(mrf).__name__}")
         self.name = name
         self.mrf = mrf
-        self.provenance = (f"enumeration of all {mrf.n_configurations} joint states "
-                           "(PairwiseMRF.log_partition_exact / marginals_exact)")
+        method = mrf.exact_method()
+        what = (f"enumeration of all {mrf.n_configurations} joint states" if method == "enumeration"
+                else "variable elimination (junction tree) in log space")
+        self.provenance = f"{what} (PairwiseMRF.log_partition_exact / marginals_exact)"
 
     @cached_property
     def _exact(self) -> dict[str, Any]:
@@ -140,6 +142,44 @@ def mrf_quick_suite() -> Suite:
     return Suite(problems=mrf_problems(), estimators=estimators, budgets=budgets, replicates=5,
                  description="AIS log Z vs temperatures and Gibbs marginals vs sweeps on Ising 3x3/4x4 and Potts 3x3",
                  extra={"ais_chains": 100, "gibbs_chains": 4})
+
+
+class AISAccuracyProblem(MRFProblem):
+    """:class:`MRFProblem` whose targets also include AIS's reported ``log_partition_stderr`` and ``ess``
+    as *measured* targets (no reference: the summary gives their mean with an interval)."""
+
+    def exact(self) -> dict[str, Any]:
+        return {**super().exact(), "log_partition_stderr": None, "ess": None}
+
+
+class AISAccuracyEstimator(AISEstimator):
+    """:class:`AISEstimator` that also reports AIS's own ``log_partition_stderr`` and ``ess`` as measured
+    targets, so a study can set the reported standard error beside the replicate RMSE it should match."""
+
+    def estimate(self, problem, budget: int, seed: int) -> dict[str, Any]:
+        n_temperatures = max(int(budget), 2)
+        result = ais_log_partition(problem.mrf, n_temperatures=n_temperatures, n_chains=self.n_chains,
+                                   seed=seed, schedule=self.schedule)
+        return {"log_partition": result.log_partition, "log_partition_stderr": result.stderr, "ess": result.ess,
+                "evaluations": self.n_chains * (n_temperatures - 1) * problem.mrf.n_vars}
+
+
+def ais_ising_suite(n_chains: int = 100, temperatures: Sequence[int] = (3, 10, 30, 100, 300),
+                    replicates: int = 30) -> Suite:
+    """AIS log Z accuracy against the number of temperatures, per schedule, on Ising grids with exact answers.
+
+    Ising 4x4 (2^16 states) and 4x5 (2^20 states), coupling 0.4, field 0.1; every schedule of
+    :data:`samplers.ais.SCHEDULES`; budget = temperatures.  Besides bias / RMSE against the exact log Z
+    the rows carry AIS's own mean reported ``log_partition_stderr`` and ``ess`` (measured targets), which
+    should track the replicate RMSE.  ``mcsa bench run --suite ais-ising --out DIR``.
+    """
+    problems = [AISAccuracyProblem(f"ising-{r}x{c}", ising_grid(r, c, coupling=0.4, field=0.1))
+                for r, c in ((4, 4), (4, 5))]
+    estimators = [AISAccuracyEstimator(n_chains=n_chains, schedule=s) for s in SCHEDULES]
+    return Suite(problems=problems, estimators=estimators, budgets=[int(t) for t in temperatures],
+                 replicates=replicates,
+                 description=f"AIS ({n_chains} chains) log Z vs temperatures per schedule on Ising 4x4 / 4x5",
+                 extra={"ais_chains": n_chains})
 
 
 def quick_suite(names: Sequence[str] = QUICK_PARTS) -> Suite:
