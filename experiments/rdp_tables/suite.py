@@ -17,21 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from rdp.bench import split_budget
 from samplers.harness import Estimator, Suite
 
 PROPOSALS = ("uniform", "local", "global", "local+global")
-SPLITS = ("k2=1", "k1=k2", "topk")
-
-
-def split_budget(k: int, split: str) -> tuple[int, int]:
-    """(K1, K2) for a total K: ``k2=1`` -> (K-1, 1); ``k1=k2`` -> (K - K//2, K//2); ``topk`` -> (K, 0)."""
-    if split == "k2=1":
-        return k - 1, 1
-    if split == "k1=k2":
-        return k - k // 2, k // 2
-    if split == "topk":
-        return k, 0
-    raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
 
 
 class ForwardEstimator(Estimator):
