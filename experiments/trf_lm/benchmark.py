@@ -28,31 +28,22 @@ import json
 import os
 import re
 import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-FORTUNE_PACKAGES = ("fortunes", "fortunes-min", "fortune-anarchism")
-SKIP_FILES = {"art", "ascii-art"}  # pictures, not text
+from experiments.fortunes import FORTUNE_PACKAGES, SKIP_FILES  # noqa: E402, F401  (re-exported)
+from experiments.fortunes import fortune_files as _fortune_files  # noqa: E402
 
 
 def fortune_files() -> list[Path]:
-    """The English fortune text files installed by :data:`FORTUNE_PACKAGES`."""
-    files = set()
-    for package in FORTUNE_PACKAGES:
-        listing = subprocess.run(["dpkg", "-L", package], capture_output=True, text=True)
-        if listing.returncode != 0:
-            raise SystemExit(f"Debian package {package!r} is not installed; run "
-                             f"apt-get install {' '.join(FORTUNE_PACKAGES)}")
-        for line in listing.stdout.split():
-            path = Path(line)
-            if ("games/fortunes/" in line and path.is_file() and not path.is_symlink()
-                    and path.suffix not in (".dat", ".u8") and path.name not in SKIP_FILES):
-                files.add(path)
-    return sorted(files)
+    """The English fortune text files (:func:`experiments.fortunes.fortune_files`); exits with its message if absent."""
+    try:
+        return _fortune_files()
+    except RuntimeError as exc:
+        raise SystemExit(str(exc)) from None
 
 
 def sentences_of(text: str, max_len: int) -> list[str]:
