@@ -114,6 +114,8 @@ def read_npz(path: str | os.PathLike, expected_kind: str | tuple[str, ...] | Non
 
 def _read(path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{str(path)!r} is a directory, not a model file")
     if not path.is_file():
         raise FileNotFoundError(f"file {str(path)!r} does not exist")
     try:

@@ -172,3 +172,12 @@ def test_eval_reports_checked_perplexity_and_warns_about_a_wrong_zeta(trained, t
     assert again["normaliser_check"]["flagged_lengths"] == [3]
     assert np.isclose(again["perplexity"], clean["perplexity"])
     assert again["perplexity_augsa"] > clean["perplexity_augsa"]  # a too-high zeta_3 lowers p of 3-word lines
+
+
+def test_a_directory_given_for_a_file_is_a_clear_error(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("sys.stdin", io.StringIO("the cat\n"))
+    assert main(["trf", "score", "--model", str(tmp_path)]) == 2
+    assert "is a directory" in capsys.readouterr().err
+    assert main(["trf", "train", "--train", str(tmp_path), "--out", str(tmp_path / "m.npz")]) == 2
+    err = capsys.readouterr().err
+    assert "is a directory" in err and "Traceback" not in err

@@ -58,6 +58,8 @@ def iter_sentences(path, *, encoding: str = "utf-8", stats: ReadStats | None = N
         Wrong encoding, or the file holds no sentence at all (raised at the end of the pass).
     """
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"corpus file {str(path)!r} is a directory")
     if not path.is_file():
         raise FileNotFoundError(f"corpus file {str(path)!r} does not exist")
     stats = stats if stats is not None else ReadStats()
