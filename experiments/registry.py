@@ -25,6 +25,10 @@ SUITES: list[tuple[str, str, str]] = [
      "TRF paper Sec. 6: exact NLL of AugSA (two length proposals), quasi-Newton and WB3 on wordfreq words"),
     ("trf-morph-quick", "experiments.trf_morph.suite:morph_quick_suite",
      "TRF word morphology reduced: 3000 words, m = 12, 200 AugSA iterations"),
+    ("trf-lm-fortunes", "experiments.trf_lm.suite:fortunes_suite",
+     "TRF paper Sec. 7 analogue on fortunes: test PPL of KN3/KN5 and a w+c TRF with checked normalisers (hours)"),
+    ("trf-lm-quick", "experiments.trf_lm.suite:fortunes_quick_suite",
+     "fortunes LM reduced: 2000 sentences, KN3 vs a 200-iteration TRF (checked PPL)"),
 ]
 
 

@@ -318,7 +318,8 @@ class KneserNey(NGramModel):
     ``gamma(h) = (D_k1 N1(h.) + D_k2 N2(h.) + D_k3+ N3+(h.)) / S(h)``; ``a`` is the raw count at
     the highest order and for n-grams starting with ``<s>``, the continuation count ``N1+(. g)``
     otherwise.  Discounts per order: ``Y = n1/(n1 + 2 n2)``, ``D_r = r - (r+1) Y n_{r+1}/n_r``,
-    clipped to ``[0, r]`` (degenerate counts-of-counts fall back to ``D_r = min(r, 0.5 r)``).
+    falling back to ``D_r = r / 2`` where counts-of-counts are degenerate or the estimate leaves ``(0, r]``
+    (``D_r <= 0`` would leave some contexts no back-off mass: zero probabilities on small corpora).
 
     Examples
     --------
@@ -346,13 +347,19 @@ class KneserNey(NGramModel):
     def _estimate_discounts(weight: np.ndarray) -> np.ndarray:
         counts = np.rint(weight).astype(np.int64)
         n = np.bincount(counts[(counts >= 1) & (counts <= 4)], minlength=5).astype(np.float64)
-        discounts = np.array([0.5, 1.0, 1.5])
+        default = np.array([0.5, 1.0, 1.5])
+        discounts = default.copy()
         if n[1] > 0 and n[2] > 0:
             y = n[1] / (n[1] + 2 * n[2])
             for r in (1, 2, 3):
                 if n[r] > 0:
                     discounts[r - 1] = r - (r + 1) * y * n[r + 1] / n[r]
-        return np.clip(discounts, 0.0, np.array([1.0, 2.0, 3.0]))
+        # On small corpora the estimate can leave (0, r]: D_r <= 0 would give a context whose n-grams all
+        # have count r no mass to back off with, so an unseen word there gets probability 0 (an infinite
+        # perplexity).  Such an estimate falls back to the default r / 2.
+        bad = ~((discounts > 0) & (discounts <= np.array([1.0, 2.0, 3.0])))
+        discounts[bad] = default[bad]
+        return discounts
 
     def _discount_of(self, k: int, weight: np.ndarray) -> np.ndarray:
         if k not in self.discounts:

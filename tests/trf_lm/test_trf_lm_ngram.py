@@ -41,8 +41,9 @@ def _reference(sentences, vocab_size, order, kind):
         discounts[k] = [0.5, 1.0, 1.5]  # the documented fallback for degenerate counts-of-counts
         if n[1] and n[2]:
             y = n[1] / (n[1] + 2 * n[2])
-            discounts[k] = [min(max(r - (r + 1) * y * n[r + 1] / n[r], 0), r) if n[r] else 0.5 * r
-                            for r in (1, 2, 3)]
+            est = [r - (r + 1) * y * n[r + 1] / n[r] if n[r] else 0.5 * r for r in (1, 2, 3)]
+            # an estimate outside (0, r] falls back to r / 2 (no context may lose all back-off mass)
+            discounts[k] = [d if 0 < d <= r else 0.5 * r for d, r in zip(est, (1, 2, 3))]
     by_ctx = [defaultdict(dict) for _ in range(order + 1)]
     for k in range(1, order + 1):
         for g, c in weight[k].items():
@@ -167,3 +168,22 @@ def test_ngram_bad_input():
     model = WittenBell(3).fit([[0, 1]], 2)
     with pytest.raises(ValueError, match="history"):
         model.next_log_probs([5])
+
+
+def test_kn_gives_every_word_positive_probability_on_a_tiny_corpus():
+    """Regression: on a tiny corpus modified-KN discount estimates can fall to <= 0; clipped to 0 they left
+    contexts no back-off mass and unseen words probability 0 (an infinite perplexity; with the old clip this
+    corpus gave 105 zero probabilities over the histories below)."""
+    rng = np.random.default_rng(0)
+    words = []
+    for _ in range(300):                       # a first-order chain over 10 ids; ids >= 7 merged into id 7
+        w = [int(rng.integers(0, 2))]
+        for _ in range(int(rng.integers(1, 6))):
+            w.append((w[-1] + int(rng.choice([1, 2, 3], p=[0.6, 0.3, 0.1]))) % 10)
+        words.append([min(x, 7) for x in w])
+    for order in (3, 4, 5):
+        lm = KneserNey(order).fit(words, vocab_size=8)
+        assert all(0 < d <= r for disc in lm.discounts.values() for d, r in zip(disc, (1, 2, 3)))
+        for a, b in itertools.product(range(8), range(8)):
+            p = np.exp(lm.next_log_probs([a, b]))
+            assert np.all(p > 0) and abs(p.sum() - 1) < 1e-9
