@@ -22,12 +22,12 @@ def register(subparsers) -> None:
     parser.add_argument("--out", required=True, help="output folder for metrics.json and plots")
     parser.add_argument("--iters", type=int, default=1000, help="AugSA and IIS iterations (t_max)")
     parser.add_argument("--samples", type=int, default=100, help="K, draws per iteration")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="random seed of the split and of AugSA")
     parser.add_argument("--m", type=int, default=25, help="maximum word length")
     parser.add_argument("--eval-every", type=int, default=10, help="exact NLL every this many iterations")
     parser.add_argument("--qn-iters", type=int, default=500, help="L-BFGS iteration limit")
     parser.add_argument("--replicates", type=int, default=1, help="AugSA runs with seeds seed, seed+1, ...")
-    parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(func=run)
 
 

@@ -168,19 +168,19 @@ def register(subparsers) -> None:
     train.add_argument("--valid", default=None, help="development text (stop rule, progress)")
     train.add_argument("--out", required=True, help="model file to write")
     train.add_argument("--features", default=DEFAULT_FEATURES, help=f"feature types (default {DEFAULT_FEATURES})")
-    train.add_argument("--classes", type=int, default=200)
-    train.add_argument("--vocab-size", type=int, default=None)
-    train.add_argument("--min-count", type=int, default=1)
+    train.add_argument("--classes", type=int, default=200, help="word classes (Brown-style exchange clustering)")
+    train.add_argument("--vocab-size", type=int, default=None, help="keep the most frequent words, the rest <unk> (default: all)")
+    train.add_argument("--min-count", type=int, default=1, help="words seen fewer times become <unk>")
     train.add_argument("--max-length", type=int, default=None,
                        help="pool every sentence longer than this into one sub-model (Sec. 5.4, Eq. 27)")
     train.add_argument("--samples", type=int, default=None, help="K per iteration (default 300)")
-    train.add_argument("--max-iterations", type=int, default=None)
+    train.add_argument("--max-iterations", type=int, default=None, help="AugSA iterations t_max (default 100000)")
     train.add_argument("--t-c", dest="t_c", type=float, default=None, help="t_c of Eq. 24 (default 3000)")
     train.add_argument("--beta-lambda", dest="beta_lambda", type=float, default=None,
                        help="beta_lambda of Eq. 24 (default 0.8; 0 = constant first-stage rate, Sec. 8)")
     train.add_argument("--t0", type=int, default=None, help="t_0 of Eq. 24-25 (default 2000)")
     train.add_argument("--l2", type=float, default=None, help="mu of Eq. 38 (default 4e-5)")
-    train.add_argument("--clip", type=float, default=None)
+    train.add_argument("--clip", type=float, default=None, help="bound on the absolute change of each lambda and zeta entry per step (default: none)")
     train.add_argument("--on-violation", dest="on_violation", choices=("stop", "halve"), default=None,
                        help="divergence guard action (default halve: back to the last passing parameters with "
                             "half the lambda step, at most 6 times, then stop)")
@@ -189,19 +189,19 @@ def register(subparsers) -> None:
     train.add_argument("--refine", type=float, default=0.1,
                        help="footnote-17 zeta refinement at the end: max(100, REFINE x iterations) zeta-only "
                             "iterations (default 0.1; 0: none)")
-    train.add_argument("--chains", type=int, default=30)
+    train.add_argument("--chains", type=int, default=30, help="parallel TransMS chains")
     train.add_argument("--minutes", type=float, default=None, help="training time limit")
-    train.add_argument("--checkpoint", default=None)
-    train.add_argument("--checkpoint-every", type=int, default=50)
+    train.add_argument("--checkpoint", default=None, help="checkpoint file, written atomically (default: none)")
+    train.add_argument("--checkpoint-every", type=int, default=50, help="iterations between checkpoints")
     train.add_argument("--resume", action="store_true", help="continue from --checkpoint if it exists")
-    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--seed", type=int, default=0, help="random seed (same seed, same model)")
     train.add_argument("--log-every", type=int, default=0, help="print rate and dev log-likelihood every N its")
     train.add_argument("--quiet", action="store_true", help="no progress bar")
     train.set_defaults(func=_train)
     ev = subparsers.add_parser("eval", help="test perplexity of a TRF LM (and AIS checks)")
-    ev.add_argument("--model", required=True)
-    ev.add_argument("--test", required=True)
-    ev.add_argument("--json", default=None)
+    ev.add_argument("--model", required=True, help="model file written by mcsa trf train")
+    ev.add_argument("--test", required=True, help="test text, one sentence per line")
+    ev.add_argument("--json", default=None, help="also write the results as JSON here")
     ev.add_argument("--no-check", action="store_true",
                     help="skip the two-sided check of the normalisers (report AugSA's zeta only)")
     ev.add_argument("--check-temperatures", type=int, default=None,
@@ -211,15 +211,15 @@ def register(subparsers) -> None:
     ev.add_argument("--check-chains", type=int, default=10, help="AIS chains per length and direction")
     ev.add_argument("--check-margin", type=float, default=0.5,
                     help="nats AugSA's log Z_j may lie outside the checked interval before a warning")
-    ev.add_argument("--seed", type=int, default=0)
+    ev.add_argument("--seed", type=int, default=0, help="random seed of the AIS checks")
     ev.add_argument("--ais", action="store_true", help="AIS estimates of log Z_j (separate, smoothed, global)")
-    ev.add_argument("--ais-temperatures", type=int, default=1000)
-    ev.add_argument("--ais-chains", type=int, default=10)
-    ev.add_argument("--ais-max-length", type=int, default=20)
+    ev.add_argument("--ais-temperatures", type=int, default=1000, help="temperatures of the --ais estimates")
+    ev.add_argument("--ais-chains", type=int, default=10, help="AIS chains per length for --ais")
+    ev.add_argument("--ais-max-length", type=int, default=20, help="--ais estimates lengths 1..this")
     ev.set_defaults(func=_eval)
     score = subparsers.add_parser("score", help="log-probabilities of sentences read from stdin, one line out per "
                                   "line in (blank lines give nan and one warning)")
-    score.add_argument("--model", required=True)
+    score.add_argument("--model", required=True, help="model file written by mcsa trf train")
     score.add_argument("--unk", action="store_true", help="second tab-separated column: number of <unk> tokens")
     score.add_argument("--jsonl", action="store_true",
                        help="JSON lines: {line, log_prob (null when not scored), words, unk}")
