@@ -17,6 +17,7 @@ gives the same draws as the serial one.
 
 from __future__ import annotations
 
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -121,10 +122,36 @@ def step(model, state: ChainState, n_steps: int, log_len_weight, seed=None, *, j
     out_tokens = np.zeros((n_chains * n_steps, m), dtype=np.int64)
     out_len = np.zeros(n_chains * n_steps, dtype=np.int64)
     stats = np.zeros((n_chains, skeleton.N_STATS), dtype=np.int64)
-    runner = skeleton.run_chains_parallel if parallel else skeleton.run_chains_serial
-    runner(model, state.tokens, state.lengths, n_steps, lw, bool(jump), kernel_seeds(seed, n_chains).astype(np.int64),
-           out_tokens, out_len, stats)
+    args = (model, state.tokens, state.lengths, n_steps, lw, bool(jump), kernel_seeds(seed, n_chains).astype(np.int64),
+            out_tokens, out_len, stats)
+    _run_chains(args, parallel)
     return state, Visits(out_tokens, out_len), TransMSInfo(*map(int, stats.sum(axis=0)))
+
+
+#: Model types whose parallel (prange) build failed to compile in this process.
+_SERIAL_ONLY: set[str] = set()
+
+
+def _run_chains(args: tuple, parallel: bool) -> None:
+    """Run the parallel build when asked for and compilable, else the serial build (the same draws).
+
+    Numba's parfor lowering cannot always pass a model bundle holding nested NamedTuples of arrays
+    (the sentence backend's ``HashedFeatures``) to its gufunc wrapper ("scalar type ... given for non
+    scalar argument", seen on a cold Numba cache); the serial build is the reference the parallel one
+    is tested equal to, so the chains then run serially, with one warning per model type.
+    """
+    key = type(args[0]).__name__
+    if parallel and key not in _SERIAL_ONLY:
+        try:
+            skeleton.run_chains_parallel(*args)
+            return
+        except TypeError as exc:
+            if "non scalar argument" not in str(exc):
+                raise
+            _SERIAL_ONLY.add(key)
+            warnings.warn(f"TransMS: the parallel build does not compile for {key} ({exc}); running the chains "
+                          "serially (same draws, one core)", RuntimeWarning, stacklevel=3)
+    skeleton.run_chains_serial(*args)
 
 
 def step_schedule(model, state: ChainState, schedule, log_len_weight, seed=None, *,
