@@ -46,13 +46,10 @@ def _states_corpus(state: ChainState) -> EncodedCorpus:
     return EncodedCorpus(state.tokens[mask].astype(np.int32), offsets.astype(np.int64))
 
 
-def ais_log_z(model: SentenceTRF, j: int, *, n_temperatures: int = 1000, n_chains: int = 10, seed=None,
-              sweeps: int = 1, parallel: bool = False):
-    """AIS estimate of ``log Z_j(lambda)`` (an :class:`samplers.ais.AISResult`)."""
-    j = check_int(j, "j", low=1, high=model.m)
-    sweeps = check_int(sweeps, "sweeps", low=1)
+def _fixed_length_ais(model: SentenceTRF, sampler: SentenceSampler, j: int, sweeps: int, parallel: bool):
+    """The AIS pieces for ``log Z_j``: uniform sentences of length ``j`` (log Z_0 = j log V), the log ratio
+    ``lambda . f`` and ``sweeps`` TransMS sweeps at fixed length under ``beta lambda``."""
     feats = model.features
-    sampler = SentenceSampler(feats, max(model.m, j))
     V = feats.n_words
     flat = np.zeros(sampler.m)
 
@@ -69,8 +66,18 @@ def ais_log_z(model: SentenceTRF, j: int, *, n_temperatures: int = 1000, n_chain
                                    jump=False)
         return new
 
+    return initial, log_ratio, transition
+
+
+def ais_log_z(model: SentenceTRF, j: int, *, n_temperatures: int = 1000, n_chains: int = 10, seed=None,
+              sweeps: int = 1, parallel: bool = False):
+    """AIS estimate of ``log Z_j(lambda)`` (an :class:`samplers.ais.AISResult`)."""
+    j = check_int(j, "j", low=1, high=model.m)
+    sweeps = check_int(sweeps, "sweeps", low=1)
+    sampler = SentenceSampler(model.features, max(model.m, j))
+    initial, log_ratio, transition = _fixed_length_ais(model, sampler, j, sweeps, parallel)
     return run_ais(initial, log_ratio, transition, n_temperatures=n_temperatures, n_chains=n_chains, seed=seed,
-                   log_partition_start=j * np.log(V))
+                   log_partition_start=j * np.log(model.features.n_words))
 
 
 EXACT_LIMIT = 200_000  # enumerate V^j sentences for the exact log Z_j up to this many
@@ -92,25 +99,9 @@ def exact_log_z(model: SentenceTRF, j: int, limit: int = EXACT_LIMIT) -> float:
 def _bdmc_log_z(model: SentenceTRF, sampler: SentenceSampler, j: int, n_temperatures: int, n_chains: int, seed,
                 burn_in: int, parallel: bool):
     """Forward and reverse AIS for ``log Z_j`` (:func:`samplers.ais.run_bidirectional_ais`)."""
-    feats = model.features
-    V = feats.n_words
-    flat = np.zeros(sampler.m)
-
-    def initial(n, rng):
-        tokens = np.zeros((n, sampler.m), dtype=np.int64)
-        tokens[:, :j] = rng.integers(0, V, size=(n, j))
-        return ChainState(tokens, np.full(n, j, dtype=np.int64))
-
-    def log_ratio(state):
-        return feats.scores(_states_corpus(state), model.lam)
-
-    def transition(state, beta, rng):
-        new, _, _, _ = sampler.run(beta * model.lam, flat, state, 1, kernel_seed(rng), parallel=parallel,
-                                   jump=False)
-        return new
-
+    initial, log_ratio, transition = _fixed_length_ais(model, sampler, j, 1, parallel)
     return run_bidirectional_ais(initial, log_ratio, transition, n_temperatures=n_temperatures, n_chains=n_chains,
-                                 seed=seed, log_partition_start=j * np.log(V), burn_in=burn_in)
+                                 seed=seed, log_partition_start=j * np.log(model.features.n_words), burn_in=burn_in)
 
 
 @dataclass
