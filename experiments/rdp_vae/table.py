@@ -5,6 +5,9 @@
 Table 5: dev and test NLL (nats per sentence, ``</s>`` included) per run, "mean +- SE" where SE is the
 standard error over seeds when there are at least two, otherwise the standard error over sentences of
 the single seed (marked ``[1 seed]``); the paper's numbers (MSCOCO, GPT-2 encoder, 3 seeds) beside.
+Paired comparisons: for each seed, the mean over test sentences of the per-sentence NLL difference of two
+runs (same sentences, independent importance samples), then the mean and standard error of those per-seed
+differences over seeds (or, for one seed, the paired standard error over sentences).
 Fig. 2: the aggregated posterior (state frequencies of one posterior sample per training sentence)
 of the runs with K1/K2 = 100/0, 99/1, 50/50, 10/90 (% of K), states sorted by frequency, with the
 number of inactive states (frequency 0), the perplexity of the state frequencies (exp entropy) and
@@ -58,6 +61,55 @@ def table5(runs: dict[str, list[dict]]) -> str:
         paper = PAPER_T5.get(name, ("-", "-"))
         lines.append(f"| {name} | {rs[0]['variant']} | {len(rs)} | {rs[0]['steps']} | {_cell(rs, 'dev')} | "
                      f"{_cell(rs, 'test')} | {per_word:.3f} | {paper[0]} | {paper[1]} |")
+    return "\n".join(lines)
+
+
+PAIRS = (("RDP-100", "TOPK-100"), ("RDP-100", "FULL-100"), ("RDP-100-99/1", "RDP-100"),
+         ("RDP-100-10/90", "RDP-100"), ("RDP-2000", "TOPK-2000"), ("RDP-2000", "RDP-100"))
+
+
+def paired(runs: dict[str, list[dict]], a: str, b: str, split: str = "test") -> dict | None:
+    """Per-seed paired NLL differences ``NLL(a) - NLL(b)`` on the same sentences, summarised over seeds.
+
+    Returns ``None`` when the two runs share no seed with per-sentence log-likelihoods stored. ``per_seed`` holds, for every shared seed, the mean
+    difference, its paired standard error over sentences and the number of sentences favouring ``a``.
+    """
+    by_seed_a = {r["seed"]: r for r in runs.get(a, [])}
+    by_seed_b = {r["seed"]: r for r in runs.get(b, [])}
+    seeds = sorted(seed for seed in set(by_seed_a) & set(by_seed_b)
+                   if "log_likelihoods" in by_seed_a[seed][split] and "log_likelihoods" in by_seed_b[seed][split])
+    if not seeds:
+        return None
+    per_seed = []
+    for seed in seeds:
+        la, lb = by_seed_a[seed][split]["log_likelihoods"], by_seed_b[seed][split]["log_likelihoods"]
+        if len(la) != len(lb):
+            raise ValueError(f"{a} and {b} (seed {seed}) were evaluated on different numbers of sentences")
+        diffs = [y - x for x, y in zip(la, lb)]  # NLL(a) - NLL(b) = log p_b - log p_a
+        n = len(diffs)
+        mean = sum(diffs) / n
+        se = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1) / n) if n > 1 else float("nan")
+        per_seed.append({"seed": seed, "mean": mean, "se": se, "favour_a": sum(1 for d in diffs if d < 0), "n": n})
+    means = [p["mean"] for p in per_seed]
+    mean = sum(means) / len(means)
+    if len(means) >= 2:
+        se = math.sqrt(sum((m - mean) ** 2 for m in means) / (len(means) - 1) / len(means))
+    else:
+        se = per_seed[0]["se"]
+    return {"a": a, "b": b, "mean": mean, "se": se, "seeds": len(seeds), "per_seed": per_seed}
+
+
+def paired_table(runs: dict[str, list[dict]], split: str = "test") -> str:
+    lines = ["| NLL(A) - NLL(B) | seeds | mean ± SE | per seed: mean ± paired SE (sentences favouring A) |",
+             "|---|---|---|---|"]
+    for a, b in PAIRS:
+        res = paired(runs, a, b, split)
+        if res is None:
+            continue
+        kind = "over seeds" if res["seeds"] >= 2 else "paired, 1 seed"
+        cells = "; ".join(f"s{p['seed']}: {p['mean']:+.3f} ± {p['se']:.3f} ({p['favour_a']}/{p['n']})"
+                          for p in res["per_seed"])
+        lines.append(f"| {a} - {b} | {res['seeds']} | {res['mean']:+.3f} ± {res['se']:.3f} ({kind}) | {cells} |")
     return "\n".join(lines)
 
 
@@ -117,6 +169,8 @@ def main(argv=None) -> int:
     runs = load(args.out)
     print("## Table 5 analogue (NLL in nats per sentence)\n")
     print(table5(runs))
+    print("\n## Paired differences (test NLL, same sentences)\n")
+    print(paired_table(runs))
     print("\n## Fig. 2 analogue (aggregated posterior)\n")
     print(fig2_table(runs))
     if args.figure:

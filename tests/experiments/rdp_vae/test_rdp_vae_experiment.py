@@ -101,3 +101,26 @@ def test_paired_script_loads_a_checkpoint_exactly(tmp_path):
     loaded = P.load_model(tmp_path / "a.pt")
     for (name, p), q in zip(model.state_dict().items(), loaded.state_dict().values()):
         assert torch.equal(p, q), name
+
+
+def test_paired_differences_over_seeds():
+    def result(run, seed, lls):
+        return {"run": run, "seed": seed, "test": {"nll": -sum(lls) / len(lls), "log_likelihoods": lls}}
+
+    # seed 0: A better by 1 nat on every sentence; seed 1: A better by 3 nats; B has an extra seed without A
+    runs = {"RDP-100": [result("RDP-100", 0, [-10.0, -20.0, -30.0]), result("RDP-100", 1, [-7.0, -8.0, -9.0])],
+            "TOPK-100": [result("TOPK-100", 0, [-11.0, -21.0, -31.0]), result("TOPK-100", 1, [-10.0, -11.0, -12.0]),
+                         result("TOPK-100", 2, [-1.0, -1.0, -1.0])]}
+    res = T.paired(runs, "RDP-100", "TOPK-100")
+    assert res["seeds"] == 2 and [p["seed"] for p in res["per_seed"]] == [0, 1]
+    assert abs(res["mean"] - (-2.0)) < 1e-12 and abs(res["se"] - 1.0) < 1e-12  # SE over the two seed means
+    assert res["per_seed"][0]["favour_a"] == 3 and res["per_seed"][0]["se"] == 0.0
+    # one seed: the paired SE over sentences
+    one = T.paired({"RDP-100": runs["RDP-100"][:1], "TOPK-100": [result("TOPK-100", 0, [-11.0, -22.0, -30.0])]},
+                   "RDP-100", "TOPK-100")
+    assert one["seeds"] == 1 and abs(one["mean"] - (-1.0)) < 1e-12 and abs(one["se"] - (1 / 3) ** 0.5) < 1e-12
+    assert T.paired(runs, "RDP-100", "FULL-100") is None
+    assert "| RDP-100 - TOPK-100 | 2 | -2.000 ± 1.000 (over seeds)" in T.paired_table(runs)
+    runs["TOPK-100"][0]["test"]["log_likelihoods"] = [-1.0]
+    with pytest.raises(ValueError, match="different numbers of sentences"):
+        T.paired(runs, "RDP-100", "TOPK-100")
