@@ -46,11 +46,16 @@ def fortune_files() -> list[Path]:
         raise SystemExit(str(exc)) from None
 
 
+def tokens_of(text: str) -> list[str]:
+    """Lower-cased words (with inner apostrophes) of ``text``; numbers become ``N``; punctuation dropped."""
+    return ["N" if w.isdigit() else w for w in re.findall(r"[a-z]+(?:'[a-z]+)?|\d+", text.lower())]
+
+
 def sentences_of(text: str, max_len: int) -> list[str]:
     text = re.sub(r".\x08", "", text).lower()
     out = []
     for chunk in re.split(r"[.!?]+(?:\s|$)", text):
-        words = ["N" if w.isdigit() else w for w in re.findall(r"[a-z]+(?:'[a-z]+)?|\d+", chunk)]
+        words = tokens_of(chunk)
         if 1 <= len(words) <= max_len:
             out.append(" ".join(words))
     return out
