@@ -21,9 +21,10 @@ divergence guards, callbacks, a progress bar and periodic atomic checkpoints wit
 Divergence guards (``guard_every > 0``): every ``min(guard_every, t_max // 10)`` iterations (and at
 ``t_max``) the trainer checks finite
 parameters, ``max |lambda| <= max_abs_lambda``, no tenfold jump of ``||lambda||`` (above ``sqrt(d)``) since the last passing
-check, ``log p(j, x) <= 0`` for every sentence the backend can score (``sentence_log_probs``; a positive
-value means some ``zeta_j`` is below the true ``log Z_j / Z_1``, so perplexity would come out below its
-floor of 1) and a dev log-likelihood no more than ``dev_drop`` below its best.  On a violation it restores
+check, ``log p(j, x) <= log_p_margin`` for every sentence the backend can score (``sentence_log_probs``; a
+positive value means some ``zeta_j`` is below the true ``log Z_j / Z_1``, so perplexity would come out below
+its floor of 1; checked only in the second stage ``t > t_0`` and at ``t_max``, because with a constant
+first-stage rate zeta lags lambda by design) and a dev log-likelihood no more than ``dev_drop`` below its best.  On a violation it restores
 the parameters of the last passing check and either stops with a clear message (``on_violation="stop"``,
 the message is ``AugSAResult.guard_message``) or goes back to that iteration with half the lambda step and
 continues (``"halve"``, at most ``max_halvings`` times, then stops).
@@ -161,6 +162,10 @@ class AugSAConfig:
     guard_log_p : bool
         Include the ``log p <= 0`` check (off where only the exact likelihood matters, e.g. the
         morphology benchmark, which scores with exact normalisers and flags a bad zeta separately).
+    log_p_margin : float
+        A scored sentence's ``log p`` must not exceed this (nats; 0.5, the margin of the checked
+        normalisers of ``mcsa trf eval``): AugSA's zeta carries noise of that size, and the perplexity is
+        reported with checked normalisers anyway; the guard is for gross failures (log p of +2330).
     seed : int
         Root seed; iteration t samples with a seed derived from ``(seed, t)``.
     learn_lambda : bool
@@ -190,6 +195,7 @@ class AugSAConfig:
     dev_drop: float = 5.0
     max_halvings: int = 6
     guard_log_p: bool = True
+    log_p_margin: float = 0.5
 
     def validate(self) -> "AugSAConfig":
         check_int(self.n_samples, "n_samples", low=1)
@@ -212,6 +218,7 @@ class AugSAConfig:
             raise ValueError(f"on_violation must be 'stop' or 'halve', got {self.on_violation!r}")
         check_float(self.max_abs_lambda, "max_abs_lambda", low=0.0, low_open=True)
         check_float(self.dev_drop, "dev_drop", low=0.0, low_open=True)
+        check_float(self.log_p_margin, "log_p_margin", low=0.0)
         check_int(self.max_halvings, "max_halvings", low=0)
         if isinstance(self.pi0, str) and self.pi0 not in ("eq26", "empirical"):
             raise ValueError(f"pi0 must be 'eq26', 'empirical' or an array, got {self.pi0!r}")
@@ -379,7 +386,11 @@ class AugSA:
         norm, good_norm = float(np.linalg.norm(self.lam)), float(np.linalg.norm(self._good[1]))
         if norm > 10.0 * max(good_norm, np.sqrt(self.lam.size)):  # sqrt(d): mean |lambda_i| of about 1
             problems.append(f"||lambda|| grew from {good_norm:.3g} to {norm:.3g} since iteration {self._good[0]}")
-        scorer = getattr(self.backend, "sentence_log_probs", None) if cfg.guard_log_p else None
+        # log p is checked in the second stage and at t_max only: with a constant first-stage rate zeta lags
+        # lambda by design (as for the stop rule), and halving the lambda step on every lag crippled the
+        # documented fortunes schedule (five halvings by iteration 800 for dev sentences at +0.04 to +2 nats)
+        second_stage = self.t > cfg.t0 or self.t >= cfg.t_max
+        scorer = getattr(self.backend, "sentence_log_probs", None) if cfg.guard_log_p and second_stage else None
         if scorer is not None:
             for split in ("train", "dev"):
                 log_p = scorer(self.lam, self.zeta, split)
@@ -387,9 +398,9 @@ class AugSA:
                     continue
                 if not np.all(np.isfinite(log_p)):
                     problems.append(f"non-finite log p on {split} sentences")
-                elif log_p.max() > 1e-9:
-                    problems.append(f"log p > 0 for {int(np.count_nonzero(log_p > 1e-9))} {split} sentences "
-                                    f"(max {log_p.max():+.3g}; some zeta_j below log Z_j / Z_1)")
+                elif log_p.max() > cfg.log_p_margin:
+                    problems.append(f"log p > {cfg.log_p_margin:g} for {int(np.count_nonzero(log_p > cfg.log_p_margin))}"
+                                    f" {split} sentences (max {log_p.max():+.3g}; some zeta_j below log Z_j / Z_1)")
                     break
         ll = getattr(self.backend, "log_likelihood", None)
         dev = ll(self.lam, self.zeta, "dev") if ll is not None else None

@@ -156,6 +156,24 @@ def test_guard_halves_the_step_and_continues():
         AugSAConfig(on_violation="panic").validate()
 
 
+def test_log_p_guard_applies_in_the_second_stage_beyond_its_margin():
+    """log p > 0 means some zeta_j is too low; a lag of a few tenths of a nat is AugSA noise (first stage:
+    zeta lags lambda by design) -- flagged only for t > t0 or t = t_max and beyond ``log_p_margin``."""
+    backend = _toy_backend(1e-15)
+    trainer = AugSA(backend, AugSAConfig(t_max=100, t0=10, guard_every=5), progress=False)
+    top = backend.sentence_log_probs(trainer.lam, trainer.zeta, "train").max()  # exact zeta at lambda = 0
+    assert top < 0
+    trainer.zeta = trainer.zeta - (0.3 - top)  # every zeta_j 0.3 - top nats too low: max log p = +0.3
+    assert abs(backend.sentence_log_probs(trainer.lam, trainer.zeta, "train").max() - 0.3) < 1e-9
+    for t, margin, flagged in [(5, 0.1, False), (11, 0.5, False), (11, 0.1, True), (100, 0.1, True)]:
+        trainer.t, trainer.config = t, AugSAConfig(t_max=100, t0=10, guard_every=5, log_p_margin=margin)
+        problems = trainer.invariant_violations()
+        assert any("log p >" in p for p in problems) == flagged, (t, margin, problems)
+    trainer.zeta = trainer.zeta - 5.0  # a gross failure is flagged at the default margin
+    trainer.t, trainer.config = 11, AugSAConfig(t_max=100, t0=10, guard_every=5)
+    assert any("log p > 0.5" in p for p in trainer.invariant_violations())
+
+
 def test_clipping_bounds_every_step(sampled_corpus):
     data, _ = sampled_corpus
     backend = WordBackend(data, n_chains=10)
