@@ -23,8 +23,9 @@ Divergence guards (``guard_every > 0``): every ``min(guard_every, t_max // 10)``
 parameters, ``max |lambda| <= max_abs_lambda``, no tenfold jump of ``||lambda||`` (above ``sqrt(d)``) since the last passing
 check, ``log p(j, x) <= log_p_margin`` for every sentence the backend can score (``sentence_log_probs``; a
 positive value means some ``zeta_j`` is below the true ``log Z_j / Z_1``, so perplexity would come out below
-its floor of 1; checked only in the second stage ``t > t_0`` and at ``t_max``, because with a constant
-first-stage rate zeta lags lambda by design) and a dev log-likelihood no more than ``dev_drop`` below its best.  On a violation it restores
+its floor of 1) and a dev log-likelihood no more than ``dev_drop`` below its best (these two read AugSA's
+zeta and run only in the second stage ``t > t_0`` and at ``t_max``: with a constant first-stage rate zeta lags
+lambda by design).  On a violation it restores
 the parameters of the last passing check and either stops with a clear message (``on_violation="stop"``,
 the message is ``AugSAResult.guard_message``) or goes back to that iteration with half the lambda step and
 continues (``"halve"``, at most ``max_halvings`` times, then stops).
@@ -386,9 +387,11 @@ class AugSA:
         norm, good_norm = float(np.linalg.norm(self.lam)), float(np.linalg.norm(self._good[1]))
         if norm > 10.0 * max(good_norm, np.sqrt(self.lam.size)):  # sqrt(d): mean |lambda_i| of about 1
             problems.append(f"||lambda|| grew from {good_norm:.3g} to {norm:.3g} since iteration {self._good[0]}")
-        # log p is checked in the second stage and at t_max only: with a constant first-stage rate zeta lags
-        # lambda by design (as for the stop rule), and halving the lambda step on every lag crippled the
-        # documented fortunes schedule (five halvings by iteration 800 for dev sentences at +0.04 to +2 nats)
+        # The checks that read AugSA's zeta (log p <= margin, dev log-likelihood not collapsing) run in the
+        # second stage and at t_max only: with a constant first-stage rate zeta lags lambda by design (as for
+        # the stop rule); halving the lambda step on every lag crippled the documented fortunes schedule (five
+        # halvings by iteration 800 for dev sentences at +0.04 to +2 nats), and a first-stage dev
+        # log-likelihood inflated by the lag (even positive) is no reference for a later "collapse".
         second_stage = self.t > cfg.t0 or self.t >= cfg.t_max
         scorer = getattr(self.backend, "sentence_log_probs", None) if cfg.guard_log_p and second_stage else None
         if scorer is not None:
@@ -402,7 +405,7 @@ class AugSA:
                     problems.append(f"log p > {cfg.log_p_margin:g} for {int(np.count_nonzero(log_p > cfg.log_p_margin))}"
                                     f" {split} sentences (max {log_p.max():+.3g}; some zeta_j below log Z_j / Z_1)")
                     break
-        ll = getattr(self.backend, "log_likelihood", None)
+        ll = getattr(self.backend, "log_likelihood", None) if second_stage else None
         dev = ll(self.lam, self.zeta, "dev") if ll is not None else None
         if dev is not None:
             if dev < self._best_dev - cfg.dev_drop:
