@@ -158,8 +158,10 @@ def refine_zeta(model: SentenceTRF, train: EncodedCorpus, *, seconds: float | No
     max_length = model.m if model.pooled else None
     backend = SentenceBackend(train, model.features, None, m=None if model.pooled else model.m,
                               max_length=max_length, n_chains=n_chains, seed=seed, parallel=parallel)
+    # no divergence guards: lambda is frozen, and zeta lagging behind it (log p > 0) is what the refinement
+    # corrects -- a guard would roll zeta back to the trainer's initial (lambda = 0) zeta and restart t at 0
     cfg = lm_config(n_samples=n_samples, t_max=start_t + max_iterations, t0=0, stop_window=None,
-                    learn_lambda=False, seed=seed)
+                    learn_lambda=False, seed=seed, guard_every=0)
     started = time.perf_counter()
     hooks = [] if seconds is None else [lambda trainer, t, record: time.perf_counter() - started > seconds]
     trainer = AugSA(backend, cfg, callbacks=hooks, progress=False)
