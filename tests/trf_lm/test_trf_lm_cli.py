@@ -181,3 +181,14 @@ def test_a_directory_given_for_a_file_is_a_clear_error(tmp_path, capsys, monkeyp
     assert main(["trf", "train", "--train", str(tmp_path), "--out", str(tmp_path / "m.npz")]) == 2
     err = capsys.readouterr().err
     assert "is a directory" in err and "Traceback" not in err
+
+
+def test_a_wide_checked_interval_is_called_inconclusive():
+    from trf.lm.cli import CONCLUSIVE, interval_is_inconclusive
+
+    assert CONCLUSIVE == 0.05
+    assert not interval_is_inconclusive(100.0, 100.0)            # exact normalisers: a point
+    assert not interval_is_inconclusive(96.0, 104.0)             # +-4% around 100
+    assert interval_is_inconclusive(94.0, 106.0)                 # +-6%
+    assert interval_is_inconclusive(37.219, 72.052)              # the KJV run at the default effort
+    assert interval_is_inconclusive(50.0, float("inf")) and interval_is_inconclusive(float("nan"), 60.0)
