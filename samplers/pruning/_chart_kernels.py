@@ -8,7 +8,11 @@ plain arrays, never raise for user errors, and draw randomness after seeding Num
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
+from numba import types
+from numba.extending import overload
 
 from .._jit import jit
 from .._kernels import logaddexp
@@ -43,12 +47,75 @@ def _word_chart(words, lex, keep):
     return chart, alive
 
 
+# --------------------------------------------------------------------------- one CKY recursion, two semirings
+# The inside chart (log-sum-exp over splits and rules) and the Viterbi chart (max, with back-pointers) are one
+# recursion, ``_fill_chart``; the semiring is a NamedTuple *type* (``_SumProduct`` or ``_MaxProduct``), so
+# Numba compiles the recursion once per semiring with the rule update inlined (no branch in the loops).
+
+
+class _SumProduct(NamedTuple):
+    """Inside chart: log-sum-exp over splits and rules."""
+
+    tag: int = 0
+
+
+class _MaxProduct(NamedTuple):
+    """Viterbi chart: max over splits and rules, with back-pointers."""
+
+    tag: int = 1
+
+
+def _is(semiring, cls) -> bool:
+    return isinstance(semiring, types.BaseNamedTuple) and semiring.instance_class is cls
+
+
+def _back_pointers(semiring, n, nt):
+    """Back-pointer arrays (rule, split) for the max semiring; 1-element placeholders for the sum one."""
+    raise NotImplementedError("Numba-only")
+
+
+@overload(_back_pointers, inline="always")
+def _back_pointers_impl(semiring, n, nt):
+    if _is(semiring, _MaxProduct):
+        return lambda semiring, n, nt: (np.full((n + 1, n + 1, nt), -1, dtype=np.int64),
+                                        np.full((n + 1, n + 1, nt), -1, dtype=np.int64))
+    return lambda semiring, n, nt: (np.full((1, 1, 1), -1, dtype=np.int64), np.full((1, 1, 1), -1, dtype=np.int64))
+
+
+def _add_rule(semiring, chart, back_r, back_j, i, k, a, r, log_w, vals, m, best, arg):
+    """Fold rule ``r`` (weight ``log_w``, split scores ``vals[:m]`` with maximum ``best`` at split ``arg``)
+    into ``chart[i, k, a]``."""
+    raise NotImplementedError("Numba-only")
+
+
+@overload(_add_rule, inline="always")
+def _add_rule_impl(semiring, chart, back_r, back_j, i, k, a, r, log_w, vals, m, best, arg):
+    if _is(semiring, _SumProduct):
+        def add_sum(semiring, chart, back_r, back_j, i, k, a, r, log_w, vals, m, best, arg):
+            s = 0.0
+            for t in range(m):
+                s += np.exp(vals[t] - best)
+            chart[i, k, a] = logaddexp(chart[i, k, a], log_w + best + np.log(s))
+        return add_sum
+    if _is(semiring, _MaxProduct):
+        def add_max(semiring, chart, back_r, back_j, i, k, a, r, log_w, vals, m, best, arg):
+            v = log_w + best
+            if v > chart[i, k, a]:
+                chart[i, k, a] = v
+                back_r[i, k, a] = r
+                back_j[i, k, a] = arg
+        return add_max
+    return None
+
+
 @jit
-def inside_kernel(words, lex, rules, logw, keep):
-    """Pruned inside chart (Algorithm 3) and the ``alive`` flags (span has a finite entry)."""
+def _fill_chart(words, lex, rules, logw, keep, semiring):
+    """The pruned CKY recursion (Algorithm 3) in ``semiring``: chart, ``alive`` flags (span has a finite
+    entry) and the back-pointers (placeholders for the sum semiring)."""
     n = words.shape[0]
     nt = lex.shape[0]
     chart, alive = _word_chart(words, lex, keep)
+    back_r, back_j = _back_pointers(semiring, n, nt)
     buf = np.empty(n + 1, dtype=np.int64)
     vals = np.empty(n + 1)
     for length in range(2, n + 1):
@@ -64,22 +131,28 @@ def inside_kernel(words, lex, rules, logw, keep):
                 b = rules[r, 1]
                 c = rules[r, 2]
                 best = -np.inf
+                arg = -1
                 for t in range(m):
                     j = buf[t]
                     v = chart[i, j, b] + chart[j, k, c]
                     vals[t] = v
                     if v > best:
                         best = v
+                        arg = j
                 if best == -np.inf:
                     continue
-                s = 0.0
-                for t in range(m):
-                    s += np.exp(vals[t] - best)
-                chart[i, k, a] = logaddexp(chart[i, k, a], logw[r] + best + np.log(s))
+                _add_rule(semiring, chart, back_r, back_j, i, k, a, r, logw[r], vals, m, best, arg)
             for a in range(nt):
                 if chart[i, k, a] > -np.inf:
                     alive[i, k] = True
                     break
+    return chart, alive, back_r, back_j
+
+
+@jit
+def inside_kernel(words, lex, rules, logw, keep):
+    """Pruned inside chart (Algorithm 3) and the ``alive`` flags (span has a finite entry)."""
+    chart, alive, _, _ = _fill_chart(words, lex, rules, logw, keep, _SumProduct(0))
     return chart, alive
 
 
@@ -233,31 +306,12 @@ def sample_trees_kernel(inside, alive, keep, rules, logw, offsets, start, n_samp
 
 @jit
 def viterbi_kernel(words, lex, rules, logw, keep, start):
-    """Max-product chart with back-pointers; returns (best log weight, nodes (2n-1, 4))."""
+    """Max-product chart with back-pointers (the inside recursion in the max semiring); returns (best log
+    weight, nodes (2n-1, 4))."""
     n = words.shape[0]
     nt = lex.shape[0]
-    best, alive = _word_chart(words, lex, keep)
-    back_r = np.full((n + 1, n + 1, nt), -1, dtype=np.int64)
-    back_j = np.full((n + 1, n + 1, nt), -1, dtype=np.int64)
+    best, alive, back_r, back_j = _fill_chart(words, lex, rules, logw, keep, _MaxProduct(1))
     buf = np.empty(n + 1, dtype=np.int64)
-    for length in range(2, n + 1):
-        for i in range(n - length + 1):
-            k = i + length
-            if not keep[i, k]:
-                continue
-            m = _splits(alive, keep, i, k, buf)
-            for r in range(rules.shape[0]):
-                a = rules[r, 0]
-                for t in range(m):
-                    j = buf[t]
-                    v = logw[r] + best[i, j, rules[r, 1]] + best[j, k, rules[r, 2]]
-                    if v > best[i, k, a]:
-                        best[i, k, a] = v
-                        back_r[i, k, a] = r
-                        back_j[i, k, a] = j
-            for a in range(nt):
-                if best[i, k, a] > -np.inf:
-                    alive[i, k] = True
     nodes = np.full((2 * n - 1, 4), -1, dtype=np.int64)
     score = best[0, n, start]
     if score == -np.inf:
