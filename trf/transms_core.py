@@ -17,7 +17,7 @@ gives the same draws as the serial one.
 
 from __future__ import annotations
 
-import warnings
+from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import numpy as np
@@ -133,12 +133,13 @@ _SERIAL_ONLY: set[str] = set()
 
 
 def _run_chains(args: tuple, parallel: bool) -> None:
-    """Run the parallel build when asked for and compilable, else the serial build (the same draws).
+    """Run the parallel build when asked for and compilable, else the serial build on threads (the same draws).
 
     Numba's parfor lowering cannot always pass a model bundle holding nested NamedTuples of arrays
     (the sentence backend's ``HashedFeatures``) to its gufunc wrapper ("scalar type ... given for non
-    scalar argument", seen on a cold Numba cache); the serial build is the reference the parallel one
-    is tested equal to, so the chains then run serially, with one warning per model type.
+    scalar argument", seen on a cold Numba cache).  The chains are independent and each seeds its own
+    stream (Numba's random state is per thread), so the serial build (``nogil``) then runs on blocks of
+    chains in threads, one per Numba thread: the same draws as the serial and prange builds.
     """
     key = type(args[0]).__name__
     if parallel and key not in _SERIAL_ONLY:
@@ -149,9 +150,32 @@ def _run_chains(args: tuple, parallel: bool) -> None:
             if "non scalar argument" not in str(exc):
                 raise
             _SERIAL_ONLY.add(key)
-            warnings.warn(f"TransMS: the parallel build does not compile for {key} ({exc}); running the chains "
-                          "serially (same draws, one core)", RuntimeWarning, stacklevel=3)
-    skeleton.run_chains_serial(*args)
+    if parallel:
+        _run_chains_threaded(args)
+    else:
+        skeleton.run_chains_serial(*args)
+
+
+def _run_chains_threaded(args: tuple) -> None:
+    """The serial build on ``numba.get_num_threads()`` blocks of chains in threads (it releases the GIL)."""
+    import numba
+
+    model, tokens, lengths, n_steps, lw, jump, seeds, out_tokens, out_len, stats = args
+    n_chains = lengths.size
+    n_blocks = min(numba.get_num_threads(), n_chains)
+    if n_blocks <= 1:
+        skeleton.run_chains_serial(*args)
+        return
+    edges = np.linspace(0, n_chains, n_blocks + 1).astype(np.int64)
+
+    def block(b: int) -> None:
+        lo, hi = edges[b], edges[b + 1]
+        skeleton.run_chains_serial(model, tokens[lo:hi], lengths[lo:hi], n_steps, lw, jump, seeds[lo:hi],
+                                   out_tokens[lo * n_steps:hi * n_steps], out_len[lo * n_steps:hi * n_steps],
+                                   stats[lo:hi])
+
+    with ThreadPoolExecutor(max_workers=n_blocks) as pool:
+        list(pool.map(block, range(n_blocks)))
 
 
 def step_schedule(model, state: ChainState, schedule, log_len_weight, seed=None, *,

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from trf.lm.corpus import EncodedCorpus, Vocabulary
-from trf.lm.evaluate import check_normalisers, exact_log_z
+from trf.lm.evaluate import ais_log_z, check_normalisers, exact_log_z, unigram_base
 from trf.lm.features import SentenceFeatures
 from trf.lm.model import SentenceTRF, smoothed_length_law
 
@@ -44,7 +44,8 @@ def test_exact_log_z_matches_enumeration(tiny):
         exact_log_z(trf, 5, limit=100)
 
 
-def test_forward_and_reverse_ais_bracket_the_exact_log_z_at_every_length(tiny):
+@pytest.mark.parametrize("base", ["unigram", "uniform"])
+def test_forward_and_reverse_ais_bracket_the_exact_log_z_at_every_length(tiny, base):
     """Every length 1..5 by bidirectional AIS (exact_limit=0): lower <= exact log Z_j <= upper.
 
     The interval is [forward - 3 se_f, reverse + 3 se_r]; with exact reverse starts each side misses with
@@ -53,15 +54,15 @@ def test_forward_and_reverse_ais_bracket_the_exact_log_z_at_every_length(tiny):
     The check is silent because AugSA's zeta is exact here."""
     trf, log_z, _ = tiny
     check = check_normalisers(trf, range(1, M + 1), n_temperatures=60, n_chains=30, seed=7, exact_limit=0,
-                              parallel=False)
-    assert check.method == ["bdmc"] * M
+                              parallel=False, base=base)
+    assert check.method == ["bdmc"] * M and check.base == base
     assert np.all(check.lower <= log_z) and np.all(log_z <= check.upper), (check.lower, log_z, check.upper)
     assert np.all(check.upper - check.lower < 1.5)  # informative: a 2-nat error cannot hide inside
     assert check.flagged.size == 0 and check.warning() is None
     # negative control: the interval of a different model (lambda x 1.3) misses this model's log Z_j
     other = SentenceTRF(trf.vocab, trf.features, trf.pi, trf.lam * 1.3, trf.zeta)
     wrong = check_normalisers(other, range(1, M + 1), n_temperatures=60, n_chains=30, seed=7, exact_limit=0,
-                              parallel=False)
+                              parallel=False, base=base)
     assert np.any((log_z < wrong.lower) | (log_z > wrong.upper))
 
 
@@ -102,10 +103,32 @@ def test_check_budget_picks_temperatures_and_bad_input(tiny):
     trf, _, _ = tiny
     check = check_normalisers(trf, [2, 3], time_budget=0.5, n_chains=5, exact_limit=0, seed=0,
                               parallel=False)
-    assert 20 <= check.n_temperatures <= 2000 and "budget" in check.notes[0]
+    assert np.all((20 <= check.temperatures) & (check.temperatures <= 5000)) and "budget" in check.notes[0]
+    assert check.temperatures[1] >= check.temperatures[0]  # in proportion to length (both may sit at 20)
+    roomy = check_normalisers(trf, [2, 4], time_budget=1.0, n_chains=5, exact_limit=0, seed=0, parallel=False)
+    assert roomy.temperatures[1] > roomy.temperatures[0] > 20 and "growing with length" in roomy.describe()
+    with pytest.raises(ValueError, match="base"):
+        check_normalisers(trf, [2], n_temperatures=5, exact_limit=0, base="zipf")
     with pytest.raises(ValueError, match="lengths"):
         check_normalisers(trf, [M + 1])
     with pytest.raises(ValueError, match="n_chains"):
         check_normalisers(trf, [1], n_chains=1)
     with pytest.raises(ValueError, match="which"):
         check.log_z_table("middle")
+
+
+def test_unigram_base_is_exact_for_a_unigram_only_model(tiny):
+    """With lambda zero outside the unigram features the base is the model: log Z_0 = log Z_j exactly and
+    every AIS weight is 1 (zero variance); with the full lambda the base only carries the unigram part."""
+    trf, _, _ = tiny
+    u, is_unigram = unigram_base(trf)
+    assert 0 < is_unigram.sum() < is_unigram.size
+    uni = SentenceTRF(trf.vocab, trf.features, trf.pi, np.where(is_unigram, trf.lam, 0.0), trf.zeta)
+    for j in (1, 3):
+        res = ais_log_z(uni, j, n_temperatures=5, n_chains=4, seed=0)
+        assert np.isclose(res.log_partition_start, exact_log_z(uni, j), atol=1e-9)
+        np.testing.assert_allclose(res.log_weights, 0.0, atol=1e-9)
+    # u scores a sentence's unigram features: u[x].sum() == lambda_uni . f(x)
+    sentence = [1, 3, 0, 2]
+    f = trf.features.feature_vector(sentence)
+    assert np.isclose(u[sentence].sum(), f[is_unigram] @ trf.lam[is_unigram])

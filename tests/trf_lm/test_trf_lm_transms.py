@@ -64,6 +64,27 @@ def test_transms_negative_control_wrong_target_is_detected(setup):
     assert p_value < 1e-6
 
 
+def test_threaded_fallback_gives_the_serial_draws(setup, monkeypatch):
+    """Where the prange build does not compile for a model type, blocks of chains run the serial build in
+    threads (Numba's random state is per thread and every chain seeds its own stream): the same draws."""
+    import numba
+
+    from trf import transms_core
+
+    feats, lam, lw, _ = setup
+    sampler = SentenceSampler(feats, M)
+    start = sampler.init_chains(7, seed=3)
+    serial = sampler.run(lam, lw, start, 6, seed=4, parallel=False)
+    monkeypatch.setattr(transms_core, "_SERIAL_ONLY", {"SentenceModel"})
+    monkeypatch.setattr(numba, "get_num_threads", lambda: 3)  # 3 blocks of 2-3 chains, whatever the machine
+    threaded = sampler.run(lam, lw, start, 6, seed=4, parallel=True)
+    np.testing.assert_array_equal(serial[1], threaded[1])  # every visited state
+    np.testing.assert_array_equal(serial[2], threaded[2])
+    np.testing.assert_array_equal(serial[0].tokens, threaded[0].tokens)
+    np.testing.assert_array_equal(serial[0].lengths, threaded[0].lengths)
+    assert serial[3] == threaded[3]  # acceptance counts
+
+
 def test_parallel_chains_match_serial_and_bad_input(setup):
     feats, lam, lw, _ = setup
     sampler = SentenceSampler(feats, M)

@@ -72,12 +72,9 @@ def _eval(args) -> int:
             raise ValueError(f"--test holds no sentence of at most m={model.m} words to check; pass --no-check")
         check = check_normalisers(model, lengths, n_temperatures=args.check_temperatures,
                                   n_chains=args.check_chains, time_budget=args.check_seconds,
-                                  margin=args.check_margin, seed=args.seed)
+                                  margin=args.check_margin, seed=args.seed, base=args.check_base)
         ppl_checked = check.perplexities(model, corpus)
-        methods = sorted(set(check.method))
-        which = ("exact log Z_j" if methods == ["exact"] else
-                 f"midpoint of forward and reverse AIS ({check.n_temperatures} temperatures, {check.n_chains} "
-                 f"chains{', exact where V^j is small' if 'exact' in methods else ''})")
+        which = check.describe()
         result["perplexity_augsa"] = ppl
         result["perplexity"] = ppl_checked["checked"]
         result["normaliser_check"] = {"which": which, "perplexity_interval": [ppl_checked["low"],
@@ -106,7 +103,7 @@ def _eval(args) -> int:
 
         longest = min(int(corpus.lengths.max()), model.m, args.ais_max_length)
         check = ais_check(model, range(1, longest + 1), n_temperatures=args.ais_temperatures,
-                          n_chains=args.ais_chains, seed=0)
+                          n_chains=args.ais_chains, seed=0, base=args.ais_base)
         keep = corpus.lengths <= longest
         sub = type(corpus).from_sentences([s for s, k in zip(corpus, keep) if k])
         result["ais"] = {k: v for k, v in check.items() if k != "log_prob"}
@@ -227,7 +224,10 @@ def register(subparsers) -> None:
     ev.add_argument("--no-check", action="store_true",
                     help="skip the two-sided check of the normalisers (report AugSA's zeta only)")
     ev.add_argument("--check-temperatures", type=int, default=None,
-                    help="AIS temperatures for the check (default: chosen to fit --check-seconds)")
+                    help="AIS temperatures for the check at every length (default: in proportion to the length, "
+                         "scaled to fit --check-seconds)")
+    ev.add_argument("--check-base", choices=("unigram", "uniform"), default="unigram",
+                    help="AIS base law of the check: the model's unigram part (exact draws) or uniform words")
     ev.add_argument("--check-seconds", type=float, default=None,
                     help="time for the check (default 15%% of the recorded training time, at least 10 s)")
     ev.add_argument("--check-chains", type=int, default=10, help="AIS chains per length and direction")
@@ -238,6 +238,8 @@ def register(subparsers) -> None:
     ev.add_argument("--ais-temperatures", type=int, default=1000, help="temperatures of the --ais estimates")
     ev.add_argument("--ais-chains", type=int, default=10, help="AIS chains per length for --ais")
     ev.add_argument("--ais-max-length", type=int, default=20, help="--ais estimates lengths 1..this")
+    ev.add_argument("--ais-base", choices=("unigram", "uniform"), default="unigram",
+                    help="AIS base law of the --ais estimates (uniform: the paper's Sec. 7 setting)")
     ev.set_defaults(func=_eval)
     score = subparsers.add_parser("score", help="log-probabilities of sentences read from stdin, one line out per "
                                   "line in (blank lines give nan and one warning)")

@@ -1,9 +1,10 @@
 """Evaluation of sentence TRF LMs: AIS checks of the normalisers, interpolation, rescoring speed.
 
 * :func:`ais_log_z` -- AIS estimate of ``log Z_j`` at a fixed length (Sec. 7, "separate" AIS): the
-  base is the uniform law over ``V^j`` sentences (all lambda zeroed, ``log Z_0 = j log V``), the
-  transitions are class-based Markov moves without jumps at ``beta * lambda`` (via
-  :func:`samplers.ais.run_ais`).
+  base is the model's own unigram part (:func:`unigram_base`: independent words, exact draws and
+  normaliser; only the n-gram features of order >= 2 are annealed) or, as in the paper, the uniform law
+  over ``V^j`` sentences (``log Z_0 = j log V``); the transitions are class-based Markov moves without
+  jumps at the intermediate parameters (via :func:`samplers.ais.run_ais`).
 * :func:`smooth_log_z` -- linear regression of the separate estimates over lengths ("Sep Sm AIS").
 * :func:`ais_global` -- AIS over the trans-dimensional space for the single normaliser of model (3)
   given the AugSA zeta ("Global AIS"): base ``pi_j V^-j`` (normaliser 1), target
@@ -35,7 +36,7 @@ from trf.lm.model import SentenceTRF
 from trf.lm.transms import ChainState, SentenceSampler
 from trf.ngram import perplexity
 
-__all__ = ["check_normalisers", "NormaliserCheck", "exact_log_z", "ais_log_z", "smooth_log_z", "ais_global", "ais_check", "interpolate_linear", "interpolate_loglinear",
+__all__ = ["check_normalisers", "NormaliserCheck", "exact_log_z", "ais_log_z", "unigram_base", "smooth_log_z", "ais_global", "ais_check", "interpolate_linear", "interpolate_loglinear",
            "log_prob_with_log_z", "tune_linear_weight", "scoring_speed"]
 
 
@@ -46,38 +47,95 @@ def _states_corpus(state: ChainState) -> EncodedCorpus:
     return EncodedCorpus(state.tokens[mask].astype(np.int32), offsets.astype(np.int64))
 
 
-def _fixed_length_ais(model: SentenceTRF, sampler: SentenceSampler, j: int, sweeps: int, parallel: bool):
-    """The AIS pieces for ``log Z_j``: uniform sentences of length ``j`` (log Z_0 = j log V), the log ratio
-    ``lambda . f`` and ``sweeps`` TransMS sweeps at fixed length under ``beta lambda``."""
+AIS_BASES = ("unigram", "uniform")
+
+
+def unigram_base(model: SentenceTRF) -> tuple[np.ndarray, np.ndarray]:
+    """The model's own unigram part, the default AIS base for ``log Z_j``.
+
+    The word- and class-unigram features (templates ``w`` and ``c`` of order 1) fire once per word and
+    never at ``</s>``, so ``exp(sum_p u[x_p])`` with ``u[w] = lambda_w(w) + lambda_c(class(w))`` is a product
+    of independent categorical laws: exact draws, ``log Z_0 = j logsumexp(u)``.  Annealing from it to the
+    model only has to bridge the n-gram features of order >= 2, which is far less than bridging from the
+    uniform law over ``V^j`` (on the KJV corpus ``j (log V - H(u))`` is ~3 nats per word).
+
+    Returns
+    -------
+    u : float array (V,)
+        Unigram log-weight of every word (0 where no unigram feature was observed).
+    is_unigram : bool array (n_features,)
+        Which entries of ``lambda`` are unigram features (held at full weight along the path).
+    """
+    feats = model.features
+    row_group, row_len, _, row_type = feats.rows
+    group = feats.key_hi >> 48
+    symbol = (feats.key_hi >> 24) & ((1 << 24) - 1)
+    u = np.zeros(feats.n_words)
+    is_unigram = np.zeros(feats.n_features, dtype=bool)
+    for r in np.flatnonzero(row_len == 1):
+        hit = np.flatnonzero(group == row_group[r])
+        is_unigram[hit] = True
+        if row_type[r, 0] == 0:  # word unigram
+            keep = symbol[hit] < feats.n_words
+            np.add.at(u, symbol[hit][keep], model.lam[hit][keep])
+        else:  # class unigram
+            per_class = np.zeros(feats.n_classes + 2)
+            keep = symbol[hit] < feats.n_classes
+            np.add.at(per_class, symbol[hit][keep], model.lam[hit][keep])
+            u += per_class[feats.word_class]
+    return u, is_unigram
+
+
+def _fixed_length_ais(model: SentenceTRF, sampler: SentenceSampler, j: int, sweeps: int, parallel: bool,
+                      base: str = "unigram"):
+    """The AIS pieces for ``log Z_j``: the base law, the log ratio ``lambda . f - log f_0`` and ``sweeps``
+    TransMS sweeps at fixed length under the intermediate parameters; also ``log Z_0``.
+
+    ``base="uniform"``: uniform sentences of length ``j`` (``log Z_0 = j log V``), intermediate parameters
+    ``beta lambda``.  ``base="unigram"`` (:func:`unigram_base`): independent words from ``softmax(u)``,
+    intermediate parameters ``lambda`` on the unigram features and ``beta lambda`` elsewhere (the geometric
+    path between the two, since ``log f_0 = u . f``)."""
+    if base not in AIS_BASES:
+        raise ValueError(f"base must be one of {AIS_BASES}, got {base!r}")
     feats = model.features
     V = feats.n_words
     flat = np.zeros(sampler.m)
+    if base == "uniform":
+        u, is_unigram = np.zeros(V), np.zeros(feats.n_features, dtype=bool)
+    else:
+        u, is_unigram = unigram_base(model)
+    log_z_word = float(logsumexp(u))
+    cdf = np.cumsum(np.exp(u - log_z_word))
+    cdf /= cdf[-1]
+    held = np.where(is_unigram, model.lam, 0.0)
+    annealed = np.where(is_unigram, 0.0, model.lam)
 
     def initial(n, rng):
         tokens = np.zeros((n, sampler.m), dtype=np.int64)
-        tokens[:, :j] = rng.integers(0, V, size=(n, j))
+        tokens[:, :j] = np.minimum(np.searchsorted(cdf, rng.random((n, j)), side="right"), V - 1)
         return ChainState(tokens, np.full(n, j, dtype=np.int64))
 
     def log_ratio(state):
-        return feats.scores(_states_corpus(state), model.lam)
+        return feats.scores(_states_corpus(state), model.lam) - u[state.tokens[:, :j]].sum(axis=1)
 
     def transition(state, beta, rng):
-        new, _, _, _ = sampler.run(beta * model.lam, flat, state, sweeps, kernel_seed(rng), parallel=parallel,
-                                   jump=False)
+        new, _, _, _ = sampler.run(held + beta * annealed, flat, state, sweeps, kernel_seed(rng),
+                                   parallel=parallel, jump=False)
         return new
 
-    return initial, log_ratio, transition
+    return initial, log_ratio, transition, j * log_z_word
 
 
 def ais_log_z(model: SentenceTRF, j: int, *, n_temperatures: int = 1000, n_chains: int = 10, seed=None,
-              sweeps: int = 1, parallel: bool = False):
-    """AIS estimate of ``log Z_j(lambda)`` (an :class:`samplers.ais.AISResult`)."""
+              sweeps: int = 1, parallel: bool = False, base: str = "unigram"):
+    """AIS estimate of ``log Z_j(lambda)`` (an :class:`samplers.ais.AISResult`) from ``base`` ("unigram":
+    :func:`unigram_base`, or "uniform")."""
     j = check_int(j, "j", low=1, high=model.m)
     sweeps = check_int(sweeps, "sweeps", low=1)
     sampler = SentenceSampler(model.features, max(model.m, j))
-    initial, log_ratio, transition = _fixed_length_ais(model, sampler, j, sweeps, parallel)
+    initial, log_ratio, transition, log_z0 = _fixed_length_ais(model, sampler, j, sweeps, parallel, base)
     return run_ais(initial, log_ratio, transition, n_temperatures=n_temperatures, n_chains=n_chains, seed=seed,
-                   log_partition_start=j * np.log(model.features.n_words))
+                   log_partition_start=log_z0)
 
 
 EXACT_LIMIT = 200_000  # enumerate V^j sentences for the exact log Z_j up to this many
@@ -97,11 +155,11 @@ def exact_log_z(model: SentenceTRF, j: int, limit: int = EXACT_LIMIT) -> float:
 
 
 def _bdmc_log_z(model: SentenceTRF, sampler: SentenceSampler, j: int, n_temperatures: int, n_chains: int, seed,
-                burn_in: int, parallel: bool):
+                burn_in: int, parallel: bool, base: str = "unigram"):
     """Forward and reverse AIS for ``log Z_j`` (:func:`samplers.ais.run_bidirectional_ais`)."""
-    initial, log_ratio, transition = _fixed_length_ais(model, sampler, j, 1, parallel)
+    initial, log_ratio, transition, log_z0 = _fixed_length_ais(model, sampler, j, 1, parallel, base)
     return run_bidirectional_ais(initial, log_ratio, transition, n_temperatures=n_temperatures, n_chains=n_chains,
-                                 seed=seed, log_partition_start=j * np.log(model.features.n_words), burn_in=burn_in)
+                                 seed=seed, log_partition_start=log_z0, burn_in=burn_in)
 
 
 @dataclass
@@ -121,8 +179,12 @@ class NormaliserCheck:
         AugSA's ``zeta_j + log Z_1`` at the same lengths.
     margin : float
         Nats by which AugSA may leave the interval before it is flagged.
-    n_temperatures, n_chains : int
+    temperatures : ndarray of int
+        AIS temperatures used at each length (0 where exact).
+    n_chains : int
     seconds : float
+    base : str
+        The AIS base law (:func:`unigram_base` or uniform).
     """
 
     lengths: np.ndarray
@@ -134,16 +196,30 @@ class NormaliserCheck:
     augsa: np.ndarray
     margin: float
     z: float
-    n_temperatures: int
+    temperatures: np.ndarray
     n_chains: int
     seconds: float
     m_total: int = 0
     notes: list = field(default_factory=list)
+    base: str = "unigram"
 
     @property
     def checked(self) -> np.ndarray:
-        """The checked ``log Z_j``: the exact value, else the midpoint of the forward and reverse estimates."""
-        return 0.5 * (self.forward + self.reverse)
+        """The checked ``log Z_j``: the exact value, else the midpoint of the forward and reverse estimates, or
+        the forward estimate alone where the reverse one came out below it (its chains started from
+        approximate samples, so only the forward estimate keeps its guarantee there)."""
+        return np.maximum(self.forward, 0.5 * (self.forward + self.reverse))
+
+    def describe(self) -> str:
+        """How the checked normalisers were obtained, in words (for the CLI's headline)."""
+        methods = sorted(set(self.method))
+        if methods == ["exact"]:
+            return "exact log Z_j"
+        used = self.temperatures[self.temperatures > 0]
+        temps = (f"{used.min()} temperatures" if used.min() == used.max()
+                 else f"{used.min()}-{used.max()} temperatures, growing with length")
+        return (f"midpoint of forward and reverse AIS from the {self.base} base ({temps}, "
+                f"{self.n_chains} chains{', exact where V^j is small' if 'exact' in methods else ''})")
 
     @property
     def flagged(self) -> np.ndarray:
@@ -176,10 +252,12 @@ class NormaliserCheck:
 
     def rows(self) -> list[dict]:
         """Per-length records for JSON output."""
-        return [{"j": int(j), "method": meth, "forward": float(f), "reverse": float(r), "lower": float(lo),
-                 "upper": float(hi), "augsa": float(a), "flagged": bool(a < lo - self.margin or a > hi + self.margin)}
-                for j, meth, f, r, lo, hi, a in zip(self.lengths, self.method, self.forward, self.reverse,
-                                                    self.lower, self.upper, self.augsa)]
+        return [{"j": int(j), "method": meth, "temperatures": int(t), "forward": float(f), "reverse": float(r),
+                 "checked": float(c), "lower": float(lo), "upper": float(hi), "augsa": float(a),
+                 "flagged": bool(a < lo - self.margin or a > hi + self.margin)}
+                for j, meth, t, f, r, c, lo, hi, a in zip(self.lengths, self.method, self.temperatures, self.forward,
+                                                          self.reverse, self.checked, self.lower, self.upper,
+                                                          self.augsa)]
 
     def perplexities(self, model: SentenceTRF, corpus: EncodedCorpus) -> dict:
         """Perplexity of ``corpus`` with AugSA's zeta, the checked ``log Z_j`` and the interval ends.
@@ -201,16 +279,17 @@ class NormaliserCheck:
 
 def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None = None, n_chains: int = 10,
                       time_budget: float | None = None, z: float = 3.0, margin: float = 0.5, burn_in: int = 10,
-                      seed=0, exact_limit: int = EXACT_LIMIT, parallel: bool = True) -> NormaliserCheck:
+                      seed=0, exact_limit: int = EXACT_LIMIT, parallel: bool = True,
+                      base: str = "unigram") -> NormaliserCheck:
     """Check ``log Z_j`` for each of ``lengths`` from both sides (bidirectional AIS, or exactly).
 
     For each length ``j`` (at most ``m``): when ``V^j <= exact_limit`` the exact sum over all sentences is
-    used; otherwise forward AIS from the uniform law over ``V^j`` (a stochastic lower bound of ``log Z_j``,
-    Neal 2001) and reverse AIS from the forward chains' end states after ``burn_in`` sweeps at the model
-    (the model's own samples; an upper bound in expectation when those are exact draws, Grosse et al.
-    2015, Sec. 4) give ``[forward - z se_f, reverse + z se_r]``.  With exact starts each side misses with
-    probability at most about ``Phi(-z)`` (0.13% for ``z = 3``); approximate starts can pull the reverse
-    estimate down, so a gap ``reverse - forward`` near 0 is the sign that both have converged.
+    used; otherwise forward AIS from ``base`` (a stochastic lower bound of ``log Z_j``, Neal 2001) and
+    reverse AIS from the forward chains' end states after ``burn_in`` sweeps at the model (the model's own
+    samples; an upper bound in expectation when those are exact draws, Grosse et al. 2015, Sec. 4) give
+    ``[forward - z se_f, reverse + z se_r]``.  With exact starts each side misses with probability at most
+    about ``Phi(-z)`` (0.13% for ``z = 3``); approximate starts can pull the reverse estimate down, so a gap
+    ``reverse - forward`` near 0 is the sign that both have converged.
 
     Parameters
     ----------
@@ -218,8 +297,9 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
     lengths : iterable of int
         Lengths to check (each in 1..m).
     n_temperatures : int, optional
-        Temperatures per AIS run.  Default: chosen from ``time_budget`` by a pilot run (between 20 and
-        2000).
+        Temperatures per AIS run at every length.  Default: chosen from ``time_budget`` in proportion to the
+        length (the AIS gap to bridge grows with it): ``T_j = c j`` with ``c`` set by a pilot run so that
+        the whole check fits the budget, each ``T_j`` between 20 and 5000.
     n_chains : int
         AIS chains per length and direction.
     time_budget : float, optional
@@ -232,6 +312,8 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
     seed : int, Generator or None
     exact_limit : int
         Largest ``V^j`` summed exactly (0: never; every length by AIS).
+    base : {"unigram", "uniform"}
+        AIS base law (:func:`unigram_base`, the default, or uniform over ``V^j``).
 
     Returns
     -------
@@ -244,43 +326,49 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
     z = check_float(z, "z", low=0.0)
     margin = check_float(margin, "margin", low=0.0)
     exact_limit = check_int(exact_limit, "exact_limit", low=0)
+    if base not in AIS_BASES:
+        raise ValueError(f"base must be one of {AIS_BASES}, got {base!r}")
     started = time.perf_counter()
     rng = np.random.default_rng(seed)
     V = model.features.n_words
     exact_mask = np.array([float(V) ** j <= exact_limit for j in lengths])
     sampler = SentenceSampler(model.features, model.m) if not exact_mask.all() else None
     notes = []
-    if n_temperatures is None:
+    ais_lengths = lengths[~exact_mask]
+    if n_temperatures is not None:
+        temperatures = np.full(lengths.size, check_int(n_temperatures, "n_temperatures", low=2), dtype=np.int64)
+    else:
         if time_budget is None:
             time_budget = max(10.0, 0.15 * float(model.meta.get("train_seconds", 60.0)))
         time_budget = check_float(time_budget, "time_budget", low=0.0, low_open=True)
-        ais_lengths = lengths[~exact_mask]
-        n_temperatures = 20
+        temperatures = np.full(lengths.size, 20, dtype=np.int64)
         if ais_lengths.size:
             pilot_t = 6
             tick = time.perf_counter()
-            _bdmc_log_z(model, sampler, int(ais_lengths.max()), pilot_t, n_chains, rng, 0, parallel)
-            per_temperature = (time.perf_counter() - tick) / pilot_t / ais_lengths.max()  # per word of length
-            affordable = time_budget / max(per_temperature * ais_lengths.sum(), 1e-12)
-            n_temperatures = int(np.clip(affordable, 20, 2000))
-            notes.append(f"{n_temperatures} temperatures chosen for a {time_budget:.0f} s budget")
-    n_temperatures = check_int(n_temperatures, "n_temperatures", low=2)
+            _bdmc_log_z(model, sampler, int(ais_lengths.max()), pilot_t, n_chains, rng, 0, parallel, base)
+            per_word = (time.perf_counter() - tick) / pilot_t / ais_lengths.max()  # per temperature and word
+            scale = time_budget / max(per_word * float(np.sum(ais_lengths.astype(float) ** 2)), 1e-12)
+            temperatures = np.clip(np.round(scale * lengths), 20, 5000).astype(np.int64)
+            used = temperatures[~exact_mask]
+            notes.append(f"{used.min()}-{used.max()} temperatures (in proportion to length) chosen for a "
+                         f"{time_budget:.0f} s budget")
+    temperatures[exact_mask] = 0
     forward, reverse, lower, upper, method = [], [], [], [], []
-    for j, is_exact in zip(lengths, exact_mask):
+    for j, is_exact, n_temp in zip(lengths, exact_mask, temperatures):
         if is_exact:
             value = exact_log_z(model, int(j), exact_limit)
             forward.append(value), reverse.append(value), lower.append(value), upper.append(value)
             method.append("exact")
             continue
-        res = _bdmc_log_z(model, sampler, int(j), n_temperatures, n_chains, rng, burn_in, parallel)
+        res = _bdmc_log_z(model, sampler, int(j), int(n_temp), n_chains, rng, burn_in, parallel, base)
         lo, hi = res.interval(z)
         forward.append(res.forward.log_partition), reverse.append(res.reverse.log_partition)
         lower.append(lo), upper.append(hi)
         method.append("bdmc")
     augsa = model.zeta[lengths - 1] + model.log_z1()
     return NormaliserCheck(lengths, method, np.array(forward), np.array(reverse), np.array(lower), np.array(upper),
-                           augsa, margin, z, n_temperatures, n_chains, time.perf_counter() - started,
-                           m_total=int(model.pi.size), notes=notes)
+                           augsa, margin, z, temperatures, n_chains, time.perf_counter() - started,
+                           m_total=int(model.pi.size), notes=notes, base=base)
 
 
 def smooth_log_z(lengths, log_z, stderr=None) -> np.ndarray:
@@ -325,16 +413,17 @@ def ais_global(model: SentenceTRF, *, n_temperatures: int = 1000, n_chains: int 
 
 
 def ais_check(model: SentenceTRF, lengths=range(1, 11), *, n_temperatures: int = 1000, n_chains: int = 10,
-              seed=None) -> dict:
+              seed=None, base: str = "unigram") -> dict:
     """Separate, smoothed and global AIS next to the AugSA normalisers (``zeta_j + log Z_1``).
 
     Returns a dict with ``per_length`` rows, ``global`` (log normaliser; None for a pooled model) and
     ``log_prob(corpus, which)`` giving sentence log-probabilities with ``which`` in {"augsa",
-    "separate", "smoothed"}.
+    "separate", "smoothed"}.  ``base`` is the AIS base law (:func:`ais_log_z`).
     """
     lengths = [check_int(j, "lengths[]", low=1, high=model.m) for j in lengths]
     rng = np.random.default_rng(seed)
-    results = [ais_log_z(model, j, n_temperatures=n_temperatures, n_chains=n_chains, seed=rng) for j in lengths]
+    results = [ais_log_z(model, j, n_temperatures=n_temperatures, n_chains=n_chains, seed=rng, base=base)
+               for j in lengths]
     separate = np.array([r.log_partition for r in results])
     stderr = np.array([r.stderr for r in results])
     smoothed = smooth_log_z(lengths, separate, stderr) if len(lengths) > 1 else separate
