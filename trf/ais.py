@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from samplers.ais import run_ais
-from samplers.rng import as_generator, kernel_seeds
+from samplers.rng import as_generator, kernel_seed
 from samplers.validation import check_int
 
 from . import _word_kernels as K
@@ -64,7 +64,7 @@ def ais_log_partition(features: FeatureSet, lam: np.ndarray, m: int, n_temperatu
 
         def transition(x, beta, rng, j=j):
             x = x.copy()
-            K.gibbs_sweeps_batch(w, V, x, j, beta, kernel_seeds(rng, x.shape[0]))
+            K.gibbs_sweeps_batch(w, V, x, j, beta, kernel_seed(rng))
             return x
 
         res = run_ais(initial, log_ratio, transition, n_temperatures=n_temperatures + 1, n_chains=n_particles,
