@@ -1,0 +1,91 @@
+"""TRF + KN linear mixture with the *checked* normalisers that ``mcsa trf eval`` printed.
+
+``mcsa trf eval --json`` stores, per checked length, the checked ``log Z_j`` and its interval ends
+(``normaliser_check.per_length``).  This script reads those files for the validation and the test set,
+scores both sets with the TRF under each of the three normaliser tables (checked, interval low end, high
+end; AugSA's ``zeta_j + log Z_1`` where a length was not checked) and with an n-gram model saved by
+``mcsa ngram train``, tunes the sentence-level linear weight on validation (checked normalisers) and
+prints the test perplexities of the TRF, the n-gram and the mixture, each beside its interval::
+
+    mcsa trf eval --model fast.npz --test valid.txt --json eval-valid.json
+    mcsa trf eval --model fast.npz --test test.txt --json eval-test.json
+    python -m experiments.trf_lm.mixture --model fast.npz --ngram kn5.npz --valid valid.txt --test test.txt \\
+        --valid-check eval-valid.json --test-check eval-test.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+
+def log_z_tables(model, check_json: Path) -> dict[str, np.ndarray]:
+    """``{"checked", "low", "high"}`` -> ``log Z`` per sub-model (AugSA's where the JSON has no entry).
+
+    A higher ``log Z`` means a higher perplexity, so "low" holds the interval's lower ends."""
+    result = json.loads(Path(check_json).read_text())
+    if "normaliser_check" not in result:
+        raise ValueError(f"{check_json}: no normaliser_check (was `mcsa trf eval` run with --no-check?)")
+    augsa = model.zeta + model.log_z1()
+    tables = {k: augsa.copy() for k in ("checked", "low", "high")}
+    for row in result["normaliser_check"]["per_length"]:
+        j = int(row["j"])
+        checked = row.get("checked", 0.5 * (row["forward"] + row["reverse"]))
+        tables["checked"][j - 1], tables["low"][j - 1], tables["high"][j - 1] = checked, row["lower"], row["upper"]
+    return tables
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", required=True, help="sentence TRF saved by `mcsa trf train`")
+    parser.add_argument("--ngram", required=True, help="n-gram model saved by `mcsa ngram train`")
+    parser.add_argument("--valid", required=True, help="validation sentences (tunes the mixture weight)")
+    parser.add_argument("--test", required=True, help="test sentences")
+    parser.add_argument("--valid-check", required=True, help="`mcsa trf eval --json` output on --valid")
+    parser.add_argument("--test-check", required=True, help="`mcsa trf eval --json` output on --test")
+    args = parser.parse_args(argv)
+
+    import trf
+    from trf.lm.corpus import encode_file
+    from trf.lm.evaluate import interpolate_linear, tune_linear_weight
+    from trf.lm.ngram_cli import load_ngram
+    from trf.ngram import perplexity
+
+    model = trf.load(args.model)
+    ngram, ngram_vocab = load_ngram(args.ngram)
+    if ngram_vocab.words != model.vocab.words:
+        raise ValueError("--ngram and --model have different vocabularies (train both with the same --vocab-size "
+                         "on the same training file)")
+    data = {k: encode_file(getattr(args, k), model.vocab) for k in ("valid", "test")}
+    tables = {k: log_z_tables(model, getattr(args, f"{k}_check")) for k in ("valid", "test")}
+    augsa = model.zeta + model.log_z1()
+
+    def trf_log_prob(split: str, which: str) -> np.ndarray:
+        corpus = data[split]
+        dims = model.dimension(corpus.lengths)
+        return model.log_prob(corpus) + augsa[dims - 1] - tables[split][which][dims - 1]
+
+    n_test = data["test"].n_predicted
+    ng = {k: ngram.log_prob(data[k]) for k in ("valid", "test")}
+    ng_ppl = perplexity(ng["test"], n_test)
+    weight = tune_linear_weight(trf_log_prob("valid", "checked"), ng["valid"], data["valid"].n_predicted)
+    print("| model | normalisers | test PPL | interval (checked normalisers' ends) | vs n-gram |")
+    print("|---|---|---|---|---|")
+    print(f"| n-gram ({type(ngram).__name__}, order {ngram.order}) | - | {ng_ppl:.2f} | - | 1.000 |")
+    augsa_ppl = perplexity(model.log_prob(data["test"]), n_test)
+    print(f"| TRF | AugSA zeta | {augsa_ppl:.2f} | - | {augsa_ppl / ng_ppl:.3f} |")
+    trf_ppl = {w: perplexity(trf_log_prob("test", w), n_test) for w in ("checked", "low", "high")}
+    print(f"| TRF | checked | {trf_ppl['checked']:.2f} | [{trf_ppl['low']:.2f}, {trf_ppl['high']:.2f}] | "
+          f"{trf_ppl['checked'] / ng_ppl:.3f} |")
+    mix = {w: perplexity(interpolate_linear(trf_log_prob("test", w), ng["test"], weight), n_test)
+           for w in ("checked", "low", "high")}
+    print(f"| TRF + n-gram (linear, TRF weight {weight:.2f} tuned on valid) | checked | {mix['checked']:.2f} | "
+          f"[{mix['low']:.2f}, {mix['high']:.2f}] | {mix['checked'] / ng_ppl:.3f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

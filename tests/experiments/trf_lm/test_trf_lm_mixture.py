@@ -1,0 +1,82 @@
+"""experiments.trf_lm.mixture: TRF + n-gram with the checked normalisers of `mcsa trf eval --json`."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import trf
+from samplers.cli import main
+from trf.lm.corpus import encode_file
+from trf.lm.evaluate import interpolate_linear, log_prob_with_log_z
+from trf.lm.ngram_cli import load_ngram
+from trf.ngram import perplexity
+
+TEXT = "\n".join(["the cat sat", "the dog sat", "a cat ran", "the cat ran home", "a dog sat down", "the end"] * 8)
+HELD = "\n".join(["the cat sat down", "a dog ran", "the dog ran home", "a cat sat"] * 3)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("mix")
+    train, held = folder / "train.txt", folder / "held.txt"
+    train.write_text(TEXT + "\n")
+    held.write_text(HELD + "\n")
+    model, kn = folder / "trf.npz", folder / "kn.npz"
+    assert main(["trf", "train", "--train", str(train), "--out", str(model), "--classes", "3", "--features", "w+c",
+                 "--max-iterations", "30", "--samples", "20", "--chains", "2", "--t-c", "100", "--quiet"]) == 0
+    assert main(["ngram", "train", "--train", str(train), "--out", str(kn), "--order", "3"]) == 0
+    check = folder / "check.json"
+    # exact_limit keeps V^j small enough here that the check is exact at every length: checked = exact
+    assert main(["trf", "eval", "--model", str(model), "--test", str(held), "--json", str(check)]) == 0
+    return folder, train, held, model, kn, check
+
+
+def test_mixture_uses_the_checked_normalisers(run, capsys):
+    from experiments.trf_lm.mixture import log_z_tables
+    from experiments.trf_lm.mixture import main as mixture
+
+    folder, train, held, model, kn, check = run
+    capsys.readouterr()
+    assert mixture(["--model", str(model), "--ngram", str(kn), "--valid", str(held), "--test", str(held),
+                    "--valid-check", str(check), "--test-check", str(check)]) == 0
+    out = capsys.readouterr().out
+    lm = trf.load(model)
+    tables = log_z_tables(lm, check)
+    rows = json.loads(check.read_text())["normaliser_check"]["per_length"]
+    assert {r["j"] for r in rows} == {3, 4}
+    for r in rows:
+        assert tables["checked"][r["j"] - 1] == pytest.approx(r["checked"])
+        assert tables["low"][r["j"] - 1] <= tables["checked"][r["j"] - 1] <= tables["high"][r["j"] - 1]
+    # recompute the printed TRF and mixture perplexities independently
+    corpus = encode_file(held, lm.vocab)
+    lp = log_prob_with_log_z(lm, corpus, tables["checked"])
+    ngram, _ = load_ngram(kn)
+    ng = ngram.log_prob(corpus)
+    assert f"| TRF | checked | {perplexity(lp, corpus.n_predicted):.2f} |" in out
+    assert f"{perplexity(ng, corpus.n_predicted):.2f} | - | 1.000 |" in out
+    weight = float(out.split("TRF weight ")[1].split(" ")[0])
+    mixed = perplexity(interpolate_linear(lp, ng, weight), corpus.n_predicted)
+    assert f"| checked | {mixed:.2f} |" in out
+    assert np.isfinite(mixed) and mixed >= 1.0
+
+
+def test_bad_input_is_a_clear_error(run, tmp_path):
+    from experiments.trf_lm.mixture import main as mixture
+
+    folder, train, held, model, kn, check = run
+    unchecked = tmp_path / "unchecked.json"
+    assert main(["trf", "eval", "--model", str(model), "--test", str(held), "--no-check", "--json",
+                 str(unchecked)]) == 0
+    with pytest.raises(ValueError, match="no normaliser_check"):
+        mixture(["--model", str(model), "--ngram", str(kn), "--valid", str(held), "--test", str(held),
+                 "--valid-check", str(unchecked), "--test-check", str(check)])
+    other = tmp_path / "other.txt"
+    other.write_text("x y z\nz y x\n" * 5)
+    kn2 = tmp_path / "kn2.npz"
+    assert main(["ngram", "train", "--train", str(other), "--out", str(kn2), "--order", "2"]) == 0
+    with pytest.raises(ValueError, match="different vocabularies"):
+        mixture(["--model", str(model), "--ngram", str(kn2), "--valid", str(held), "--test", str(held),
+                 "--valid-check", str(check), "--test-check", str(check)])
