@@ -422,8 +422,8 @@ def ais_check(model: SentenceTRF, lengths=range(1, 11), *, n_temperatures: int =
     """
     lengths = [check_int(j, "lengths[]", low=1, high=model.m) for j in lengths]
     rng = np.random.default_rng(seed)
-    results = [ais_log_z(model, j, n_temperatures=n_temperatures, n_chains=n_chains, seed=rng, base=base)
-               for j in lengths]
+    results = [ais_log_z(model, j, n_temperatures=n_temperatures, n_chains=n_chains, seed=rng, base=base,
+                         parallel=True) for j in lengths]
     separate = np.array([r.log_partition for r in results])
     stderr = np.array([r.stderr for r in results])
     smoothed = smooth_log_z(lengths, separate, stderr) if len(lengths) > 1 else separate
