@@ -109,7 +109,7 @@ DRIVER = textwrap.dedent("""
     from samplers.harness import FunctionEstimator, FunctionProblem, Suite, register_suite
 
     def slow(prob, n, s):
-        time.sleep(0.03)
+        time.sleep(0.1)  # 48 runs take >= 2.4 s even with 2 jobs: a loaded machine still signals mid-study
         return {"mean": np.random.default_rng(s).normal(prob.payload, 1.0, size=n).mean()}
 
     def suite():
