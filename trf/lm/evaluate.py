@@ -344,6 +344,9 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
         temperatures = np.full(lengths.size, 20, dtype=np.int64)
         if ais_lengths.size:
             pilot_t = 6
+            # warm-up first: the first call compiles the samplers (seconds on a cold Numba cache), which the
+            # pilot must not count as sampling time
+            _bdmc_log_z(model, sampler, int(ais_lengths.min()), 2, n_chains, rng, 1, parallel, base)
             tick = time.perf_counter()
             _bdmc_log_z(model, sampler, int(ais_lengths.max()), pilot_t, n_chains, rng, 0, parallel, base)
             per_word = (time.perf_counter() - tick) / pilot_t / ais_lengths.max()  # per temperature and word
@@ -351,7 +354,7 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
             temperatures = np.clip(np.round(scale * lengths), 20, 5000).astype(np.int64)
             used = temperatures[~exact_mask]
             notes.append(f"{used.min()}-{used.max()} temperatures (in proportion to length) chosen for a "
-                         f"{time_budget:.0f} s budget")
+                         f"{time_budget:.0f} s budget (pilot: {1e3 * per_word:.3g} ms per temperature and word)")
     temperatures[exact_mask] = 0
     forward, reverse, lower, upper, method = [], [], [], [], []
     for j, is_exact, n_temp in zip(lengths, exact_mask, temperatures):
