@@ -158,20 +158,32 @@ def test_guard_halves_the_step_and_continues():
 
 def test_log_p_guard_applies_in_the_second_stage_beyond_its_margin():
     """log p > 0 means some zeta_j is too low; a lag of a few tenths of a nat is AugSA noise (first stage:
-    zeta lags lambda by design) -- flagged only for t > t0 or t = t_max and beyond ``log_p_margin``."""
+    zeta lags lambda by design).  Before t_max an excess is flagged only when it grew by more than
+    ``log_p_margin`` since the last passing check (the first stage's lag is still there when the second
+    begins, and rolling lambda back cannot cure it); at t_max beyond the margin at all."""
     backend = _toy_backend(1e-15)
     trainer = AugSA(backend, AugSAConfig(t_max=100, t0=10, guard_every=5), progress=False)
     top = backend.sentence_log_probs(trainer.lam, trainer.zeta, "train").max()  # exact zeta at lambda = 0
     assert top < 0
-    trainer.zeta = trainer.zeta - (0.3 - top)  # every zeta_j 0.3 - top nats too low: max log p = +0.3
+    exact = trainer.zeta.copy()
+    trainer.zeta = exact - (0.3 - top)  # every zeta_j 0.3 - top nats too low: max log p = +0.3
     assert abs(backend.sentence_log_probs(trainer.lam, trainer.zeta, "train").max() - 0.3) < 1e-9
-    for t, margin, flagged in [(5, 0.1, False), (11, 0.5, False), (11, 0.1, True), (100, 0.1, True)]:
+    for t, margin, flagged in [(5, 0.1, False), (11, 0.5, False), (11, 0.1, False), (100, 0.1, True),
+                               (100, 0.5, False)]:
         trainer.t, trainer.config = t, AugSAConfig(t_max=100, t0=10, guard_every=5, log_p_margin=margin)
         problems = trainer.invariant_violations()
         assert any("log p >" in p for p in problems) == flagged, (t, margin, problems)
-    trainer.zeta = trainer.zeta - 5.0  # a gross failure is flagged at the default margin
-    trainer.t, trainer.config = 11, AugSAConfig(t_max=100, t0=10, guard_every=5)
-    assert any("log p > 0.5" in p for p in trainer.invariant_violations())
+    # a steady lag of 5 nats at the start of the second stage passes and becomes the reference ...
+    trainer.config = AugSAConfig(t_max=100, t0=10, guard_every=5)
+    trainer.zeta, trainer.t = exact - 5.0, 11
+    assert not trainer._guard() and trainer._log_p_last == pytest.approx(top + 5.0)
+    trainer.t = 16
+    assert trainer.invariant_violations() == []          # ... the same lag again: not a divergence
+    trainer.zeta = exact - 4.0                           # shrinking: fine
+    assert trainer.invariant_violations() == []
+    trainer.zeta = exact - 6.0                           # grown by 1 nat > 0.5: flagged, with the reference
+    problems = trainer.invariant_violations()
+    assert any("log p > 0.5" in p and "up from" in p for p in problems), problems
 
 
 def test_clipping_bounds_every_step(sampled_corpus):
