@@ -57,7 +57,7 @@ def unigram_base(model: SentenceTRF) -> tuple[np.ndarray, np.ndarray]:
     never at ``</s>``, so ``exp(sum_p u[x_p])`` with ``u[w] = lambda_w(w) + lambda_c(class(w))`` is a product
     of independent categorical laws: exact draws, ``log Z_0 = j logsumexp(u)``.  Annealing from it to the
     model only has to bridge the n-gram features of order >= 2, which is far less than bridging from the
-    uniform law over ``V^j`` (on the KJV corpus ``j (log V - H(u))`` is ~3 nats per word).
+    uniform law over ``V^j`` (on a KJV model, ``H(softmax(u))`` = 8.61 nats per word against ``log V`` = 9.42).
 
     Returns
     -------
