@@ -90,7 +90,7 @@ class LMMethod(Estimator):
     def estimate(self, problem: CorpusProblem, budget: int, seed: int) -> dict[str, Any]:
         from trf.lm.backend import lm_config
         from trf.lm.corpus import Vocabulary, encode_file
-        from trf.lm.evaluate import check_normalisers
+        from trf.lm.evaluate import check_normalisers, headline_perplexity
         from trf.lm.train import train_lm
         from trf.ngram import KneserNey, perplexity
 
@@ -112,7 +112,7 @@ class LMMethod(Estimator):
         test = type(test).from_sentences([s for s, k in zip(test, keep) if k])
         check = check_normalisers(model, np.unique(test.lengths), n_temperatures=self.check_temperatures,
                                   seed=int(seed) % (2**31 - 1))
-        return {"test_ppl": check.perplexities(model, test)["checked"]}
+        return {"test_ppl": headline_perplexity(check.perplexities(model, test))[0]}
 
 
 def fortunes_suite() -> Suite:

@@ -143,7 +143,7 @@ def test_eval_reports_checked_perplexity_and_warns_about_a_wrong_zeta(trained, t
     result = json.loads(out.read_text())
     check = result["normaliser_check"]
     assert check["which"] == "exact log Z_j"  # 14 words, lengths <= 4: V^j small enough to enumerate
-    assert "with checked normalisers" in captured.out
+    assert ", checked normalisers [exact log Z_j]" in captured.out and not check["inconclusive"]
     lo, hi = check["perplexity_interval"]
     assert np.isclose(lo, result["perplexity"]) and np.isclose(hi, result["perplexity"])
     rows = {r["j"]: r for r in check["per_length"]}
@@ -183,12 +183,16 @@ def test_a_directory_given_for_a_file_is_a_clear_error(tmp_path, capsys, monkeyp
     assert "is a directory" in err and "Traceback" not in err
 
 
-def test_a_wide_checked_interval_is_called_inconclusive():
-    from trf.lm.cli import CONCLUSIVE, interval_is_inconclusive
+def test_a_wide_checked_interval_is_called_inconclusive_and_the_headline_is_its_high_end():
+    from trf.lm.evaluate import CONCLUSIVE, headline_perplexity, interval_is_inconclusive
 
     assert CONCLUSIVE == 0.05
     assert not interval_is_inconclusive(100.0, 100.0)            # exact normalisers: a point
     assert not interval_is_inconclusive(96.0, 104.0)             # +-4% around 100
     assert interval_is_inconclusive(94.0, 106.0)                 # +-6%
-    assert interval_is_inconclusive(37.219, 72.052)              # the KJV run at the default effort
+    assert interval_is_inconclusive(42.14, 75.94)                # the KJV run at the default effort
     assert interval_is_inconclusive(50.0, float("inf")) and interval_is_inconclusive(float("nan"), 60.0)
+    assert headline_perplexity({"checked": 100.0, "low": 97.0, "high": 103.0}) == (100.0, "checked normalisers",
+                                                                                  False)
+    value, which, inconclusive = headline_perplexity({"checked": 56.6, "low": 42.1, "high": 75.9})
+    assert (value, inconclusive) == (75.9, True) and "high end" in which

@@ -65,7 +65,7 @@ def _eval(args) -> int:
         print(f"perplexity {ppl:.3f} ({PERPLEXITY_CONVENTION}) with the AugSA zeta (unchecked: --no-check); "
               f"{len(corpus)} sentences")
     else:
-        from trf.lm.evaluate import check_normalisers
+        from trf.lm.evaluate import CONCLUSIVE, check_normalisers, headline_perplexity
 
         lengths = np.unique(corpus.lengths[corpus.lengths <= model.m])
         if lengths.size == 0:
@@ -75,29 +75,29 @@ def _eval(args) -> int:
                                   margin=args.check_margin, seed=args.seed, base=args.check_base)
         ppl_checked = check.perplexities(model, corpus)
         which = check.describe()
+        headline, label, inconclusive = headline_perplexity(ppl_checked)
         result["perplexity_augsa"] = ppl
-        result["perplexity"] = ppl_checked["checked"]
-        result["normaliser_check"] = {"which": which, "perplexity_interval": [ppl_checked["low"],
-                                                                              ppl_checked["high"]],
+        result["perplexity"] = headline
+        result["perplexity_checked"] = ppl_checked["checked"]
+        result["normaliser_check"] = {"which": which, "headline": label, "inconclusive": inconclusive,
+                                      "perplexity_interval": [ppl_checked["low"], ppl_checked["high"]],
                                       "unchecked_sentences": ppl_checked["unchecked_sentences"],
                                       "margin": check.margin, "z": check.z, "seconds": check.seconds,
                                       "flagged_lengths": check.flagged.tolist(), "per_length": check.rows(),
                                       "notes": check.notes}
         unchecked = (f"; {ppl_checked['unchecked_sentences']} sentences of the pooled sub-model keep AugSA's "
                      "normaliser" if ppl_checked["unchecked_sentences"] else "")
-        print(f"perplexity {ppl_checked['checked']:.3f} ({PERPLEXITY_CONVENTION}) with checked normalisers "
-              f"[{which}], interval [{ppl_checked['low']:.3f}, {ppl_checked['high']:.3f}]; with the AugSA zeta "
-              f"{ppl:.3f}; {len(corpus)} sentences{unchecked}")
+        print(f"perplexity {headline:.3f} ({PERPLEXITY_CONVENTION}), {label} [{which}]; interval "
+              f"[{ppl_checked['low']:.3f}, {ppl_checked['high']:.3f}], midpoint normalisers "
+              f"{ppl_checked['checked']:.3f}; with the AugSA zeta {ppl:.3f}; {len(corpus)} sentences{unchecked}")
         warning = check.warning()
         if warning:
             print(f"mcsa trf eval: warning: {warning}", file=sys.stderr)
-        result["normaliser_check"]["inconclusive"] = inconclusive = interval_is_inconclusive(
-            ppl_checked["low"], ppl_checked["high"])
         if inconclusive:
             print(f"mcsa trf eval: warning: the check is inconclusive at this effort: the perplexity interval "
                   f"[{ppl_checked['low']:.3f}, {ppl_checked['high']:.3f}] is wider than +-{100 * CONCLUSIVE:g}% "
-                  "around its centre, so the headline (the midpoint of forward and reverse AIS) can be off by "
-                  "more than that; raise --check-temperatures or --check-seconds", file=sys.stderr)
+                  "around its centre, so the headline is its high end (the conservative value); raise "
+                  "--check-temperatures or --check-seconds for a conclusive check", file=sys.stderr)
     if args.ais:
         from trf.lm.evaluate import ais_check
 
@@ -147,21 +147,6 @@ def _score(args) -> int:
             out.write(f"{text}\t{n_unk}\n" if args.unk else text + "\n")
     out.flush()
     return 0
-
-
-CONCLUSIVE = 0.05
-"""Relative half-width of the perplexity interval above which ``mcsa trf eval`` calls its check inconclusive."""
-
-
-def interval_is_inconclusive(low: float, high: float, tolerance: float = CONCLUSIVE) -> bool:
-    """True when the interval ``[low, high]`` of perplexities is wider than ``+-tolerance`` around its centre
-    (or not finite): the checked headline is then not established to that precision. (On the KJV corpus the
-    default 15%-of-training budget gave 20 AIS temperatures and [37.2, 72.1] around a headline of 51.4, while
-    forward AIS with 300 temperatures alone put the perplexity above 73.7.)"""
-    if not (np.isfinite(low) and np.isfinite(high)):
-        return True
-    centre = 0.5 * (low + high)
-    return bool(high - low > 2.0 * tolerance * centre)
 
 
 def score_lines(model, lines: list[str]) -> tuple[np.ndarray, np.ndarray, list[int]]:
