@@ -158,8 +158,8 @@ def test_guard_halves_the_step_and_continues():
 
 def test_log_p_guard_applies_in_the_second_stage_beyond_its_margin():
     """log p > 0 means some zeta_j is too low; a lag of a few tenths of a nat is AugSA noise (first stage:
-    zeta lags lambda by design).  Before t_max an excess is flagged only when it grew by more than
-    ``log_p_margin`` since the last passing check (the first stage's lag is still there when the second
+    zeta lags lambda by design).  Before t_max an excess is flagged only when it more than doubled since the
+    last passing check (the first stage's lag is still there when the second
     begins, and rolling lambda back cannot cure it); at t_max beyond the margin at all."""
     backend = _toy_backend(1e-15)
     trainer = AugSA(backend, AugSAConfig(t_max=100, t0=10, guard_every=5), progress=False)
@@ -181,7 +181,9 @@ def test_log_p_guard_applies_in_the_second_stage_beyond_its_margin():
     assert trainer.invariant_violations() == []          # ... the same lag again: not a divergence
     trainer.zeta = exact - 4.0                           # shrinking: fine
     assert trainer.invariant_violations() == []
-    trainer.zeta = exact - 6.0                           # grown by 1 nat > 0.5: flagged, with the reference
+    trainer.zeta = exact - 6.0                           # grown by 1 nat: a lag moving, not a divergence
+    assert trainer.invariant_violations() == []
+    trainer.zeta = exact - 10.0                          # more than doubled: flagged, with the reference
     problems = trainer.invariant_violations()
     assert any("log p > 0.5" in p and "up from" in p for p in problems), problems
 
@@ -229,3 +231,17 @@ def test_iis_and_wb3_baselines(sampled_corpus):
     assert info["nll"] < nll_iis < start
     wb3 = fit_wb3(data)
     assert info["nll"] < wb3_nll(wb3, data) < start
+
+
+def test_a_rollback_also_undoes_the_stop_rule_gaps():
+    """The stop rule's train-dev gaps (one per iteration after t0) of iterations a guard undoes must go: the
+    fortunes run stopped by the rule right after three rollbacks had re-appended the same 50 iterations."""
+    trainer = AugSA(_toy_backend(1e-15), AugSAConfig(t_max=400, t0=10, guard_every=5, on_violation="halve"),
+                    progress=False)
+    trainer._good = (50, trainer.lam.copy(), trainer.zeta.copy())
+    trainer.t = 100
+    trainer._d_gaps = [0.0] * 90                    # iterations 11..100
+    assert not trainer._guard(problems=["test"])    # halve: back to iteration 50
+    assert trainer.t == 50 and len(trainer._d_gaps) == 39  # 11..49; the loop then appends iteration 50's
+    trainer._good = (5, trainer.lam.copy(), trainer.zeta.copy())
+    assert not trainer._guard(problems=["test"]) and trainer._d_gaps == []
