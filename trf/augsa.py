@@ -25,9 +25,9 @@ check, ``log p(j, x) <= log_p_margin`` for every sentence the backend can score 
 positive value means some ``zeta_j`` is below the true ``log Z_j / Z_1``, so perplexity would come out below
 its floor of 1) and a dev log-likelihood no more than ``dev_drop`` below its best (these two read AugSA's
 zeta and run only in the second stage ``t > t_0`` and at ``t_max``: with a constant first-stage rate zeta lags
-lambda by design; before ``t_max`` the log p check flags an excess only when it more than doubled since
-the last passing check, since the lag the first stage leaves is still there when the second begins and
-rolling lambda back cannot cure it).  On a violation it restores
+lambda by design; the log p check flags an excess only when it more than doubled since the last passing
+check, since the lag the first stage leaves is still there when the second begins and rolling lambda back
+cannot cure it; the zeta refinement after training removes the lag).  On a violation it restores
 the parameters of the last passing check and either stops with a clear message (``on_violation="stop"``,
 the message is ``AugSAResult.guard_message``) or goes back to that iteration with half the lambda step and
 continues (``"halve"``, at most ``max_halvings`` times, then stops).
@@ -401,10 +401,9 @@ class AugSA:
         # lag of zeta: the same check failed again after every halving.  So before t_max an excess above the
         # margin is a divergence only when it *grew* by more than the margin since the last passing check
         # (zeta falling further behind, as in the diverging toy runs that reached log p = +2330); a steady or
-        # shrinking lag is left to zeta's own updates and to the zeta refinement after training.  At t_max the
-        # plain bound applies.  ("Grew": see below.)
+        # shrinking lag is left to zeta's own updates and to the zeta refinement after training (also at t_max:
+        # rolling the last iteration back six times cannot cure a lag either).  ("Grew": see below.)
         second_stage = self.t > cfg.t0 or self.t >= cfg.t_max
-        at_end = self.t >= cfg.t_max
         scorer = getattr(self.backend, "sentence_log_probs", None) if cfg.guard_log_p and second_stage else None
         self._log_p_now = None
         if scorer is not None:
@@ -422,8 +421,8 @@ class AugSA:
                 # second stage), a diverging lambda multiplies it (toy corpus: +2330)
                 ref = max(self._log_p_last, cfg.log_p_margin) if self._log_p_last is not None else None
                 grown = ref is not None and log_p.max() > 2.0 * ref and log_p.max() > self._log_p_last + cfg.log_p_margin
-                if log_p.max() > cfg.log_p_margin and (at_end or grown):
-                    since = "" if at_end else f", up from {self._log_p_last:+.3g} at iteration {self._good[0]}"
+                if log_p.max() > cfg.log_p_margin and grown:
+                    since = f", up from {self._log_p_last:+.3g} at iteration {self._good[0]}"
                     problems.append(f"log p > {cfg.log_p_margin:g} for {int(np.count_nonzero(log_p > cfg.log_p_margin))}"
                                     f" {split} sentences (max {log_p.max():+.3g}{since}; some zeta_j below "
                                     "log Z_j / Z_1)")

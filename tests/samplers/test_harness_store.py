@@ -109,7 +109,7 @@ DRIVER = textwrap.dedent("""
     from samplers.harness import FunctionEstimator, FunctionProblem, Suite, register_suite
 
     def slow(prob, n, s):
-        time.sleep(0.1)  # 48 runs take >= 2.4 s even with 2 jobs: a loaded machine still signals mid-study
+        time.sleep(0.1)  # 48 runs take >= 2.4 s even with 2 jobs
         return {"mean": np.random.default_rng(s).normal(prob.payload, 1.0, size=n).mean()}
 
     def suite():
@@ -126,8 +126,11 @@ def _start(tmp_path: Path, out: Path, *extra: str) -> subprocess.Popen:
     script = tmp_path / "driver.py"
     script.write_text(DRIVER)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    # a test run started in the background (``nohup ... &``) hands SIGINT down ignored, and Python then installs
+    # no KeyboardInterrupt handler: the driver gets the default disposition back, as from a terminal
     return subprocess.Popen([sys.executable, str(script), "bench", "run", "--suite", "killable", "--out", str(out),
-                             "--no-plots", *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                             "--no-plots", *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def _wait_for_runs(out: Path, n: int, proc: subprocess.Popen, timeout: float = 120) -> None:

@@ -158,9 +158,9 @@ def test_guard_halves_the_step_and_continues():
 
 def test_log_p_guard_applies_in_the_second_stage_beyond_its_margin():
     """log p > 0 means some zeta_j is too low; a lag of a few tenths of a nat is AugSA noise (first stage:
-    zeta lags lambda by design).  Before t_max an excess is flagged only when it more than doubled since the
-    last passing check (the first stage's lag is still there when the second
-    begins, and rolling lambda back cannot cure it); at t_max beyond the margin at all."""
+    zeta lags lambda by design).  An excess is flagged only when it more than doubled since the last passing
+    check (the first stage's lag is still there when the second begins, rolling lambda back cannot cure it,
+    and the zeta refinement after training removes it); without a reference (first check) it passes."""
     backend = _toy_backend(1e-15)
     trainer = AugSA(backend, AugSAConfig(t_max=100, t0=10, guard_every=5), progress=False)
     top = backend.sentence_log_probs(trainer.lam, trainer.zeta, "train").max()  # exact zeta at lambda = 0
@@ -168,8 +168,7 @@ def test_log_p_guard_applies_in_the_second_stage_beyond_its_margin():
     exact = trainer.zeta.copy()
     trainer.zeta = exact - (0.3 - top)  # every zeta_j 0.3 - top nats too low: max log p = +0.3
     assert abs(backend.sentence_log_probs(trainer.lam, trainer.zeta, "train").max() - 0.3) < 1e-9
-    for t, margin, flagged in [(5, 0.1, False), (11, 0.5, False), (11, 0.1, False), (100, 0.1, True),
-                               (100, 0.5, False)]:
+    for t, margin, flagged in [(5, 0.1, False), (11, 0.5, False), (11, 0.1, False), (100, 0.1, False)]:
         trainer.t, trainer.config = t, AugSAConfig(t_max=100, t0=10, guard_every=5, log_p_margin=margin)
         problems = trainer.invariant_violations()
         assert any("log p >" in p for p in problems) == flagged, (t, margin, problems)
