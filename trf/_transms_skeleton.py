@@ -25,8 +25,8 @@ backend's own layout) and scratch space.  A backend plugs in by implementing, wi
 
 where ``p~(x^j) = exp(lambda . f(x^j))``.  The jump law ``Gamma`` of Eq. (19) (uniform over the
 neighbours ``j - 1, j, j + 1`` in ``1..m``), the acceptance of Eq. (20)-(21) with the length weights
-``log pi0_j - zeta_j`` (Eq. 12), the counting and the chain loops (serial, ``prange`` over chains,
-or a schedule) are written once below.  ``stats`` per chain: [up proposed, up accepted, down
+``log pi0_j - zeta_j`` (Eq. 12), the counting and the chain loops (all chains, a block of chains, or a
+schedule) are written once below.  ``stats`` per chain: [up proposed, up accepted, down
 proposed, down accepted, class proposed, class accepted].
 
 The skeleton is compiled once per backend (the operations are resolved from the model's type at
@@ -41,7 +41,7 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
-from numba import prange, types
+from numba import types
 from numba.extending import overload
 
 from samplers._jit import _DEFAULTS, jit
@@ -182,17 +182,14 @@ def _run_one_chain(model, chain, tokens, lengths, n_steps, log_len_weight, jump,
     store_chain(model, work, length, tokens[chain])
 
 
-def _chains_body(model, tokens, lengths, n_steps, log_len_weight, jump, seeds, out_tokens, out_len, stats):
-    for chain in prange(lengths.shape[0]):
+@jit
+def run_chains_serial(model, tokens, lengths, n_steps, log_len_weight, jump, seeds, out_tokens, out_len, stats):
+    """Every chain makes ``n_steps`` steps from ``tokens``/``lengths`` (updated in place), seeded by
+    ``seeds[chain]``; record ``chain * n_steps + s`` is its state after step s+1.  Compiled ``nogil``: the
+    parallel path (:func:`trf.transms_core.step`) runs it on blocks of chains in threads."""
+    for chain in range(lengths.shape[0]):
         _run_one_chain(model, chain, tokens, lengths, n_steps, log_len_weight, jump, seeds[chain], out_tokens,
                        out_len, stats[chain])
-
-
-run_chains_serial = jit(_chains_body)
-run_chains_serial.__doc__ = """Every chain makes ``n_steps`` steps from ``tokens``/``lengths`` (updated in place),
-seeded by ``seeds[chain]``; record ``chain * n_steps + s`` is its state after step s+1."""
-run_chains_parallel = jit(parallel=True)(_chains_body)
-run_chains_parallel.__doc__ = "Parallel build (prange over chains, Appendix D) of :data:`run_chains_serial`; same draws."
 
 
 @jit

@@ -86,7 +86,7 @@ def transms(features: FeatureSet, lam: np.ndarray, log_len_weight: np.ndarray, s
     schedule : ndarray of int, optional
         Chain index of every recorded step.
     parallel : bool
-        Advance the chains in parallel (Numba ``prange``), each with its own seed spawned from
+        Advance the chains in parallel (blocks of chains on threads), each with its own seed spawned from
         ``seed``; record ``s * n_chains + c`` is chain c's state after step s+1 (chains make
         ``ceil(n_samples / n_chains)`` steps).  Results do not depend on the number of threads.
         Not combinable with ``schedule``.

@@ -11,7 +11,7 @@ operations on its model bundle (a NamedTuple of arrays with a field ``m``):
 
 The API is BlackJAX-style: a backend's ``init`` returns a :class:`ChainState`; :func:`step` advances
 it and returns the new state, the visited states and a :class:`TransMSInfo`.  Chains are persistent
-and independent; each has its own seed, so the parallel build (``prange`` over chains, Appendix D)
+and independent; each has its own seed, so the parallel path (blocks of chains on threads, Appendix D)
 gives the same draws as the serial one.
 """
 
@@ -107,7 +107,7 @@ def step(model, state: ChainState, n_steps: int, log_len_weight, seed=None, *, j
     jump : bool
         False keeps every chain's length (moves within the length only).
     parallel : bool
-        Chains on all cores (Numba ``prange``); identical draws to the serial build.
+        Chains on all Numba threads (blocks of chains, one thread each); identical draws to the serial path.
 
     Returns
     -------
@@ -128,28 +128,17 @@ def step(model, state: ChainState, n_steps: int, log_len_weight, seed=None, *, j
     return state, Visits(out_tokens, out_len), TransMSInfo(*map(int, stats.sum(axis=0)))
 
 
-#: Model types whose parallel (prange) build failed to compile in this process.
-_SERIAL_ONLY: set[str] = set()
-
-
 def _run_chains(args: tuple, parallel: bool) -> None:
-    """Run the parallel build when asked for and compilable, else the serial build on threads (the same draws).
+    """The serial build, or on threads when ``parallel`` (the same draws either way).
 
-    Numba's parfor lowering cannot always pass a model bundle holding nested NamedTuples of arrays
-    (the sentence backend's ``HashedFeatures``) to its gufunc wrapper ("scalar type ... given for non
-    scalar argument", seen on a cold Numba cache).  The chains are independent and each seeds its own
-    stream (Numba's random state is per thread), so the serial build (``nogil``) then runs on blocks of
-    chains in threads, one per Numba thread: the same draws as the serial and prange builds.
+    The chains are independent and each seeds its own stream (Numba's random state is per thread), so
+    the ``nogil`` serial build runs on blocks of chains in threads, one per Numba thread.  This replaced
+    a ``prange`` build of the same loop: for the sentence backend's bundle (nested ``HashedFeatures``
+    NamedTuple) parfor lowering fails ("scalar type ... given for non scalar argument") on a cold cache,
+    and ``cache=True`` keys the on-disk index by signature, not by the ``parallel`` flag, so on a warm
+    cache the prange dispatcher silently loaded the serial build (one core at "parallel" for every
+    training run).
     """
-    key = type(args[0]).__name__
-    if parallel and key not in _SERIAL_ONLY:
-        try:
-            skeleton.run_chains_parallel(*args)
-            return
-        except TypeError as exc:
-            if "non scalar argument" not in str(exc):
-                raise
-            _SERIAL_ONLY.add(key)
     if parallel:
         _run_chains_threaded(args)
     else:

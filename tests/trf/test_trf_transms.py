@@ -129,7 +129,7 @@ def test_transms_input_errors(tiny_model):
 
 @pytest.mark.slow
 def test_parallel_chains_match_serial_build_and_q(tiny_model):
-    """prange build == serial build (per-chain seeds), and its final states follow q (chi-square)."""
+    """parallel path (threads) == serial build (per-chain seeds), and its final states follow q (chi-square)."""
     features, lam, m = tiny_model
     words, q = exact_q(features, lam, m)
     n, steps = 20000, 25

@@ -64,20 +64,31 @@ def test_transms_negative_control_wrong_target_is_detected(setup):
     assert p_value < 1e-6
 
 
-def test_threaded_fallback_gives_the_serial_draws(setup, monkeypatch):
-    """Where the prange build does not compile for a model type, blocks of chains run the serial build in
-    threads (Numba's random state is per thread and every chain seeds its own stream): the same draws."""
+def test_parallel_path_runs_blocks_of_chains_on_threads_with_the_serial_draws(setup, monkeypatch):
+    """``parallel=True`` runs the serial build on blocks of chains in worker threads (Numba's random state is
+    per thread and every chain seeds its own stream): the same draws as the serial path."""
+    import threading
+
     import numba
 
-    from trf import transms_core
+    from trf import _transms_skeleton as skeleton
 
     feats, lam, lw, _ = setup
     sampler = SentenceSampler(feats, M)
     start = sampler.init_chains(7, seed=3)
     serial = sampler.run(lam, lw, start, 6, seed=4, parallel=False)
-    monkeypatch.setattr(transms_core, "_SERIAL_ONLY", {"SentenceModel"})
+    calls = []
+    kernel = skeleton.run_chains_serial
+
+    def spy(*args):
+        calls.append((threading.get_ident(), args[2].size))  # (thread, chains in the block)
+        return kernel(*args)
+
+    monkeypatch.setattr(skeleton, "run_chains_serial", spy)
     monkeypatch.setattr(numba, "get_num_threads", lambda: 3)  # 3 blocks of 2-3 chains, whatever the machine
     threaded = sampler.run(lam, lw, start, 6, seed=4, parallel=True)
+    assert sorted(n for _, n in calls) == [2, 2, 3]
+    assert all(ident != threading.get_ident() for ident, _ in calls)  # worker threads, not the caller
     np.testing.assert_array_equal(serial[1], threaded[1])  # every visited state
     np.testing.assert_array_equal(serial[2], threaded[2])
     np.testing.assert_array_equal(serial[0].tokens, threaded[0].tokens)
