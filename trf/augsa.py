@@ -242,6 +242,7 @@ class AugSAResult:
     n_draws: int = 0
     guard_message: str | None = None
     step_scale: float = 1.0
+    stop_reason: str = "reached t_max"
 
 
 def iteration_seed(seed: int, t: int) -> int:
@@ -481,7 +482,7 @@ class AugSA:
         if resume is not None:
             self.load_checkpoint(resume)
         cfg = self.config
-        stopped = False
+        stopped, reason = False, "reached t_max"
         every = min(cfg.guard_every, max(1, cfg.t_max // 10)) if cfg.guard_every else 0  # >= 10 checks a run
         bar = _progress_bar(cfg.t_max, self.t, self.progress)
         try:
@@ -492,12 +493,12 @@ class AugSA:
                     if not every:
                         raise
                     if self._guard(self.t, ["non-finite parameters"]):
-                        stopped = True
+                        stopped, reason = True, "divergence guard"
                         break
                     continue
                 if every and (self.t % every == 0 or self.t == cfg.t_max):
                     if self._guard():
-                        stopped = True
+                        stopped, reason = True, "divergence guard"
                         break
                 s_t = self._stop_statistic(record)
                 if s_t is not None:
@@ -507,18 +508,22 @@ class AugSA:
                     self.save_checkpoint(self.checkpoint_path)
                 if bar is not None:
                     bar.update(1)
-                if any(cb(self, self.t, record) for cb in self.callbacks):
-                    stopped = True
+                said = next((r for r in (cb(self, self.t, record) for cb in self.callbacks) if r), None)
+                if said:
+                    stopped, reason = True, said if isinstance(said, str) else "a callback"
                     break
                 if s_t is not None and s_t < cfg.stop_tol:
                     stopped = True
+                    reason = (f"the Appendix-E stop rule (S_t = {s_t:.3g} < {cfg.stop_tol:g}, H = {cfg.stop_window}; "
+                              f"train-dev gap {self._d_gaps[-1]:.3g} nats per sentence)")
                     break
         finally:
             if bar is not None:
                 bar.close()
         draws = self.t * cfg.n_samples
         return AugSAResult(self.lam.copy(), self.zeta.copy(), self.t, stopped, list(self.history),
-                           self.time_sampling, self.time_updates, draws, self.guard_message, self.step_scale)
+                           self.time_sampling, self.time_updates, draws, self.guard_message, self.step_scale,
+                           reason)
 
     # --- checkpoints ----------------------------------------------------------------------------
     def save_checkpoint(self, path: str | Path) -> Path:

@@ -107,6 +107,27 @@ def test_cli_resume_continues_from_the_checkpoint(trained, capsys):
     assert SentenceTRF.load(again).meta["iterations"] == 40  # 30 from the checkpoint + 10 more
 
 
+def test_stop_rule_flags_and_the_printed_reason(trained, tmp_path, capsys):
+    """``--stop-window``/``--stop-tol`` set the Appendix-E rule (second stage only), 0 turns it off, and the last
+    line says what ended training."""
+    folder, train, model = trained
+    base = ["trf", "train", "--train", str(train), "--valid", str(train), "--classes", "3", "--features", "w+c",
+            "--samples", "10", "--chains", "2", "--t-c", "100", "--t0", "10", "--quiet", "--max-iterations", "20"]
+    out = tmp_path / "m.npz"
+    assert main(base + ["--out", str(out), "--stop-window", "2", "--stop-tol", "1e9"]) == 0
+    text = capsys.readouterr().out
+    assert "trained 14 iterations (stopped by the Appendix-E stop rule (S_t = " in text  # t0 + 2H gaps
+    assert SentenceTRF.load(out).meta["iterations"] == 14
+    assert main(base + ["--out", str(out), "--stop-window", "0", "--stop-tol", "1e9"]) == 0
+    assert "trained 20 iterations (reached t_max)" in capsys.readouterr().out
+    assert main(base + ["--out", str(out), "--minutes", "1e-9"]) == 0
+    assert "trained 1 iterations (stopped by the time limit (" in capsys.readouterr().out
+    assert main(base + ["--out", str(out), "--stop-window", "-1"]) == 2
+    assert "--stop-window must be >= 0" in capsys.readouterr().err
+    assert main(base + ["--out", str(out), "--stop-tol", "nan"]) == 2
+    assert "--stop-tol must be a finite number" in capsys.readouterr().err
+
+
 def test_bad_input_gives_clear_errors(trained, tmp_path, capsys):
     folder, train, model = trained
     base = ["trf", "train", "--train", str(train), "--out", str(tmp_path / "m.npz"), "--quiet",

@@ -28,7 +28,14 @@ def _train(args) -> int:
 
     overrides = {k: v for k, v in {"n_samples": args.samples, "t_max": args.max_iterations, "t_c": args.t_c,
                                    "beta_lambda": args.beta_lambda, "t0": args.t0, "l2": args.l2,
-                                   "clip": args.clip, "on_violation": args.on_violation}.items() if v is not None}
+                                   "clip": args.clip, "on_violation": args.on_violation,
+                                   "stop_tol": args.stop_tol}.items() if v is not None}
+    if args.stop_window is not None:
+        if args.stop_window < 0:
+            raise ValueError(f"--stop-window must be >= 0 (0: no stop rule), got {args.stop_window}")
+        overrides["stop_window"] = args.stop_window or None  # 0: no stop rule
+    if args.stop_tol is not None and not np.isfinite(args.stop_tol):
+        raise ValueError(f"--stop-tol must be a finite number, got {args.stop_tol}")
     model, result = train_lm(args.train, valid_path=args.valid, features=args.features, classes=args.classes,
                              vocab_size=args.vocab_size, min_count=args.min_count, max_length=args.max_length,
                              config=lm_config(**overrides),
@@ -40,9 +47,9 @@ def _train(args) -> int:
     model.save(args.out)
     if result.guard_message:
         print(f"mcsa trf train: {result.guard_message}", file=sys.stderr)
-    print(f"trained {result.t} iterations ({'stopped by rule/limit' if result.stopped_early else 'reached t_max'}), "
-          f"{model.features.n_features} features, {model.features.n_classes} classes, vocabulary {len(model.vocab)} "
-          f"-> {args.out}")
+    how = f"stopped by {result.stop_reason}" if result.stopped_early else "reached t_max"
+    print(f"trained {result.t} iterations ({how}), {model.features.n_features} features, "
+          f"{model.features.n_classes} classes, vocabulary {len(model.vocab)} -> {args.out}")
     return 0
 
 
@@ -188,6 +195,11 @@ def register(subparsers) -> None:
     train.add_argument("--on-violation", dest="on_violation", choices=("stop", "halve"), default=None,
                        help="divergence guard action (default halve: back to the last passing parameters with "
                             "half the lambda step, at most 6 times, then stop)")
+    train.add_argument("--stop-window", dest="stop_window", type=int, default=None,
+                       help="H of the Appendix-E stop rule, run in the second stage on the train-dev gap "
+                            "(default 100; 0: no stop rule, train to --max-iterations or --minutes)")
+    train.add_argument("--stop-tol", dest="stop_tol", type=float, default=None,
+                       help="stop when S_t < STOP_TOL (default 1e-4)")
     train.add_argument("--step-rule", dest="step_rule", choices=("data", "fixed"), default="data",
                        help="data (default): feature variances floored at 1/n_sentences; fixed: 1e-15 (paper)")
     train.add_argument("--refine", type=float, default=0.1,

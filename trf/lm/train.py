@@ -99,7 +99,8 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
     train_start = time.perf_counter()
     hooks = list(callbacks)
     if time_limit is not None:
-        hooks.append(lambda trainer, t, record: time.perf_counter() - train_start > time_limit)
+        hooks.append(lambda trainer, t, record: time.perf_counter() - train_start > time_limit
+                     and f"the time limit ({time_limit / 60:.3g} minutes)")
     if log_every:
         hooks.append(_progress_logger(backend, log_every, train_start))
     trainer = AugSA(backend, cfg, callbacks=hooks, checkpoint_path=checkpoint, progress=progress)
