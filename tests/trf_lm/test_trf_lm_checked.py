@@ -59,11 +59,35 @@ def test_forward_and_reverse_ais_bracket_the_exact_log_z_at_every_length(tiny, b
     assert np.all(check.lower <= log_z) and np.all(log_z <= check.upper), (check.lower, log_z, check.upper)
     assert np.all(check.upper - check.lower < 1.5)  # informative: a 2-nat error cannot hide inside
     assert check.flagged.size == 0 and check.warning() is None
+    assert check.reverse_failed.size == 0 and check.bracket_warning() is None
     # negative control: the interval of a different model (lambda x 1.3) misses this model's log Z_j
     other = SentenceTRF(trf.vocab, trf.features, trf.pi, trf.lam * 1.3, trf.zeta)
     wrong = check_normalisers(other, range(1, M + 1), n_temperatures=60, n_chains=30, seed=7, exact_limit=0,
                               parallel=False, base=base)
     assert np.any((log_z < wrong.lower) | (log_z > wrong.upper))
+
+
+def test_a_reverse_estimate_below_the_forward_one_is_reported_as_a_failed_upper_bound(tiny):
+    """Reverse AIS started from samples that have not reached the model can land far below the forward
+    estimate (fortunes, 900 s check: length 20 forward 203.1 +- 1.0, reverse 177.1 +- 0.8); beyond z standard
+    errors each the check names those lengths instead of quietly swapping the interval's ends."""
+    from dataclasses import replace
+
+    trf, _, _ = tiny
+    check = check_normalisers(trf, range(1, M + 1), n_temperatures=30, n_chains=20, seed=3, exact_limit=0,
+                              parallel=False)
+    assert check.reverse_failed.size == 0 and check.bracket_warning() is None
+    gap = check.z * (check.forward_se + check.reverse_se)
+    reverse = check.reverse.copy()
+    reverse[2] = check.forward[2] - gap[2] - 5.0          # length 3: far below
+    reverse[3] = check.forward[3] - 0.5 * gap[3]          # length 4: below, but within the standard errors
+    bad = replace(check, reverse=reverse)
+    assert list(bad.reverse_failed) == [3]
+    text = bad.bracket_warning()
+    assert "at 1 of 5 lengths (3)" in text and "worst at length 3" in text and "no upper bound" in text
+    rows = bad.rows()
+    assert [r["reverse_failed"] for r in rows] == [False, False, True, False, False]
+    assert rows[2]["forward_se"] == pytest.approx(check.forward_se[2])
 
 
 @pytest.mark.parametrize("shift", [2.0, -2.0])

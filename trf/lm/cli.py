@@ -91,15 +91,15 @@ def _eval(args) -> int:
                                       "unchecked_sentences": ppl_checked["unchecked_sentences"],
                                       "margin": check.margin, "z": check.z, "seconds": check.seconds,
                                       "flagged_lengths": check.flagged.tolist(), "per_length": check.rows(),
-                                      "notes": check.notes}
+                                      "reverse_failed_lengths": check.reverse_failed.tolist(), "notes": check.notes}
         unchecked = (f"; {ppl_checked['unchecked_sentences']} sentences of the pooled sub-model keep AugSA's "
                      "normaliser" if ppl_checked["unchecked_sentences"] else "")
         print(f"perplexity {headline:.3f} ({PERPLEXITY_CONVENTION}), {label} [{which}]; interval "
               f"[{ppl_checked['low']:.3f}, {ppl_checked['high']:.3f}], midpoint normalisers "
               f"{ppl_checked['checked']:.3f}; with the AugSA zeta {ppl:.3f}; {len(corpus)} sentences{unchecked}")
-        warning = check.warning()
-        if warning:
-            print(f"mcsa trf eval: warning: {warning}", file=sys.stderr)
+        for warning in (check.warning(), check.bracket_warning()):
+            if warning:
+                print(f"mcsa trf eval: warning: {warning}", file=sys.stderr)
         if inconclusive:
             print(f"mcsa trf eval: warning: the check is inconclusive at this effort: the perplexity interval "
                   f"[{ppl_checked['low']:.3f}, {ppl_checked['high']:.3f}] is wider than +-{100 * CONCLUSIVE:g}% "

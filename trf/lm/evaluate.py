@@ -185,6 +185,8 @@ class NormaliserCheck:
     seconds : float
     base : str
         The AIS base law (:func:`unigram_base` or uniform).
+    forward_se, reverse_se : ndarray, optional
+        Standard errors of the forward and reverse estimates (0 where exact).
     """
 
     lengths: np.ndarray
@@ -202,6 +204,37 @@ class NormaliserCheck:
     m_total: int = 0
     notes: list = field(default_factory=list)
     base: str = "unigram"
+    forward_se: np.ndarray | None = None
+    reverse_se: np.ndarray | None = None
+
+    @property
+    def reverse_failed(self) -> np.ndarray:
+        """Lengths where the forward estimate lies above the reverse one beyond ``z`` standard errors each.
+
+        Forward AIS from an exactly drawn base is unbiased for ``Z_j`` (an estimate exceeds ``log Z_j`` by
+        ``a`` nats with probability at most ``e^-a``); reverse AIS bounds ``log Z_j`` from above only when its
+        chains start from exact draws of the model.  Started from TransMS samples that have not reached the
+        model (long sentences, large models), the reverse estimate can come out far below; there the
+        interval's upper end is no upper bound."""
+        if self.forward_se is None or self.reverse_se is None:
+            return self.lengths[:0]
+        crossed = self.forward - self.z * self.forward_se > self.reverse + self.z * self.reverse_se
+        return self.lengths[crossed]
+
+    def bracket_warning(self) -> str | None:
+        """A one-line warning naming the lengths where the reverse estimate failed (:attr:`reverse_failed`)."""
+        failed = self.reverse_failed
+        if failed.size == 0:
+            return None
+        gap = np.where(np.isin(self.lengths, failed), self.forward - self.reverse, -np.inf)
+        worst = int(np.argmax(gap))
+        return (f"at {failed.size} of {self.lengths.size} lengths ({', '.join(map(str, failed[:10]))}"
+                f"{', ...' if failed.size > 10 else ''}) the forward AIS estimate of log Z_j (unbiased for Z_j) "
+                f"lies above the reverse one by more than {self.z:g} standard errors each; worst at length "
+                f"{self.lengths[worst]}: forward {self.forward[worst]:.2f} +- {self.forward_se[worst]:.2f}, reverse "
+                f"{self.reverse[worst]:.2f} +- {self.reverse_se[worst]:.2f}.  The reverse chains started from TransMS "
+                "samples that had not reached the model, so the interval's high end is no upper bound there and "
+                "the perplexity may be above it; more temperatures (--check-seconds) raise the forward estimates")
 
     @property
     def checked(self) -> np.ndarray:
@@ -252,12 +285,15 @@ class NormaliserCheck:
 
     def rows(self) -> list[dict]:
         """Per-length records for JSON output."""
+        failed = set(self.reverse_failed.tolist())
         return [{"j": int(j), "method": meth, "temperatures": int(t), "forward": float(f), "reverse": float(r),
                  "checked": float(c), "lower": float(lo), "upper": float(hi), "augsa": float(a),
-                 "flagged": bool(a < lo - self.margin or a > hi + self.margin)}
-                for j, meth, t, f, r, c, lo, hi, a in zip(self.lengths, self.method, self.temperatures, self.forward,
-                                                          self.reverse, self.checked, self.lower, self.upper,
-                                                          self.augsa)]
+                 "flagged": bool(a < lo - self.margin or a > hi + self.margin), "reverse_failed": bool(j in failed),
+                 "forward_se": None if self.forward_se is None else float(self.forward_se[i]),
+                 "reverse_se": None if self.reverse_se is None else float(self.reverse_se[i])}
+                for i, (j, meth, t, f, r, c, lo, hi, a) in enumerate(zip(
+                    self.lengths, self.method, self.temperatures, self.forward, self.reverse, self.checked,
+                    self.lower, self.upper, self.augsa))]
 
     def perplexities(self, model: SentenceTRF, corpus: EncodedCorpus) -> dict:
         """Perplexity of ``corpus`` with AugSA's zeta, the checked ``log Z_j`` and the interval ends.
@@ -386,22 +422,25 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
             notes.append(f"{used.min()}-{used.max()} temperatures (in proportion to length) chosen for a "
                          f"{time_budget:.0f} s budget (pilot: {1e3 * per_word:.3g} ms per temperature and word)")
     temperatures[exact_mask] = 0
-    forward, reverse, lower, upper, method = [], [], [], [], []
+    forward, reverse, lower, upper, method, forward_se, reverse_se = [], [], [], [], [], [], []
     for j, is_exact, n_temp in zip(lengths, exact_mask, temperatures):
         if is_exact:
             value = exact_log_z(model, int(j), exact_limit)
             forward.append(value), reverse.append(value), lower.append(value), upper.append(value)
+            forward_se.append(0.0), reverse_se.append(0.0)
             method.append("exact")
             continue
         res = _bdmc_log_z(model, sampler, int(j), int(n_temp), n_chains, rng, burn_in, parallel, base)
         lo, hi = res.interval(z)
         forward.append(res.forward.log_partition), reverse.append(res.reverse.log_partition)
+        forward_se.append(res.forward.stderr), reverse_se.append(res.reverse.stderr)
         lower.append(lo), upper.append(hi)
         method.append("bdmc")
     augsa = model.zeta[lengths - 1] + model.log_z1()
     return NormaliserCheck(lengths, method, np.array(forward), np.array(reverse), np.array(lower), np.array(upper),
                            augsa, margin, z, temperatures, n_chains, time.perf_counter() - started,
-                           m_total=int(model.pi.size), notes=notes, base=base)
+                           m_total=int(model.pi.size), notes=notes, base=base, forward_se=np.array(forward_se),
+                           reverse_se=np.array(reverse_se))
 
 
 def smooth_log_z(lengths, log_z, stderr=None) -> np.ndarray:
