@@ -90,6 +90,36 @@ def test_a_reverse_estimate_below_the_forward_one_is_reported_as_a_failed_upper_
     assert rows[2]["forward_se"] == pytest.approx(check.forward_se[2])
 
 
+def test_forward_ais_still_rising_with_temperatures_is_reported(tiny):
+    """The half run (forward AIS at T/2) against the full one: converged AIS shows no significant rise at any
+    length (false alarms at z = 3: none over 5 lengths); a forward estimate that doubling the temperatures
+    raised beyond z standard errors (fortunes at the default budget: every long length) is named, with the
+    first-order extrapolation ``forward + rise`` beside the checked value."""
+    from dataclasses import replace
+
+    trf, log_z, corpus = tiny
+    check = check_normalisers(trf, range(1, M + 1), n_temperatures=60, n_chains=20, seed=5, exact_limit=0,
+                              parallel=False)
+    assert check.forward_half is not None and check.still_rising.size == 0 and check.rising_warning() is None
+    np.testing.assert_allclose(check.extrapolated, check.checked)
+    se = np.hypot(check.forward_se, check.forward_half_se)
+    half = check.forward_half.copy()
+    half[4] = check.forward[4] - check.z * se[4] - 3.0    # length 5: rose by 3 nats beyond z SE
+    half[1] = check.forward[1] - 0.5 * check.z * se[1]    # length 2: a rise within the standard errors
+    bad = replace(check, forward_half=half)
+    assert list(bad.still_rising) == [5]
+    text = bad.rising_warning()
+    assert "at 1 of 5 lengths (5)" in text and "with 30 temperatures" in text and "raise --check-seconds" in text
+    assert bad.extrapolated[4] == pytest.approx(2 * check.forward[4] - half[4])
+    np.testing.assert_allclose(bad.extrapolated[:4], check.checked[:4])
+    assert [r["still_rising"] for r in bad.rows()] == [False, False, False, False, True]
+    ppl = bad.perplexities(trf, corpus)
+    assert ppl["extrapolated"] > ppl["checked"]  # a larger log Z_5: a worse perplexity
+    off = check_normalisers(trf, [2], n_temperatures=20, n_chains=5, exact_limit=0, parallel=False,
+                            half_run=False)
+    assert off.forward_half is None and off.still_rising.size == 0
+
+
 @pytest.mark.parametrize("shift", [2.0, -2.0])
 def test_zeta_shifted_by_two_nats_triggers_the_warning(tiny, shift):
     trf, log_z, _ = tiny
@@ -131,6 +161,10 @@ def test_check_budget_picks_temperatures_and_bad_input(tiny):
     assert check.temperatures[1] >= check.temperatures[0]  # in proportion to length (both may sit at 20)
     roomy = check_normalisers(trf, [2, 4], time_budget=1.0, n_chains=5, exact_limit=0, seed=0, parallel=False)
     assert roomy.temperatures[1] > roomy.temperatures[0] > 20 and "growing with length" in roomy.describe()
+    # a budget the pilot alone exceeds: the minimum temperatures, and the notes say the budget was not kept
+    tight = check_normalisers(trf, [2, 4], time_budget=1e-4, n_chains=5, exact_limit=0, seed=0, parallel=False)
+    assert np.all(tight.temperatures == 20)
+    assert "too small" in tight.notes[0] and "x its 0 s budget" in tight.notes[-1]
     with pytest.raises(ValueError, match="base"):
         check_normalisers(trf, [2], n_temperatures=5, exact_limit=0, base="zipf")
     with pytest.raises(ValueError, match="lengths"):

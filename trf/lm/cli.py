@@ -91,13 +91,21 @@ def _eval(args) -> int:
                                       "unchecked_sentences": ppl_checked["unchecked_sentences"],
                                       "margin": check.margin, "z": check.z, "seconds": check.seconds,
                                       "flagged_lengths": check.flagged.tolist(), "per_length": check.rows(),
-                                      "reverse_failed_lengths": check.reverse_failed.tolist(), "notes": check.notes}
+                                      "reverse_failed_lengths": check.reverse_failed.tolist(),
+                                      "still_rising_lengths": check.still_rising.tolist(),
+                                      "perplexity_extrapolated": ppl_checked["extrapolated"], "notes": check.notes}
         unchecked = (f"; {ppl_checked['unchecked_sentences']} sentences of the pooled sub-model keep AugSA's "
                      "normaliser" if ppl_checked["unchecked_sentences"] else "")
         print(f"perplexity {headline:.3f} ({PERPLEXITY_CONVENTION}), {label} [{which}]; interval "
               f"[{ppl_checked['low']:.3f}, {ppl_checked['high']:.3f}], midpoint normalisers "
               f"{ppl_checked['checked']:.3f}; with the AugSA zeta {ppl:.3f}; {len(corpus)} sentences{unchecked}")
-        for warning in (check.warning(), check.bracket_warning()):
+        for note in check.notes:
+            print(f"mcsa trf eval: check: {note}", file=sys.stderr)
+        if check.still_rising.size:
+            print(f"mcsa trf eval: check: with the rise from T/2 to T temperatures added once more where AIS is "
+                  f"still rising (first-order 1/T extrapolation, an estimate, not a bound): perplexity "
+                  f"{ppl_checked['extrapolated']:.3f}", file=sys.stderr)
+        for warning in (check.warning(), check.bracket_warning(), check.rising_warning()):
             if warning:
                 print(f"mcsa trf eval: warning: {warning}", file=sys.stderr)
         if inconclusive:

@@ -154,6 +154,14 @@ def exact_log_z(model: SentenceTRF, j: int, limit: int = EXACT_LIMIT) -> float:
     return float(logsumexp(model.features.scores(corpus, model.lam)))
 
 
+def _forward_log_z(model: SentenceTRF, sampler: SentenceSampler, j: int, n_temperatures: int, n_chains: int,
+                   seed, parallel: bool, base: str = "unigram"):
+    """Forward AIS alone for ``log Z_j`` with the check's sampler (the half-effort run of the rise test)."""
+    initial, log_ratio, transition, log_z0 = _fixed_length_ais(model, sampler, j, 1, parallel, base)
+    return run_ais(initial, log_ratio, transition, n_temperatures=n_temperatures, n_chains=n_chains, seed=seed,
+                   log_partition_start=log_z0)
+
+
 def _bdmc_log_z(model: SentenceTRF, sampler: SentenceSampler, j: int, n_temperatures: int, n_chains: int, seed,
                 burn_in: int, parallel: bool, base: str = "unigram"):
     """Forward and reverse AIS for ``log Z_j`` (:func:`samplers.ais.run_bidirectional_ais`)."""
@@ -187,6 +195,9 @@ class NormaliserCheck:
         The AIS base law (:func:`unigram_base` or uniform).
     forward_se, reverse_se : ndarray, optional
         Standard errors of the forward and reverse estimates (0 where exact).
+    forward_half, forward_half_se : ndarray, optional
+        A second, independent forward AIS run with half the temperatures (``ceil(T_j / 2)``) and its standard
+        error (the exact value and 0 where exact); see :attr:`still_rising`.
     """
 
     lengths: np.ndarray
@@ -206,6 +217,55 @@ class NormaliserCheck:
     base: str = "unigram"
     forward_se: np.ndarray | None = None
     reverse_se: np.ndarray | None = None
+    forward_half: np.ndarray | None = None
+    forward_half_se: np.ndarray | None = None
+
+    @property
+    def rise(self) -> np.ndarray:
+        """``forward - forward_half`` per length: what doubling the temperatures added to forward AIS (0 when
+        no half run was made)."""
+        if self.forward_half is None:
+            return np.zeros_like(self.forward)
+        return self.forward - self.forward_half
+
+    @property
+    def still_rising(self) -> np.ndarray:
+        """Lengths where forward AIS rose from ``T_j / 2`` to ``T_j`` temperatures by more than ``z`` standard
+        errors of the difference: AIS has not converged there.
+
+        Forward AIS underestimates ``log Z_j`` (Jensen) by a bias that shrinks as temperatures are added --
+        asymptotically like ``1/T`` (the log-weight variance does), so the bias left at ``T`` is then about as
+        large as the rise from ``T/2`` -- and a significant rise means that the check's interval is likely
+        too low, the perplexity likely above its high end.  Reverse AIS from approximate samples cannot
+        show this (:attr:`reverse_failed`); this test needs only forward runs, unbiased for ``Z_j``."""
+        if self.forward_half is None or self.forward_se is None or self.forward_half_se is None:
+            return self.lengths[:0]
+        se = np.hypot(self.forward_se, self.forward_half_se)
+        return self.lengths[self.rise > self.z * se]
+
+    @property
+    def extrapolated(self) -> np.ndarray:
+        """``log Z_j`` with the rise added where AIS is still rising (``2 forward - forward_half``), else the
+        checked value: a first-order (``1/T``-bias) extrapolation -- an estimate under that assumption, not
+        a bound."""
+        rising = np.isin(self.lengths, self.still_rising)
+        return np.where(rising, np.maximum(self.checked, self.forward + self.rise), self.checked)
+
+    def rising_warning(self) -> str | None:
+        """A one-line warning naming the lengths where forward AIS is still rising (:attr:`still_rising`)."""
+        rising = self.still_rising
+        if rising.size == 0:
+            return None
+        gap = np.where(np.isin(self.lengths, rising), self.rise, -np.inf)
+        worst = int(np.argmax(gap))
+        half = (self.temperatures[worst] + 1) // 2
+        return (f"forward AIS is still rising with temperatures at {rising.size} of {self.lengths.size} lengths "
+                f"({', '.join(map(str, rising[:10]))}{', ...' if rising.size > 10 else ''}): doubling the "
+                f"temperatures added more than {self.z:g} standard errors; worst at length {self.lengths[worst]}: "
+                f"{self.forward_half[worst]:.2f} with {half} temperatures, {self.forward[worst]:.2f} with "
+                f"{self.temperatures[worst]} (+{self.rise[worst]:.2f} nats).  AIS has not converged there: "
+                "log Z_j is likely underestimated by about as much again, and the perplexity likely lies above "
+                "the interval's high end; raise --check-seconds")
 
     @property
     def reverse_failed(self) -> np.ndarray:
@@ -274,9 +334,10 @@ class NormaliserCheck:
                 "The perplexity with AugSA's zeta is not trustworthy")
 
     def log_z_table(self, which: str) -> np.ndarray:
-        """``log Z`` per sub-model (shape ``(m_total,)``): ``which`` in {"checked", "lower", "upper"} at the
-        checked lengths, NaN elsewhere."""
-        values = {"checked": self.checked, "lower": self.lower, "upper": self.upper}
+        """``log Z`` per sub-model (shape ``(m_total,)``): ``which`` in {"checked", "lower", "upper",
+        "extrapolated"} at the checked lengths, NaN elsewhere."""
+        values = {"checked": self.checked, "lower": self.lower, "upper": self.upper,
+                  "extrapolated": self.extrapolated}
         if which not in values:
             raise ValueError(f"which must be one of {sorted(values)}, got {which!r}")
         table = np.full(self.m_total, np.nan)
@@ -285,12 +346,15 @@ class NormaliserCheck:
 
     def rows(self) -> list[dict]:
         """Per-length records for JSON output."""
-        failed = set(self.reverse_failed.tolist())
+        failed, rising = set(self.reverse_failed.tolist()), set(self.still_rising.tolist())
         return [{"j": int(j), "method": meth, "temperatures": int(t), "forward": float(f), "reverse": float(r),
                  "checked": float(c), "lower": float(lo), "upper": float(hi), "augsa": float(a),
                  "flagged": bool(a < lo - self.margin or a > hi + self.margin), "reverse_failed": bool(j in failed),
                  "forward_se": None if self.forward_se is None else float(self.forward_se[i]),
-                 "reverse_se": None if self.reverse_se is None else float(self.reverse_se[i])}
+                 "reverse_se": None if self.reverse_se is None else float(self.reverse_se[i]),
+                 "forward_half": None if self.forward_half is None else float(self.forward_half[i]),
+                 "forward_half_se": None if self.forward_half_se is None else float(self.forward_half_se[i]),
+                 "still_rising": bool(j in rising)}
                 for i, (j, meth, t, f, r, c, lo, hi, a) in enumerate(zip(
                     self.lengths, self.method, self.temperatures, self.forward, self.reverse, self.checked,
                     self.lower, self.upper, self.augsa))]
@@ -300,12 +364,14 @@ class NormaliserCheck:
 
         Sentences whose sub-model was not checked (e.g. the pooled ``m+``) keep AugSA's normaliser; their
         number is ``unchecked_sentences``.  A higher ``log Z`` lowers every log-probability, so the
-        interval ``[lower, upper]`` of ``log Z`` maps to ``[ppl_low, ppl_high]``."""
+        interval ``[lower, upper]`` of ``log Z`` maps to ``[ppl_low, ppl_high]``; ``extrapolated`` uses
+        :attr:`extrapolated` (equal to ``checked`` when AIS is not still rising anywhere)."""
         dims = model.dimension(corpus.lengths)
         base = model.log_prob(corpus)
         augsa = (model.zeta + model.log_z1())[dims - 1]
         out = {"augsa": float(np.exp(-base.sum() / corpus.n_predicted))}
-        for which, key in (("checked", "checked"), ("lower", "low"), ("upper", "high")):
+        for which, key in (("checked", "checked"), ("lower", "low"), ("upper", "high"),
+                           ("extrapolated", "extrapolated")):
             table = self.log_z_table(which)[dims - 1]
             log_z = np.where(np.isnan(table), augsa, table)
             out[key] = float(np.exp(-(base + augsa - log_z).sum() / corpus.n_predicted))
@@ -343,10 +409,60 @@ def headline_perplexity(ppl: dict, tolerance: float = CONCLUSIVE) -> tuple[float
     return float(ppl["checked"]), "checked normalisers", False
 
 
+def _temperatures_for_budget(model: SentenceTRF, sampler: SentenceSampler, lengths: np.ndarray, budget: float,
+                             n_chains: int, rng, burn_in: int, parallel: bool, base: str, extra: float = 0.0,
+                             low: int = 20, high: int = 5000) -> tuple[np.ndarray, str]:
+    """Temperatures ``T_j = clip(round(c j), low, high)`` for the AIS lengths so that the check fits ``budget``.
+
+    A pilot times the bidirectional run at the shortest and the longest length and fits the cost of one
+    temperature (forward plus reverse) as ``a + b j`` -- a per-temperature overhead (Python, thread start)
+    that does not shrink with ``j`` plus a per-word sweep cost; with the per-word cost alone, short lengths
+    were underestimated and the check overran its budget.  The pilot's own time and the ``burn_in`` sweeps
+    count against the budget, and ``extra`` more temperatures per temperature (the half run: ``0.25``);
+    ``c`` is the largest value whose predicted cost fits (bisection, as the clip makes the cost piecewise
+    linear in ``c``).
+    """
+    pilot_t, total = 6, budget
+    tick = time.perf_counter()
+    # warm-up first: the first call compiles the samplers (seconds on a cold Numba cache), which the pilot must
+    # not count as sampling time
+    _bdmc_log_z(model, sampler, int(lengths.min()), 2, n_chains, rng, 1, parallel, base)
+    points = []
+    for j in sorted({int(lengths.min()), int(lengths.max())}):
+        start = time.perf_counter()
+        _bdmc_log_z(model, sampler, j, pilot_t, n_chains, rng, 0, parallel, base)
+        points.append((j, (time.perf_counter() - start) / pilot_t))
+    if len(points) == 2 and points[1][1] > points[0][1]:
+        (j0, c0), (j1, c1) = points
+        slope = (c1 - c0) / (j1 - j0)
+        per_temperature = c0 + slope * (lengths - j0)
+    else:  # one length, or the short one timed slower (noise): no overhead term, cost in proportion to j
+        j1, c1 = points[-1]
+        per_temperature = c1 * lengths / j1
+    budget = budget - (time.perf_counter() - tick)
+
+    def cost(c: float) -> float:
+        temps = np.clip(np.round(c * lengths), low, high)
+        return float(np.sum(((1.0 + extra) * temps + 0.5 * burn_in) * per_temperature))
+
+    lo, hi = 0.0, float(high)
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if cost(mid) <= budget else (lo, mid)
+    temperatures = np.clip(np.round(lo * lengths), low, high).astype(np.int64)
+    note = (f"{temperatures.min()}-{temperatures.max()} temperatures (in proportion to length) chosen for a "
+            f"{total:.0f} s budget (pilot: "
+            f"{1e3 * per_temperature.min():.3g}-{1e3 * per_temperature.max():.3g} ms per temperature at lengths "
+            f"{lengths.min()}-{lengths.max()}; predicted {cost(lo):.0f} s after the pilot)")
+    if cost(lo) > budget:
+        note += f"; the budget is too small even for {low} temperatures per length"
+    return temperatures, note
+
+
 def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None = None, n_chains: int = 10,
                       time_budget: float | None = None, z: float = 3.0, margin: float = 0.5, burn_in: int = 10,
                       seed=0, exact_limit: int = EXACT_LIMIT, parallel: bool = True,
-                      base: str = "unigram") -> NormaliserCheck:
+                      base: str = "unigram", half_run: bool = True) -> NormaliserCheck:
     """Check ``log Z_j`` for each of ``lengths`` from both sides (bidirectional AIS, or exactly).
 
     For each length ``j`` (at most ``m``): when ``V^j <= exact_limit`` the exact sum over all sentences is
@@ -380,6 +496,9 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
         Largest ``V^j`` summed exactly (0: never; every length by AIS).
     base : {"unigram", "uniform"}
         AIS base law (:func:`unigram_base`, the default, or uniform over ``V^j``).
+    half_run : bool
+        Also run forward AIS with half the temperatures at every AIS length (about 25% more time, counted in
+        the budget) for the convergence test :attr:`NormaliserCheck.still_rising`.
 
     Returns
     -------
@@ -409,25 +528,18 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
         time_budget = check_float(time_budget, "time_budget", low=0.0, low_open=True)
         temperatures = np.full(lengths.size, 20, dtype=np.int64)
         if ais_lengths.size:
-            pilot_t = 6
-            # warm-up first: the first call compiles the samplers (seconds on a cold Numba cache), which the
-            # pilot must not count as sampling time
-            _bdmc_log_z(model, sampler, int(ais_lengths.min()), 2, n_chains, rng, 1, parallel, base)
-            tick = time.perf_counter()
-            _bdmc_log_z(model, sampler, int(ais_lengths.max()), pilot_t, n_chains, rng, 0, parallel, base)
-            per_word = (time.perf_counter() - tick) / pilot_t / ais_lengths.max()  # per temperature and word
-            scale = time_budget / max(per_word * float(np.sum(ais_lengths.astype(float) ** 2)), 1e-12)
-            temperatures = np.clip(np.round(scale * lengths), 20, 5000).astype(np.int64)
-            used = temperatures[~exact_mask]
-            notes.append(f"{used.min()}-{used.max()} temperatures (in proportion to length) chosen for a "
-                         f"{time_budget:.0f} s budget (pilot: {1e3 * per_word:.3g} ms per temperature and word)")
+            temperatures[~exact_mask], note = _temperatures_for_budget(
+                model, sampler, ais_lengths, time_budget - (time.perf_counter() - started), n_chains, rng,
+                burn_in, parallel, base, extra=0.25 if half_run else 0.0)
+            notes.append(note)
     temperatures[exact_mask] = 0
     forward, reverse, lower, upper, method, forward_se, reverse_se = [], [], [], [], [], [], []
+    half, half_se = [], []
     for j, is_exact, n_temp in zip(lengths, exact_mask, temperatures):
         if is_exact:
             value = exact_log_z(model, int(j), exact_limit)
             forward.append(value), reverse.append(value), lower.append(value), upper.append(value)
-            forward_se.append(0.0), reverse_se.append(0.0)
+            forward_se.append(0.0), reverse_se.append(0.0), half.append(value), half_se.append(0.0)
             method.append("exact")
             continue
         res = _bdmc_log_z(model, sampler, int(j), int(n_temp), n_chains, rng, burn_in, parallel, base)
@@ -436,11 +548,19 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
         forward_se.append(res.forward.stderr), reverse_se.append(res.reverse.stderr)
         lower.append(lo), upper.append(hi)
         method.append("bdmc")
+        if half_run:
+            res_half = _forward_log_z(model, sampler, int(j), max(2, (int(n_temp) + 1) // 2), n_chains, rng,
+                                      parallel, base)
+            half.append(res_half.log_partition), half_se.append(res_half.stderr)
     augsa = model.zeta[lengths - 1] + model.log_z1()
+    seconds = time.perf_counter() - started
+    if n_temperatures is None and ais_lengths.size and seconds > 1.25 * time_budget:
+        notes.append(f"the check took {seconds:.0f} s, {seconds / time_budget:.2f} x its {time_budget:.0f} s budget")
     return NormaliserCheck(lengths, method, np.array(forward), np.array(reverse), np.array(lower), np.array(upper),
-                           augsa, margin, z, temperatures, n_chains, time.perf_counter() - started,
+                           augsa, margin, z, temperatures, n_chains, seconds,
                            m_total=int(model.pi.size), notes=notes, base=base, forward_se=np.array(forward_se),
-                           reverse_se=np.array(reverse_se))
+                           reverse_se=np.array(reverse_se), forward_half=np.array(half) if half_run else None,
+                           forward_half_se=np.array(half_se) if half_run else None)
 
 
 def smooth_log_z(lengths, log_z, stderr=None) -> np.ndarray:
