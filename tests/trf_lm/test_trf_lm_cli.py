@@ -121,7 +121,7 @@ def test_stop_rule_flags_and_the_printed_reason(trained, tmp_path, capsys):
     assert main(base + ["--out", str(out), "--stop-window", "0", "--stop-tol", "1e9"]) == 0
     assert "trained 20 iterations (reached t_max)" in capsys.readouterr().out
     assert main(base + ["--out", str(out), "--minutes", "1e-9"]) == 0
-    assert "trained 1 iterations (stopped by the time limit (" in capsys.readouterr().out
+    assert "trained 1 iteration (stopped by the time limit (" in capsys.readouterr().out
     assert main(base + ["--out", str(out), "--stop-window", "-1"]) == 2
     assert "--stop-window must be >= 0" in capsys.readouterr().err
     assert main(base + ["--out", str(out), "--stop-tol", "nan"]) == 2

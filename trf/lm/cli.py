@@ -48,7 +48,8 @@ def _train(args) -> int:
     if result.guard_message:
         print(f"mcsa trf train: {result.guard_message}", file=sys.stderr)
     how = f"stopped by {result.stop_reason}" if result.stopped_early else "reached t_max"
-    print(f"trained {result.t} iterations ({how}), {model.features.n_features} features, "
+    plural = "" if result.t == 1 else "s"
+    print(f"trained {result.t} iteration{plural} ({how}), {model.features.n_features} features, "
           f"{model.features.n_classes} classes, vocabulary {len(model.vocab)} -> {args.out}")
     return 0
 
