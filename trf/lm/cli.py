@@ -73,7 +73,7 @@ def _eval(args) -> int:
         print(f"perplexity {ppl:.3f} ({PERPLEXITY_CONVENTION}) with the AugSA zeta (unchecked: --no-check); "
               f"{len(corpus)} sentences")
     else:
-        from trf.lm.evaluate import CONCLUSIVE, check_normalisers, headline_perplexity
+        from trf.lm.evaluate import CONCLUSIVE, check_normalisers, headline_perplexity, interval_is_inconclusive
 
         lengths = np.unique(corpus.lengths[corpus.lengths <= model.m])
         if lengths.size == 0:
@@ -94,6 +94,7 @@ def _eval(args) -> int:
                                       "flagged_lengths": check.flagged.tolist(), "per_length": check.rows(),
                                       "reverse_failed_lengths": check.reverse_failed.tolist(),
                                       "still_rising_lengths": check.still_rising.tolist(),
+                                      "degenerate_lengths": check.degenerate.tolist(),
                                       "perplexity_extrapolated": ppl_checked["extrapolated"], "notes": check.notes}
         unchecked = (f"; {ppl_checked['unchecked_sentences']} sentences of the pooled sub-model keep AugSA's "
                      "normaliser" if ppl_checked["unchecked_sentences"] else "")
@@ -106,14 +107,18 @@ def _eval(args) -> int:
             print(f"mcsa trf eval: check: with the rise from T/2 to T temperatures added once more where AIS is "
                   f"still rising (first-order 1/T extrapolation, an estimate, not a bound): perplexity "
                   f"{ppl_checked['extrapolated']:.3f}", file=sys.stderr)
-        for warning in (check.warning(), check.bracket_warning(), check.rising_warning()):
+        for warning in (check.warning(), check.bracket_warning(), check.rising_warning(),
+                        check.degenerate_warning()):
             if warning:
                 print(f"mcsa trf eval: warning: {warning}", file=sys.stderr)
         if inconclusive:
-            print(f"mcsa trf eval: warning: the check is inconclusive at this effort: the perplexity interval "
-                  f"[{ppl_checked['low']:.3f}, {ppl_checked['high']:.3f}] is wider than +-{100 * CONCLUSIVE:g}% "
-                  "around its centre, so the headline is its high end (the conservative value); raise "
-                  "--check-temperatures or --check-seconds for a conclusive check", file=sys.stderr)
+            wide = interval_is_inconclusive(ppl_checked["low"], ppl_checked["high"])
+            why = (f"the perplexity interval [{ppl_checked['low']:.3f}, {ppl_checked['high']:.3f}] is wider than "
+                   f"+-{100 * CONCLUSIVE:g}% around its centre" if wide else
+                   f"{ppl_checked['degenerate_lengths']} test lengths have degenerate AIS weights")
+            print(f"mcsa trf eval: warning: the check is inconclusive at this effort: {why}, so the headline is "
+                  "the interval's high end (the conservative value); raise --check-temperatures or "
+                  "--check-seconds for a conclusive check", file=sys.stderr)
     if args.ais:
         from trf.lm.evaluate import ais_check
 

@@ -198,6 +198,9 @@ class NormaliserCheck:
     forward_half, forward_half_se : ndarray, optional
         A second, independent forward AIS run with half the temperatures (``ceil(T_j / 2)``) and its standard
         error (the exact value and 0 where exact); see :attr:`still_rising`.
+    forward_ess : ndarray, optional
+        Effective sample size of the forward AIS weights, in ``[1, n_chains]`` (``n_chains`` where exact); see
+        :attr:`degenerate`.
     """
 
     lengths: np.ndarray
@@ -219,6 +222,33 @@ class NormaliserCheck:
     reverse_se: np.ndarray | None = None
     forward_half: np.ndarray | None = None
     forward_half_se: np.ndarray | None = None
+    forward_ess: np.ndarray | None = None
+
+    MIN_ESS_FRACTION = 0.2
+
+    @property
+    def degenerate(self) -> np.ndarray:
+        """Lengths where the forward weights' effective sample size is below ``MIN_ESS_FRACTION`` (20%) of the
+        chains: a few chains carry the estimate, and its delta-method standard error is no measure of its
+        error (with one dominant chain out of ``n`` it saturates near ``sqrt((n - 1) / n)``, about 1 nat,
+        whatever the true spread: fortunes at the default budget, every long length).  For log-normal
+        weights ``ESS / n ~ exp(-var log w)``, so 20% means a log-weight variance above 1.6."""
+        if self.forward_ess is None:
+            return self.lengths[:0]
+        return self.lengths[self.forward_ess < self.MIN_ESS_FRACTION * self.n_chains]
+
+    def degenerate_warning(self) -> str | None:
+        """A one-line warning naming the lengths with degenerate forward weights (:attr:`degenerate`)."""
+        bad = self.degenerate
+        if bad.size == 0:
+            return None
+        worst = int(np.argmin(self.forward_ess))
+        return (f"the forward AIS weights are degenerate at {bad.size} of {self.lengths.size} lengths "
+                f"({', '.join(map(str, bad[:10]))}{', ...' if bad.size > 10 else ''}): effective sample size "
+                f"below {100 * self.MIN_ESS_FRACTION:g}% of the {self.n_chains} chains (worst: length "
+                f"{self.lengths[worst]}, ESS {self.forward_ess[worst]:.2f}).  A few chains carry those estimates and "
+                "their standard errors do not measure their error, so the interval and the rise test are not "
+                "reliable there; raise --check-seconds (temperatures) or --check-chains")
 
     @property
     def rise(self) -> np.ndarray:
@@ -354,7 +384,8 @@ class NormaliserCheck:
                  "reverse_se": None if self.reverse_se is None else float(self.reverse_se[i]),
                  "forward_half": None if self.forward_half is None else float(self.forward_half[i]),
                  "forward_half_se": None if self.forward_half_se is None else float(self.forward_half_se[i]),
-                 "still_rising": bool(j in rising)}
+                 "still_rising": bool(j in rising),
+                 "forward_ess": None if self.forward_ess is None else float(self.forward_ess[i])}
                 for i, (j, meth, t, f, r, c, lo, hi, a) in enumerate(zip(
                     self.lengths, self.method, self.temperatures, self.forward, self.reverse, self.checked,
                     self.lower, self.upper, self.augsa))]
@@ -365,7 +396,8 @@ class NormaliserCheck:
         Sentences whose sub-model was not checked (e.g. the pooled ``m+``) keep AugSA's normaliser; their
         number is ``unchecked_sentences``.  A higher ``log Z`` lowers every log-probability, so the
         interval ``[lower, upper]`` of ``log Z`` maps to ``[ppl_low, ppl_high]``; ``extrapolated`` uses
-        :attr:`extrapolated` (equal to ``checked`` when AIS is not still rising anywhere)."""
+        :attr:`extrapolated` (equal to ``checked`` when AIS is not still rising anywhere);
+        ``degenerate_lengths`` counts the lengths of ``corpus`` with degenerate weights (:attr:`degenerate`)."""
         dims = model.dimension(corpus.lengths)
         base = model.log_prob(corpus)
         augsa = (model.zeta + model.log_z1())[dims - 1]
@@ -376,6 +408,7 @@ class NormaliserCheck:
             log_z = np.where(np.isnan(table), augsa, table)
             out[key] = float(np.exp(-(base + augsa - log_z).sum() / corpus.n_predicted))
         out["unchecked_sentences"] = int(np.count_nonzero(np.isnan(self.log_z_table("checked")[dims - 1])))
+        out["degenerate_lengths"] = int(np.count_nonzero(np.isin(self.degenerate, dims)))
         return out
 
 
@@ -397,33 +430,57 @@ def interval_is_inconclusive(low: float, high: float, tolerance: float = CONCLUS
 def headline_perplexity(ppl: dict, tolerance: float = CONCLUSIVE) -> tuple[float, str, bool]:
     """The perplexity to report from :meth:`NormaliserCheck.perplexities`: ``(value, which, inconclusive)``.
 
-    When the interval is within ``+-tolerance`` of its centre the checked value (midpoint normalisers) is
-    reported; otherwise the check is inconclusive and the interval's **high end** is reported -- the
+    When the interval is within ``+-tolerance`` of its centre and no length of the corpus has degenerate AIS
+    weights (``degenerate_lengths``) the checked value (midpoint normalisers) is reported; otherwise the
+    check is inconclusive and the interval's **high end** is reported -- the
     conservative value: an under-converged AIS errs towards too small a ``log Z`` and so too good a
     perplexity (forward AIS is a lower bound in expectation, and reverse AIS from approximate samples fell
     below 300-temperature forward AIS at some KJV lengths), and a headline must not claim a gain it
     cannot defend."""
-    inconclusive = interval_is_inconclusive(ppl["low"], ppl["high"], tolerance)
+    inconclusive = interval_is_inconclusive(ppl["low"], ppl["high"], tolerance) or ppl.get("degenerate_lengths", 0) > 0
     if inconclusive:
         return float(ppl["high"]), "high end of the checked interval (inconclusive check)", True
     return float(ppl["checked"]), "checked normalisers", False
 
 
-def _temperatures_for_budget(model: SentenceTRF, sampler: SentenceSampler, lengths: np.ndarray, budget: float,
-                             n_chains: int, rng, burn_in: int, parallel: bool, base: str, extra: float = 0.0,
-                             low: int = 20, high: int = 5000) -> tuple[np.ndarray, str]:
-    """Temperatures ``T_j = clip(round(c j), low, high)`` for the AIS lengths so that the check fits ``budget``.
+@dataclass
+class _BudgetPlan:
+    """Cost model of the check's AIS runs: seconds per temperature ``per_temperature[k]`` at ``lengths[k]``
+    (forward plus reverse), ``extra`` more temperatures per temperature (the half run: ``0.25``) and ``burn_in``
+    sweeps (half a temperature each) per length; temperatures ``clip(round(c j), low, high)``."""
 
-    A pilot times the bidirectional run at the shortest and the longest length and fits the cost of one
-    temperature (forward plus reverse) as ``a + b j`` -- a per-temperature overhead (Python, thread start)
-    that does not shrink with ``j`` plus a per-word sweep cost; with the per-word cost alone, short lengths
-    were underestimated and the check overran its budget.  The pilot's own time and the ``burn_in`` sweeps
-    count against the budget, and ``extra`` more temperatures per temperature (the half run: ``0.25``);
-    ``c`` is the largest value whose predicted cost fits (bisection, as the clip makes the cost piecewise
-    linear in ``c``).
-    """
-    pilot_t, total = 6, budget
-    tick = time.perf_counter()
+    lengths: np.ndarray
+    per_temperature: np.ndarray
+    extra: float
+    burn_in: int
+    low: int = 20
+    high: int = 5000
+
+    def temperatures(self, c: float, first: int = 0) -> np.ndarray:
+        return np.clip(np.round(c * self.lengths[first:]), self.low, self.high).astype(np.int64)
+
+    def cost(self, temperatures: np.ndarray, first: int = 0) -> float:
+        """Predicted seconds for ``lengths[first:first + len(temperatures)]`` at ``temperatures``."""
+        per_temperature = self.per_temperature[first:first + len(temperatures)]
+        return float(np.sum(((1.0 + self.extra) * temperatures + 0.5 * self.burn_in) * per_temperature))
+
+    def solve(self, budget: float, first: int = 0, factor: float = 1.0) -> np.ndarray:
+        """The largest ``c`` whose predicted cost of ``lengths[first:]`` (times ``factor``, the measured over the
+        predicted cost so far) fits ``budget`` (bisection: the clip makes the cost piecewise linear in ``c``);
+        the temperatures of ``lengths[first:]``."""
+        lo, hi = 0.0, float(self.high)
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if factor * self.cost(self.temperatures(mid, first), first) <= budget else (lo, mid)
+        return self.temperatures(lo, first)
+
+
+def _pilot_plan(model: SentenceTRF, sampler: SentenceSampler, lengths: np.ndarray, n_chains: int, rng,
+                burn_in: int, parallel: bool, base: str, extra: float) -> _BudgetPlan:
+    """Time the bidirectional run at the shortest and the longest AIS length and fit the cost of one
+    temperature as ``a + b j``: a per-temperature overhead (Python, thread start) that does not shrink with
+    ``j`` plus a per-word sweep cost (with the per-word cost alone short lengths were underestimated)."""
+    pilot_t = 6
     # warm-up first: the first call compiles the samplers (seconds on a cold Numba cache), which the pilot must
     # not count as sampling time
     _bdmc_log_z(model, sampler, int(lengths.min()), 2, n_chains, rng, 1, parallel, base)
@@ -434,29 +491,11 @@ def _temperatures_for_budget(model: SentenceTRF, sampler: SentenceSampler, lengt
         points.append((j, (time.perf_counter() - start) / pilot_t))
     if len(points) == 2 and points[1][1] > points[0][1]:
         (j0, c0), (j1, c1) = points
-        slope = (c1 - c0) / (j1 - j0)
-        per_temperature = c0 + slope * (lengths - j0)
+        per_temperature = c0 + (c1 - c0) / (j1 - j0) * (lengths - j0)
     else:  # one length, or the short one timed slower (noise): no overhead term, cost in proportion to j
         j1, c1 = points[-1]
         per_temperature = c1 * lengths / j1
-    budget = budget - (time.perf_counter() - tick)
-
-    def cost(c: float) -> float:
-        temps = np.clip(np.round(c * lengths), low, high)
-        return float(np.sum(((1.0 + extra) * temps + 0.5 * burn_in) * per_temperature))
-
-    lo, hi = 0.0, float(high)
-    for _ in range(60):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if cost(mid) <= budget else (lo, mid)
-    temperatures = np.clip(np.round(lo * lengths), low, high).astype(np.int64)
-    note = (f"{temperatures.min()}-{temperatures.max()} temperatures (in proportion to length) chosen for a "
-            f"{total:.0f} s budget (pilot: "
-            f"{1e3 * per_temperature.min():.3g}-{1e3 * per_temperature.max():.3g} ms per temperature at lengths "
-            f"{lengths.min()}-{lengths.max()}; predicted {cost(lo):.0f} s after the pilot)")
-    if cost(lo) > budget:
-        note += f"; the budget is too small even for {low} temperatures per length"
-    return temperatures, note
+    return _BudgetPlan(lengths, per_temperature.astype(float), extra, burn_in)
 
 
 def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None = None, n_chains: int = 10,
@@ -518,7 +557,7 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
     V = model.features.n_words
     exact_mask = np.array([float(V) ** j <= exact_limit for j in lengths])
     sampler = SentenceSampler(model.features, model.m) if not exact_mask.all() else None
-    notes = []
+    notes, plan = [], None
     ais_lengths = lengths[~exact_mask]
     if n_temperatures is not None:
         temperatures = np.full(lengths.size, check_int(n_temperatures, "n_temperatures", low=2), dtype=np.int64)
@@ -528,39 +567,63 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
         time_budget = check_float(time_budget, "time_budget", low=0.0, low_open=True)
         temperatures = np.full(lengths.size, 20, dtype=np.int64)
         if ais_lengths.size:
-            temperatures[~exact_mask], note = _temperatures_for_budget(
-                model, sampler, ais_lengths, time_budget - (time.perf_counter() - started), n_chains, rng,
-                burn_in, parallel, base, extra=0.25 if half_run else 0.0)
-            notes.append(note)
+            plan = _pilot_plan(model, sampler, ais_lengths, n_chains, rng, burn_in, parallel, base,
+                               extra=0.25 if half_run else 0.0)
+            temperatures[~exact_mask] = plan.solve(time_budget - (time.perf_counter() - started))
+            first_plan = temperatures[~exact_mask].copy()
     temperatures[exact_mask] = 0
     forward, reverse, lower, upper, method, forward_se, reverse_se = [], [], [], [], [], [], []
-    half, half_se = [], []
-    for j, is_exact, n_temp in zip(lengths, exact_mask, temperatures):
+    half, half_se, ess = [], [], []
+    done, spent, predicted = 0, 0.0, 0.0  # AIS lengths run so far, their measured and predicted seconds
+    for k, j in enumerate(lengths):
+        is_exact = exact_mask[k]
+        if plan is not None and not is_exact:
+            # re-plan the remaining lengths from the remaining budget and the measured/predicted cost so far (the
+            # short pilot misjudged the cost by 1.2-1.45x on fortunes)
+            factor = spent / predicted if predicted > 0 else 1.0
+            rest = plan.solve(time_budget - (time.perf_counter() - started), done, factor)
+            temperatures[np.flatnonzero(~exact_mask)[done:]] = rest
+            tick = time.perf_counter()
+        n_temp = temperatures[k]
         if is_exact:
             value = exact_log_z(model, int(j), exact_limit)
             forward.append(value), reverse.append(value), lower.append(value), upper.append(value)
             forward_se.append(0.0), reverse_se.append(0.0), half.append(value), half_se.append(0.0)
+            ess.append(float(n_chains))
             method.append("exact")
             continue
         res = _bdmc_log_z(model, sampler, int(j), int(n_temp), n_chains, rng, burn_in, parallel, base)
         lo, hi = res.interval(z)
         forward.append(res.forward.log_partition), reverse.append(res.reverse.log_partition)
         forward_se.append(res.forward.stderr), reverse_se.append(res.reverse.stderr)
-        lower.append(lo), upper.append(hi)
+        lower.append(lo), upper.append(hi), ess.append(res.forward.ess)
         method.append("bdmc")
         if half_run:
             res_half = _forward_log_z(model, sampler, int(j), max(2, (int(n_temp) + 1) // 2), n_chains, rng,
                                       parallel, base)
             half.append(res_half.log_partition), half_se.append(res_half.stderr)
+        if plan is not None:
+            spent += time.perf_counter() - tick
+            predicted += plan.cost(np.array([n_temp]), done)
+            done += 1
     augsa = model.zeta[lengths - 1] + model.log_z1()
     seconds = time.perf_counter() - started
+    if plan is not None:
+        used = temperatures[~exact_mask]
+        notes.append(f"{used.min()}-{used.max()} temperatures (in proportion to length) for a {time_budget:.0f} s "
+                     f"budget: first plan {first_plan.min()}-{first_plan.max()} from a pilot "
+                     f"({1e3 * plan.per_temperature.min():.3g}-{1e3 * plan.per_temperature.max():.3g} ms per "
+                     f"temperature at lengths {ais_lengths.min()}-{ais_lengths.max()}), re-planned before each length "
+                     f"from the measured cost (measured / pilot-predicted: {spent / max(predicted, 1e-12):.2f})")
+        if plan.cost(np.full(ais_lengths.size, plan.low)) > time_budget:
+            notes.append(f"the budget is too small even for {plan.low} temperatures per length")
     if n_temperatures is None and ais_lengths.size and seconds > 1.25 * time_budget:
         notes.append(f"the check took {seconds:.0f} s, {seconds / time_budget:.2f} x its {time_budget:.0f} s budget")
     return NormaliserCheck(lengths, method, np.array(forward), np.array(reverse), np.array(lower), np.array(upper),
                            augsa, margin, z, temperatures, n_chains, seconds,
                            m_total=int(model.pi.size), notes=notes, base=base, forward_se=np.array(forward_se),
                            reverse_se=np.array(reverse_se), forward_half=np.array(half) if half_run else None,
-                           forward_half_se=np.array(half_se) if half_run else None)
+                           forward_half_se=np.array(half_se) if half_run else None, forward_ess=np.array(ess))
 
 
 def smooth_log_z(lengths, log_z, stderr=None) -> np.ndarray:
