@@ -8,15 +8,7 @@ import sys
 import warnings
 from pathlib import Path
 
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
+from samplers.argtypes import nonnegative_int, positive_int
 
 
 def _jobs(text: str) -> int:
@@ -26,16 +18,6 @@ def _jobs(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a positive integer or -1, got {text!r}") from None
     if value == 0 or value < -1:
         raise argparse.ArgumentTypeError(f"expected a positive integer or -1, got {value}")
-    return value
-
-
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
     return value
 
 
@@ -58,11 +40,11 @@ def register(subparsers) -> None:
     p_run.add_argument("--suite", required=True, help="suite name (see `mcsa bench list`)")
     p_run.add_argument("--out", required=True, type=Path,
                        help="output folder (new or empty; one holding this study needs --resume or --force)")
-    p_run.add_argument("--replicates", type=_positive_int, default=None,
+    p_run.add_argument("--replicates", type=positive_int, default=None,
                        help="replicates per cell (default: the suite's)")
     p_run.add_argument("--jobs", type=_jobs, default=1, help="parallel workers (joblib; -1 = all cores)")
-    p_run.add_argument("--seed", type=_seed, default=0, help="study seed; every run's seed derives from it")
-    p_run.add_argument("--budgets", type=_positive_int, nargs="+", default=None,
+    p_run.add_argument("--seed", type=nonnegative_int, default=0, help="study seed; every run's seed derives from it")
+    p_run.add_argument("--budgets", type=positive_int, nargs="+", default=None,
                        help="override every estimator's budgets (default: the suite's)")
     p_run.add_argument("--baseline", default=None,
                        help="estimator scored 0 in the UAI-style 0-100 score (default: the suite's baseline)")

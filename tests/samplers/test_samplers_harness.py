@@ -262,7 +262,7 @@ def test_cli_rejects_non_positive_replicates_and_budgets(capsys):
     for argv in (["--replicates", "0"], ["--budgets", "10", "-3"]):
         with pytest.raises(SystemExit):
             mcsa_main(["bench", "run", "--suite", "quick", "--out", "unused", *argv])
-        assert "expected a positive integer" in capsys.readouterr().err
+        assert "expected an integer >= 1" in capsys.readouterr().err
 
 
 def test_register_suite_rejects_bad_factories():

@@ -122,10 +122,15 @@ def test_stop_rule_flags_and_the_printed_reason(trained, tmp_path, capsys):
     assert "trained 20 iterations (reached t_max)" in capsys.readouterr().out
     assert main(base + ["--out", str(out), "--minutes", "1e-9"]) == 0
     assert "trained 1 iteration (stopped by the time limit (" in capsys.readouterr().out
-    assert main(base + ["--out", str(out), "--stop-window", "-1"]) == 2
-    assert "--stop-window must be >= 0" in capsys.readouterr().err
-    assert main(base + ["--out", str(out), "--stop-tol", "nan"]) == 2
-    assert "--stop-tol must be a finite number" in capsys.readouterr().err
+    # out-of-range numbers are refused at parse time, naming the flag (argparse exits with status 2)
+    for flag, value, expected in (("--stop-window", "-1", "an integer >= 0"), ("--stop-tol", "nan", "a number"),
+                                  ("--samples", "0", "an integer >= 1"), ("--chains", "0", "an integer >= 1"),
+                                  ("--minutes", "-1", "a number > 0"), ("--max-iterations", "0", "an integer >= 1"),
+                                  ("--log-every", "-1", "an integer >= 0"), ("--seed", "-3", "an integer >= 0")):
+        with pytest.raises(SystemExit) as exit_info:
+            main(base + ["--out", str(out), flag, value])
+        assert exit_info.value.code == 2
+        assert f"argument {flag}: expected {expected}, got '{value}'" in capsys.readouterr().err
 
 
 def test_bad_input_gives_clear_errors(trained, tmp_path, capsys):
@@ -152,6 +157,12 @@ def test_bad_input_gives_clear_errors(trained, tmp_path, capsys):
     assert main(["ngram", "train", "--train", str(train), "--out", str(ngram), "--order", "2"]) == 0
     assert main(["trf", "eval", "--model", str(ngram), "--test", str(train)]) == 2
     assert "expected 'trf-lm'" in capsys.readouterr().err
+    for flag, value, expected in (("--check-seconds", "-1", "a number > 0"), ("--check-chains", "1", "an integer >= 2"),
+                                  ("--check-temperatures", "x", "an integer >= 2"),
+                                  ("--check-margin", "-0.5", "a number >= 0")):
+        with pytest.raises(SystemExit):
+            main(["trf", "eval", "--model", str(model), "--test", str(train), flag, value])
+        assert f"argument {flag}: expected {expected}, got '{value}'" in capsys.readouterr().err
 
 
 def test_eval_reports_checked_perplexity_and_warns_about_a_wrong_zeta(trained, tmp_path, capsys):

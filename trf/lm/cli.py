@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from samplers.argtypes import nonnegative_float, nonnegative_int, number, positive_float, positive_int
 from trf.lm.train import DEFAULT_FEATURES
 
 
@@ -31,11 +32,7 @@ def _train(args) -> int:
                                    "clip": args.clip, "on_violation": args.on_violation,
                                    "stop_tol": args.stop_tol}.items() if v is not None}
     if args.stop_window is not None:
-        if args.stop_window < 0:
-            raise ValueError(f"--stop-window must be >= 0 (0: no stop rule), got {args.stop_window}")
         overrides["stop_window"] = args.stop_window or None  # 0: no stop rule
-    if args.stop_tol is not None and not np.isfinite(args.stop_tol):
-        raise ValueError(f"--stop-tol must be a finite number, got {args.stop_tol}")
     model, result = train_lm(args.train, valid_path=args.valid, features=args.features, classes=args.classes,
                              vocab_size=args.vocab_size, min_count=args.min_count, max_length=args.max_length,
                              config=lm_config(**overrides),
@@ -193,39 +190,39 @@ def register(subparsers) -> None:
     train.add_argument("--valid", default=None, help="development text (stop rule, progress)")
     train.add_argument("--out", required=True, help="model file to write")
     train.add_argument("--features", default=DEFAULT_FEATURES, help=f"feature types (default {DEFAULT_FEATURES})")
-    train.add_argument("--classes", type=int, default=200, help="word classes (Brown-style exchange clustering)")
-    train.add_argument("--vocab-size", type=int, default=None, help="keep the most frequent words, the rest <unk> (default: all)")
-    train.add_argument("--min-count", type=int, default=1, help="words seen fewer times become <unk>")
-    train.add_argument("--max-length", type=int, default=None,
+    train.add_argument("--classes", type=positive_int, default=200, help="word classes (Brown-style exchange clustering)")
+    train.add_argument("--vocab-size", type=positive_int, default=None, help="keep the most frequent words, the rest <unk> (default: all)")
+    train.add_argument("--min-count", type=positive_int, default=1, help="words seen fewer times become <unk>")
+    train.add_argument("--max-length", type=positive_int, default=None,
                        help="pool every sentence longer than this into one sub-model (Sec. 5.4, Eq. 27)")
-    train.add_argument("--samples", type=int, default=None, help="K per iteration (default 300)")
-    train.add_argument("--max-iterations", type=int, default=None, help="AugSA iterations t_max (default 100000)")
-    train.add_argument("--t-c", dest="t_c", type=float, default=None, help="t_c of Eq. 24 (default 3000)")
-    train.add_argument("--beta-lambda", dest="beta_lambda", type=float, default=None,
+    train.add_argument("--samples", type=positive_int, default=None, help="K per iteration (default 300)")
+    train.add_argument("--max-iterations", type=positive_int, default=None, help="AugSA iterations t_max (default 100000)")
+    train.add_argument("--t-c", dest="t_c", type=nonnegative_float, default=None, help="t_c of Eq. 24 (default 3000)")
+    train.add_argument("--beta-lambda", dest="beta_lambda", type=nonnegative_float, default=None,
                        help="beta_lambda of Eq. 24 (default 0.8; 0 = constant first-stage rate, Sec. 8)")
-    train.add_argument("--t0", type=int, default=None, help="t_0 of Eq. 24-25 (default 2000)")
-    train.add_argument("--l2", type=float, default=None, help="mu of Eq. 38 (default 4e-5)")
-    train.add_argument("--clip", type=float, default=None, help="bound on the absolute change of each lambda and zeta entry per step (default: none)")
+    train.add_argument("--t0", type=nonnegative_int, default=None, help="t_0 of Eq. 24-25 (default 2000)")
+    train.add_argument("--l2", type=nonnegative_float, default=None, help="mu of Eq. 38 (default 4e-5)")
+    train.add_argument("--clip", type=positive_float, default=None, help="bound on the absolute change of each lambda and zeta entry per step (default: none)")
     train.add_argument("--on-violation", dest="on_violation", choices=("stop", "halve"), default=None,
                        help="divergence guard action (default halve: back to the last passing parameters with "
                             "half the lambda step, at most 6 times, then stop)")
-    train.add_argument("--stop-window", dest="stop_window", type=int, default=None,
+    train.add_argument("--stop-window", dest="stop_window", type=nonnegative_int, default=None,
                        help="H of the Appendix-E stop rule, run in the second stage on the train-dev gap "
                             "(default 100; 0: no stop rule, train to --max-iterations or --minutes)")
-    train.add_argument("--stop-tol", dest="stop_tol", type=float, default=None,
+    train.add_argument("--stop-tol", dest="stop_tol", type=number(float), default=None,
                        help="stop when S_t < STOP_TOL (default 1e-4)")
     train.add_argument("--step-rule", dest="step_rule", choices=("data", "fixed"), default="data",
                        help="data (default): feature variances floored at 1/n_sentences; fixed: 1e-15 (paper)")
-    train.add_argument("--refine", type=float, default=0.1,
+    train.add_argument("--refine", type=nonnegative_float, default=0.1,
                        help="footnote-17 zeta refinement at the end: max(100, REFINE x iterations) zeta-only "
                             "iterations (default 0.1; 0: none)")
-    train.add_argument("--chains", type=int, default=30, help="parallel TransMS chains")
-    train.add_argument("--minutes", type=float, default=None, help="training time limit")
+    train.add_argument("--chains", type=positive_int, default=30, help="parallel TransMS chains")
+    train.add_argument("--minutes", type=positive_float, default=None, help="training time limit")
     train.add_argument("--checkpoint", default=None, help="checkpoint file, written atomically (default: none)")
-    train.add_argument("--checkpoint-every", type=int, default=50, help="iterations between checkpoints")
+    train.add_argument("--checkpoint-every", type=positive_int, default=50, help="iterations between checkpoints")
     train.add_argument("--resume", action="store_true", help="continue from --checkpoint if it exists")
-    train.add_argument("--seed", type=int, default=0, help="random seed (same seed, same model)")
-    train.add_argument("--log-every", type=int, default=0, help="print rate and dev log-likelihood every N its")
+    train.add_argument("--seed", type=nonnegative_int, default=0, help="random seed (same seed, same model)")
+    train.add_argument("--log-every", type=nonnegative_int, default=0, help="print rate and dev log-likelihood every N its")
     train.add_argument("--quiet", action="store_true", help="no progress bar")
     train.set_defaults(func=_train)
     ev = subparsers.add_parser("eval", help="test perplexity of a TRF LM (and AIS checks)")
@@ -234,21 +231,21 @@ def register(subparsers) -> None:
     ev.add_argument("--json", default=None, help="also write the results as JSON here")
     ev.add_argument("--no-check", action="store_true",
                     help="skip the two-sided check of the normalisers (report AugSA's zeta only)")
-    ev.add_argument("--check-temperatures", type=int, default=None,
+    ev.add_argument("--check-temperatures", type=number(int, 2), default=None,
                     help="AIS temperatures for the check at every length (default: in proportion to the length, "
                          "scaled to fit --check-seconds)")
     ev.add_argument("--check-base", choices=("unigram", "uniform"), default="unigram",
                     help="AIS base law of the check: the model's unigram part (exact draws) or uniform words")
-    ev.add_argument("--check-seconds", type=float, default=None,
+    ev.add_argument("--check-seconds", type=positive_float, default=None,
                     help="time for the check (default 15%% of the recorded training time, at least 10 s)")
-    ev.add_argument("--check-chains", type=int, default=10, help="AIS chains per length and direction")
-    ev.add_argument("--check-margin", type=float, default=0.5,
+    ev.add_argument("--check-chains", type=number(int, 2), default=10, help="AIS chains per length and direction")
+    ev.add_argument("--check-margin", type=nonnegative_float, default=0.5,
                     help="nats AugSA's log Z_j may lie outside the checked interval before a warning")
-    ev.add_argument("--seed", type=int, default=0, help="random seed of the AIS checks")
+    ev.add_argument("--seed", type=nonnegative_int, default=0, help="random seed of the AIS checks")
     ev.add_argument("--ais", action="store_true", help="AIS estimates of log Z_j (separate, smoothed, global)")
-    ev.add_argument("--ais-temperatures", type=int, default=1000, help="temperatures of the --ais estimates")
-    ev.add_argument("--ais-chains", type=int, default=10, help="AIS chains per length for --ais")
-    ev.add_argument("--ais-max-length", type=int, default=20, help="--ais estimates lengths 1..this")
+    ev.add_argument("--ais-temperatures", type=number(int, 2), default=1000, help="temperatures of the --ais estimates")
+    ev.add_argument("--ais-chains", type=number(int, 2), default=10, help="AIS chains per length for --ais")
+    ev.add_argument("--ais-max-length", type=positive_int, default=20, help="--ais estimates lengths 1..this")
     ev.add_argument("--ais-base", choices=("unigram", "uniform"), default="unigram",
                     help="AIS base law of the --ais estimates (uniform: the paper's Sec. 7 setting)")
     ev.set_defaults(func=_eval)

@@ -1,0 +1,43 @@
+"""argparse ``type=`` converters that reject out-of-range numbers at parse time.
+
+argparse names the flag in its message (``argument --samples: expected an integer >= 1, got 0``), so a bad
+value never reaches the library, whose errors name Python parameters (``n_samples``) rather than flags.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Callable
+
+
+def number(kind: type, low: float | None = None, *, low_open: bool = False, high: float | None = None
+           ) -> Callable[[str], float | int]:
+    """A converter to ``kind`` (int or float) accepting finite values ``>= low`` (``> low`` when ``low_open``)
+    and ``<= high``."""
+    what = "an integer" if kind is int else "a number"
+    bounds = []
+    if low is not None:
+        bounds.append(f"{'>' if low_open else '>='} {low:g}")
+    if high is not None:
+        bounds.append(f"<= {high:g}")
+    expected = f"expected {what}{' ' + ' and '.join(bounds) if bounds else ''}"
+
+    def convert(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{expected}, got {text!r}") from None
+        if not math.isfinite(value) or (low is not None and (value <= low if low_open else value < low)) or (
+                high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"{expected}, got {text!r}")
+        return value
+
+    convert.__name__ = f"{kind.__name__}_{'gt' if low_open else 'ge'}_{low}"
+    return convert
+
+
+positive_int = number(int, 1)
+nonnegative_int = number(int, 0)
+positive_float = number(float, 0.0, low_open=True)
+nonnegative_float = number(float, 0.0)
