@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from samplers.argtypes import nonnegative_int, positive_int
+
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("morph", help="word-morphology benchmark with exact likelihoods (Sec. 6)")
@@ -20,13 +22,13 @@ def register(subparsers) -> None:
     parser.add_argument("--words", choices=("wordfreq", "web2"), default="wordfreq",
                         help="installed English word list split when --train/--test are not given")
     parser.add_argument("--out", required=True, help="output folder for metrics.json and plots")
-    parser.add_argument("--iters", type=int, default=1000, help="AugSA and IIS iterations (t_max)")
-    parser.add_argument("--samples", type=int, default=100, help="K, draws per iteration")
-    parser.add_argument("--seed", type=int, default=0, help="random seed of the split and of AugSA")
-    parser.add_argument("--m", type=int, default=25, help="maximum word length")
-    parser.add_argument("--eval-every", type=int, default=10, help="exact NLL every this many iterations")
-    parser.add_argument("--qn-iters", type=int, default=500, help="L-BFGS iteration limit")
-    parser.add_argument("--replicates", type=int, default=1, help="AugSA runs with seeds seed, seed+1, ...")
+    parser.add_argument("--iters", type=positive_int, default=1000, help="AugSA and IIS iterations (t_max)")
+    parser.add_argument("--samples", type=positive_int, default=100, help="K, draws per iteration")
+    parser.add_argument("--seed", type=nonnegative_int, default=0, help="random seed of the split and of AugSA")
+    parser.add_argument("--m", type=positive_int, default=25, help="maximum word length")
+    parser.add_argument("--eval-every", type=positive_int, default=10, help="exact NLL every this many iterations")
+    parser.add_argument("--qn-iters", type=positive_int, default=500, help="L-BFGS iteration limit")
+    parser.add_argument("--replicates", type=positive_int, default=1, help="AugSA runs with seeds seed, seed+1, ...")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(func=run)
 

@@ -66,6 +66,7 @@ def test_morph_cli_on_tiny_lists(tmp_path, capsys):
         assert np.isfinite(metrics[key]["test_nll_exact"])
     assert metrics["quasi_newton"]["train_nll_exact"] <= metrics["augsa_eq26_pi0"]["train_nll_exact"] + 1e-9
     assert len(list((tmp_path / "out").glob("fig3*.png"))) == 4
+
     reps = metrics["augsa_empirical_pi0"]["replicates"]
     assert len(reps) == 2 and reps[0]["test_nll_exact"] != reps[1]["test_nll_exact"]   # two seeds
     assert reps[0]["test_nll_exact"] == metrics["augsa_empirical_pi0"]["test_nll_exact"]
@@ -95,3 +96,13 @@ def test_morph_length_warnings_and_refusal_to_rank():
     assert "AugSA (pi0 = n_j/n): NLL with AugSA's estimated zeta is not finite and positive" in table
     bad_qn = {**metrics, "quasi_newton": {**good, "test_nll_exact": -1.0}}
     assert metrics_table(bad_qn).count("| not ranked | not ranked |") == 5  # no reference: no ranking at all
+
+
+def test_morph_cli_refuses_out_of_range_numbers_by_flag(tmp_path, capsys):
+    from samplers.cli import main
+
+    for flag, value in (("--iters", "0"), ("--m", "-2"), ("--seed", "-1"), ("--samples", "x")):
+        with pytest.raises(SystemExit):
+            main(["trf", "morph", "--out", str(tmp_path / "bad"), flag, value])
+        assert f"argument {flag}: expected an integer >= " in capsys.readouterr().err
+    assert not (tmp_path / "bad").exists()

@@ -157,6 +157,9 @@ def test_bad_input_gives_clear_errors(trained, tmp_path, capsys):
     assert main(["ngram", "train", "--train", str(train), "--out", str(ngram), "--order", "2"]) == 0
     assert main(["trf", "eval", "--model", str(ngram), "--test", str(train)]) == 2
     assert "expected 'trf-lm'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["ngram", "train", "--train", str(train), "--out", str(ngram), "--order", "7"])
+    assert "argument --order: expected an integer >= 2 and <= 5, got '7'" in capsys.readouterr().err
     for flag, value, expected in (("--check-seconds", "-1", "a number > 0"), ("--check-chains", "1", "an integer >= 2"),
                                   ("--check-temperatures", "x", "an integer >= 2"),
                                   ("--check-margin", "-0.5", "a number >= 0")):

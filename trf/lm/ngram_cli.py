@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from samplers.argtypes import number, positive_int
 from trf.io import atomic_write_npz, read_npz
 from trf.lm.corpus import EncodedCorpus, ReadStats, Vocabulary, encode_file
 from trf.ngram import KIND, KneserNey, NGramModel, WittenBell, perplexity
@@ -96,9 +97,9 @@ def register(subparsers) -> None:
     train.add_argument("--train", required=True, help="training text, one sentence per line")
     train.add_argument("--out", required=True, help="model file to write (.npz)")
     train.add_argument("--method", choices=sorted(METHODS), default="kn", help="kn: modified Kneser-Ney; wb: Witten-Bell")
-    train.add_argument("--order", type=int, default=5, help="n-gram order, 2 to 5 (default 5)")
-    train.add_argument("--vocab-size", type=int, default=None, help="keep the most frequent words (including <unk>)")
-    train.add_argument("--min-count", type=int, default=1, help="drop words seen fewer times (default 1)")
+    train.add_argument("--order", type=number(int, 2, high=5), default=5, help="n-gram order, 2 to 5 (default 5)")
+    train.add_argument("--vocab-size", type=positive_int, default=None, help="keep the most frequent words (including <unk>)")
+    train.add_argument("--min-count", type=positive_int, default=1, help="drop words seen fewer times (default 1)")
     train.add_argument("--encoding", default="utf-8", help="text encoding of --train")
     train.set_defaults(func=_train)
     ev = sub.add_parser("eval", help="perplexity of a model on a test file")
