@@ -184,9 +184,9 @@ def test_check_budget_picks_temperatures_and_bad_input(tiny):
                               parallel=False)
     assert np.all((20 <= check.temperatures) & (check.temperatures <= 5000)) and "budget" in check.notes[0]
     assert "re-planned before each length from the measured cost" in check.notes[0]
-    assert check.temperatures[1] >= check.temperatures[0]  # in proportion to length (both may sit at 20)
     roomy = check_normalisers(trf, [2, 4], time_budget=1.0, n_chains=5, exact_limit=0, seed=0, parallel=False)
-    assert roomy.temperatures[1] > roomy.temperatures[0] > 20 and "growing with length" in roomy.describe()
+    # re-planning from the measured cost may give a later length fewer temperatures than c j (timing noise)
+    assert np.all(roomy.temperatures > 20) and "growing with length" in roomy.describe()
     # a budget the pilot alone exceeds: the minimum temperatures, and the notes say the budget was not kept
     tight = check_normalisers(trf, [2, 4], time_budget=1e-4, n_chains=5, exact_limit=0, seed=0, parallel=False)
     assert np.all(tight.temperatures == 20)
@@ -199,6 +199,24 @@ def test_check_budget_picks_temperatures_and_bad_input(tiny):
         check_normalisers(trf, [1], n_chains=1)
     with pytest.raises(ValueError, match="which"):
         check.log_z_table("middle")
+
+
+def test_budget_plan_is_in_proportion_to_length_and_fits():
+    """The temperature plan: T_j = clip(round(c j), 20, 5000) with the largest c whose predicted cost (a + b j
+    per temperature, 1.25 temperatures with the half run, burn-in at half a temperature per sweep) fits; a
+    re-plan of the remaining lengths with a measured/predicted factor of 2 halves their share."""
+    from trf.lm.evaluate import _BudgetPlan
+
+    lengths = np.arange(2, 41)
+    plan = _BudgetPlan(lengths, 0.01 + 0.0015 * lengths, extra=0.25, burn_in=10)
+    temps = plan.solve(100.0)
+    assert np.all(np.diff(temps) >= 0) and temps[0] == 20 and temps[-1] > 20
+    assert plan.cost(temps) <= 100.0 < plan.cost(plan.temperatures(1.05 * temps[-1] / lengths[-1]))
+    np.testing.assert_allclose(temps[lengths >= 20] / lengths[lengths >= 20], temps[-1] / 40, atol=0.04)  # rounding
+    share = plan.cost(temps[20:], 20)  # lengths 22-40: their planned seconds, now at twice the measured cost
+    rest = plan.solve(share, first=20, factor=2.0)
+    assert rest.size == 19 and 2.0 * plan.cost(rest, 20) <= share and rest[-1] < 0.55 * temps[-1]
+    assert np.all(plan.solve(1e-3) == 20)  # too small a budget: the floor everywhere
 
 
 def test_unigram_base_is_exact_for_a_unigram_only_model(tiny):

@@ -484,6 +484,7 @@ def _pilot_plan(model: SentenceTRF, sampler: SentenceSampler, lengths: np.ndarra
     # warm-up first: the first call compiles the samplers (seconds on a cold Numba cache), which the pilot must
     # not count as sampling time
     _bdmc_log_z(model, sampler, int(lengths.min()), 2, n_chains, rng, 1, parallel, base)
+    _forward_log_z(model, sampler, int(lengths.min()), 2, n_chains, rng, parallel, base)
     points = []
     for j in sorted({int(lengths.min()), int(lengths.max())}):
         start = time.perf_counter()
