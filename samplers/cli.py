@@ -130,6 +130,12 @@ def main(argv: list[str] | None = None) -> int:
         except (ValueError, FileNotFoundError, ImportError) as exc:
             print(f"mcsa: error: {exc}", file=sys.stderr)
             return 2
+        except KeyboardInterrupt:  # Ctrl-C: a message and status 130, no traceback
+            checkpoint = getattr(args, "checkpoint", None)
+            kept = (f"; the last checkpoint is kept in {checkpoint} (run the same command with --resume)"
+                    if checkpoint and os.path.exists(checkpoint) else "")
+            print(f"mcsa: interrupted{kept}", file=sys.stderr)
+            return 130
         sys.stdout.flush()
         return int(result or 0)
     except BrokenPipeError:

@@ -135,3 +135,19 @@ def _read(path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         version = header.get("format_version") if isinstance(header, dict) else None
         raise ValueError(f"file {str(path)!r} has format version {version!r}; this version reads {FORMAT_VERSION}")
     return arrays, header
+
+
+def check_output_file(path: str | os.PathLike | None, flag: str) -> None:
+    """Refuse an output path before any compute: ``path`` must not be a folder, and its folder must exist or
+    be creatable, and be writable (ValueError naming ``flag``).  ``None`` (no output) passes."""
+    if path is None:
+        return
+    target = Path(path)
+    if target.is_dir():
+        raise ValueError(f"{flag} {str(path)!r} is a folder; give a file name")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"{flag} {str(path)!r}: cannot create its folder ({exc.strerror})") from None
+    if not os.access(target.parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise ValueError(f"{flag} {str(path)!r} is not writable")

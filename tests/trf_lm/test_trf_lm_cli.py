@@ -157,6 +157,17 @@ def test_bad_input_gives_clear_errors(trained, tmp_path, capsys):
     assert main(["ngram", "train", "--train", str(train), "--out", str(ngram), "--order", "2"]) == 0
     assert main(["trf", "eval", "--model", str(ngram), "--test", str(train)]) == 2
     assert "expected 'trf-lm'" in capsys.readouterr().err
+    # output paths are refused before any compute (no perplexity printed, no model trained)
+    assert main(["trf", "eval", "--model", str(model), "--test", str(train), "--json", str(tmp_path)]) == 2
+    captured = capsys.readouterr()
+    assert "--json" in captured.err and "is a folder" in captured.err and captured.out == ""
+    assert main(["trf", "train", "--train", str(train), "--out", str(tmp_path), "--quiet"]) == 2
+    assert "--out" in capsys.readouterr().err
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert main(["ngram", "train", "--train", str(train), "--out", str(blocker / "kn.npz")]) == 2
+    err = capsys.readouterr().err
+    assert "--out" in err and "cannot create its folder" in err
     with pytest.raises(SystemExit):
         main(["ngram", "train", "--train", str(train), "--out", str(ngram), "--order", "7"])
     assert "argument --order: expected an integer >= 2 and <= 5, got '7'" in capsys.readouterr().err
@@ -231,3 +242,23 @@ def test_a_wide_checked_interval_is_called_inconclusive_and_the_headline_is_its_
                                                                                   False)
     value, which, inconclusive = headline_perplexity({"checked": 56.6, "low": 42.1, "high": 75.9})
     assert (value, inconclusive) == (75.9, True) and "high end" in which
+
+
+def test_ctrl_c_ends_with_a_message_and_status_130(trained, tmp_path, capsys, monkeypatch):
+    """Ctrl-C mid-way: no traceback, status 130, and the checkpoint named when there is one."""
+    import trf.lm.cli as lm_cli
+
+    folder, train, model = trained
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(lm_cli, "_eval", interrupted)
+    monkeypatch.setattr(lm_cli, "_train", interrupted)
+    assert main(["trf", "eval", "--model", str(model), "--test", str(train)]) == 130
+    assert capsys.readouterr().err == "mcsa: interrupted\n"
+    checkpoint = tmp_path / "run.ckpt"
+    checkpoint.write_bytes(b"x")
+    assert main(["trf", "train", "--train", str(train), "--out", str(tmp_path / "m.npz"),
+                 "--checkpoint", str(checkpoint)]) == 130
+    assert f"the last checkpoint is kept in {checkpoint} (run the same command with --resume)" in capsys.readouterr().err

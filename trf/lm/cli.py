@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from samplers.argtypes import nonnegative_float, nonnegative_int, number, positive_float, positive_int
+from trf.io import check_output_file
 from trf.lm.train import DEFAULT_FEATURES
 
 
@@ -33,6 +34,8 @@ def _train(args) -> int:
                                    "stop_tol": args.stop_tol}.items() if v is not None}
     if args.stop_window is not None:
         overrides["stop_window"] = args.stop_window or None  # 0: no stop rule
+    check_output_file(args.out, "--out")
+    check_output_file(args.checkpoint, "--checkpoint")
     model, result = train_lm(args.train, valid_path=args.valid, features=args.features, classes=args.classes,
                              vocab_size=args.vocab_size, min_count=args.min_count, max_length=args.max_length,
                              config=lm_config(**overrides),
@@ -55,6 +58,7 @@ def _eval(args) -> int:
     from trf.lm.corpus import ReadStats, encode_file
     from trf.lm.model import PERPLEXITY_CONVENTION, SentenceTRF
 
+    check_output_file(args.json, "--json")
     model = SentenceTRF.load(args.model)
     stats = ReadStats()
     corpus = encode_file(args.test, model.vocab, stats=stats)

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from samplers.argtypes import number, positive_int
-from trf.io import atomic_write_npz, read_npz
+from trf.io import atomic_write_npz, check_output_file, read_npz
 from trf.lm.corpus import EncodedCorpus, ReadStats, Vocabulary, encode_file
 from trf.ngram import KIND, KneserNey, NGramModel, WittenBell, perplexity
 
@@ -65,6 +65,7 @@ def evaluate_ngram(model: NGramModel, vocab: Vocabulary, test_path, *, encoding:
 
 
 def _train(args) -> int:
+    check_output_file(args.out, "--out")
     model, vocab, stats = train_ngram(args.train, method=args.method, order=args.order, vocab_size=args.vocab_size,
                                       min_count=args.min_count, encoding=args.encoding)
     save_ngram(args.out, model, vocab)
@@ -75,6 +76,7 @@ def _train(args) -> int:
 
 
 def _eval(args) -> int:
+    check_output_file(args.json, "--json")
     model, vocab = load_ngram(args.model)
     result = evaluate_ngram(model, vocab, args.test, encoding=args.encoding)
     result.update({"model": str(args.model), "test": str(args.test), "method": type(model).__name__,
