@@ -133,9 +133,7 @@ def ais_log_z(model: SentenceTRF, j: int, *, n_temperatures: int = 1000, n_chain
     j = check_int(j, "j", low=1, high=model.m)
     sweeps = check_int(sweeps, "sweeps", low=1)
     sampler = SentenceSampler(model.features, max(model.m, j))
-    initial, log_ratio, transition, log_z0 = _fixed_length_ais(model, sampler, j, sweeps, parallel, base)
-    return run_ais(initial, log_ratio, transition, n_temperatures=n_temperatures, n_chains=n_chains, seed=seed,
-                   log_partition_start=log_z0)
+    return _forward_log_z(model, sampler, j, n_temperatures, n_chains, seed, parallel, base, sweeps)
 
 
 EXACT_LIMIT = 200_000  # enumerate V^j sentences for the exact log Z_j up to this many
@@ -155,9 +153,9 @@ def exact_log_z(model: SentenceTRF, j: int, limit: int = EXACT_LIMIT) -> float:
 
 
 def _forward_log_z(model: SentenceTRF, sampler: SentenceSampler, j: int, n_temperatures: int, n_chains: int,
-                   seed, parallel: bool, base: str = "unigram"):
-    """Forward AIS alone for ``log Z_j`` with the check's sampler (the half-effort run of the rise test)."""
-    initial, log_ratio, transition, log_z0 = _fixed_length_ais(model, sampler, j, 1, parallel, base)
+                   seed, parallel: bool, base: str = "unigram", sweeps: int = 1):
+    """Forward AIS alone for ``log Z_j`` with a given sampler (:func:`ais_log_z`; the check's half run)."""
+    initial, log_ratio, transition, log_z0 = _fixed_length_ais(model, sampler, j, sweeps, parallel, base)
     return run_ais(initial, log_ratio, transition, n_temperatures=n_temperatures, n_chains=n_chains, seed=seed,
                    log_partition_start=log_z0)
 
@@ -226,6 +224,11 @@ class NormaliserCheck:
 
     MIN_ESS_FRACTION = 0.2
 
+    def _which(self, subset: np.ndarray) -> str:
+        """``"K of N lengths (j1, j2, ...)"`` for a warning, at most ten lengths named."""
+        named = ", ".join(map(str, subset[:10])) + (", ..." if subset.size > 10 else "")
+        return f"{subset.size} of {self.lengths.size} lengths ({named})"
+
     @property
     def degenerate(self) -> np.ndarray:
         """Lengths where the forward weights' effective sample size is below ``MIN_ESS_FRACTION`` (20%) of the
@@ -243,8 +246,7 @@ class NormaliserCheck:
         if bad.size == 0:
             return None
         worst = int(np.argmin(self.forward_ess))
-        return (f"the forward AIS weights are degenerate at {bad.size} of {self.lengths.size} lengths "
-                f"({', '.join(map(str, bad[:10]))}{', ...' if bad.size > 10 else ''}): effective sample size "
+        return (f"the forward AIS weights are degenerate at {self._which(bad)}: effective sample size "
                 f"below {100 * self.MIN_ESS_FRACTION:g}% of the {self.n_chains} chains (worst: length "
                 f"{self.lengths[worst]}, ESS {self.forward_ess[worst]:.2f}).  A few chains carry those estimates and "
                 "their standard errors do not measure their error, so the interval and the rise test are not "
@@ -289,8 +291,7 @@ class NormaliserCheck:
         gap = np.where(np.isin(self.lengths, rising), self.rise, -np.inf)
         worst = int(np.argmax(gap))
         half = (self.temperatures[worst] + 1) // 2
-        return (f"forward AIS is still rising with temperatures at {rising.size} of {self.lengths.size} lengths "
-                f"({', '.join(map(str, rising[:10]))}{', ...' if rising.size > 10 else ''}): doubling the "
+        return (f"forward AIS is still rising with temperatures at {self._which(rising)}: doubling the "
                 f"temperatures added more than {self.z:g} standard errors; worst at length {self.lengths[worst]}: "
                 f"{self.forward_half[worst]:.2f} with {half} temperatures, {self.forward[worst]:.2f} with "
                 f"{self.temperatures[worst]} (+{self.rise[worst]:.2f} nats).  AIS has not converged there: "
@@ -318,8 +319,7 @@ class NormaliserCheck:
             return None
         gap = np.where(np.isin(self.lengths, failed), self.forward - self.reverse, -np.inf)
         worst = int(np.argmax(gap))
-        return (f"at {failed.size} of {self.lengths.size} lengths ({', '.join(map(str, failed[:10]))}"
-                f"{', ...' if failed.size > 10 else ''}) the forward AIS estimate of log Z_j (unbiased for Z_j) "
+        return (f"at {self._which(failed)} the forward AIS estimate of log Z_j (unbiased for Z_j) "
                 f"lies above the reverse one by more than {self.z:g} standard errors each; worst at length "
                 f"{self.lengths[worst]}: forward {self.forward[worst]:.2f} +- {self.forward_se[worst]:.2f}, reverse "
                 f"{self.reverse[worst]:.2f} +- {self.reverse_se[worst]:.2f}.  The reverse chains started from TransMS "
@@ -358,8 +358,7 @@ class NormaliserCheck:
         excess = np.maximum(self.lower - self.augsa, self.augsa - self.upper)
         worst = int(np.argmax(excess))
         return (f"AugSA's zeta is outside the checked interval by more than {self.margin:g} nats at "
-                f"{flagged.size} of {self.lengths.size} lengths ({', '.join(map(str, flagged[:10]))}"
-                f"{', ...' if flagged.size > 10 else ''}); worst at length {self.lengths[worst]}: AugSA log Z "
+                f"{self._which(flagged)}; worst at length {self.lengths[worst]}: AugSA log Z "
                 f"{self.augsa[worst]:.2f}, interval [{self.lower[worst]:.2f}, {self.upper[worst]:.2f}]. "
                 "The perplexity with AugSA's zeta is not trustworthy")
 
