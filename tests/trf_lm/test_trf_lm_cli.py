@@ -173,7 +173,8 @@ def test_bad_input_gives_clear_errors(trained, tmp_path, capsys):
     assert "argument --order: expected an integer >= 2 and <= 5, got '7'" in capsys.readouterr().err
     for flag, value, expected in (("--check-seconds", "-1", "a number > 0"), ("--check-chains", "1", "an integer >= 2"),
                                   ("--check-temperatures", "x", "an integer >= 2"),
-                                  ("--check-margin", "-0.5", "a number >= 0")):
+                                  ("--check-margin", "-0.5", "a number >= 0"),
+                                  ("--check-particles", "-1", "an integer >= 0")):
         with pytest.raises(SystemExit):
             main(["trf", "eval", "--model", str(model), "--test", str(train), flag, value])
         assert f"argument {flag}: expected {expected}, got '{value}'" in capsys.readouterr().err

@@ -4,7 +4,8 @@
 defaults; ``--minutes`` bounds the time; ``--checkpoint`` + ``--resume`` continue an interrupted run
 with the same iteration count and chain states).  ``eval`` prints the test perplexity (words plus one
 end-of-sentence per sentence) with normalisers checked from both sides (forward and reverse AIS, or exact
-on tiny vocabularies; :func:`trf.lm.evaluate.check_normalisers`), the interval and the AugSA-zeta value,
+on tiny vocabularies) and by sequential Monte Carlo (:func:`trf.lm.evaluate.check_normalisers`), the
+interval and the AugSA-zeta value,
 warns when AugSA's zeta is outside the interval, optionally runs the older AIS variants, and writes JSON.
 ``score`` reads sentences on stdin and writes one natural-log probability per input line (``nan`` and one
 warning on stderr for blank lines; ``--unk`` adds the number of unknown words, ``--jsonl`` writes JSON lines).
@@ -81,7 +82,8 @@ def _eval(args) -> int:
             raise ValueError(f"--test holds no sentence of at most m={model.m} words to check; pass --no-check")
         check = check_normalisers(model, lengths, n_temperatures=args.check_temperatures,
                                   n_chains=args.check_chains, time_budget=args.check_seconds,
-                                  margin=args.check_margin, seed=args.seed, base=args.check_base)
+                                  margin=args.check_margin, seed=args.seed, base=args.check_base,
+                                  smc_particles=args.check_particles)
         ppl_checked = check.perplexities(model, corpus)
         which = check.describe()
         headline, label, inconclusive = headline_perplexity(ppl_checked)
@@ -96,6 +98,8 @@ def _eval(args) -> int:
                                       "reverse_failed_lengths": check.reverse_failed.tolist(),
                                       "still_rising_lengths": check.still_rising.tolist(),
                                       "degenerate_lengths": check.degenerate.tolist(),
+                                      "ais_missed_lengths": check.ais_missed.tolist(),
+                                      "smc_unsettled_lengths": check.unsettled.tolist(),
                                       "perplexity_extrapolated": ppl_checked["extrapolated"], "notes": check.notes}
         unchecked = (f"; {ppl_checked['unchecked_sentences']} sentences of the pooled sub-model keep AugSA's "
                      "normaliser" if ppl_checked["unchecked_sentences"] else "")
@@ -108,18 +112,23 @@ def _eval(args) -> int:
             print(f"mcsa trf eval: check: with the rise from T/2 to T temperatures added once more where AIS is "
                   f"still rising (first-order 1/T extrapolation, an estimate, not a bound): perplexity "
                   f"{ppl_checked['extrapolated']:.3f}", file=sys.stderr)
-        for warning in (check.warning(), check.bracket_warning(), check.rising_warning(),
-                        check.degenerate_warning()):
+        for warning in (check.warning(), check.missed_warning(), check.unsettled_warning(), check.bracket_warning(),
+                        check.rising_warning(), check.degenerate_warning()):
             if warning:
                 print(f"mcsa trf eval: warning: {warning}", file=sys.stderr)
         if inconclusive:
             wide = interval_is_inconclusive(ppl_checked["low"], ppl_checked["high"])
-            why = (f"the perplexity interval [{ppl_checked['low']:.3f}, {ppl_checked['high']:.3f}] is wider than "
-                   f"+-{100 * CONCLUSIVE:g}% around its centre" if wide else
-                   f"{ppl_checked['degenerate_lengths']} test lengths have degenerate AIS weights")
+            why = [f"the perplexity interval [{ppl_checked['low']:.3f}, {ppl_checked['high']:.3f}] is wider than "
+                   f"+-{100 * CONCLUSIVE:g}% around its centre"] if wide else []
+            if ppl_checked["degenerate_lengths"]:
+                why.append(f"{ppl_checked['degenerate_lengths']} test lengths have degenerate AIS weights")
+            if ppl_checked["unsettled_lengths"]:
+                why.append(f"{ppl_checked['unsettled_lengths']} test lengths have unsettled SMC estimates")
+            why = "; ".join(why)
             print(f"mcsa trf eval: warning: the check is inconclusive at this effort: {why}, so the headline is "
-                  "the interval's high end (the conservative value); raise --check-temperatures or "
-                  "--check-seconds for a conclusive check", file=sys.stderr)
+                  "the interval's high end (the conservative value, itself too low where SMC has not settled); "
+                  "raise --check-seconds, --check-particles or --check-temperatures for a conclusive check",
+                  file=sys.stderr)
     if args.ais:
         from trf.lm.evaluate import ais_check
 
@@ -243,6 +252,8 @@ def register(subparsers) -> None:
     ev.add_argument("--check-seconds", type=positive_float, default=None,
                     help="time for the check (default 15%% of the recorded training time, at least 10 s)")
     ev.add_argument("--check-chains", type=number(int, 2), default=10, help="AIS chains per length and direction")
+    ev.add_argument("--check-particles", type=nonnegative_int, default=None,
+                    help="SMC particles per run of the check (0: no SMC; default: half of --check-seconds' worth)")
     ev.add_argument("--check-margin", type=nonnegative_float, default=0.5,
                     help="nats AugSA's log Z_j may lie outside the checked interval before a warning")
     ev.add_argument("--seed", type=nonnegative_int, default=0, help="random seed of the AIS checks")

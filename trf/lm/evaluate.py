@@ -32,7 +32,8 @@ from samplers.ais import run_ais, run_bidirectional_ais
 from samplers.rng import kernel_seed
 from samplers.validation import as_float_array, check_float, check_int
 from trf.lm.corpus import EncodedCorpus
-from trf.lm.model import SentenceTRF
+from trf.lm.model import SentenceTRF, unigram_base
+from trf.lm.smc import smc_log_z
 from trf.lm.transms import ChainState, SentenceSampler
 from trf.ngram import perplexity
 
@@ -48,42 +49,6 @@ def _states_corpus(state: ChainState) -> EncodedCorpus:
 
 
 AIS_BASES = ("unigram", "uniform")
-
-
-def unigram_base(model: SentenceTRF) -> tuple[np.ndarray, np.ndarray]:
-    """The model's own unigram part, the default AIS base for ``log Z_j``.
-
-    The word- and class-unigram features (templates ``w`` and ``c`` of order 1) fire once per word and
-    never at ``</s>``, so ``exp(sum_p u[x_p])`` with ``u[w] = lambda_w(w) + lambda_c(class(w))`` is a product
-    of independent categorical laws: exact draws, ``log Z_0 = j logsumexp(u)``.  Annealing from it to the
-    model only has to bridge the n-gram features of order >= 2, which is far less than bridging from the
-    uniform law over ``V^j`` (on a KJV model, ``H(softmax(u))`` = 8.61 nats per word against ``log V`` = 9.42).
-
-    Returns
-    -------
-    u : float array (V,)
-        Unigram log-weight of every word (0 where no unigram feature was observed).
-    is_unigram : bool array (n_features,)
-        Which entries of ``lambda`` are unigram features (held at full weight along the path).
-    """
-    feats = model.features
-    row_group, row_len, _, row_type = feats.rows
-    group = feats.key_hi >> 48
-    symbol = (feats.key_hi >> 24) & ((1 << 24) - 1)
-    u = np.zeros(feats.n_words)
-    is_unigram = np.zeros(feats.n_features, dtype=bool)
-    for r in np.flatnonzero(row_len == 1):
-        hit = np.flatnonzero(group == row_group[r])
-        is_unigram[hit] = True
-        if row_type[r, 0] == 0:  # word unigram
-            keep = symbol[hit] < feats.n_words
-            np.add.at(u, symbol[hit][keep], model.lam[hit][keep])
-        else:  # class unigram
-            per_class = np.zeros(feats.n_classes + 2)
-            keep = symbol[hit] < feats.n_classes
-            np.add.at(per_class, symbol[hit][keep], model.lam[hit][keep])
-            u += per_class[feats.word_class]
-    return u, is_unigram
 
 
 def _fixed_length_ais(model: SentenceTRF, sampler: SentenceSampler, j: int, sweeps: int, parallel: bool,
@@ -199,6 +164,13 @@ class NormaliserCheck:
     forward_ess : ndarray, optional
         Effective sample size of the forward AIS weights, in ``[1, n_chains]`` (``n_chains`` where exact); see
         :attr:`degenerate`.
+    smc, smc_se, smc_spread : ndarray, optional
+        Sequential Monte Carlo estimate of ``log Z_j`` (:func:`trf.lm.smc.smc_log_z`: the model's own local law as
+        proposal, unbiased for ``Z_j`` like forward AIS), its delta-method standard error and the standard
+        deviation of ``log Z-hat_j`` over the independent replicates (the exact value, 0 and 0 where exact).
+        See :attr:`ais_missed` and :attr:`unsettled`.
+    smc_particles, smc_replicates : int
+        Particles per SMC run and runs (0 when no SMC was run).
     """
 
     lengths: np.ndarray
@@ -221,8 +193,61 @@ class NormaliserCheck:
     forward_half: np.ndarray | None = None
     forward_half_se: np.ndarray | None = None
     forward_ess: np.ndarray | None = None
+    smc: np.ndarray | None = None
+    smc_se: np.ndarray | None = None
+    smc_spread: np.ndarray | None = None
+    smc_particles: int = 0
+    smc_replicates: int = 0
 
     MIN_ESS_FRACTION = 0.2
+    MAX_SMC_SPREAD = 1.0
+    """Nats of spread of the SMC replicates' ``log Z-hat_j`` above which a length is :attr:`unsettled`."""
+
+    @property
+    def ais_missed(self) -> np.ndarray:
+        """Lengths where the SMC estimate lies above forward AIS by more than ``z`` standard errors each.
+
+        Both are unbiased for ``Z_j``, so the lower of the two errs low: AIS has missed probability mass there --
+        sentences of high weight that its fixed-length Gibbs chains never reach (fortunes: two-word sentences
+        like "errico malatesta", 68% of the exact ``Z_2``, that 900 s of AIS put 5.7 nats below the exact
+        ``log Z_2``).  The checked value takes the SMC estimate there."""
+        if self.smc is None:
+            return self.lengths[:0]
+        fse = np.zeros_like(self.forward) if self.forward_se is None else self.forward_se
+        return self.lengths[self.smc - self.z * self.smc_se > self.forward + self.z * fse]
+
+    def missed_warning(self) -> str | None:
+        """A one-line warning naming the lengths where AIS missed probability mass (:attr:`ais_missed`)."""
+        missed = self.ais_missed
+        if missed.size == 0:
+            return None
+        gap = np.where(np.isin(self.lengths, missed), self.smc - self.forward, -np.inf)
+        worst = int(np.argmax(gap))
+        return (f"forward AIS missed probability mass at {self._which(missed)}: the SMC estimate of log Z_j (also "
+                f"unbiased for Z_j) lies above it by more than {self.z:g} standard errors each; worst at length "
+                f"{self.lengths[worst]}: SMC {self.smc[worst]:.2f} +- {self.smc_se[worst]:.2f}, AIS "
+                f"{self.forward[worst]:.2f}.  The model gives high weight to sentences that the AIS chains "
+                "never reach; the checked normalisers take the SMC estimate there")
+
+    @property
+    def unsettled(self) -> np.ndarray:
+        """Lengths where the SMC replicates' ``log Z-hat_j`` spread more than :attr:`MAX_SMC_SPREAD` nats: the
+        particles have not settled, rare high-weight sentences decide the estimate, and ``log Z_j`` is likely
+        higher still (for log-normal estimates each run falls short by about ``spread^2 / 2``)."""
+        if self.smc_spread is None:
+            return self.lengths[:0]
+        return self.lengths[self.smc_spread > self.MAX_SMC_SPREAD]
+
+    def unsettled_warning(self) -> str | None:
+        """A one-line warning naming the lengths where SMC has not settled (:attr:`unsettled`)."""
+        bad = self.unsettled
+        if bad.size == 0:
+            return None
+        worst = int(np.argmax(np.where(np.isin(self.lengths, bad), self.smc_spread, -np.inf)))
+        return (f"the SMC estimates have not settled at {self._which(bad)}: its {self.smc_replicates} runs of "
+                f"{self.smc_particles} particles spread by more than {self.MAX_SMC_SPREAD:g} nats (worst: length "
+                f"{self.lengths[worst]}, {self.smc_spread[worst]:.2f} nats).  log Z_j is likely higher than the "
+                "interval there and the perplexity above its high end; raise --check-particles")
 
     def _which(self, subset: np.ndarray) -> str:
         """``"K of N lengths (j1, j2, ...)"`` for a warning, at most ten lengths named."""
@@ -330,8 +355,10 @@ class NormaliserCheck:
     def checked(self) -> np.ndarray:
         """The checked ``log Z_j``: the exact value, else the midpoint of the forward and reverse estimates, or
         the forward estimate alone where the reverse one came out below it (its chains started from
-        approximate samples, so only the forward estimate keeps its guarantee there)."""
-        return np.maximum(self.forward, 0.5 * (self.forward + self.reverse))
+        approximate samples, so only the forward estimate keeps its guarantee there); where the SMC estimate
+        is higher still, the SMC estimate (both it and forward AIS err low, so the higher one is the better)."""
+        value = np.maximum(self.forward, 0.5 * (self.forward + self.reverse))
+        return value if self.smc is None else np.maximum(value, self.smc)
 
     def describe(self) -> str:
         """How the checked normalisers were obtained, in words (for the CLI's headline)."""
@@ -341,8 +368,10 @@ class NormaliserCheck:
         used = self.temperatures[self.temperatures > 0]
         temps = (f"{used.min()} temperatures" if used.min() == used.max()
                  else f"{used.min()}-{used.max()} temperatures, growing with length")
+        smc = (f", or SMC ({self.smc_replicates} x {self.smc_particles} particles) where higher"
+               if self.smc is not None else "")
         return (f"midpoint of forward and reverse AIS from the {self.base} base ({temps}, "
-                f"{self.n_chains} chains{', exact where V^j is small' if 'exact' in methods else ''})")
+                f"{self.n_chains} chains{', exact where V^j is small' if 'exact' in methods else ''}){smc}")
 
     @property
     def flagged(self) -> np.ndarray:
@@ -376,6 +405,10 @@ class NormaliserCheck:
     def rows(self) -> list[dict]:
         """Per-length records for JSON output."""
         failed, rising = set(self.reverse_failed.tolist()), set(self.still_rising.tolist())
+        missed, unsettled = set(self.ais_missed.tolist()), set(self.unsettled.tolist())
+
+        def opt(values, i):
+            return None if values is None else float(values[i])
         return [{"j": int(j), "method": meth, "temperatures": int(t), "forward": float(f), "reverse": float(r),
                  "checked": float(c), "lower": float(lo), "upper": float(hi), "augsa": float(a),
                  "flagged": bool(a < lo - self.margin or a > hi + self.margin), "reverse_failed": bool(j in failed),
@@ -384,7 +417,9 @@ class NormaliserCheck:
                  "forward_half": None if self.forward_half is None else float(self.forward_half[i]),
                  "forward_half_se": None if self.forward_half_se is None else float(self.forward_half_se[i]),
                  "still_rising": bool(j in rising),
-                 "forward_ess": None if self.forward_ess is None else float(self.forward_ess[i])}
+                 "forward_ess": None if self.forward_ess is None else float(self.forward_ess[i]),
+                 "smc": opt(self.smc, i), "smc_se": opt(self.smc_se, i), "smc_spread": opt(self.smc_spread, i),
+                 "ais_missed": bool(j in missed), "smc_unsettled": bool(j in unsettled)}
                 for i, (j, meth, t, f, r, c, lo, hi, a) in enumerate(zip(
                     self.lengths, self.method, self.temperatures, self.forward, self.reverse, self.checked,
                     self.lower, self.upper, self.augsa))]
@@ -396,7 +431,8 @@ class NormaliserCheck:
         number is ``unchecked_sentences``.  A higher ``log Z`` lowers every log-probability, so the
         interval ``[lower, upper]`` of ``log Z`` maps to ``[ppl_low, ppl_high]``; ``extrapolated`` uses
         :attr:`extrapolated` (equal to ``checked`` when AIS is not still rising anywhere);
-        ``degenerate_lengths`` counts the lengths of ``corpus`` with degenerate weights (:attr:`degenerate`)."""
+        ``degenerate_lengths`` counts the lengths of ``corpus`` with degenerate weights (:attr:`degenerate`),
+        ``unsettled_lengths`` those where SMC has not settled (:attr:`unsettled`)."""
         dims = model.dimension(corpus.lengths)
         base = model.log_prob(corpus)
         augsa = (model.zeta + model.log_z1())[dims - 1]
@@ -408,6 +444,7 @@ class NormaliserCheck:
             out[key] = float(np.exp(-(base + augsa - log_z).sum() / corpus.n_predicted))
         out["unchecked_sentences"] = int(np.count_nonzero(np.isnan(self.log_z_table("checked")[dims - 1])))
         out["degenerate_lengths"] = int(np.count_nonzero(np.isin(self.degenerate, dims)))
+        out["unsettled_lengths"] = int(np.count_nonzero(np.isin(self.unsettled, dims)))
         return out
 
 
@@ -430,13 +467,15 @@ def headline_perplexity(ppl: dict, tolerance: float = CONCLUSIVE) -> tuple[float
     """The perplexity to report from :meth:`NormaliserCheck.perplexities`: ``(value, which, inconclusive)``.
 
     When the interval is within ``+-tolerance`` of its centre and no length of the corpus has degenerate AIS
-    weights (``degenerate_lengths``) the checked value (midpoint normalisers) is reported; otherwise the
+    weights (``degenerate_lengths``) or unsettled SMC estimates (``unsettled_lengths``) the checked value (midpoint
+    normalisers) is reported; otherwise the
     check is inconclusive and the interval's **high end** is reported -- the
     conservative value: an under-converged AIS errs towards too small a ``log Z`` and so too good a
     perplexity (forward AIS is a lower bound in expectation, and reverse AIS from approximate samples fell
     below 300-temperature forward AIS at some KJV lengths), and a headline must not claim a gain it
     cannot defend."""
-    inconclusive = interval_is_inconclusive(ppl["low"], ppl["high"], tolerance) or ppl.get("degenerate_lengths", 0) > 0
+    inconclusive = (interval_is_inconclusive(ppl["low"], ppl["high"], tolerance)
+                    or ppl.get("degenerate_lengths", 0) > 0 or ppl.get("unsettled_lengths", 0) > 0)
     if inconclusive:
         return float(ppl["high"]), "high end of the checked interval (inconclusive check)", True
     return float(ppl["checked"]), "checked normalisers", False
@@ -501,8 +540,9 @@ def _pilot_plan(model: SentenceTRF, sampler: SentenceSampler, lengths: np.ndarra
 def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None = None, n_chains: int = 10,
                       time_budget: float | None = None, z: float = 3.0, margin: float = 0.5, burn_in: int = 10,
                       seed=0, exact_limit: int = EXACT_LIMIT, parallel: bool = True,
-                      base: str = "unigram", half_run: bool = True) -> NormaliserCheck:
-    """Check ``log Z_j`` for each of ``lengths`` from both sides (bidirectional AIS, or exactly).
+                      base: str = "unigram", half_run: bool = True, smc_particles: int | None = None,
+                      smc_replicates: int = 4, smc_fraction: float = 0.5) -> NormaliserCheck:
+    """Check ``log Z_j`` for each of ``lengths`` from both sides (bidirectional AIS, or exactly), and by SMC.
 
     For each length ``j`` (at most ``m``): when ``V^j <= exact_limit`` the exact sum over all sentences is
     used; otherwise forward AIS from ``base`` (a stochastic lower bound of ``log Z_j``, Neal 2001) and
@@ -511,6 +551,13 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
     ``[forward - z se_f, reverse + z se_r]``.  With exact starts each side misses with probability at most
     about ``Phi(-z)`` (0.13% for ``z = 3``); approximate starts can pull the reverse estimate down, so a gap
     ``reverse - forward`` near 0 is the sign that both have converged.
+
+    Before the AIS runs, ``smc_replicates`` independent sequential Monte Carlo runs (:func:`trf.lm.smc.smc_log_z`)
+    estimate every non-exact ``log Z_j`` at once; like forward AIS they are unbiased for ``Z_j``, but their
+    proposal -- the model's own local law, word by word -- reaches high-weight sentences that fixed-length
+    Gibbs chains miss.  The interval becomes ``[max(forward - z se_f, smc - z se_s), max(reverse + z se_r,
+    smc + z se_s)]`` and the checked value the higher of the AIS midpoint and the SMC estimate
+    (:attr:`NormaliserCheck.ais_missed`, :attr:`NormaliserCheck.unsettled`).
 
     Parameters
     ----------
@@ -538,6 +585,13 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
     half_run : bool
         Also run forward AIS with half the temperatures at every AIS length (about 25% more time, counted in
         the budget) for the convergence test :attr:`NormaliserCheck.still_rising`.
+    smc_particles : int, optional
+        Particles per SMC run (0: no SMC).  Default: as many as ``smc_fraction`` of ``time_budget`` buys (timed
+        by a pilot run; 100 to 200,000), or 2000 when ``n_temperatures`` is given.
+    smc_replicates : int
+        Independent SMC runs (>= 2; their spread is the SMC's convergence measure); they run on all cores.
+    smc_fraction : float
+        Share of ``time_budget`` given to SMC when ``smc_particles`` is not given (the rest goes to AIS).
 
     Returns
     -------
@@ -552,6 +606,10 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
     exact_limit = check_int(exact_limit, "exact_limit", low=0)
     if base not in AIS_BASES:
         raise ValueError(f"base must be one of {AIS_BASES}, got {base!r}")
+    smc_replicates = check_int(smc_replicates, "smc_replicates", low=2)
+    smc_fraction = check_float(smc_fraction, "smc_fraction", low=0.0, high=1.0, high_open=True)
+    if smc_particles is not None:
+        smc_particles = check_int(smc_particles, "smc_particles", low=0)
     started = time.perf_counter()
     rng = np.random.default_rng(seed)
     V = model.features.n_words
@@ -561,10 +619,14 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
     ais_lengths = lengths[~exact_mask]
     if n_temperatures is not None:
         temperatures = np.full(lengths.size, check_int(n_temperatures, "n_temperatures", low=2), dtype=np.int64)
+        smc = _smc_stage(model, ais_lengths, 2000 if smc_particles is None else smc_particles, smc_replicates,
+                         None, rng)
     else:
         if time_budget is None:
             time_budget = max(10.0, 0.15 * float(model.meta.get("train_seconds", 60.0)))
         time_budget = check_float(time_budget, "time_budget", low=0.0, low_open=True)
+        smc = _smc_stage(model, ais_lengths, smc_particles, smc_replicates,
+                         smc_fraction * time_budget, rng)
         temperatures = np.full(lengths.size, 20, dtype=np.int64)
         if ais_lengths.size:
             plan = _pilot_plan(model, sampler, ais_lengths, n_chains, rng, burn_in, parallel, base,
@@ -607,6 +669,14 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
             predicted += plan.cost(np.array([n_temp]), done)
             done += 1
     augsa = model.zeta[lengths - 1] + model.log_z1()
+    forward, reverse, lower, upper = map(np.array, (forward, reverse, lower, upper))
+    smc_est = smc_se = smc_spread = None
+    if smc is not None:  # exact lengths keep their value (SMC 0 spread), the others gain the SMC side
+        smc_est, smc_se, smc_spread = forward.copy(), np.zeros(lengths.size), np.zeros(lengths.size)
+        at = ~exact_mask
+        smc_est[at], smc_se[at], smc_spread[at] = (v[ais_lengths - 1] for v in (smc.log_z, smc.stderr, smc.spread))
+        lower = np.maximum(lower, smc_est - z * smc_se)
+        upper = np.maximum(upper, smc_est + z * smc_se)
     seconds = time.perf_counter() - started
     if plan is not None:
         used = temperatures[~exact_mask]
@@ -617,13 +687,39 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
                      f"from the measured cost (measured / pilot-predicted: {spent / max(predicted, 1e-12):.2f})")
         if plan.cost(np.full(ais_lengths.size, plan.low)) > time_budget:
             notes.append(f"the budget is too small even for {plan.low} temperatures per length")
+    if smc is not None:
+        notes.append(f"SMC: {smc.replicates.shape[0]} runs of {smc.n_particles} particles over lengths "
+                     f"1-{smc.lengths.max()} in {smc.seconds:.1f} s")
     if n_temperatures is None and ais_lengths.size and seconds > 1.25 * time_budget:
         notes.append(f"the check took {seconds:.0f} s, {seconds / time_budget:.2f} x its {time_budget:.0f} s budget")
-    return NormaliserCheck(lengths, method, np.array(forward), np.array(reverse), np.array(lower), np.array(upper),
+    return NormaliserCheck(lengths, method, forward, reverse, lower, upper,
                            augsa, margin, z, temperatures, n_chains, seconds,
                            m_total=int(model.pi.size), notes=notes, base=base, forward_se=np.array(forward_se),
                            reverse_se=np.array(reverse_se), forward_half=np.array(half) if half_run else None,
-                           forward_half_se=np.array(half_se) if half_run else None, forward_ess=np.array(ess))
+                           forward_half_se=np.array(half_se) if half_run else None, forward_ess=np.array(ess),
+                           smc=smc_est, smc_se=smc_se, smc_spread=smc_spread,
+                           smc_particles=0 if smc is None else smc.n_particles,
+                           smc_replicates=0 if smc is None else int(smc.replicates.shape[0]))
+
+
+SMC_PARTICLE_RANGE = (100, 200_000)
+
+
+def _smc_stage(model: SentenceTRF, lengths: np.ndarray, n_particles: int | None, n_replicates: int,
+               budget: float | None, rng):
+    """The check's SMC runs over ``1..max(lengths)`` (None when there is nothing to run): ``n_particles`` per
+    run, or as many as ``budget`` seconds buy by a 200-particle pilot (whose compilation is not timed)."""
+    if lengths.size == 0 or n_particles == 0 or (n_particles is None and budget is not None and budget <= 0):
+        return None
+    longest = int(lengths.max())
+    if n_particles is None:
+        pilot = 200
+        smc_log_z(model, 1, n_particles=1, n_replicates=1, seed=rng)  # compile
+        res = smc_log_z(model, longest, n_particles=pilot, n_replicates=n_replicates, seed=rng)
+        per_particle = max(res.seconds, 1e-6) / pilot
+        low, high = SMC_PARTICLE_RANGE
+        n_particles = int(np.clip(budget / per_particle, low, high))
+    return smc_log_z(model, longest, n_particles=n_particles, n_replicates=n_replicates, seed=rng)
 
 
 def smooth_log_z(lengths, log_z, stderr=None) -> np.ndarray:

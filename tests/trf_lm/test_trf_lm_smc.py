@@ -1,0 +1,194 @@
+"""SMC estimates of log Z_j (trf.lm.smc) against brute force and exact sums, and the check's SMC side."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+
+from samplers._jit import jit
+from trf.lm import _feature_kernels as fk
+from trf.lm import _smc_kernels as sk
+from trf.lm.corpus import EncodedCorpus, Vocabulary
+from trf.lm.evaluate import check_normalisers, exact_log_z, headline_perplexity
+from trf.lm.features import SentenceFeatures
+from trf.lm.model import SentenceTRF, smoothed_length_law
+from trf.lm.smc import _smc_model, smc_log_z
+
+ALL_TEMPLATES = "w+c+ws+cs+wsh+csh+cpw+tied"
+
+
+def _model(V, M, features, n_sentences=80, scale=0.8, seed=3, extra=()):
+    rng = np.random.default_rng(seed)
+    sentences = [rng.integers(0, V, size=rng.integers(1, M + 1)) for _ in range(n_sentences)] + list(extra)
+    corpus = EncodedCorpus.from_sentences(sentences)
+    feats = SentenceFeatures.build(corpus, V, features, word_class=np.arange(V) % 2)
+    lam = rng.normal(scale=scale, size=feats.n_features)
+    vocab = Vocabulary(["<unk>"] + [f"w{i}" for i in range(1, V)])
+    return SentenceTRF(vocab, feats, smoothed_length_law(corpus.lengths, M), lam, np.zeros(M))
+
+
+def _buffers(model, history):
+    V, C = model.features.n_words, model.features.n_classes
+    w = np.array([V + 1, *history, 0, 0], dtype=np.int64)
+    c = np.array([C + 1, *model.features.word_class[list(history)], 0, 0], dtype=np.int64)
+    return w, c
+
+
+@jit
+def _draws(bundle, w, c, p, work, n, seed):
+    np.random.seed(seed)
+    log_z, n_touched = sk.local_tables(bundle, w, c, p, work)
+    counts = np.zeros(bundle.n_words)
+    for _ in range(n):
+        counts[sk.draw_word(bundle, work, log_z)] += 1
+    sk.clear_tables(work, n_touched)
+    return counts
+
+
+def test_local_law_and_end_score_match_brute_force_for_every_template():
+    """The local normaliser sum_w exp(s_p(history, w)), computed from the class masses and the touched words, is
+    the brute-force log-sum-exp of the features firing at p for every candidate word; the end score is the
+    score of the </s> position; draws follow the local law.  Histories up to 11 words reach every template
+    (the tied ones read 6-9 words back)."""
+    V, M = 5, 12
+    model = _model(V, M, ALL_TEMPLATES, n_sentences=120)
+    bundle, shift = _smc_model(model)
+    fa = bundle.features
+    C = model.features.n_classes
+    work = sk.SMCWork(np.zeros(C), np.zeros(V), np.zeros(V, dtype=np.bool_), np.zeros(V, dtype=np.int64), np.zeros(C))
+    rng = np.random.default_rng(0)
+    for length in range(0, 12):
+        for _ in range(4):
+            history = rng.integers(0, V, size=length)
+            w, c = _buffers(model, history)
+            p = length + 1
+            log_z, n_touched = sk.local_tables(bundle, w, c, p, work)
+            sk.clear_tables(work, n_touched)
+            scores = []
+            for v in range(V):
+                w[p], c[p] = v, model.features.word_class[v]
+                scores.append(fk.positions_score(w, c, M + 5, p, p, bundle.lam, *fa))
+            assert np.isclose(log_z + shift, logsumexp(scores), atol=1e-9), (history, log_z + shift, logsumexp(scores))
+            if length:
+                w, c = _buffers(model, history)
+                end = sk.end_score(bundle, w, c, length)
+                assert np.isclose(end, fk.positions_score(w, c, length, p, p, bundle.lam, *fa), atol=1e-12)
+    history = rng.integers(0, V, size=7)
+    w, c = _buffers(model, history)
+    n = 200_000
+    freq = _draws(bundle, w, c, 8, work, n, 11) / n
+    scores = []
+    for v in range(V):
+        w[8], c[8] = v, model.features.word_class[v]
+        scores.append(fk.positions_score(w, c, M + 5, 8, 8, bundle.lam, *fa))
+    q = np.exp(np.array(scores) - logsumexp(scores))
+    assert np.all(np.abs(freq - q) < 5 * np.sqrt(q * (1 - q) / n) + 1e-12), (freq, q)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    model = _model(4, 5, "w+c+ws+cpw")
+    log_z = np.array([exact_log_z(model, j) for j in range(1, 6)])
+    return model, log_z
+
+
+def test_smc_is_unbiased_for_z_at_every_length(tiny):
+    """E[Z-hat_j] = Z_j: the mean ratio of 2000 runs of 100 particles to the exact Z_j is 1 within 4 standard
+    errors at every length (the estimate is unbiased whatever the number of particles)."""
+    model, log_z = tiny
+    res = smc_log_z(model, 5, n_particles=100, n_replicates=2000, seed=1)
+    ratio = np.exp(res.replicates - log_z)
+    se = ratio.std(axis=0, ddof=1) / np.sqrt(ratio.shape[0])
+    assert np.all(np.abs(ratio.mean(axis=0) - 1) < 4 * se), (ratio.mean(axis=0), se)
+    assert np.all(se < 0.05)  # informative
+
+
+def test_smc_with_many_particles_matches_the_exact_log_z(tiny):
+    model, log_z = tiny
+    res = smc_log_z(model, 5, n_particles=5000, n_replicates=4, seed=2)
+    assert np.all(np.abs(res.log_z - log_z) < 4 * res.stderr + 0.01), (res.log_z, log_z, res.stderr)
+    assert np.all(res.spread < 0.5) and np.all(res.bias < 0.15)  # informative
+    assert res.ess.shape == (4, 5) and np.all((res.ess >= 1) & (res.ess <= 5000))
+    # runs are independent of how many threads execute them
+    again = smc_log_z(model, 5, n_particles=500, n_replicates=3, seed=9, threads=1)
+    assert np.array_equal(again.replicates, smc_log_z(model, 5, n_particles=500, n_replicates=3, seed=9).replicates)
+
+
+def _needle():
+    """Twelve words, and the sentence "w1 w2 w3" given 14 nats through the features only it fires."""
+    V, M = 12, 4
+    rng = np.random.default_rng(0)
+    sentences = [rng.integers(0, V, size=rng.integers(1, M + 1)) for _ in range(80)] + [np.array([1, 2, 3])]
+    corpus = EncodedCorpus.from_sentences(sentences)
+    feats = SentenceFeatures.build(corpus, V, "w+c", word_class=np.arange(V) % 3)
+    lam = rng.normal(scale=0.3, size=feats.n_features)
+    fv = feats.feature_vector
+    only = np.flatnonzero((fv([1, 2, 3]) > 0) & (fv([1, 2]) == 0) & (fv([2, 3]) == 0))
+    lam[only] += 14.0 / only.size
+    vocab = Vocabulary(["<unk>"] + [f"w{i}" for i in range(1, V)])
+    trf = SentenceTRF(vocab, feats, smoothed_length_law(corpus.lengths, M), lam, np.zeros(M))
+    log_z = np.array([exact_log_z(trf, j) for j in range(1, M + 1)])
+    trf.zeta = log_z - log_z[0]
+    return trf, log_z
+
+
+def test_the_check_takes_the_smc_estimate_where_ais_missed_probability_mass():
+    """Short AIS (20 temperatures, 5 chains) misses the needle at length 3 by 3 nats; SMC finds it, the check names
+    length 3, and its checked log Z_3 is the exact one within 0.3 nats.  Without SMC the check is AIS alone."""
+    trf, log_z = _needle()
+    kw = dict(n_temperatures=20, n_chains=5, seed=2, exact_limit=0, parallel=False)
+    check = check_normalisers(trf, range(1, 5), smc_particles=2000, **kw)
+    assert check.ais_missed.tolist() == [3]
+    assert log_z[2] - check.forward[2] > 2.5  # AIS alone: far too low
+    assert abs(check.checked[2] - log_z[2]) < 0.3 and check.lower[2] <= log_z[2] <= check.upper[2]
+    warning = check.missed_warning()
+    assert "1 of 4 lengths (3)" in warning and "worst at length 3" in warning
+    assert check.unsettled.size == 0 and check.unsettled_warning() is None
+    assert "SMC (4 x 2000 particles)" in check.describe() and check.smc_particles == 2000
+    assert any(n.startswith("SMC: 4 runs of 2000 particles") for n in check.notes)
+    rows = check.rows()
+    assert rows[2]["ais_missed"] and rows[2]["smc"] == check.smc[2]
+    without = check_normalisers(trf, range(1, 5), smc_particles=0, **kw)
+    assert without.smc is None and without.ais_missed.size == 0 and without.missed_warning() is None
+    assert np.array_equal(without.checked, np.maximum(without.forward, 0.5 * (without.forward + without.reverse)))
+
+
+def test_unsettled_smc_replicates_make_the_check_inconclusive(tiny):
+    model, _ = tiny
+    check = check_normalisers(model, range(1, 6), n_temperatures=20, n_chains=5, seed=0, exact_limit=0,
+                              parallel=False, smc_particles=500)
+    corpus = EncodedCorpus.from_sentences([np.array([1, 2]), np.array([3, 1, 2, 0])])
+    assert check.unsettled.size == 0 and check.perplexities(model, corpus)["unsettled_lengths"] == 0
+    spread = check.smc_spread.copy()
+    spread[[1, 3]] = [1.5, 3.0]
+    wide = replace(check, smc_spread=spread)
+    assert wide.unsettled.tolist() == [2, 4]
+    text = wide.unsettled_warning()
+    assert "2 of 5 lengths (2, 4)" in text and "length 4, 3.00 nats" in text and "--check-particles" in text
+    ppl = wide.perplexities(model, corpus)
+    assert ppl["unsettled_lengths"] == 2
+    value, label, inconclusive = headline_perplexity(ppl)
+    assert inconclusive and value == ppl["high"]
+
+
+def test_smc_rejects_bad_arguments(tiny):
+    model, _ = tiny
+    for kwargs, name in ((dict(n_particles=0), "n_particles"), (dict(n_replicates=0), "n_replicates"),
+                         (dict(max_length=0), "max_length")):
+        with pytest.raises(ValueError, match=name):
+            smc_log_z(model, **kwargs)
+    with pytest.raises(ValueError, match="smc_replicates"):
+        check_normalisers(model, [2], n_temperatures=5, smc_replicates=1)
+    with pytest.raises(ValueError, match="smc_fraction"):
+        check_normalisers(model, [2], smc_fraction=1.0)
+
+
+def test_exact_log_z_two_ways(tiny):
+    """The tiny fixture's exact log Z_j (enumeration) against a direct sum over all sentences."""
+    model, log_z = tiny
+    brute = logsumexp([model.features.feature_vector(list(s)) @ model.lam for s in itertools.product(range(4), repeat=3)])
+    assert np.isclose(brute, log_z[2])

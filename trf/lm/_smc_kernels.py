@@ -1,0 +1,294 @@
+"""Numba kernels of the sequential Monte Carlo estimate of ``log Z_j`` (see :mod:`trf.lm.smc`).  Private.
+
+The proposal at position ``p`` is the model's own local law ``q(w | history) ∝ exp(s_p(history, w))`` where
+``s_p`` sums the weights of the features that fire at ``p`` (all of them end at ``p``).  It is computed without
+visiting the whole vocabulary:
+
+* the unigram part ``u[w]`` (word and class unigrams) is fixed, so ``U[k] = sum_{w in k} exp(u[w])`` is
+  precomputed per class ``k``;
+* every other feature ends either in a class symbol (``dc[k]``, a function of the candidate's class) or in a
+  word symbol (``dw[w]``, sparse): its row's *context* (the symbols before the last one) is looked up in a
+  table of contexts, which lists the observed final symbols and their feature indices (``SuccessorTables``);
+
+so ``sum_w exp(s_p) = sum_k exp(dc[k]) (U[k] + sum_{touched w in k} exp(u[w]) (exp(dw[w]) - 1))`` costs
+``O(n_classes + touched words)``, and a draw picks a class, then a word within it.
+
+Layout of sentences as in :mod:`trf.lm._feature_kernels` (``w[0]`` is ``<s>``, ``</s>`` at ``j + 1``).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from samplers._jit import jit
+from trf.lm._feature_kernels import EMPTY, row_fires, row_weight, table_find
+from trf.lm._transms_kernels import HashedFeatures
+
+
+class SuccessorTables(NamedTuple):
+    """Contexts of the non-unigram features and their final symbols.
+
+    Context ``k`` (key ``ctx_hi[k], ctx_lo[k]``: the feature key with its last symbol ``EMPTY``, found through
+    ``ctx_slots``) has the final symbols ``succ_symbol[ctx_start[k]:ctx_start[k + 1]]`` with feature indices
+    ``succ_feature[...]``."""
+
+    ctx_hi: np.ndarray
+    ctx_lo: np.ndarray
+    ctx_slots: np.ndarray
+    ctx_start: np.ndarray
+    succ_symbol: np.ndarray
+    succ_feature: np.ndarray
+
+
+class SMCModel(NamedTuple):
+    """Everything the SMC kernels read."""
+
+    n_words: int
+    n_classes: int
+    word_class: np.ndarray   # (V,)
+    class_start: np.ndarray  # (C + 1,): words of class k are class_words[class_start[k]:class_start[k+1]]
+    class_words: np.ndarray
+    u: np.ndarray            # (V,) unigram log-weights, shifted so that max(u) = 0
+    class_mass: np.ndarray   # (C,) sum of exp(u) over each class
+    lam: np.ndarray
+    features: HashedFeatures
+    succ: SuccessorTables
+
+
+class SMCWork(NamedTuple):
+    """Scratch of one particle's local tables."""
+
+    dc: np.ndarray       # (C,) class-final feature weights
+    dw: np.ndarray       # (V,) word-final feature weights (0 off the touched words)
+    mark: np.ndarray     # (V,) bool: word touched
+    touched: np.ndarray  # (V,) touched words, first n_touched valid
+    log_mass: np.ndarray  # (C,) log of each class's mass under the local law
+
+
+@jit
+def context_key(r, p, w, c, row_group, row_len, row_off, row_type):
+    """Key of row ``r`` at position ``p`` with its last (offset 0) symbol left ``EMPTY``."""
+    s0 = EMPTY
+    s1 = EMPTY
+    s2 = EMPTY
+    for e in range(row_len[r] - 1):
+        q = p + row_off[r, e]
+        s = w[q] if row_type[r, e] == 0 else c[q]
+        if e == 0:
+            s0 = s
+        elif e == 1:
+            s1 = s
+        else:
+            s2 = s
+    hi = (np.int64(row_group[r]) << 48) | (np.int64(s0) << 24) | np.int64(s1)
+    lo = (np.int64(s2) << 24) | np.int64(EMPTY)
+    return hi, lo
+
+
+@jit
+def local_tables(model, w, c, p, work):
+    """Fill ``work`` with the local law at position ``p`` given ``w[:p]``, ``c[:p]``; return ``(log Z_loc,
+    n_touched)``: ``log sum_w exp(s_p(w))`` over the vocabulary (relative to the shift of ``model.u``)."""
+    fa = model.features
+    sc = model.succ
+    V = model.n_words
+    C = model.n_classes
+    dc = work.dc
+    dw = work.dw
+    mark = work.mark
+    touched = work.touched
+    dc[:] = 0.0
+    n_touched = 0
+    for r in range(fa.row_len.size):
+        L = fa.row_len[r]
+        if L == 1 or p + fa.row_off[r, 0] < 0:
+            continue
+        hi, lo = context_key(r, p, w, c, fa.row_group, fa.row_len, fa.row_off, fa.row_type)
+        k = table_find(hi, lo, sc.ctx_hi, sc.ctx_lo, sc.ctx_slots)
+        if k < 0:
+            continue
+        word_final = fa.row_type[r, L - 1] == 0
+        for s in range(sc.ctx_start[k], sc.ctx_start[k + 1]):
+            sym = sc.succ_symbol[s]
+            val = model.lam[sc.succ_feature[s]]
+            if word_final:
+                if sym < V:
+                    if not mark[sym]:
+                        mark[sym] = True
+                        touched[n_touched] = sym
+                        n_touched += 1
+                    dw[sym] += val
+            elif sym < C:
+                dc[sym] += val
+    # class masses: U[k] plus the corrections of the touched words, in the log domain with dc
+    log_mass = work.log_mass
+    for k in range(C):
+        log_mass[k] = model.class_mass[k]
+    for t in range(n_touched):
+        v = touched[t]
+        log_mass[model.word_class[v]] += np.exp(model.u[v]) * np.expm1(dw[v])
+    for k in range(C):
+        mass = log_mass[k]
+        if mass < 1e-9 * model.class_mass[k]:  # heavy cancellation: sum the class directly
+            mass = 0.0
+            for i in range(model.class_start[k], model.class_start[k + 1]):
+                v = model.class_words[i]
+                mass += np.exp(model.u[v] + dw[v])
+        log_mass[k] = (dc[k] + np.log(mass)) if mass > 0.0 else -np.inf
+    top = -np.inf
+    for k in range(C):
+        top = max(top, log_mass[k])
+    total = 0.0
+    for k in range(C):
+        total += np.exp(log_mass[k] - top)
+    return top + np.log(total), n_touched
+
+
+@jit
+def clear_tables(work, n_touched):
+    for t in range(n_touched):
+        v = work.touched[t]
+        work.dw[v] = 0.0
+        work.mark[v] = False
+
+
+@jit
+def draw_word(model, work, log_z):
+    """A word from the local law in ``work`` (whose log normaliser is ``log_z``): a class, then a word in it."""
+    C = model.n_classes
+    r = np.random.random()
+    acc = 0.0
+    k = C - 1
+    for kk in range(C):
+        acc += np.exp(work.log_mass[kk] - log_z)
+        if r < acc:
+            k = kk
+            break
+    while work.log_mass[k] == -np.inf:  # rounding at the end of the cdf
+        k -= 1
+    start, stop = model.class_start[k], model.class_start[k + 1]
+    total = 0.0
+    for i in range(start, stop):
+        v = model.class_words[i]
+        total += np.exp(model.u[v] + work.dw[v])
+    target = np.random.random() * total
+    acc = 0.0
+    for i in range(start, stop):
+        v = model.class_words[i]
+        acc += np.exp(model.u[v] + work.dw[v])
+        if target < acc:
+            return v
+    return model.class_words[stop - 1]
+
+
+@jit
+def end_score(model, w, c, j):
+    """``s_{j+1}(w, </s>)``: the weights of the features firing at the end-of-sentence position."""
+    fa = model.features
+    w[j + 1] = model.n_words
+    c[j + 1] = model.n_classes
+    total = 0.0
+    for r in range(fa.row_len.size):
+        if row_fires(r, j + 1, j, fa.row_len, fa.row_off):
+            total += row_weight(r, j + 1, j, w, c, model.lam, fa.key_hi, fa.key_lo, fa.slots, fa.row_group,
+                                fa.row_len, fa.row_off, fa.row_type)
+    return total
+
+
+@jit
+def log_mean_exp(x):
+    top = -np.inf
+    for i in range(x.size):
+        top = max(top, x[i])
+    if top == -np.inf:
+        return -np.inf
+    total = 0.0
+    for i in range(x.size):
+        total += np.exp(x[i] - top)
+    return top + np.log(total / x.size)
+
+
+@jit
+def systematic_ancestors(log_w, out):
+    """Systematic resampling: ``out`` (sorted) holds ancestor indices drawn in proportion to ``exp(log_w)``."""
+    n = log_w.size
+    top = -np.inf
+    for i in range(n):
+        top = max(top, log_w[i])
+    total = 0.0
+    for i in range(n):
+        total += np.exp(log_w[i] - top)
+    u = np.random.random() / n
+    acc = np.exp(log_w[0] - top) / total
+    i = 0
+    for k in range(n):
+        target = u + k / n
+        while acc < target and i < n - 1:
+            i += 1
+            acc += np.exp(log_w[i] - top) / total
+        out[k] = i
+
+
+@jit
+def smc_log_z(model, n_particles, max_length, seed, out, ess_out):
+    """One SMC run: ``out[j - 1]`` is the estimate of ``log Z_j`` for ``j = 1..max_length`` (relative to the
+    shift of ``model.u``: add ``j * shift``), ``ess_out[j - 1]`` the effective sample size of the final
+    ``</s>`` weights at length ``j``.
+
+    Fully adapted particle filter: at each position every particle is weighted by its local normaliser
+    (the incremental weight of the locally optimal proposal), the particles are resampled systematically,
+    and every child draws its next word from the local law.  ``Z_j`` is estimated by the product of the mean
+    incremental weights up to ``j`` times the mean ``exp(end score)`` -- unbiased for ``Z_j``."""
+    np.random.seed(seed)
+    V = model.n_words
+    C = model.n_classes
+    w = np.empty((n_particles, max_length + 2), dtype=np.int64)
+    c = np.empty((n_particles, max_length + 2), dtype=np.int64)
+    w_new = np.empty_like(w)
+    c_new = np.empty_like(c)
+    w[:, 0] = V + 1
+    c[:, 0] = C + 1
+    work = SMCWork(np.zeros(C), np.zeros(V), np.zeros(V, dtype=np.bool_), np.zeros(V, dtype=np.int64),
+                   np.zeros(C))
+    log_w = np.empty(n_particles)
+    ends = np.empty(n_particles)
+    anc = np.empty(n_particles, dtype=np.int64)
+    log_prefix = 0.0
+    for p in range(1, max_length + 2):
+        if p >= 2:
+            for n in range(n_particles):
+                ends[n] = end_score(model, w[n], c[n], p - 1)
+            out[p - 2] = log_prefix + log_mean_exp(ends)
+            top = ends.max()
+            s1 = 0.0
+            s2 = 0.0
+            for n in range(n_particles):
+                e = np.exp(ends[n] - top)
+                s1 += e
+                s2 += e * e
+            ess_out[p - 2] = s1 * s1 / s2
+        if p > max_length:
+            break
+        for n in range(n_particles):
+            log_w[n], n_touched = local_tables(model, w[n], c[n], p, work)
+            clear_tables(work, n_touched)
+        log_prefix += log_mean_exp(log_w)
+        systematic_ancestors(log_w, anc)
+        log_z = 0.0
+        n_touched = 0
+        for n in range(n_particles):
+            a = anc[n]
+            for q in range(p):
+                w_new[n, q] = w[a, q]
+                c_new[n, q] = c[a, q]
+            if n == 0 or a != anc[n - 1]:
+                clear_tables(work, n_touched)
+                log_z, n_touched = local_tables(model, w_new[n], c_new[n], p, work)
+            v = draw_word(model, work, log_z)
+            w_new[n, p] = v
+            c_new[n, p] = model.word_class[v]
+        clear_tables(work, n_touched)
+        w, w_new = w_new, w
+        c, c_new = c_new, c

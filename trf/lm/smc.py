@@ -1,0 +1,178 @@
+"""Sequential Monte Carlo estimates of ``log Z_j`` for every length at once.
+
+A sentence TRF's features are n-gram-like: each fires at one position and reads only symbols at or before
+it, so ``exp(lambda . f(x^j)) = prod_{p=1}^{j+1} exp(s_p(x_{<p}, x_p))`` with ``s_{j+1}`` the end-of-sentence
+features.  A particle filter over positions whose proposal is the model's own local law
+``q(w | x_{<p}) ∝ exp(s_p(x_{<p}, w))`` (the locally optimal, "fully adapted" proposal: incremental weight
+``sum_w exp(s_p(x_{<p}, w))``, the local normaliser) estimates the normaliser of every prefix; weighting the
+particles at ``p = j`` by ``exp(s_{j+1}(x, </s>))`` estimates ``Z_j`` for every ``j <= max_length`` in one
+run.  Each estimate is unbiased for ``Z_j`` (Del Moral 2004; the SMC normaliser with systematic resampling),
+so, as with forward AIS, its log errs low in expectation (Jensen).  What the particles cannot see is the
+future: a word whose continuations score well is proposed by its local weight alone, and the resampling at
+the following positions corrects it.  Compared with the check's AIS (:mod:`trf.lm.evaluate`), which anneals
+every n-gram weight at every position of a fixed-length sentence, this leaves far less to correct.
+
+Replicates (independent runs) give the error: their spread of ``log Z_j`` is the check's measure, and for
+log-normal estimates the expected shortfall of one run is about half their variance (:attr:`SMCResult.bias`).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import logsumexp
+
+from samplers.rng import kernel_seeds
+from samplers.validation import check_int
+from trf.lm import _feature_kernels as fk
+from trf.lm._smc_kernels import SMCModel, SuccessorTables
+from trf.lm._smc_kernels import smc_log_z as _smc_run
+from trf.lm._transms_kernels import HashedFeatures
+from trf.lm.features import SentenceFeatures
+from trf.lm.model import SentenceTRF, unigram_base
+
+__all__ = ["SMCResult", "smc_log_z", "successor_tables"]
+
+_SYMBOL = (1 << 24) - 1
+
+
+def successor_tables(features: SentenceFeatures) -> SuccessorTables:
+    """Group the non-unigram features by context (their key with the last symbol ``EMPTY``)."""
+    row_group, row_len, _, _ = features.rows
+    length_of_group = np.zeros(int(row_group.max()) + 1, dtype=np.int64)
+    length_of_group[row_group] = row_len
+    hi, lo = features.key_hi, features.key_lo
+    length = length_of_group[hi >> 48]
+    keep = np.flatnonzero(length >= 2)
+    hi, lo, length = hi[keep], lo[keep], length[keep]
+    # the last symbol sits at slot length - 1: slots 0, 1 in hi (bits 24..47, 0..23), 2, 3 in lo
+    shift = np.where(length % 2 == 1, 24, 0)
+    word = np.where(length <= 2, hi, lo)
+    last = (word >> shift) & _SYMBOL
+    blank = np.int64(fk.EMPTY) << shift
+    cleared = (word & ~(np.int64(_SYMBOL) << shift)) | blank
+    ctx_hi = np.where(length <= 2, cleared, hi)
+    ctx_lo = np.where(length <= 2, lo, cleared)
+    order = np.lexsort((ctx_lo, ctx_hi))
+    ctx_hi, ctx_lo = ctx_hi[order], ctx_lo[order]
+    new = np.ones(order.size, dtype=bool)
+    new[1:] = (ctx_hi[1:] != ctx_hi[:-1]) | (ctx_lo[1:] != ctx_lo[:-1])
+    starts = np.flatnonzero(new)
+    u_hi, u_lo = ctx_hi[starts], ctx_lo[starts]
+    slots = np.full(1 << max(4, int(np.ceil(np.log2(2 * max(u_hi.size, 1))))), -1, dtype=np.int64)
+    fk.table_insert_all(u_hi, u_lo, slots)
+    return SuccessorTables(u_hi, u_lo, slots, np.append(starts, order.size).astype(np.int64),
+                           last[order].astype(np.int64), keep[order].astype(np.int64))
+
+
+def _smc_model(model: SentenceTRF) -> tuple[SMCModel, float]:
+    feats = model.features
+    u, _ = unigram_base(model)
+    shift = float(u.max())
+    u = u - shift
+    order = np.argsort(feats.word_class, kind="stable")
+    class_start = np.searchsorted(feats.word_class[order], np.arange(feats.n_classes + 1)).astype(np.int64)
+    class_mass = np.bincount(feats.word_class, weights=np.exp(u), minlength=feats.n_classes)[:feats.n_classes]
+    bundle = SMCModel(int(feats.n_words), int(feats.n_classes), feats.word_class.astype(np.int64), class_start,
+                      order.astype(np.int64), u, class_mass.astype(np.float64), np.asarray(model.lam, dtype=np.float64),
+                      HashedFeatures(*feats.kernel_args()), successor_tables(feats))
+    return bundle, shift
+
+
+@dataclass
+class SMCResult:
+    """SMC estimates of ``log Z_j`` for ``j = 1..max_length``.
+
+    Attributes
+    ----------
+    lengths : ndarray of int
+    replicates : ndarray (n_replicates, n_lengths)
+        ``log Z-hat_j`` of each independent run.
+    ess : ndarray (n_replicates, n_lengths)
+        Effective sample size of the end-of-sentence weights at each length, in ``[1, n_particles]``.
+    n_particles : int
+    seconds : float
+    """
+
+    lengths: np.ndarray
+    replicates: np.ndarray
+    ess: np.ndarray
+    n_particles: int
+    seconds: float
+
+    @property
+    def log_z(self) -> np.ndarray:
+        """``log`` of the mean of the replicates' ``Z``-hat (unbiased for ``Z_j``; its log errs low)."""
+        return logsumexp(self.replicates, axis=0) - np.log(self.replicates.shape[0])
+
+    @property
+    def spread(self) -> np.ndarray:
+        """Standard deviation of ``log Z-hat_j`` over the replicates (NaN with one replicate)."""
+        if self.replicates.shape[0] < 2:
+            return np.full(self.lengths.size, np.nan)
+        return self.replicates.std(axis=0, ddof=1)
+
+    @property
+    def stderr(self) -> np.ndarray:
+        """Delta-method standard error of :attr:`log_z` from the replicates' spread of ``Z``-hat."""
+        r = self.replicates.shape[0]
+        if r < 2:
+            return np.full(self.lengths.size, np.nan)
+        w = np.exp(self.replicates - self.replicates.max(axis=0))
+        return w.std(axis=0, ddof=1) / (np.sqrt(r) * w.mean(axis=0))
+
+    @property
+    def bias(self) -> np.ndarray:
+        """Expected shortfall of one run's ``log Z-hat_j`` if the estimates are log-normal: ``spread^2 / 2``."""
+        return 0.5 * self.spread ** 2
+
+
+def smc_log_z(model: SentenceTRF, max_length: int | None = None, *, n_particles: int = 1000,
+              n_replicates: int = 4, seed=None, threads: int | None = None) -> SMCResult:
+    """SMC estimates of ``log Z_j(lambda)`` for ``j = 1..max_length`` (default: the model's ``m``).
+
+    Parameters
+    ----------
+    model : SentenceTRF
+    max_length : int, optional
+    n_particles : int
+        Particles per run (cost is linear in it).
+    n_replicates : int
+        Independent runs (their spread is the error measure; >= 2 for :attr:`SMCResult.spread`).
+    seed : int, Generator or None
+    threads : int, optional
+        Runs executed at once (default: all cores); each run is single-threaded and draws from its own seed,
+        so results do not depend on it.
+    """
+    max_length = check_int(model.m if max_length is None else max_length, "max_length", low=1)
+    n_particles = check_int(n_particles, "n_particles", low=1)
+    n_replicates = check_int(n_replicates, "n_replicates", low=1)
+    bundle, shift = _smc_model(model)
+    seeds = kernel_seeds(seed, n_replicates)
+    out = np.zeros((n_replicates, max_length))
+    ess = np.zeros((n_replicates, max_length))
+    _smc_run(bundle, 1, 1, int(seeds[0]), np.zeros(1), np.zeros(1))  # compile outside the threads and the timing
+    start = time.perf_counter()
+    threads = min(n_replicates, max(1, threads or len(os.sched_getaffinity(0))))
+    queue = list(range(n_replicates))
+    lock = threading.Lock()
+
+    def worker():
+        while True:
+            with lock:
+                if not queue:
+                    return
+                r = queue.pop(0)
+            _smc_run(bundle, n_particles, max_length, int(seeds[r]), out[r], ess[r])
+
+    pool = [threading.Thread(target=worker) for _ in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    lengths = np.arange(1, max_length + 1)
+    return SMCResult(lengths, out + lengths * shift, ess, n_particles, time.perf_counter() - start)
