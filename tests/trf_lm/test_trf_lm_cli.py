@@ -263,3 +263,19 @@ def test_ctrl_c_ends_with_a_message_and_status_130(trained, tmp_path, capsys, mo
     assert main(["trf", "train", "--train", str(train), "--out", str(tmp_path / "m.npz"),
                  "--checkpoint", str(checkpoint)]) == 130
     assert f"the last checkpoint is kept in {checkpoint} (run the same command with --resume)" in capsys.readouterr().err
+
+
+def test_train_with_the_smc_sampler(trained, tmp_path, capsys):
+    """--sampler smc trains with SMC draws (recorded in the model), and bad values are refused by flag."""
+    folder, train, model = trained
+    out = tmp_path / "smc.npz"
+    assert main(["trf", "train", "--train", str(train), "--out", str(out), "--quiet", "--max-iterations", "5",
+                 "--sampler", "smc", "--smc-particles", "50", "--classes", "2", "--log-every", "5"]) == 0
+    assert "smallest SMC end-of-sentence ESS" in capsys.readouterr().err
+    lm = trf.load(out)
+    assert lm.meta["sampler"] == "smc" and lm.meta["smc_particles"] == 50 and lm.meta["iterations"] == 5
+    for flag, value, expected in (("--smc-particles", "0", "expected an integer >= 1"),
+                                  ("--sampler", "gibbs", "invalid choice")):
+        with pytest.raises(SystemExit):
+            main(["trf", "train", "--train", str(train), "--out", str(out), flag, value])
+        assert f"argument {flag}: {expected}" in capsys.readouterr().err

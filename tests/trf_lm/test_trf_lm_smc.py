@@ -192,3 +192,33 @@ def test_exact_log_z_two_ways(tiny):
     model, log_z = tiny
     brute = logsumexp([model.features.feature_vector(list(s)) @ model.lam for s in itertools.product(range(4), repeat=3)])
     assert np.isclose(brute, log_z[2])
+
+
+def test_smc_sampler_draws_follow_the_length_mixture_of_eq12():
+    """SMCSampler.draw targets q(j, x) ∝ exp(w_j + lambda . f(x)) over all sentences of 1..3 words: the empirical
+    law of 24,000 draws (3000 particles per run) is within 0.02 total variation of the exact one (observed 0.005),
+    and 0.3 or more from the law of 0.3 lambda (observed 0.52; negative control)."""
+    from trf.lm.smc import SMCSampler
+
+    V, M = 4, 3
+    model = _model(V, M, "w+c+cpw", scale=1.0, seed=5)
+    sampler = SMCSampler(model.features, M, n_particles=3000, n_runs=2)
+    log_len_weight = np.array([0.3, -1.0, -4.0])
+    sentences = [s for j in range(1, M + 1) for s in itertools.product(range(V), repeat=j)]
+    index = {s: i for i, s in enumerate(sentences)}
+    corpus = EncodedCorpus.from_sentences([np.array(s) for s in sentences])
+
+    def exact(lam):
+        log_q = model.features.scores(corpus, lam) + log_len_weight[corpus.lengths - 1]
+        return np.exp(log_q - logsumexp(log_q))
+
+    counts = np.zeros(len(sentences))
+    for seed in range(8):
+        tokens, lengths, info = sampler.draw(model.lam, log_len_weight, 3000, seed)
+        assert tokens.shape == (3000, M) and np.all(tokens[np.arange(M)[None, :] >= lengths[:, None]] == 0)
+        for row, j in zip(tokens, lengths):
+            counts[index[tuple(row[:j])]] += 1
+        assert info["log_z"].shape == (M,) and info["smc_min_ess"] >= 1
+    empirical = counts / counts.sum()
+    assert 0.5 * np.abs(empirical - exact(model.lam)).sum() < 0.02
+    assert 0.5 * np.abs(empirical - exact(model.lam * 0.3)).sum() > 0.3

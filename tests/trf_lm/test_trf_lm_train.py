@@ -41,16 +41,19 @@ def _exact_log_z(feats, lam):
     return np.array(out)
 
 
-def _train(corpus, feats, t_max, **kw):
-    backend = SentenceBackend(corpus, feats, corpus, n_chains=10, seed=0, parallel=False)
+def _train(corpus, feats, t_max, sampler="transms", **kw):
+    backend = SentenceBackend(corpus, feats, corpus, n_chains=10, seed=0, parallel=False, sampler=sampler,
+                              smc_particles=200)
     cfg = lm_config(n_samples=100, t_max=t_max, t_c=20.0, t0=100, stop_window=None, l2=0.0, seed=3, **kw)
     return backend, cfg
 
 
-def test_augsa_zeta_converges_to_exact_normalisers_with_lambda_frozen(tiny):
-    """t_c huge freezes lambda near 0, so zeta must converge to the exact log Z_j / Z_1 (Eq. 17-18)."""
+@pytest.mark.parametrize("sampler", ["transms", "smc"])
+def test_augsa_zeta_converges_to_exact_normalisers_with_lambda_frozen(tiny, sampler):
+    """t_c huge freezes lambda near 0, so zeta must converge to the exact log Z_j / Z_1 (Eq. 17-18), with the
+    draws of either sampler."""
     corpus, feats = tiny
-    backend, cfg = _train(corpus, feats, 400)
+    backend, cfg = _train(corpus, feats, 400, sampler)
     cfg.t_c = 1e9
     result = AugSA(backend, cfg, progress=False).fit()
     log_z = _exact_log_z(feats, result.lam)
@@ -58,10 +61,13 @@ def test_augsa_zeta_converges_to_exact_normalisers_with_lambda_frozen(tiny):
     np.testing.assert_allclose(result.zeta, log_z - log_z[0], atol=0.12)
 
 
-def test_augsa_training_improves_exact_likelihood(tiny):
+@pytest.mark.parametrize("sampler", ["transms", "smc"])
+def test_augsa_training_improves_exact_likelihood(tiny, sampler):
     corpus, feats = tiny
-    backend, cfg = _train(corpus, feats, 400)
+    backend, cfg = _train(corpus, feats, 400, sampler)
     result = AugSA(backend, cfg, progress=False).fit()
+    if sampler == "smc":
+        assert all("smc_min_ess" in record for record in result.history)
     log_z = _exact_log_z(feats, result.lam)
     exact_zeta = log_z - log_z[0]
     # while lambda moves, zeta lags it by a few tenths at most at t = 400

@@ -212,19 +212,20 @@ def log_mean_exp(x):
 
 @jit
 def systematic_ancestors(log_w, out):
-    """Systematic resampling: ``out`` (sorted) holds ancestor indices drawn in proportion to ``exp(log_w)``."""
+    """Systematic resampling: ``out`` (sorted) holds ``out.size`` indices drawn in proportion to ``exp(log_w)``."""
     n = log_w.size
+    n_out = out.size
     top = -np.inf
     for i in range(n):
         top = max(top, log_w[i])
     total = 0.0
     for i in range(n):
         total += np.exp(log_w[i] - top)
-    u = np.random.random() / n
+    u = np.random.random() / n_out
     acc = np.exp(log_w[0] - top) / total
     i = 0
-    for k in range(n):
-        target = u + k / n
+    for k in range(n_out):
+        target = u + k / n_out
         while acc < target and i < n - 1:
             i += 1
             acc += np.exp(log_w[i] - top) / total
@@ -232,10 +233,12 @@ def systematic_ancestors(log_w, out):
 
 
 @jit
-def smc_log_z(model, n_particles, max_length, seed, out, ess_out):
+def smc_log_z(model, n_particles, max_length, seed, out, ess_out, keep):
     """One SMC run: ``out[j - 1]`` is the estimate of ``log Z_j`` for ``j = 1..max_length`` (relative to the
     shift of ``model.u``: add ``j * shift``), ``ess_out[j - 1]`` the effective sample size of the final
-    ``</s>`` weights at length ``j``.
+    ``</s>`` weights at length ``j``; ``keep[j - 1, s, :j]`` (``keep`` of shape ``(max_length, S, >= max_length)``,
+    ``S`` may be 0) receives ``S`` sentences of length ``j`` drawn from the particles by their ``</s>`` weights
+    (systematic resampling: an approximate sample of the model at length ``j``).
 
     Fully adapted particle filter: at each position every particle is weighted by its local normaliser
     (the incremental weight of the locally optimal proposal), the particles are resampled systematically,
@@ -269,6 +272,13 @@ def smc_log_z(model, n_particles, max_length, seed, out, ess_out):
                 s1 += e
                 s2 += e * e
             ess_out[p - 2] = s1 * s1 / s2
+            n_keep = keep.shape[1]
+            if n_keep > 0:
+                picks = np.empty(n_keep, dtype=np.int64)
+                systematic_ancestors(ends, picks)
+                for s in range(n_keep):
+                    for q in range(1, p):
+                        keep[p - 2, s, q - 1] = w[picks[s], q]
         if p > max_length:
             break
         for n in range(n_particles):

@@ -2,7 +2,7 @@
 
 It supplies the training statistics (``pi``, ``p~[f]``, stratified variances of Sec. 5.2, exact
 ``zeta`` at ``lambda = 0``), draws the K samples of each iteration with class-based TransMS
-(:mod:`trf.lm.transms`, chains on all cores), and reports train/dev log-likelihoods for the
+(:mod:`trf.lm.transms`, chains on all cores) or by SMC (:class:`trf.lm.smc.SMCSampler`), and reports train/dev log-likelihoods for the
 Appendix-E stop rule.  The update equations stay in :mod:`trf.augsa`.
 """
 
@@ -16,7 +16,10 @@ from trf.augsa import AugSAConfig, SampleBatch
 from trf.lm.corpus import EncodedCorpus
 from trf.lm.features import SentenceFeatures
 from trf.lm.model import smoothed_length_law
+from trf.lm.smc import SMCSampler
 from trf.lm.transms import ChainState, SentenceSampler
+
+SAMPLERS = ("transms", "smc")
 
 __all__ = ["SentenceBackend", "lm_config"]
 
@@ -57,11 +60,18 @@ class SentenceBackend:
         Train/dev log-likelihoods use at most this many sentences (the first ones) per split.
     parallel : bool
         Run chains on all cores (Appendix D).
+    sampler : {"transms", "smc"}
+        How the K draws of each iteration are made: the paper's persistent TransMS chains (Algorithm 2), or
+        sequential Monte Carlo over all lengths (:class:`trf.lm.smc.SMCSampler`: whole sentences word by word
+        from the model's local law, resampled; reaches high-weight sentences that the chains miss).
+    smc_particles : int
+        Particles per SMC run (one run per core) when ``sampler="smc"``.
     """
 
     def __init__(self, train: EncodedCorpus, features: SentenceFeatures, dev: EncodedCorpus | None = None, *,
                  m: int | None = None, max_length: int | None = None, n_chains: int = 30, seed: int = 0,
-                 ll_sentences: int = 2000, parallel: bool = True) -> None:
+                 ll_sentences: int = 2000, parallel: bool = True, sampler: str = "transms",
+                 smc_particles: int = 1000) -> None:
         lengths = train.lengths
         if lengths.size == 0 or lengths.min() < 1:
             raise ValueError("train must hold at least one sentence and no empty sentence")
@@ -81,6 +91,10 @@ class SentenceBackend:
         self.empirical_mean = features.counts / len(train)
         self.feature_variance = features.stratified_variance(train)
         self.sampler = SentenceSampler(features, sample_max)
+        if sampler not in SAMPLERS:
+            raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
+        self.smc = (SMCSampler(features, sample_max, check_int(smc_particles, "smc_particles", low=1),
+                               None if parallel else 1) if sampler == "smc" else None)
         # chains start at random training sentences (shorter burn-in than single words)
         self.state = self.sampler.init_chains(check_int(n_chains, "n_chains", low=1), seed, start=train)
         self.parallel = parallel
@@ -116,18 +130,22 @@ class SentenceBackend:
         The returned ``lengths`` are sub-model indices (:meth:`dimension`), so the trainer's
         ``delta_j`` of Eq. (17) includes ``delta_{m+}`` of Sec. 5.4 when pooling.
         """
-        n_chains = self.state.lengths.size
-        steps = -(-int(n_samples) // n_chains)
-        self.state, tokens, lengths, info = self.sampler.run(lam, self.sampler_log_weights(pi0, zeta), self.state,
-                                                             steps, seed, parallel=self.parallel)
-        # step-major order, so every chain contributes to the first K draws
-        order = (np.arange(n_chains)[None, :] * steps + np.arange(steps)[:, None]).ravel()[:n_samples]
-        tokens, lengths = tokens[order], lengths[order]
+        if self.smc is not None:
+            tokens, lengths, smc_info = self.smc.draw(lam, self.sampler_log_weights(pi0, zeta), int(n_samples), seed)
+            info = {"smc_min_ess": smc_info["smc_min_ess"]}
+        else:
+            n_chains = self.state.lengths.size
+            steps = -(-int(n_samples) // n_chains)
+            self.state, tokens, lengths, moves = self.sampler.run(lam, self.sampler_log_weights(pi0, zeta),
+                                                                  self.state, steps, seed, parallel=self.parallel)
+            # step-major order, so every chain contributes to the first K draws
+            order = (np.arange(n_chains)[None, :] * steps + np.arange(steps)[:, None]).ravel()[:n_samples]
+            tokens, lengths = tokens[order], lengths[order]
+            info = {"jump_acceptance": moves.jump_acceptance, "class_acceptance": moves.class_acceptance}
         dims = self.dimension(lengths)
         weights = np.asarray(length_weight)[dims - 1]
         feature_sum = self.sampler.weighted_feature_sum(tokens, lengths, weights)
-        return SampleBatch(dims, feature_sum, {"jump_acceptance": info.jump_acceptance,
-                                               "class_acceptance": info.class_acceptance})
+        return SampleBatch(dims, feature_sum, info)
 
     def sentence_log_probs(self, lam, zeta, split: str) -> np.ndarray | None:
         """``log p(j, x^j; lambda, zeta)`` of each sentence of (the head of) ``split`` (divergence guard)."""

@@ -44,7 +44,7 @@ def _train(args) -> int:
                              checkpoint_every=args.checkpoint_every, resume=args.resume,
                              time_limit=None if args.minutes is None else args.minutes * 60,
                              progress=not args.quiet, log_every=args.log_every, step_rule=args.step_rule,
-                             refine=args.refine)
+                             refine=args.refine, sampler=args.sampler, smc_particles=args.smc_particles)
     model.save(args.out)
     if result.guard_message:
         print(f"mcsa trf train: {result.guard_message}", file=sys.stderr)
@@ -230,6 +230,11 @@ def register(subparsers) -> None:
                        help="footnote-17 zeta refinement at the end: max(100, REFINE x iterations) zeta-only "
                             "iterations (default 0.1; 0: none)")
     train.add_argument("--chains", type=positive_int, default=30, help="parallel TransMS chains")
+    train.add_argument("--sampler", choices=("transms", "smc"), default="transms",
+                       help="how AugSA draws its samples: TransMS chains (the paper) or SMC over all lengths, which "
+                            "reaches high-weight sentences the chains miss")
+    train.add_argument("--smc-particles", type=positive_int, default=1000,
+                       help="particles per SMC run with --sampler smc (one run per core)")
     train.add_argument("--minutes", type=positive_float, default=None, help="training time limit")
     train.add_argument("--checkpoint", default=None, help="checkpoint file, written atomically (default: none)")
     train.add_argument("--checkpoint-every", type=positive_int, default=50, help="iterations between checkpoints")

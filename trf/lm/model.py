@@ -24,7 +24,7 @@ from trf.lm.features import SentenceFeatures
 KIND = "trf-lm"
 PERPLEXITY_CONVENTION = "per token: words plus one end-of-sentence per sentence; <unk> scored as a word"
 
-__all__ = ["KIND", "SentenceTRF", "smoothed_length_law", "as_corpus", "unigram_base"]
+__all__ = ["KIND", "SentenceTRF", "smoothed_length_law", "as_corpus", "unigram_base", "unigram_weights"]
 
 
 def smoothed_length_law(lengths: np.ndarray, m: int, add: float = 0.5) -> np.ndarray:
@@ -152,7 +152,11 @@ def unigram_base(model: SentenceTRF) -> tuple[np.ndarray, np.ndarray]:
     is_unigram : bool array (n_features,)
         Which entries of ``lambda`` are unigram features (held at full weight along the path).
     """
-    feats = model.features
+    return unigram_weights(model.features, model.lam)
+
+
+def unigram_weights(feats: SentenceFeatures, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`unigram_base` of the features ``feats`` at the weights ``lam``."""
     row_group, row_len, _, row_type = feats.rows
     group = feats.key_hi >> 48
     symbol = (feats.key_hi >> 24) & ((1 << 24) - 1)
@@ -163,10 +167,10 @@ def unigram_base(model: SentenceTRF) -> tuple[np.ndarray, np.ndarray]:
         is_unigram[hit] = True
         if row_type[r, 0] == 0:  # word unigram
             keep = symbol[hit] < feats.n_words
-            np.add.at(u, symbol[hit][keep], model.lam[hit][keep])
+            np.add.at(u, symbol[hit][keep], lam[hit][keep])
         else:  # class unigram
             per_class = np.zeros(feats.n_classes + 2)
             keep = symbol[hit] < feats.n_classes
-            np.add.at(per_class, symbol[hit][keep], model.lam[hit][keep])
+            np.add.at(per_class, symbol[hit][keep], lam[hit][keep])
             u += per_class[feats.word_class]
     return u, is_unigram

@@ -33,11 +33,12 @@ from trf.lm._smc_kernels import SMCModel, SuccessorTables
 from trf.lm._smc_kernels import smc_log_z as _smc_run
 from trf.lm._transms_kernels import HashedFeatures
 from trf.lm.features import SentenceFeatures
-from trf.lm.model import SentenceTRF, unigram_base
+from trf.lm.model import SentenceTRF, unigram_weights
 
-__all__ = ["SMCResult", "smc_log_z", "successor_tables"]
+__all__ = ["SMCResult", "SMCSampler", "smc_log_z", "successor_tables"]
 
 _SYMBOL = (1 << 24) - 1
+_NO_KEEP = np.zeros((1, 0, 1), dtype=np.int64)
 
 
 def successor_tables(features: SentenceFeatures) -> SuccessorTables:
@@ -69,18 +70,59 @@ def successor_tables(features: SentenceFeatures) -> SuccessorTables:
                            last[order].astype(np.int64), keep[order].astype(np.int64))
 
 
+class _Structure:
+    """The lambda-independent part of the SMC bundle of a feature set (class lists, successor tables)."""
+
+    def __init__(self, feats: SentenceFeatures) -> None:
+        self.features = feats
+        order = np.argsort(feats.word_class, kind="stable")
+        self.class_words = order.astype(np.int64)
+        self.class_start = np.searchsorted(feats.word_class[order], np.arange(feats.n_classes + 1)).astype(np.int64)
+        self.hashed = HashedFeatures(*feats.kernel_args())
+        self.succ = successor_tables(feats)
+
+    def bundle(self, lam: np.ndarray) -> tuple[SMCModel, float]:
+        """The kernels' bundle at ``lam`` and the shift taken out of the unigram weights (add ``j * shift`` to
+        a kernel's ``log Z_j``)."""
+        feats = self.features
+        u, _ = unigram_weights(feats, lam)
+        shift = float(u.max())
+        u = u - shift
+        class_mass = np.bincount(feats.word_class, weights=np.exp(u), minlength=feats.n_classes)[:feats.n_classes]
+        return SMCModel(int(feats.n_words), int(feats.n_classes), feats.word_class.astype(np.int64), self.class_start,
+                        self.class_words, u, class_mass.astype(np.float64), np.asarray(lam, dtype=np.float64),
+                        self.hashed, self.succ), shift
+
+
 def _smc_model(model: SentenceTRF) -> tuple[SMCModel, float]:
-    feats = model.features
-    u, _ = unigram_base(model)
-    shift = float(u.max())
-    u = u - shift
-    order = np.argsort(feats.word_class, kind="stable")
-    class_start = np.searchsorted(feats.word_class[order], np.arange(feats.n_classes + 1)).astype(np.int64)
-    class_mass = np.bincount(feats.word_class, weights=np.exp(u), minlength=feats.n_classes)[:feats.n_classes]
-    bundle = SMCModel(int(feats.n_words), int(feats.n_classes), feats.word_class.astype(np.int64), class_start,
-                      order.astype(np.int64), u, class_mass.astype(np.float64), np.asarray(model.lam, dtype=np.float64),
-                      HashedFeatures(*feats.kernel_args()), successor_tables(feats))
-    return bundle, shift
+    return _Structure(model.features).bundle(model.lam)
+
+
+def _run_all(bundle: SMCModel, n_particles: int, max_length: int, seeds: np.ndarray, out: np.ndarray,
+             ess: np.ndarray, keep: np.ndarray | None, threads: int | None) -> float:
+    """Run ``len(seeds)`` independent SMC runs on ``threads`` threads (default: all cores); their seconds."""
+    n_runs = len(seeds)
+    _smc_run(bundle, 1, 1, int(seeds[0]), np.zeros(1), np.zeros(1), _NO_KEEP)  # compile outside the timing
+    start = time.perf_counter()
+    threads = min(n_runs, max(1, threads or len(os.sched_getaffinity(0))))
+    queue = list(range(n_runs))
+    lock = threading.Lock()
+
+    def worker():
+        while True:
+            with lock:
+                if not queue:
+                    return
+                r = queue.pop(0)
+            _smc_run(bundle, n_particles, max_length, int(seeds[r]), out[r], ess[r],
+                     _NO_KEEP if keep is None else keep[r])
+
+    pool = [threading.Thread(target=worker) for _ in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    return time.perf_counter() - start
 
 
 @dataclass
@@ -155,24 +197,52 @@ def smc_log_z(model: SentenceTRF, max_length: int | None = None, *, n_particles:
     seeds = kernel_seeds(seed, n_replicates)
     out = np.zeros((n_replicates, max_length))
     ess = np.zeros((n_replicates, max_length))
-    _smc_run(bundle, 1, 1, int(seeds[0]), np.zeros(1), np.zeros(1))  # compile outside the threads and the timing
-    start = time.perf_counter()
-    threads = min(n_replicates, max(1, threads or len(os.sched_getaffinity(0))))
-    queue = list(range(n_replicates))
-    lock = threading.Lock()
-
-    def worker():
-        while True:
-            with lock:
-                if not queue:
-                    return
-                r = queue.pop(0)
-            _smc_run(bundle, n_particles, max_length, int(seeds[r]), out[r], ess[r])
-
-    pool = [threading.Thread(target=worker) for _ in range(threads)]
-    for t in pool:
-        t.start()
-    for t in pool:
-        t.join()
+    seconds = _run_all(bundle, n_particles, max_length, seeds, out, ess, None, threads)
     lengths = np.arange(1, max_length + 1)
-    return SMCResult(lengths, out + lengths * shift, ess, n_particles, time.perf_counter() - start)
+    return SMCResult(lengths, out + lengths * shift, ess, n_particles, seconds)
+
+
+class SMCSampler:
+    """Draws from ``q(j, x^j) ∝ exp(w_j + lambda . f(x^j))`` over ``j = 1..m`` (Eq. 12 with ``w_j = log pi0_j -
+    zeta_j``) by SMC, for AugSA (:class:`trf.lm.backend.SentenceBackend` with ``sampler="smc"``).
+
+    Each call runs ``n_runs`` independent SMC runs of ``n_particles`` over all lengths (one per core).  Their
+    estimates ``Z-hat_j`` give the length law ``q-hat(j) ∝ exp(w_j) mean_r Z-hat_j^r``; a draw of length ``j`` picks
+    run ``r`` with probability ``∝ Z-hat_j^r`` and one of the sentences that run resampled at ``j`` by its
+    end-of-sentence weights.  This is sampling-importance-resampling: exact as the particles grow, biased for a
+    finite number -- but unlike Gibbs-type chains it proposes whole sentences word by word from the model's local
+    law, so it reaches the high-weight sentences that TransMS chains never visit (fortunes: two-word names
+    holding most of ``Z_2``), and the lambda update can push them down.
+    """
+
+    def __init__(self, features: SentenceFeatures, m: int, n_particles: int = 1000, n_runs: int | None = None) -> None:
+        self.structure = _Structure(features)
+        self.m = check_int(m, "m", low=1)
+        self.n_particles = check_int(n_particles, "n_particles", low=1)
+        self.n_runs = check_int(n_runs or max(1, len(os.sched_getaffinity(0))), "n_runs", low=1)
+
+    def draw(self, lam, log_len_weight, n_samples: int, seed) -> tuple[np.ndarray, np.ndarray, dict]:
+        """``n_samples`` sentences (tokens ``(K, m)`` zero-padded, lengths ``(K,)``) and diagnostics: the smallest
+        end-of-sentence ESS over lengths and runs, and the SMC ``log Z-hat_j`` (key ``"log_z"``)."""
+        n_samples = check_int(n_samples, "n_samples", low=1)
+        rng = np.random.default_rng(seed)
+        bundle, shift = self.structure.bundle(np.asarray(lam, dtype=np.float64))
+        seeds = kernel_seeds(rng, self.n_runs)
+        out = np.zeros((self.n_runs, self.m))
+        ess = np.zeros((self.n_runs, self.m))
+        keep = np.zeros((self.n_runs, self.m, n_samples, self.m), dtype=np.int64)
+        _run_all(bundle, self.n_particles, self.m, seeds, out, ess, keep, None)
+        lengths_all = np.arange(1, self.m + 1)
+        log_z_runs = out + lengths_all * shift
+        log_z = logsumexp(log_z_runs, axis=0) - np.log(self.n_runs)
+        log_q = np.asarray(log_len_weight, dtype=np.float64) + log_z
+        q = np.exp(log_q - logsumexp(log_q))
+        lengths = rng.choice(lengths_all, size=n_samples, p=q / q.sum())
+        tokens = np.zeros((n_samples, self.m), dtype=np.int64)
+        for k, j in enumerate(lengths):
+            p_run = np.exp(log_z_runs[:, j - 1] - log_z_runs[:, j - 1].max())
+            r = rng.choice(self.n_runs, p=p_run / p_run.sum())
+            # a random one of the kept sentences (they lie in particle order, which groups relatives)
+            tokens[k, :j] = keep[r, j - 1, rng.integers(n_samples), :j]
+        info = {"smc_min_ess": float(ess.min()), "log_z": log_z}
+        return tokens, lengths.astype(np.int64), info

@@ -33,7 +33,8 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
              n_chains: int = 30, seed: int = 0, checkpoint=None, checkpoint_every: int = 50, resume: bool = False,
              time_limit: float | None = None, cluster_passes: int = 5, parallel: bool = True,
              progress: bool = True, log_every: int = 0, encoding: str = "utf-8", callbacks=(),
-             step_rule: str = "data", refine: float = 0.1) -> tuple[SentenceTRF, AugSAResult]:
+             step_rule: str = "data", refine: float = 0.1, sampler: str = "transms",
+             smc_particles: int = 1000) -> tuple[SentenceTRF, AugSAResult]:
     """Train a TRF LM on ``train_path`` (one sentence per line).
 
     Parameters
@@ -68,6 +69,9 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
         Footnote 17: after training, re-estimate zeta for the final lambda (:func:`refine_zeta`) for
         ``max(100, refine * t)`` zeta-only iterations (about this fraction of the training time: an
         iteration without the lambda update costs a little less); deterministic given the seed; 0 skips.
+    sampler : {"transms", "smc"}
+        How AugSA draws its K samples per iteration (:class:`trf.lm.backend.SentenceBackend`): the paper's
+        TransMS chains, or SMC over all lengths with ``smc_particles`` particles per run (one run per core).
 
     Returns
     -------
@@ -88,7 +92,7 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
     feats = SentenceFeatures.build(train, len(vocab), features, word_class=clustering.classes)
     prep_seconds = time.perf_counter() - started
     backend = SentenceBackend(train, feats, dev, max_length=max_length, n_chains=n_chains, seed=seed,
-                              parallel=parallel)
+                              parallel=parallel, sampler=sampler, smc_particles=smc_particles)
     if step_rule not in ("data", "fixed"):
         raise ValueError(f"step_rule must be 'data' or 'fixed', got {step_rule!r}")
     refine = check_float(refine, "refine", low=0.0)
@@ -114,7 +118,8 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
         draft = SentenceTRF(vocab, feats, backend.pi, result.lam, result.zeta, {}, pooled=backend.pooled)
         zeta, refined = refine_zeta(draft, train, max_iterations=max(100, int(refine * result.t)),
                                     n_samples=cfg.n_samples,
-                                    n_chains=n_chains, start_t=10, seed=seed + 1, parallel=parallel)
+                                    n_chains=n_chains, start_t=10, seed=seed + 1, parallel=parallel,
+                                    sampler=sampler, smc_particles=smc_particles)
     meta = {"features_spec": features, "classes": classes, "iterations": result.t, "seed": seed,
             "train_sentences": stats.sentences, "train_tokens": stats.tokens, "n_features": feats.n_features,
             "clustering_log_likelihood": clustering.log_likelihood.tolist(), "prep_seconds": prep_seconds,
@@ -122,13 +127,15 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
             "n_chains": n_chains, "n_samples": cfg.n_samples, "max_length": max_length,
             "variance_floor": cfg.variance_floor, "zeta_refinement_iterations": refined,
             "refine_seconds": time.perf_counter() - train_start - train_seconds,
-            "guard_message": result.guard_message, "step_scale": result.step_scale}
+            "guard_message": result.guard_message, "step_scale": result.step_scale, "sampler": sampler,
+            "smc_particles": smc_particles if sampler == "smc" else None}
     return SentenceTRF(vocab, feats, backend.pi, result.lam, zeta, meta, pooled=backend.pooled), result
 
 
 def refine_zeta(model: SentenceTRF, train: EncodedCorpus, *, seconds: float | None = None,
                 max_iterations: int = 100000, n_samples: int = 100, n_chains: int = 20, start_t: int = 100,
-                seed: int = 0, parallel: bool = True) -> tuple[np.ndarray, int]:
+                seed: int = 0, parallel: bool = True, sampler: str = "transms",
+                smc_particles: int = 1000) -> tuple[np.ndarray, int]:
     """Re-estimate ``zeta`` for the model's fixed ``lambda`` by the AugSA recursion (17)-(18) alone.
 
     This is how the paper estimates zeta for a fixed lambda (footnote 17).  While lambda moves, the
@@ -147,6 +154,8 @@ def refine_zeta(model: SentenceTRF, train: EncodedCorpus, *, seconds: float | No
         K per iteration and persistent TransMS chains.
     start_t : int
         Iteration count the rate starts from.
+    sampler, smc_particles :
+        As in :func:`train_lm`.
 
     Returns
     -------
@@ -158,7 +167,8 @@ def refine_zeta(model: SentenceTRF, train: EncodedCorpus, *, seconds: float | No
         seconds = check_float(seconds, "seconds", low=0.0, low_open=True)
     max_length = model.m if model.pooled else None
     backend = SentenceBackend(train, model.features, None, m=None if model.pooled else model.m,
-                              max_length=max_length, n_chains=n_chains, seed=seed, parallel=parallel)
+                              max_length=max_length, n_chains=n_chains, seed=seed, parallel=parallel,
+                              sampler=sampler, smc_particles=smc_particles)
     # no divergence guards: lambda is frozen, and zeta lagging behind it (log p > 0) is what the refinement
     # corrects -- a guard would roll zeta back to the trainer's initial (lambda = 0) zeta and restart t at 0
     cfg = lm_config(n_samples=n_samples, t_max=start_t + max_iterations, t0=0, stop_window=None,
@@ -177,8 +187,10 @@ def _progress_logger(backend: SentenceBackend, every: int, start: float):
             dev = backend.log_likelihood(trainer.lam, trainer.zeta, "dev")
             rate = t / max(time.perf_counter() - start, 1e-9)
             dev_text = "n/a" if dev is None else f"{dev:.3f}"
-            print(f"iteration {t}: {rate:.2f} it/s, dev log-likelihood per sentence {dev_text}, "
-                  f"jump acceptance {record.get('jump_acceptance', float('nan')):.2f}", file=sys.stderr)
+            moves = (f"smallest SMC end-of-sentence ESS {record['smc_min_ess']:.1f}" if "smc_min_ess" in record
+                     else f"jump acceptance {record.get('jump_acceptance', float('nan')):.2f}")
+            print(f"iteration {t}: {rate:.2f} it/s, dev log-likelihood per sentence {dev_text}, {moves}",
+                  file=sys.stderr)
         return False
 
     return log
