@@ -1,0 +1,35 @@
+"""experiments/trf_lm/smc_check.py: the exact two-word sum against enumeration, and the printed table."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import logsumexp
+
+from experiments.trf_lm.smc_check import exact_two_word, main
+from trf.lm.corpus import EncodedCorpus, Vocabulary
+from trf.lm.evaluate import exact_log_z
+from trf.lm.features import SentenceFeatures
+from trf.lm.model import SentenceTRF, smoothed_length_law
+
+
+def _model(tmp_path):
+    rng = np.random.default_rng(4)
+    V, M = 6, 4
+    corpus = EncodedCorpus.from_sentences([rng.integers(0, V, size=rng.integers(1, M + 1)) for _ in range(60)])
+    feats = SentenceFeatures.build(corpus, V, "w+c+ws+cpw", word_class=np.arange(V) % 2)
+    vocab = Vocabulary(["<unk>"] + [f"w{i}" for i in range(1, V)])
+    model = SentenceTRF(vocab, feats, smoothed_length_law(corpus.lengths, M), rng.normal(size=feats.n_features),
+                        np.zeros(M))
+    path = tmp_path / "m.npz"
+    model.save(path)
+    test = tmp_path / "test.txt"
+    test.write_text("w1 w2\nw3 w1 w4\n")
+    return model, path, test
+
+
+def test_exact_two_word_sum_and_the_table(tmp_path, capsys):
+    model, path, test = _model(tmp_path)
+    assert np.isclose(logsumexp(exact_two_word(model)), exact_log_z(model, 2), atol=1e-9)
+    assert main(["--model", str(path), "--test", str(test), "--particles", "2000", "--runs", "2", "--exact-z2"]) == 0
+    out = capsys.readouterr().out
+    assert f"exact log Z_2 = {exact_log_z(model, 2):.3f}" in out and "test PPL (2 sentences" in out
