@@ -279,3 +279,23 @@ def test_train_with_the_smc_sampler(trained, tmp_path, capsys):
         with pytest.raises(SystemExit):
             main(["trf", "train", "--train", str(train), "--out", str(out), flag, value])
         assert f"argument {flag}: {expected}" in capsys.readouterr().err
+
+
+def test_a_zeta_that_gives_positive_log_probabilities_gives_no_augsa_perplexity(trained, tmp_path, capsys):
+    """zeta far below log Z_j / Z_1 makes log p(j, x) > 0 for some sentences -- impossible for a discrete sentence:
+    with --no-check that is an error naming the count, with the check the AugSA value is withheld and named."""
+    folder, train, model = trained
+    lm = trf.load(model)
+    low = tmp_path / "low.npz"
+    SentenceTRF(lm.vocab, lm.features, lm.pi, lm.lam, lm.zeta - 40.0, lm.meta).save(low)
+    assert main(["trf", "eval", "--model", str(low), "--test", str(train), "--no-check"]) == 2
+    captured = capsys.readouterr()
+    assert "no perplexity with the AugSA zeta" in captured.err and "positive log-probability" in captured.err
+    assert captured.out == ""
+    out = tmp_path / "low.json"
+    assert main(["trf", "eval", "--model", str(low), "--test", str(train), "--json", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "with the AugSA zeta none (see the warning)" in captured.out
+    assert "AugSA's zeta gives no perplexity" in captured.err
+    result = json.loads(out.read_text())
+    assert result["perplexity_augsa"] is None and result["augsa_positive_log_probs"] > 0 and result["perplexity"] > 1

@@ -67,11 +67,19 @@ def _eval(args) -> int:
     log_probs = model.log_prob(corpus)
     seconds = time.perf_counter() - start
     ppl = float(np.exp(-log_probs.sum() / corpus.n_predicted))
+    impossible = int(np.count_nonzero(log_probs > 0))
+    why_not = (f"{impossible} of {len(corpus)} sentences get a positive log-probability with it (up to "
+               f"{log_probs.max():+.2f}): impossible for a discrete sentence, so some zeta_j lie below log Z_j / Z_1"
+               if impossible else "")
     result = {"perplexity": ppl, "convention": PERPLEXITY_CONVENTION, "sentences": len(corpus),
               "predicted_tokens": corpus.n_predicted, "oov_tokens": int(np.count_nonzero(corpus.tokens == 0)),
               "log_prob_total": float(log_probs.sum()), "score_seconds": seconds,
               "empty_lines_skipped": stats.empty_lines, "model": str(args.model), "test": str(args.test)}
+    result["augsa_positive_log_probs"] = impossible
     if args.no_check:
+        if impossible:
+            raise ValueError(f"no perplexity with the AugSA zeta: {why_not}; run without --no-check for checked "
+                             "normalisers")
         print(f"perplexity {ppl:.3f} ({PERPLEXITY_CONVENTION}) with the AugSA zeta (unchecked: --no-check); "
               f"{len(corpus)} sentences")
     else:
@@ -87,7 +95,7 @@ def _eval(args) -> int:
         ppl_checked = check.perplexities(model, corpus)
         which = check.describe()
         headline, label, inconclusive = headline_perplexity(ppl_checked)
-        result["perplexity_augsa"] = ppl
+        result["perplexity_augsa"] = None if impossible else ppl
         result["perplexity"] = headline
         result["perplexity_checked"] = ppl_checked["checked"]
         result["normaliser_check"] = {"which": which, "headline": label, "inconclusive": inconclusive,
@@ -105,7 +113,10 @@ def _eval(args) -> int:
                      "normaliser" if ppl_checked["unchecked_sentences"] else "")
         print(f"perplexity {headline:.3f} ({PERPLEXITY_CONVENTION}), {label} [{which}]; interval "
               f"[{ppl_checked['low']:.3f}, {ppl_checked['high']:.3f}], midpoint normalisers "
-              f"{ppl_checked['checked']:.3f}; with the AugSA zeta {ppl:.3f}; {len(corpus)} sentences{unchecked}")
+              f"{ppl_checked['checked']:.3f}; with the AugSA zeta "
+              f"{'none (see the warning)' if impossible else f'{ppl:.3f}'}; {len(corpus)} sentences{unchecked}")
+        if impossible:
+            print(f"mcsa trf eval: warning: AugSA's zeta gives no perplexity: {why_not}", file=sys.stderr)
         for note in check.notes:
             print(f"mcsa trf eval: check: {note}", file=sys.stderr)
         if check.still_rising.size:
