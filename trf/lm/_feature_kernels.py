@@ -25,11 +25,18 @@ MAX_SYMBOL = EMPTY - 1
 
 @jit
 def row_key(r, p, w, c, row_group, row_len, row_off, row_type):
+    """Key of row ``r`` at position ``p``."""
+    return pattern_key(r, p, w, c, row_group, row_len[r], row_off, row_type)
+
+
+@jit
+def pattern_key(r, p, w, c, row_group, n_elements, row_off, row_type):
+    """Key of the first ``n_elements`` elements of row ``r`` at position ``p`` (the rest ``EMPTY``)."""
     s0 = EMPTY
     s1 = EMPTY
     s2 = EMPTY
     s3 = EMPTY
-    for e in range(row_len[r]):
+    for e in range(n_elements):
         q = p + row_off[r, e]
         s = w[q] if row_type[r, e] == 0 else c[q]
         if e == 0:

@@ -23,7 +23,8 @@ from typing import NamedTuple
 import numpy as np
 
 from samplers._jit import jit
-from trf.lm._feature_kernels import EMPTY, row_fires, row_weight, table_find
+from samplers._kernels import logsumexp_1d
+from trf.lm._feature_kernels import pattern_key, row_fires, row_weight, table_find
 from trf.lm._transms_kernels import HashedFeatures
 
 
@@ -70,21 +71,7 @@ class SMCWork(NamedTuple):
 @jit
 def context_key(r, p, w, c, row_group, row_len, row_off, row_type):
     """Key of row ``r`` at position ``p`` with its last (offset 0) symbol left ``EMPTY``."""
-    s0 = EMPTY
-    s1 = EMPTY
-    s2 = EMPTY
-    for e in range(row_len[r] - 1):
-        q = p + row_off[r, e]
-        s = w[q] if row_type[r, e] == 0 else c[q]
-        if e == 0:
-            s0 = s
-        elif e == 1:
-            s1 = s
-        else:
-            s2 = s
-    hi = (np.int64(row_group[r]) << 48) | (np.int64(s0) << 24) | np.int64(s1)
-    lo = (np.int64(s2) << 24) | np.int64(EMPTY)
-    return hi, lo
+    return pattern_key(r, p, w, c, row_group, row_len[r] - 1, row_off, row_type)
 
 
 @jit
@@ -137,13 +124,7 @@ def local_tables(model, w, c, p, work):
                 v = model.class_words[i]
                 mass += np.exp(model.u[v] + dw[v])
         log_mass[k] = (dc[k] + np.log(mass)) if mass > 0.0 else -np.inf
-    top = -np.inf
-    for k in range(C):
-        top = max(top, log_mass[k])
-    total = 0.0
-    for k in range(C):
-        total += np.exp(log_mass[k] - top)
-    return top + np.log(total), n_touched
+    return logsumexp_1d(log_mass), n_touched
 
 
 @jit
@@ -199,15 +180,7 @@ def end_score(model, w, c, j):
 
 @jit
 def log_mean_exp(x):
-    top = -np.inf
-    for i in range(x.size):
-        top = max(top, x[i])
-    if top == -np.inf:
-        return -np.inf
-    total = 0.0
-    for i in range(x.size):
-        total += np.exp(x[i] - top)
-    return top + np.log(total / x.size)
+    return logsumexp_1d(x) - np.log(x.size)
 
 
 @jit
@@ -215,20 +188,15 @@ def systematic_ancestors(log_w, out):
     """Systematic resampling: ``out`` (sorted) holds ``out.size`` indices drawn in proportion to ``exp(log_w)``."""
     n = log_w.size
     n_out = out.size
-    top = -np.inf
-    for i in range(n):
-        top = max(top, log_w[i])
-    total = 0.0
-    for i in range(n):
-        total += np.exp(log_w[i] - top)
+    log_total = logsumexp_1d(log_w)
     u = np.random.random() / n_out
-    acc = np.exp(log_w[0] - top) / total
+    acc = np.exp(log_w[0] - log_total)
     i = 0
     for k in range(n_out):
         target = u + k / n_out
         while acc < target and i < n - 1:
             i += 1
-            acc += np.exp(log_w[i] - top) / total
+            acc += np.exp(log_w[i] - log_total)
         out[k] = i
 
 
