@@ -12,8 +12,9 @@
 * :func:`check_normalisers` -- every ``log Z_j`` checked from both sides: forward AIS (a stochastic lower
   bound) and reverse AIS started from the model's own samples (an approximate stochastic upper bound,
   Grosse et al. 2015 / RAISE) give an interval per length; the exact sum over ``V^j`` sentences replaces
-  both when it is small.  :class:`NormaliserCheck` turns it into a perplexity interval and flags lengths
-  where AugSA's ``zeta_j + log Z_1`` is outside the interval by more than a margin.
+  both when it is small; sequential Monte Carlo (:mod:`trf.lm.smc`) estimates every length as well and finds the
+  high-weight sentences that AIS chains miss.  :class:`NormaliserCheck` turns it into a perplexity interval and
+  flags lengths where AugSA's ``zeta_j + log Z_1`` is outside the interval by more than a margin.
 * :func:`interpolate_linear` / :func:`interpolate_loglinear` -- combine sentence log-probabilities
   with another model's (the linear mixture stays normalised; the log-linear one does not and is for
   rescoring only).
