@@ -222,3 +222,17 @@ def test_smc_sampler_draws_follow_the_length_mixture_of_eq12():
     empirical = counts / counts.sum()
     assert 0.5 * np.abs(empirical - exact(model.lam)).sum() < 0.02
     assert 0.5 * np.abs(empirical - exact(model.lam * 0.3)).sum() > 0.3
+
+
+def test_smc_sampler_survives_weights_that_overflow():
+    """While lambda diverges (the paper's step rule on the docs' toy corpus) the local masses overflow; the
+    sampler must still return sentences of valid lengths, so that the trainer's guard can stop the run with its
+    message (it had raised 'Probabilities contain NaN' from numpy)."""
+    from trf.lm.smc import SMCSampler
+
+    model = _model(4, 3, "w+c+cpw", scale=1.0, seed=5)
+    sampler = SMCSampler(model.features, 3, n_particles=50, n_runs=2)
+    lam = model.lam * 1e6
+    tokens, lengths, _ = sampler.draw(lam, np.zeros(3), 40, 0)
+    assert tokens.shape == (40, 3) and np.all((lengths >= 1) & (lengths <= 3))
+    assert np.all((tokens >= 0) & (tokens < 4))

@@ -147,7 +147,7 @@ def draw_word(model, work, log_z):
         if r < acc:
             k = kk
             break
-    while work.log_mass[k] == -np.inf:  # rounding at the end of the cdf
+    while k > 0 and not work.log_mass[k] > -np.inf:  # rounding at the end of the cdf (or no finite mass)
         k -= 1
     start, stop = model.class_start[k], model.class_start[k + 1]
     total = 0.0

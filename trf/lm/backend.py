@@ -71,7 +71,7 @@ class SentenceBackend:
     def __init__(self, train: EncodedCorpus, features: SentenceFeatures, dev: EncodedCorpus | None = None, *,
                  m: int | None = None, max_length: int | None = None, n_chains: int = 30, seed: int = 0,
                  ll_sentences: int = 2000, parallel: bool = True, sampler: str = "transms",
-                 smc_particles: int = 1000) -> None:
+                 smc_particles: int = 300) -> None:
         lengths = train.lengths
         if lengths.size == 0 or lengths.min() < 1:
             raise ValueError("train must hold at least one sentence and no empty sentence")

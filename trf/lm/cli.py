@@ -244,7 +244,7 @@ def register(subparsers) -> None:
     train.add_argument("--sampler", choices=("transms", "smc"), default="transms",
                        help="how AugSA draws its samples: TransMS chains (the paper) or SMC over all lengths, which "
                             "reaches high-weight sentences the chains miss")
-    train.add_argument("--smc-particles", type=positive_int, default=1000,
+    train.add_argument("--smc-particles", type=positive_int, default=300,
                        help="particles per SMC run with --sampler smc (one run per core)")
     train.add_argument("--minutes", type=positive_float, default=None, help="training time limit")
     train.add_argument("--checkpoint", default=None, help="checkpoint file, written atomically (default: none)")

@@ -202,6 +202,15 @@ def smc_log_z(model: SentenceTRF, max_length: int | None = None, *, n_particles:
     return SMCResult(lengths, out + lengths * shift, ess, n_particles, seconds)
 
 
+def _probabilities(log_w: np.ndarray) -> np.ndarray:
+    """``softmax(log_w)`` with non-finite entries as weight 0, or uniform when no entry is finite."""
+    log_w = np.where(np.isfinite(log_w), log_w, -np.inf)
+    if not np.isfinite(log_w).any():
+        return np.full(log_w.size, 1.0 / log_w.size)
+    w = np.exp(log_w - log_w.max())
+    return w / w.sum()
+
+
 class SMCSampler:
     """Draws from ``q(j, x^j) ∝ exp(w_j + lambda . f(x^j))`` over ``j = 1..m`` (Eq. 12 with ``w_j = log pi0_j -
     zeta_j``) by SMC, for AugSA (:class:`trf.lm.backend.SentenceBackend` with ``sampler="smc"``).
@@ -233,15 +242,14 @@ class SMCSampler:
         keep = np.zeros((self.n_runs, self.m, n_samples, self.m), dtype=np.int64)
         _run_all(bundle, self.n_particles, self.m, seeds, out, ess, keep, None)
         lengths_all = np.arange(1, self.m + 1)
-        log_z_runs = out + lengths_all * shift
+        # non-finite estimates (weights overflowing while lambda diverges, before the trainer's guard sees it) carry
+        # no information: they get weight 0, and with no finite weight left every length and run is equally likely
+        log_z_runs = np.where(np.isfinite(out), out + lengths_all * shift, -np.inf)
         log_z = logsumexp(log_z_runs, axis=0) - np.log(self.n_runs)
-        log_q = np.asarray(log_len_weight, dtype=np.float64) + log_z
-        q = np.exp(log_q - logsumexp(log_q))
-        lengths = rng.choice(lengths_all, size=n_samples, p=q / q.sum())
+        lengths = rng.choice(lengths_all, size=n_samples, p=_probabilities(np.asarray(log_len_weight, float) + log_z))
         tokens = np.zeros((n_samples, self.m), dtype=np.int64)
         for k, j in enumerate(lengths):
-            p_run = np.exp(log_z_runs[:, j - 1] - log_z_runs[:, j - 1].max())
-            r = rng.choice(self.n_runs, p=p_run / p_run.sum())
+            r = rng.choice(self.n_runs, p=_probabilities(log_z_runs[:, j - 1]))
             # a random one of the kept sentences (they lie in particle order, which groups relatives)
             tokens[k, :j] = keep[r, j - 1, rng.integers(n_samples), :j]
         info = {"smc_min_ess": float(ess.min()), "log_z": log_z}

@@ -34,7 +34,7 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
              time_limit: float | None = None, cluster_passes: int = 5, parallel: bool = True,
              progress: bool = True, log_every: int = 0, encoding: str = "utf-8", callbacks=(),
              step_rule: str = "data", refine: float = 0.1, sampler: str = "transms",
-             smc_particles: int = 1000) -> tuple[SentenceTRF, AugSAResult]:
+             smc_particles: int = 300) -> tuple[SentenceTRF, AugSAResult]:
     """Train a TRF LM on ``train_path`` (one sentence per line).
 
     Parameters
@@ -135,7 +135,7 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
 def refine_zeta(model: SentenceTRF, train: EncodedCorpus, *, seconds: float | None = None,
                 max_iterations: int = 100000, n_samples: int = 100, n_chains: int = 20, start_t: int = 100,
                 seed: int = 0, parallel: bool = True, sampler: str = "transms",
-                smc_particles: int = 1000) -> tuple[np.ndarray, int]:
+                smc_particles: int = 300) -> tuple[np.ndarray, int]:
     """Re-estimate ``zeta`` for the model's fixed ``lambda`` by the AugSA recursion (17)-(18) alone.
 
     This is how the paper estimates zeta for a fixed lambda (footnote 17).  While lambda moves, the
