@@ -234,3 +234,26 @@ def test_unigram_base_is_exact_for_a_unigram_only_model(tiny):
     sentence = [1, 3, 0, 2]
     f = trf.features.feature_vector(sentence)
     assert np.isclose(u[sentence].sum(), f[is_unigram] @ trf.lam[is_unigram])
+
+
+def test_pooled_sentences_with_a_positive_log_probability_are_left_out_of_the_checked_perplexity(tiny):
+    """The pooled m+ normaliser covers the sampled lengths m+1, m+2 only (Sec. 5.4), so a much longer sentence
+    can get log p > 0 with it (KJV, SMC-trained model: a 69-word verse at +20.6): such sentences have no valid
+    probability and are left out of every checked perplexity and counted; the others are scored as before."""
+    trf, log_z, _ = tiny
+    pi = np.append(trf.pi * 0.9, 0.1)
+    pooled = SentenceTRF(trf.vocab, trf.features, pi, trf.lam, np.append(trf.zeta, -60.0), pooled=True)
+    check = check_normalisers(pooled, range(1, M + 1), seed=0)
+    assert check.method == ["exact"] * M
+    short = [np.array([1, 2]), np.array([3, 1, 2, 0])]
+    long_ = np.array([1, 2, 3] * 6)  # 18 words: dimension m+1
+    assert pooled.log_prob(EncodedCorpus.from_sentences([long_]))[0] > 0
+    both = check.perplexities(pooled, EncodedCorpus.from_sentences(short + [long_]))
+    alone = check.perplexities(pooled, EncodedCorpus.from_sentences(short))
+    assert both["excluded_sentences"] == 1 and both["unchecked_sentences"] == 1 and alone["excluded_sentences"] == 0
+    assert both["checked"] == pytest.approx(alone["checked"]) and both["high"] == pytest.approx(alone["high"])
+    assert both["impossible_checked"] == 0
+    # a long sentence with a possible probability stays in
+    fine = SentenceTRF(trf.vocab, trf.features, pi, trf.lam, np.append(trf.zeta, 200.0), pooled=True)
+    kept = check.perplexities(fine, EncodedCorpus.from_sentences(short + [long_]))
+    assert kept["excluded_sentences"] == 0 and kept["checked"] != pytest.approx(alone["checked"])

@@ -101,6 +101,8 @@ def _eval(args) -> int:
         result["normaliser_check"] = {"which": which, "headline": label, "inconclusive": inconclusive,
                                       "perplexity_interval": [ppl_checked["low"], ppl_checked["high"]],
                                       "unchecked_sentences": ppl_checked["unchecked_sentences"],
+                                      "excluded_sentences": ppl_checked["excluded_sentences"],
+                                      "impossible_checked_sentences": ppl_checked["impossible_checked"],
                                       "margin": check.margin, "z": check.z, "seconds": check.seconds,
                                       "flagged_lengths": check.flagged.tolist(), "per_length": check.rows(),
                                       "reverse_failed_lengths": check.reverse_failed.tolist(),
@@ -111,12 +113,23 @@ def _eval(args) -> int:
                                       "perplexity_extrapolated": ppl_checked["extrapolated"], "notes": check.notes}
         unchecked = (f"; {ppl_checked['unchecked_sentences']} sentences of the pooled sub-model keep AugSA's "
                      "normaliser" if ppl_checked["unchecked_sentences"] else "")
+        if ppl_checked["excluded_sentences"]:
+            unchecked += (f", {ppl_checked['excluded_sentences']} of them left out (log p > 0 with it: no valid "
+                          "probability)")
         print(f"perplexity {headline:.3f} ({PERPLEXITY_CONVENTION}), {label} [{which}]; interval "
               f"[{ppl_checked['low']:.3f}, {ppl_checked['high']:.3f}], midpoint normalisers "
               f"{ppl_checked['checked']:.3f}; with the AugSA zeta "
               f"{'none (see the warning)' if impossible else f'{ppl:.3f}'}; {len(corpus)} sentences{unchecked}")
         if impossible:
             print(f"mcsa trf eval: warning: AugSA's zeta gives no perplexity: {why_not}", file=sys.stderr)
+        if ppl_checked["excluded_sentences"]:
+            print(f"mcsa trf eval: warning: {ppl_checked['excluded_sentences']} sentences longer than m={model.m} get a "
+                  "positive log-probability with the pooled sub-model's normaliser (estimated over the sampled lengths "
+                  f"m+1, m+2 only, Sec. 5.4): they are left out of the checked perplexities", file=sys.stderr)
+        if ppl_checked["impossible_checked"]:
+            print(f"mcsa trf eval: warning: {ppl_checked['impossible_checked']} sentences get a positive log-probability "
+                  "even with the checked normalisers: their log Z_j is too low; raise --check-particles",
+                  file=sys.stderr)
         for note in check.notes:
             print(f"mcsa trf eval: check: {note}", file=sys.stderr)
         if check.still_rising.size:

@@ -433,17 +433,30 @@ class NormaliserCheck:
         interval ``[lower, upper]`` of ``log Z`` maps to ``[ppl_low, ppl_high]``; ``extrapolated`` uses
         :attr:`extrapolated` (equal to ``checked`` when AIS is not still rising anywhere);
         ``degenerate_lengths`` counts the lengths of ``corpus`` with degenerate weights (:attr:`degenerate`),
-        ``unsettled_lengths`` those where SMC has not settled (:attr:`unsettled`)."""
+        ``unsettled_lengths`` those where SMC has not settled (:attr:`unsettled`).
+
+        An unchecked sentence that AugSA's normaliser gives a positive log-probability has no valid probability
+        (the pooled ``m+`` normaliser covers the sampled lengths ``m+1, m+2`` only, Sec. 5.4, and a much longer
+        sentence can outscore it): such sentences are left out of every checked perplexity and counted in
+        ``excluded_sentences``; ``impossible_checked`` counts checked sentences whose log-probability with the
+        checked normalisers is positive (that ``log Z_j`` is too low)."""
         dims = model.dimension(corpus.lengths)
         base = model.log_prob(corpus)
         augsa = (model.zeta + model.log_z1())[dims - 1]
         out = {"augsa": float(np.exp(-base.sum() / corpus.n_predicted))}
+        unchecked = np.isnan(self.log_z_table("checked")[dims - 1])
+        keep = ~(unchecked & (base > 0))
+        tokens = float(np.sum(corpus.lengths[keep] + 1))
         for which, key in (("checked", "checked"), ("lower", "low"), ("upper", "high"),
                            ("extrapolated", "extrapolated")):
             table = self.log_z_table(which)[dims - 1]
             log_z = np.where(np.isnan(table), augsa, table)
-            out[key] = float(np.exp(-(base + augsa - log_z).sum() / corpus.n_predicted))
-        out["unchecked_sentences"] = int(np.count_nonzero(np.isnan(self.log_z_table("checked")[dims - 1])))
+            log_p = base + augsa - log_z
+            out[key] = float(np.exp(-log_p[keep].sum() / tokens))
+            if key == "checked":
+                out["impossible_checked"] = int(np.count_nonzero((log_p > 0) & ~unchecked))
+        out["excluded_sentences"] = int(np.count_nonzero(~keep))
+        out["unchecked_sentences"] = int(np.count_nonzero(unchecked))
         out["degenerate_lengths"] = int(np.count_nonzero(np.isin(self.degenerate, dims)))
         out["unsettled_lengths"] = int(np.count_nonzero(np.isin(self.unsettled, dims)))
         return out
