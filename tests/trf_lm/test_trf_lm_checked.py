@@ -136,13 +136,26 @@ def test_degenerate_ais_weights_make_the_check_inconclusive(tiny):
     assert ppl["degenerate_lengths"] == 0 and headline_perplexity(ppl)[1] == "checked normalisers"
     ess = check.forward_ess.copy()
     ess[3] = 1.2  # length 4
-    bad = replace(check, forward_ess=ess)
+    # the SMC estimate at length 4 just below the AIS midpoint: the checked value rests on AIS there
+    midpoint = np.maximum(check.forward, 0.5 * (check.forward + check.reverse))
+    smc = check.smc.copy()
+    smc[3] = midpoint[3] - 0.01
+    bad = replace(check, forward_ess=ess, smc=smc)
     assert list(bad.degenerate) == [4] and [r["forward_ess"] for r in bad.rows()][3] == pytest.approx(1.2)
     assert "at 1 of 5 lengths (4)" in bad.degenerate_warning() and "ESS 1.20" in bad.degenerate_warning()
+    assert "settled SMC" not in bad.degenerate_warning()
     ppl_bad = bad.perplexities(trf, corpus)
     assert ppl_bad["degenerate_lengths"] == 1
     value, label, inconclusive = headline_perplexity(ppl_bad)
     assert inconclusive and value == ppl_bad["high"] and "inconclusive" in label
+    # a settled SMC estimate above the AIS midpoint covers the length: the checked value does not rest on AIS
+    smc[3] = midpoint[3] + 0.01
+    covered = replace(bad, smc=smc)
+    assert 4 in covered.smc_covered and "settled SMC estimate" in covered.degenerate_warning()
+    assert covered.perplexities(trf, corpus)["degenerate_lengths"] == 0
+    spread = covered.smc_spread.copy()
+    spread[3] = 2.0  # ... unless SMC has not settled there
+    assert 4 not in replace(covered, smc_spread=spread).smc_covered
 
 
 @pytest.mark.parametrize("shift", [2.0, -2.0])

@@ -239,6 +239,17 @@ class NormaliserCheck:
             return self.lengths[:0]
         return self.lengths[self.smc_spread > self.MAX_SMC_SPREAD]
 
+    @property
+    def smc_covered(self) -> np.ndarray:
+        """Lengths whose checked value is a settled SMC estimate (spread at most :attr:`MAX_SMC_SPREAD`, at or
+        above the AIS midpoint): degenerate AIS weights there do not make the check inconclusive, since the
+        checked value does not rest on AIS."""
+        if self.smc is None:
+            return self.lengths[:0]
+        covered = (self.smc_spread <= self.MAX_SMC_SPREAD) & (self.smc >= np.maximum(
+            self.forward, 0.5 * (self.forward + self.reverse)))
+        return self.lengths[covered & np.array([m != "exact" for m in self.method])]
+
     def unsettled_warning(self) -> str | None:
         """A one-line warning naming the lengths where SMC has not settled (:attr:`unsettled`)."""
         bad = self.unsettled
@@ -276,7 +287,14 @@ class NormaliserCheck:
                 f"below {100 * self.MIN_ESS_FRACTION:g}% of the {self.n_chains} chains (worst: length "
                 f"{self.lengths[worst]}, ESS {self.forward_ess[worst]:.2f}).  A few chains carry those estimates and "
                 "their standard errors do not measure their error, so the interval and the rise test are not "
-                "reliable there; raise --check-seconds (temperatures) or --check-chains")
+                "reliable there; raise --check-seconds (temperatures) or --check-chains" + self._covered_note(bad))
+
+    def _covered_note(self, bad: np.ndarray) -> str:
+        covered = np.intersect1d(bad, self.smc_covered)
+        if covered.size == 0:
+            return ""
+        return (f".  At {covered.size} of them the checked value is a settled SMC estimate, which does not rest on "
+                "AIS")
 
     @property
     def rise(self) -> np.ndarray:
@@ -432,7 +450,8 @@ class NormaliserCheck:
         number is ``unchecked_sentences``.  A higher ``log Z`` lowers every log-probability, so the
         interval ``[lower, upper]`` of ``log Z`` maps to ``[ppl_low, ppl_high]``; ``extrapolated`` uses
         :attr:`extrapolated` (equal to ``checked`` when AIS is not still rising anywhere);
-        ``degenerate_lengths`` counts the lengths of ``corpus`` with degenerate weights (:attr:`degenerate`),
+        ``degenerate_lengths`` counts the lengths of ``corpus`` with degenerate weights (:attr:`degenerate`) that
+        a settled SMC estimate does not cover (:attr:`smc_covered`),
         ``unsettled_lengths`` those where SMC has not settled (:attr:`unsettled`).
 
         An unchecked sentence that AugSA's normaliser gives a positive log-probability has no valid probability
@@ -457,7 +476,8 @@ class NormaliserCheck:
                 out["impossible_checked"] = int(np.count_nonzero((log_p > 0) & ~unchecked))
         out["excluded_sentences"] = int(np.count_nonzero(~keep))
         out["unchecked_sentences"] = int(np.count_nonzero(unchecked))
-        out["degenerate_lengths"] = int(np.count_nonzero(np.isin(self.degenerate, dims)))
+        degenerate = np.setdiff1d(self.degenerate, self.smc_covered)
+        out["degenerate_lengths"] = int(np.count_nonzero(np.isin(degenerate, dims)))
         out["unsettled_lengths"] = int(np.count_nonzero(np.isin(self.unsettled, dims)))
         return out
 
