@@ -127,11 +127,17 @@ def _forward_log_z(model: SentenceTRF, sampler: SentenceSampler, j: int, n_tempe
 
 
 def _bdmc_log_z(model: SentenceTRF, sampler: SentenceSampler, j: int, n_temperatures: int, n_chains: int, seed,
-                burn_in: int, parallel: bool, base: str = "unigram"):
-    """Forward and reverse AIS for ``log Z_j`` (:func:`samplers.ais.run_bidirectional_ais`)."""
+                burn_in: int, parallel: bool, base: str = "unigram", reverse_starts: np.ndarray | None = None):
+    """Forward and reverse AIS for ``log Z_j`` (:func:`samplers.ais.run_bidirectional_ais`); the reverse chains
+    start from ``reverse_starts`` (``(n_chains, j)`` sentences) when given, else from the forward end states."""
     initial, log_ratio, transition, log_z0 = _fixed_length_ais(model, sampler, j, 1, parallel, base)
+    target = None
+    if reverse_starts is not None:
+        tokens = np.zeros((reverse_starts.shape[0], sampler.m), dtype=np.int64)
+        tokens[:, :j] = reverse_starts
+        target = ChainState(tokens, np.full(reverse_starts.shape[0], j, dtype=np.int64))
     return run_bidirectional_ais(initial, log_ratio, transition, n_temperatures=n_temperatures, n_chains=n_chains,
-                                 seed=seed, log_partition_start=log_z0, burn_in=burn_in)
+                                 seed=seed, log_partition_start=log_z0, burn_in=burn_in, target_states=target)
 
 
 @dataclass
@@ -591,7 +597,10 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
     proposal -- the model's own local law, word by word -- reaches high-weight sentences that fixed-length
     Gibbs chains miss.  The interval becomes ``[max(forward - z se_f, smc - z se_s), max(reverse + z se_r,
     smc + z se_s)]`` and the checked value the higher of the AIS midpoint and the SMC estimate
-    (:attr:`NormaliserCheck.ais_missed`, :attr:`NormaliserCheck.unsettled`).
+    (:attr:`NormaliserCheck.ais_missed`, :attr:`NormaliserCheck.unsettled`).  Where SMC has settled (spread at
+    most :attr:`NormaliserCheck.MAX_SMC_SPREAD`), the reverse AIS chains start from ``n_chains`` of its resampled
+    sentences instead of the forward end states: approximate draws of the model that reach its high-weight
+    sentences, closer to the exact draws the reverse bound needs.
 
     Parameters
     ----------
@@ -654,13 +663,13 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
     if n_temperatures is not None:
         temperatures = np.full(lengths.size, check_int(n_temperatures, "n_temperatures", low=2), dtype=np.int64)
         smc = _smc_stage(model, ais_lengths, 2000 if smc_particles is None else smc_particles, smc_replicates,
-                         None, rng)
+                         None, rng, n_chains)
     else:
         if time_budget is None:
             time_budget = max(10.0, 0.15 * float(model.meta.get("train_seconds", 60.0)))
         time_budget = check_float(time_budget, "time_budget", low=0.0, low_open=True)
         smc = _smc_stage(model, ais_lengths, smc_particles, smc_replicates,
-                         smc_fraction * time_budget, rng)
+                         smc_fraction * time_budget, rng, n_chains)
         temperatures = np.full(lengths.size, 20, dtype=np.int64)
         if ais_lengths.size:
             plan = _pilot_plan(model, sampler, ais_lengths, n_chains, rng, burn_in, parallel, base,
@@ -688,7 +697,9 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
             ess.append(float(n_chains))
             method.append("exact")
             continue
-        res = _bdmc_log_z(model, sampler, int(j), int(n_temp), n_chains, rng, burn_in, parallel, base)
+        starts = (smc.draws(int(j), n_chains, rng) if smc is not None and smc.kept is not None
+                  and smc.spread[j - 1] <= NormaliserCheck.MAX_SMC_SPREAD else None)
+        res = _bdmc_log_z(model, sampler, int(j), int(n_temp), n_chains, rng, burn_in, parallel, base, starts)
         lo, hi = res.interval(z)
         forward.append(res.forward.log_partition), reverse.append(res.reverse.log_partition)
         forward_se.append(res.forward.stderr), reverse_se.append(res.reverse.stderr)
@@ -740,7 +751,7 @@ SMC_PARTICLE_RANGE = (100, 200_000)
 
 
 def _smc_stage(model: SentenceTRF, lengths: np.ndarray, n_particles: int | None, n_replicates: int,
-               budget: float | None, rng):
+               budget: float | None, rng, n_keep: int = 0):
     """The check's SMC runs over ``1..max(lengths)`` (None when there is nothing to run): ``n_particles`` per
     run, or as many as ``budget`` seconds buy by a 200-particle pilot (whose compilation is not timed)."""
     if lengths.size == 0 or n_particles == 0 or (n_particles is None and budget is not None and budget <= 0):
@@ -753,7 +764,7 @@ def _smc_stage(model: SentenceTRF, lengths: np.ndarray, n_particles: int | None,
         per_particle = max(res.seconds, 1e-6) / pilot
         low, high = SMC_PARTICLE_RANGE
         n_particles = int(np.clip(budget / per_particle, low, high))
-    return smc_log_z(model, longest, n_particles=n_particles, n_replicates=n_replicates, seed=rng)
+    return smc_log_z(model, longest, n_particles=n_particles, n_replicates=n_replicates, seed=rng, n_keep=n_keep)
 
 
 def smooth_log_z(lengths, log_z, stderr=None) -> np.ndarray:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import logsumexp
 
-from samplers.rng import kernel_seeds
+from samplers.rng import as_generator, kernel_seeds
 from samplers.validation import check_int
 from trf.lm import _feature_kernels as fk
 from trf.lm._smc_kernels import SMCModel, SuccessorTables
@@ -138,6 +138,9 @@ class SMCResult:
         Effective sample size of the end-of-sentence weights at each length, in ``[1, n_particles]``.
     n_particles : int
     seconds : float
+    kept : ndarray (n_replicates, n_lengths, n_keep, n_lengths), optional
+        ``kept[r, j - 1, s, :j]``: sentences of length ``j`` that run ``r`` resampled by their end-of-sentence
+        weights (approximate draws of the model at length ``j``; :meth:`draws`).
     """
 
     lengths: np.ndarray
@@ -145,6 +148,13 @@ class SMCResult:
     ess: np.ndarray
     n_particles: int
     seconds: float
+    kept: np.ndarray | None = None
+
+    def draws(self, j: int, n: int, rng) -> np.ndarray:
+        """``n`` approximate draws of the model at length ``j`` (int64 ``(n, j)``) from the kept sentences."""
+        if self.kept is None:
+            raise ValueError("this SMC result kept no sentences (run smc_log_z with n_keep > 0)")
+        return _pick_sentences(self.replicates[:, j - 1], self.kept[:, j - 1], j, n, as_generator(rng))
 
     @property
     def log_z(self) -> np.ndarray:
@@ -174,7 +184,7 @@ class SMCResult:
 
 
 def smc_log_z(model: SentenceTRF, max_length: int | None = None, *, n_particles: int = 1000,
-              n_replicates: int = 4, seed=None, threads: int | None = None) -> SMCResult:
+              n_replicates: int = 4, seed=None, threads: int | None = None, n_keep: int = 0) -> SMCResult:
     """SMC estimates of ``log Z_j(lambda)`` for ``j = 1..max_length`` (default: the model's ``m``).
 
     Parameters
@@ -189,17 +199,21 @@ def smc_log_z(model: SentenceTRF, max_length: int | None = None, *, n_particles:
     threads : int, optional
         Runs executed at once (default: all cores); each run is single-threaded and draws from its own seed,
         so results do not depend on it.
+    n_keep : int
+        Sentences per run and length to keep for :meth:`SMCResult.draws` (0: none).
     """
     max_length = check_int(model.m if max_length is None else max_length, "max_length", low=1)
     n_particles = check_int(n_particles, "n_particles", low=1)
     n_replicates = check_int(n_replicates, "n_replicates", low=1)
+    n_keep = check_int(n_keep, "n_keep", low=0)
     bundle, shift = _smc_model(model)
     seeds = kernel_seeds(seed, n_replicates)
     out = np.zeros((n_replicates, max_length))
     ess = np.zeros((n_replicates, max_length))
-    seconds = _run_all(bundle, n_particles, max_length, seeds, out, ess, None, threads)
+    keep = np.zeros((n_replicates, max_length, n_keep, max_length), dtype=np.int64) if n_keep else None
+    seconds = _run_all(bundle, n_particles, max_length, seeds, out, ess, keep, threads)
     lengths = np.arange(1, max_length + 1)
-    return SMCResult(lengths, out + lengths * shift, ess, n_particles, seconds)
+    return SMCResult(lengths, out + lengths * shift, ess, n_particles, seconds, keep)
 
 
 def _probabilities(log_w: np.ndarray) -> np.ndarray:
@@ -209,6 +223,15 @@ def _probabilities(log_w: np.ndarray) -> np.ndarray:
         return np.full(log_w.size, 1.0 / log_w.size)
     w = np.exp(log_w - log_w.max())
     return w / w.sum()
+
+
+def _pick_sentences(log_z_j: np.ndarray, keep_j: np.ndarray, j: int, n: int, rng) -> np.ndarray:
+    """``n`` sentences of length ``j`` from the runs' kept ones ``keep_j`` (runs, S, >= j): a run with probability
+    ``∝ Z-hat_j`` of that run (pooling independent particle systems), then a random one of its kept sentences
+    (they lie in particle order, which groups relatives)."""
+    runs = rng.choice(keep_j.shape[0], size=n, p=_probabilities(log_z_j))
+    picks = rng.integers(keep_j.shape[1], size=n)
+    return keep_j[runs, picks, :j]
 
 
 class SMCSampler:
@@ -248,9 +271,8 @@ class SMCSampler:
         log_z = logsumexp(log_z_runs, axis=0) - np.log(self.n_runs)
         lengths = rng.choice(lengths_all, size=n_samples, p=_probabilities(np.asarray(log_len_weight, float) + log_z))
         tokens = np.zeros((n_samples, self.m), dtype=np.int64)
-        for k, j in enumerate(lengths):
-            r = rng.choice(self.n_runs, p=_probabilities(log_z_runs[:, j - 1]))
-            # a random one of the kept sentences (they lie in particle order, which groups relatives)
-            tokens[k, :j] = keep[r, j - 1, rng.integers(n_samples), :j]
+        for j in np.unique(lengths):
+            at = np.flatnonzero(lengths == j)
+            tokens[at, :j] = _pick_sentences(log_z_runs[:, j - 1], keep[:, j - 1], j, at.size, rng)
         info = {"smc_min_ess": float(ess.min()), "log_z": log_z}
         return tokens, lengths.astype(np.int64), info
