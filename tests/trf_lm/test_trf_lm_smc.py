@@ -252,3 +252,29 @@ def test_reverse_ais_starts_from_smc_draws_where_smc_settled():
     from_smc, from_forward = np.array(from_smc), np.array(from_forward)
     assert np.all(from_smc >= log_z[2] - 0.5), from_smc
     assert np.mean(from_forward >= log_z[2] - 0.5) <= 0.5 and from_smc.mean() - from_forward.mean() > 2.0
+
+
+def test_a_raised_stop_flag_ends_the_runs_and_an_interrupt_reaches_the_caller(tiny, monkeypatch):
+    """Ctrl-C during a long SMC check must not wait for the runs (a 4 x 200,000-particle check took 397 s to exit):
+    the kernel returns at once when its stop flag is up, and _run_all raises the flag when the caller's thread is
+    interrupted, then re-raises."""
+    from trf.lm import smc as smc_module
+
+    model, _ = tiny
+    bundle, _ = _smc_model(model)
+    out, ess = np.full(5, -7.0), np.zeros(5)
+    sk.smc_log_z(bundle, 100, 5, 1, out, ess, smc_module._NO_KEEP, np.ones(1, dtype=np.int64))
+    assert np.all(out == -7.0)  # nothing computed
+    flags = []
+    real = smc_module._smc_run
+
+    def interrupted_run(*args):
+        flags.append(args[-1])
+        if len(flags) == 2:  # the first call compiles; interrupt the first real run
+            raise KeyboardInterrupt
+        return real(*args)
+
+    monkeypatch.setattr(smc_module, "_smc_run", interrupted_run)
+    with pytest.raises(KeyboardInterrupt):
+        smc_log_z(model, 5, n_particles=100, n_replicates=1, seed=0)
+    assert flags[-1][0] == 1

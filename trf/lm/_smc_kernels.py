@@ -201,7 +201,7 @@ def systematic_ancestors(log_w, out):
 
 
 @jit
-def smc_log_z(model, n_particles, max_length, seed, out, ess_out, keep):
+def smc_log_z(model, n_particles, max_length, seed, out, ess_out, keep, stop):
     """One SMC run: ``out[j - 1]`` is the estimate of ``log Z_j`` for ``j = 1..max_length`` (relative to the
     shift of ``model.u``: add ``j * shift``), ``ess_out[j - 1]`` the effective sample size of the final
     ``</s>`` weights at length ``j``; ``keep[j - 1, s, :j]`` (``keep`` of shape ``(max_length, S, >= max_length)``,
@@ -211,7 +211,9 @@ def smc_log_z(model, n_particles, max_length, seed, out, ess_out, keep):
     Fully adapted particle filter: at each position every particle is weighted by its local normaliser
     (the incremental weight of the locally optimal proposal), the particles are resampled systematically,
     and every child draws its next word from the local law.  ``Z_j`` is estimated by the product of the mean
-    incremental weights up to ``j`` times the mean ``exp(end score)`` -- unbiased for ``Z_j``."""
+    incremental weights up to ``j`` times the mean ``exp(end score)`` -- unbiased for ``Z_j``.
+
+    ``stop[0] != 0`` (set by another thread, e.g. on Ctrl-C) ends the run early, leaving ``out`` incomplete."""
     np.random.seed(seed)
     V = model.n_words
     C = model.n_classes
@@ -228,8 +230,12 @@ def smc_log_z(model, n_particles, max_length, seed, out, ess_out, keep):
     anc = np.empty(n_particles, dtype=np.int64)
     log_prefix = 0.0
     for p in range(1, max_length + 2):
+        if stop[0] != 0:
+            return
         if p >= 2:
             for n in range(n_particles):
+                if (n & 4095) == 4095 and stop[0] != 0:
+                    return
                 ends[n] = end_score(model, w[n], c[n], p - 1)
             out[p - 2] = log_prefix + log_mean_exp(ends)
             top = ends.max()
@@ -250,6 +256,8 @@ def smc_log_z(model, n_particles, max_length, seed, out, ess_out, keep):
         if p > max_length:
             break
         for n in range(n_particles):
+            if (n & 4095) == 4095 and stop[0] != 0:
+                return
             log_w[n], n_touched = local_tables(model, w[n], c[n], p, work)
             clear_tables(work, n_touched)
         log_prefix += log_mean_exp(log_w)
@@ -257,6 +265,8 @@ def smc_log_z(model, n_particles, max_length, seed, out, ess_out, keep):
         log_z = 0.0
         n_touched = 0
         for n in range(n_particles):
+            if (n & 4095) == 4095 and stop[0] != 0:
+                return
             a = anc[n]
             for q in range(p):
                 w_new[n, q] = w[a, q]

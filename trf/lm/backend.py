@@ -65,7 +65,7 @@ class SentenceBackend:
         sequential Monte Carlo over all lengths (:class:`trf.lm.smc.SMCSampler`: whole sentences word by word
         from the model's local law, resampled; reaches high-weight sentences that the chains miss).
     smc_particles : int
-        Particles per SMC run (one run per core) when ``sampler="smc"``.
+        Particles per SMC run (one run per Numba thread) when ``sampler="smc"``.
     """
 
     def __init__(self, train: EncodedCorpus, features: SentenceFeatures, dev: EncodedCorpus | None = None, *,

@@ -258,7 +258,7 @@ def register(subparsers) -> None:
                        help="how AugSA draws its samples: TransMS chains (the paper) or SMC over all lengths, which "
                             "reaches high-weight sentences the chains miss")
     train.add_argument("--smc-particles", type=positive_int, default=300,
-                       help="particles per SMC run with --sampler smc (one run per core)")
+                       help="particles per SMC run with --sampler smc (one run per Numba thread: all cores unless NUMBA_NUM_THREADS)")
     train.add_argument("--minutes", type=positive_float, default=None, help="training time limit")
     train.add_argument("--checkpoint", default=None, help="checkpoint file, written atomically (default: none)")
     train.add_argument("--checkpoint-every", type=positive_int, default=50, help="iterations between checkpoints")

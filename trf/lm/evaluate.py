@@ -228,8 +228,7 @@ class NormaliserCheck:
         missed = self.ais_missed
         if missed.size == 0:
             return None
-        gap = np.where(np.isin(self.lengths, missed), self.smc - self.forward, -np.inf)
-        worst = int(np.argmax(gap))
+        worst = self._worst(missed, self.smc - self.forward)
         return (f"forward AIS missed probability mass at {self._which(missed)}: the SMC estimate of log Z_j (also "
                 f"unbiased for Z_j) lies above it by more than {self.z:g} standard errors each; worst at length "
                 f"{self.lengths[worst]}: SMC {self.smc[worst]:.2f} +- {self.smc_se[worst]:.2f}, AIS "
@@ -252,8 +251,7 @@ class NormaliserCheck:
         checked value does not rest on AIS."""
         if self.smc is None:
             return self.lengths[:0]
-        covered = (self.smc_spread <= self.MAX_SMC_SPREAD) & (self.smc >= np.maximum(
-            self.forward, 0.5 * (self.forward + self.reverse)))
+        covered = (self.smc_spread <= self.MAX_SMC_SPREAD) & (self.smc >= self._ais_checked)
         return self.lengths[covered & np.array([m != "exact" for m in self.method])]
 
     def unsettled_warning(self) -> str | None:
@@ -261,7 +259,7 @@ class NormaliserCheck:
         bad = self.unsettled
         if bad.size == 0:
             return None
-        worst = int(np.argmax(np.where(np.isin(self.lengths, bad), self.smc_spread, -np.inf)))
+        worst = self._worst(bad, self.smc_spread)
         return (f"the SMC estimates have not settled at {self._which(bad)}: its {self.smc_replicates} runs of "
                 f"{self.smc_particles} particles spread by more than {self.MAX_SMC_SPREAD:g} nats (worst: length "
                 f"{self.lengths[worst]}, {self.smc_spread[worst]:.2f} nats).  log Z_j is likely higher than the "
@@ -271,6 +269,10 @@ class NormaliserCheck:
         """``"K of N lengths (j1, j2, ...)"`` for a warning, at most ten lengths named."""
         named = ", ".join(map(str, subset[:10])) + (", ..." if subset.size > 10 else "")
         return f"{subset.size} of {self.lengths.size} lengths ({named})"
+
+    def _worst(self, subset: np.ndarray, score: np.ndarray) -> int:
+        """Index (into :attr:`lengths`) of the length of ``subset`` with the largest ``score``, for a warning."""
+        return int(np.argmax(np.where(np.isin(self.lengths, subset), score, -np.inf)))
 
     @property
     def degenerate(self) -> np.ndarray:
@@ -338,8 +340,7 @@ class NormaliserCheck:
         rising = self.still_rising
         if rising.size == 0:
             return None
-        gap = np.where(np.isin(self.lengths, rising), self.rise, -np.inf)
-        worst = int(np.argmax(gap))
+        worst = self._worst(rising, self.rise)
         half = (self.temperatures[worst] + 1) // 2
         return (f"forward AIS is still rising with temperatures at {self._which(rising)}: doubling the "
                 f"temperatures added more than {self.z:g} standard errors; worst at length {self.lengths[worst]}: "
@@ -367,13 +368,12 @@ class NormaliserCheck:
         failed = self.reverse_failed
         if failed.size == 0:
             return None
-        gap = np.where(np.isin(self.lengths, failed), self.forward - self.reverse, -np.inf)
-        worst = int(np.argmax(gap))
+        worst = self._worst(failed, self.forward - self.reverse)
         return (f"at {self._which(failed)} the forward AIS estimate of log Z_j (unbiased for Z_j) "
                 f"lies above the reverse one by more than {self.z:g} standard errors each; worst at length "
                 f"{self.lengths[worst]}: forward {self.forward[worst]:.2f} +- {self.forward_se[worst]:.2f}, reverse "
-                f"{self.reverse[worst]:.2f} +- {self.reverse_se[worst]:.2f}.  The reverse chains started from TransMS "
-                "samples that had not reached the model, so the interval's high end is no upper bound there and "
+                f"{self.reverse[worst]:.2f} +- {self.reverse_se[worst]:.2f}.  The reverse chains started from "
+                "approximate samples (TransMS end states, or SMC draws) that had not reached the model, so the interval's high end is no upper bound there and "
                 "the perplexity may be above it; more temperatures (--check-seconds) raise the forward estimates")
 
     @property
@@ -382,8 +382,12 @@ class NormaliserCheck:
         the forward estimate alone where the reverse one came out below it (its chains started from
         approximate samples, so only the forward estimate keeps its guarantee there); where the SMC estimate
         is higher still, the SMC estimate (both it and forward AIS err low, so the higher one is the better)."""
-        value = np.maximum(self.forward, 0.5 * (self.forward + self.reverse))
-        return value if self.smc is None else np.maximum(value, self.smc)
+        return self._ais_checked if self.smc is None else np.maximum(self._ais_checked, self.smc)
+
+    @property
+    def _ais_checked(self) -> np.ndarray:
+        """The AIS part of :attr:`checked`: the midpoint, or the forward estimate where the reverse one is lower."""
+        return np.maximum(self.forward, 0.5 * (self.forward + self.reverse))
 
     def describe(self) -> str:
         """How the checked normalisers were obtained, in words (for the CLI's headline)."""
@@ -759,7 +763,6 @@ def _smc_stage(model: SentenceTRF, lengths: np.ndarray, n_particles: int | None,
     longest = int(lengths.max())
     if n_particles is None:
         pilot = 200
-        smc_log_z(model, 1, n_particles=1, n_replicates=1, seed=rng)  # compile
         res = smc_log_z(model, longest, n_particles=pilot, n_replicates=n_replicates, seed=rng)
         per_particle = max(res.seconds, 1e-6) / pilot
         low, high = SMC_PARTICLE_RANGE

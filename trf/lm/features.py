@@ -57,7 +57,7 @@ FEATURE_TYPES: dict[str, list[list[list[tuple[int, int]]]]] = {
 }
 
 
-def _hash_table(key_hi: np.ndarray, key_lo: np.ndarray) -> np.ndarray:
+def hash_table(key_hi: np.ndarray, key_lo: np.ndarray) -> np.ndarray:
     """Open-addressing table of the keys at load factor <= 0.5 (see :mod:`trf.lm._feature_kernels`)."""
     slots = np.full(1 << max(4, int(np.ceil(np.log2(2 * max(key_hi.size, 1))))), -1, dtype=np.int64)
     fk.table_insert_all(key_hi, key_lo, slots)
@@ -113,6 +113,13 @@ class SentenceFeatures:
     def __post_init__(self) -> None:
         self.rows = template_rows(self.types)
 
+    def class_members(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(class_words, class_start)``: the words of class ``k`` are ``class_words[class_start[k]:class_start[k+1]]``
+        (int64, stable order)."""
+        order = np.argsort(self.word_class, kind="stable")
+        start = np.searchsorted(self.word_class[order], np.arange(self.n_classes + 1))
+        return order.astype(np.int64), start.astype(np.int64)
+
     @property
     def n_features(self) -> int:
         return int(self.key_hi.size)
@@ -158,7 +165,7 @@ class SentenceFeatures:
         starts = np.flatnonzero(new)
         counts = np.diff(np.append(starts, hi.size)).astype(np.float64)
         key_hi, key_lo = hi[starts].copy(), lo[starts].copy()
-        slots = _hash_table(key_hi, key_lo)
+        slots = hash_table(key_hi, key_lo)
         return cls(types, vocab_size, n_classes, word_class, key_hi, key_lo, counts, slots)
 
     # ----------------------------------------------------------------- queries
@@ -251,7 +258,7 @@ class SentenceFeatures:
     def from_arrays(cls, arrays: dict, meta: dict, prefix: str = "feat_") -> "SentenceFeatures":
         key_hi = np.asarray(arrays[prefix + "key_hi"], dtype=np.int64)
         key_lo = np.asarray(arrays[prefix + "key_lo"], dtype=np.int64)
-        slots = _hash_table(key_hi, key_lo)
+        slots = hash_table(key_hi, key_lo)
         return cls(tuple(meta["types"]), int(meta["n_words"]), int(meta["n_classes"]),
                    np.asarray(arrays[prefix + "word_class"], dtype=np.int64), key_hi, key_lo,
                    np.asarray(arrays[prefix + "counts"], dtype=np.float64), slots)

@@ -18,11 +18,11 @@ log-normal estimates the expected shortfall of one run is about half their varia
 
 from __future__ import annotations
 
-import os
-import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 from scipy.special import logsumexp
 
@@ -32,7 +32,7 @@ from trf.lm import _feature_kernels as fk
 from trf.lm._smc_kernels import SMCModel, SuccessorTables
 from trf.lm._smc_kernels import smc_log_z as _smc_run
 from trf.lm._transms_kernels import HashedFeatures
-from trf.lm.features import SentenceFeatures
+from trf.lm.features import SentenceFeatures, hash_table
 from trf.lm.model import SentenceTRF, unigram_weights
 
 __all__ = ["SMCResult", "SMCSampler", "smc_log_z", "successor_tables"]
@@ -64,9 +64,7 @@ def successor_tables(features: SentenceFeatures) -> SuccessorTables:
     new[1:] = (ctx_hi[1:] != ctx_hi[:-1]) | (ctx_lo[1:] != ctx_lo[:-1])
     starts = np.flatnonzero(new)
     u_hi, u_lo = ctx_hi[starts], ctx_lo[starts]
-    slots = np.full(1 << max(4, int(np.ceil(np.log2(2 * max(u_hi.size, 1))))), -1, dtype=np.int64)
-    fk.table_insert_all(u_hi, u_lo, slots)
-    return SuccessorTables(u_hi, u_lo, slots, np.append(starts, order.size).astype(np.int64),
+    return SuccessorTables(u_hi, u_lo, hash_table(u_hi, u_lo), np.append(starts, order.size).astype(np.int64),
                            last[order].astype(np.int64), keep[order].astype(np.int64))
 
 
@@ -75,9 +73,7 @@ class _Structure:
 
     def __init__(self, feats: SentenceFeatures) -> None:
         self.features = feats
-        order = np.argsort(feats.word_class, kind="stable")
-        self.class_words = order.astype(np.int64)
-        self.class_start = np.searchsorted(feats.word_class[order], np.arange(feats.n_classes + 1)).astype(np.int64)
+        self.class_words, self.class_start = feats.class_members()
         self.hashed = HashedFeatures(*feats.kernel_args())
         self.succ = successor_tables(feats)
 
@@ -94,34 +90,41 @@ class _Structure:
                         self.hashed, self.succ), shift
 
 
+def _structure(feats: SentenceFeatures) -> _Structure:
+    """The features' :class:`_Structure`, built once per feature set (the successor tables sort every feature)."""
+    cached = getattr(feats, "_smc_structure", None)
+    if cached is None:
+        cached = feats._smc_structure = _Structure(feats)
+    return cached
+
+
 def _smc_model(model: SentenceTRF) -> tuple[SMCModel, float]:
-    return _Structure(model.features).bundle(model.lam)
+    return _structure(model.features).bundle(model.lam)
 
 
 def _run_all(bundle: SMCModel, n_particles: int, max_length: int, seeds: np.ndarray, out: np.ndarray,
              ess: np.ndarray, keep: np.ndarray | None, threads: int | None) -> float:
-    """Run ``len(seeds)`` independent SMC runs on ``threads`` threads (default: all cores); their seconds."""
+    """Run ``len(seeds)`` independent SMC runs on ``threads`` threads (default: ``numba.get_num_threads()``, as the
+    TransMS chains of :mod:`trf.transms_core`; the kernel releases the GIL); their seconds.  An exception in the
+    calling thread (Ctrl-C) raises the kernels' stop flag, so the runs end at their next position instead of
+    keeping the process alive until they finish (a 4 x 200,000-particle check took 397 s to exit)."""
     n_runs = len(seeds)
-    _smc_run(bundle, 1, 1, int(seeds[0]), np.zeros(1), np.zeros(1), _NO_KEEP)  # compile outside the timing
+    stop = np.zeros(1, dtype=np.int64)
+    _smc_run(bundle, 1, 1, int(seeds[0]), np.zeros(1), np.zeros(1), _NO_KEEP, stop)  # compile outside the timing
     start = time.perf_counter()
-    threads = min(n_runs, max(1, threads or len(os.sched_getaffinity(0))))
-    queue = list(range(n_runs))
-    lock = threading.Lock()
 
-    def worker():
-        while True:
-            with lock:
-                if not queue:
-                    return
-                r = queue.pop(0)
-            _smc_run(bundle, n_particles, max_length, int(seeds[r]), out[r], ess[r],
-                     _NO_KEEP if keep is None else keep[r])
+    def run(r: int) -> None:
+        _smc_run(bundle, n_particles, max_length, int(seeds[r]), out[r], ess[r],
+                 _NO_KEEP if keep is None else keep[r], stop)
 
-    pool = [threading.Thread(target=worker) for _ in range(threads)]
-    for t in pool:
-        t.start()
-    for t in pool:
-        t.join()
+    pool = ThreadPoolExecutor(max_workers=min(n_runs, max(1, threads or numba.get_num_threads())))
+    try:
+        list(pool.map(run, range(n_runs)))
+    except BaseException:
+        stop[0] = 1
+        raise
+    finally:
+        pool.shutdown(wait=True)
     return time.perf_counter() - start
 
 
@@ -238,7 +241,7 @@ class SMCSampler:
     """Draws from ``q(j, x^j) ∝ exp(w_j + lambda . f(x^j))`` over ``j = 1..m`` (Eq. 12 with ``w_j = log pi0_j -
     zeta_j``) by SMC, for AugSA (:class:`trf.lm.backend.SentenceBackend` with ``sampler="smc"``).
 
-    Each call runs ``n_runs`` independent SMC runs of ``n_particles`` over all lengths (one per core).  Their
+    Each call runs ``n_runs`` independent SMC runs of ``n_particles`` over all lengths (one per Numba thread by default).  Their
     estimates ``Z-hat_j`` give the length law ``q-hat(j) ∝ exp(w_j) mean_r Z-hat_j^r``; a draw of length ``j`` picks
     run ``r`` with probability ``∝ Z-hat_j^r`` and one of the sentences that run resampled at ``j`` by its
     end-of-sentence weights.  This is sampling-importance-resampling: exact as the particles grow, biased for a
@@ -248,10 +251,10 @@ class SMCSampler:
     """
 
     def __init__(self, features: SentenceFeatures, m: int, n_particles: int = 1000, n_runs: int | None = None) -> None:
-        self.structure = _Structure(features)
+        self.structure = _structure(features)
         self.m = check_int(m, "m", low=1)
         self.n_particles = check_int(n_particles, "n_particles", low=1)
-        self.n_runs = check_int(n_runs or max(1, len(os.sched_getaffinity(0))), "n_runs", low=1)
+        self.n_runs = check_int(n_runs or numba.get_num_threads(), "n_runs", low=1)
 
     def draw(self, lam, log_len_weight, n_samples: int, seed) -> tuple[np.ndarray, np.ndarray, dict]:
         """``n_samples`` sentences (tokens ``(K, m)`` zero-padded, lengths ``(K,)``) and diagnostics: the smallest

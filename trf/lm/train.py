@@ -71,7 +71,7 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
         iteration without the lambda update costs a little less); deterministic given the seed; 0 skips.
     sampler : {"transms", "smc"}
         How AugSA draws its K samples per iteration (:class:`trf.lm.backend.SentenceBackend`): the paper's
-        TransMS chains, or SMC over all lengths with ``smc_particles`` particles per run (one run per core).
+        TransMS chains, or SMC over all lengths with ``smc_particles`` particles per run (one run per Numba thread).
 
     Returns
     -------

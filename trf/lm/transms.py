@@ -120,9 +120,7 @@ class SentenceSampler:
     def __init__(self, features: SentenceFeatures, m: int) -> None:
         self.features = features
         self.m = check_int(m, "m", low=1)
-        order = np.argsort(features.word_class, kind="stable")
-        self.class_words = order.astype(np.int64)
-        self.class_ptr = np.searchsorted(features.word_class[order], np.arange(features.n_classes + 1)).astype(np.int64)
+        self.class_words, self.class_ptr = features.class_members()
         self.max_class = int(np.diff(self.class_ptr).max())
         self.span = features.max_context
         self.touch_tables = TouchTables(*touch_tables(features.rows, self.span), *proposal_tables(features, self.span))
