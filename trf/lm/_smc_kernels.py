@@ -201,7 +201,31 @@ def systematic_ancestors(log_w, out):
 
 
 @jit
-def smc_log_z(model, n_particles, max_length, seed, out, ess_out, keep, stop):
+def multinomial_ancestors(log_w, out, first):
+    """Multinomial resampling: ``out[first:]`` (sorted) holds independent indices drawn in proportion to
+    ``exp(log_w)``; ``out[:first]`` is left alone.  Sorted uniforms from normalised exponential spacings, O(n)."""
+    n = log_w.size
+    m = out.size - first
+    if m <= 0:
+        return
+    log_total = logsumexp_1d(log_w)
+    spacing = np.empty(m + 1)
+    total = 0.0
+    for k in range(m + 1):
+        total += -np.log(1.0 - np.random.random())
+        spacing[k] = total
+    acc = np.exp(log_w[0] - log_total)
+    i = 0
+    for k in range(m):
+        target = spacing[k] / total
+        while acc < target and i < n - 1:
+            i += 1
+            acc += np.exp(log_w[i] - log_total)
+        out[first + k] = i
+
+
+@jit
+def smc_log_z(model, n_particles, max_length, seed, out, ess_out, keep, stop, reference):
     """One SMC run: ``out[j - 1]`` is the estimate of ``log Z_j`` for ``j = 1..max_length`` (relative to the
     shift of ``model.u``: add ``j * shift``), ``ess_out[j - 1]`` the effective sample size of the final
     ``</s>`` weights at length ``j``; ``keep[j - 1, s, :j]`` (``keep`` of shape ``(max_length, S, >= max_length)``,
@@ -213,10 +237,18 @@ def smc_log_z(model, n_particles, max_length, seed, out, ess_out, keep, stop):
     and every child draws its next word from the local law.  ``Z_j`` is estimated by the product of the mean
     incremental weights up to ``j`` times the mean ``exp(end score)`` -- unbiased for ``Z_j``.
 
+    ``reference`` (int64 words) of length ``max_length`` makes it *conditional* SMC (Andrieu, Doucet and
+    Holenstein 2010): particle 0 is pinned to the reference sentence (it keeps its own ancestor and takes the
+    reference's word at every position), the other particles resample multinomially from all of them, and only
+    ``out[max_length - 1]`` is meaningful.  When the reference is an exact draw of the model at that length,
+    ``E[1 / Z-hat] = 1 / Z``, so ``log Z-hat`` errs *high* in expectation: the upper side of bidirectional Monte
+    Carlo.  An empty ``reference`` gives the plain run.
+
     ``stop[0] != 0`` (set by another thread, e.g. on Ctrl-C) ends the run early, leaving ``out`` incomplete."""
     np.random.seed(seed)
     V = model.n_words
     C = model.n_classes
+    pinned = reference.size > 0
     w = np.empty((n_particles, max_length + 2), dtype=np.int64)
     c = np.empty((n_particles, max_length + 2), dtype=np.int64)
     w_new = np.empty_like(w)
@@ -232,7 +264,7 @@ def smc_log_z(model, n_particles, max_length, seed, out, ess_out, keep, stop):
     for p in range(1, max_length + 2):
         if stop[0] != 0:
             return
-        if p >= 2:
+        if p >= 2 and (not pinned or p == max_length + 1):
             for n in range(n_particles):
                 if (n & 4095) == 4095 and stop[0] != 0:
                     return
@@ -261,9 +293,14 @@ def smc_log_z(model, n_particles, max_length, seed, out, ess_out, keep, stop):
             log_w[n], n_touched = local_tables(model, w[n], c[n], p, work)
             clear_tables(work, n_touched)
         log_prefix += log_mean_exp(log_w)
-        systematic_ancestors(log_w, anc)
+        if pinned:
+            anc[0] = 0
+            multinomial_ancestors(log_w, anc, 1)
+        else:
+            systematic_ancestors(log_w, anc)
         log_z = 0.0
         n_touched = 0
+        tables_of = -1  # the ancestor whose local law ``work`` holds
         for n in range(n_particles):
             if (n & 4095) == 4095 and stop[0] != 0:
                 return
@@ -271,10 +308,14 @@ def smc_log_z(model, n_particles, max_length, seed, out, ess_out, keep, stop):
             for q in range(p):
                 w_new[n, q] = w[a, q]
                 c_new[n, q] = c[a, q]
-            if n == 0 or a != anc[n - 1]:
-                clear_tables(work, n_touched)
-                log_z, n_touched = local_tables(model, w_new[n], c_new[n], p, work)
-            v = draw_word(model, work, log_z)
+            if pinned and n == 0:
+                v = reference[p - 1]
+            else:
+                if a != tables_of:
+                    clear_tables(work, n_touched)
+                    log_z, n_touched = local_tables(model, w_new[n], c_new[n], p, work)
+                    tables_of = a
+                v = draw_word(model, work, log_z)
             w_new[n, p] = v
             c_new[n, p] = model.word_class[v]
         clear_tables(work, n_touched)

@@ -91,7 +91,8 @@ def _eval(args) -> int:
         check = check_normalisers(model, lengths, n_temperatures=args.check_temperatures,
                                   n_chains=args.check_chains, time_budget=args.check_seconds,
                                   margin=args.check_margin, seed=args.seed, base=args.check_base,
-                                  smc_particles=args.check_particles)
+                                  smc_particles=args.check_particles,
+                                  csmc_particles=args.check_conditional_particles)
         ppl_checked = check.perplexities(model, corpus)
         which = check.describe()
         headline, label, inconclusive = headline_perplexity(ppl_checked)
@@ -110,6 +111,8 @@ def _eval(args) -> int:
                                       "degenerate_lengths": check.degenerate.tolist(),
                                       "ais_missed_lengths": check.ais_missed.tolist(),
                                       "smc_unsettled_lengths": check.unsettled.tolist(),
+                                      "csmc_bracketed_lengths": check.csmc_bracketed.tolist(),
+                                      "csmc_failed_lengths": check.csmc_failed.tolist(),
                                       "perplexity_extrapolated": ppl_checked["extrapolated"], "notes": check.notes}
         unchecked = (f"; {ppl_checked['unchecked_sentences']} sentences of the pooled sub-model keep AugSA's "
                      "normaliser" if ppl_checked["unchecked_sentences"] else "")
@@ -136,8 +139,8 @@ def _eval(args) -> int:
             print(f"mcsa trf eval: check: with the rise from T/2 to T temperatures added once more where AIS is "
                   f"still rising (first-order 1/T extrapolation, an estimate, not a bound): perplexity "
                   f"{ppl_checked['extrapolated']:.3f}", file=sys.stderr)
-        for warning in (check.warning(), check.missed_warning(), check.unsettled_warning(), check.bracket_warning(),
-                        check.rising_warning(), check.degenerate_warning()):
+        for warning in (check.warning(), check.missed_warning(), check.unsettled_warning(), check.csmc_warning(),
+                        check.bracket_warning(), check.rising_warning(), check.degenerate_warning()):
             if warning:
                 print(f"mcsa trf eval: warning: {warning}", file=sys.stderr)
         if inconclusive:
@@ -282,7 +285,11 @@ def register(subparsers) -> None:
                     help="time for the check (default 15%% of the recorded training time, at least 10 s)")
     ev.add_argument("--check-chains", type=number(int, 2), default=10, help="AIS chains per length and direction")
     ev.add_argument("--check-particles", type=nonnegative_int, default=None,
-                    help="SMC particles per run of the check (0: no SMC; default: half of --check-seconds' worth)")
+                    help="SMC particles per run of the check (0: no SMC; default: a quarter of --check-seconds' "
+                         "worth)")
+    ev.add_argument("--check-conditional-particles", type=nonnegative_int, default=None,
+                    help="particles per conditional SMC run of the check, the upper side (0: none; default: a "
+                         "quarter of --check-seconds' worth)")
     ev.add_argument("--check-margin", type=nonnegative_float, default=0.5,
                     help="nats AugSA's log Z_j may lie outside the checked interval before a warning")
     ev.add_argument("--seed", type=nonnegative_int, default=0, help="random seed of the AIS checks")

@@ -13,7 +13,8 @@
   bound) and reverse AIS started from the model's own samples (an approximate stochastic upper bound,
   Grosse et al. 2015 / RAISE) give an interval per length; the exact sum over ``V^j`` sentences replaces
   both when it is small; sequential Monte Carlo (:mod:`trf.lm.smc`) estimates every length as well and finds the
-  high-weight sentences that AIS chains miss.  :class:`NormaliserCheck` turns it into a perplexity interval and
+  high-weight sentences that AIS chains miss, and conditional SMC from its draws gives the matching upper side.
+  :class:`NormaliserCheck` turns it into a perplexity interval and
   flags lengths where AugSA's ``zeta_j + log Z_1`` is outside the interval by more than a margin.
 * :func:`interpolate_linear` / :func:`interpolate_loglinear` -- combine sentence log-probabilities
   with another model's (the linear mixture stays normalised; the log-linear one does not and is for
@@ -34,7 +35,7 @@ from samplers.rng import kernel_seed
 from samplers.validation import as_float_array, check_float, check_int
 from trf.lm.corpus import EncodedCorpus
 from trf.lm.model import SentenceTRF, unigram_base
-from trf.lm.smc import smc_log_z
+from trf.lm.smc import conditional_smc_log_z, smc_log_z
 from trf.lm.transms import ChainState, SentenceSampler
 from trf.ngram import perplexity
 
@@ -178,6 +179,15 @@ class NormaliserCheck:
         See :attr:`ais_missed` and :attr:`unsettled`.
     smc_particles, smc_replicates : int
         Particles per SMC run and runs (0 when no SMC was run).
+    csmc, csmc_se, csmc_spread : ndarray, optional
+        Conditional SMC estimate of ``log Z_j`` (:func:`trf.lm.smc.conditional_smc_log_z`, runs pinned to SMC draws:
+        an upper bound in expectation as far as those are exact draws), its delta-method standard error and the
+        spread of its runs; NaN at lengths where it was not run (SMC unsettled), the exact value where exact.
+        See :attr:`csmc_failed`.
+    csmc_particles : ndarray of int, optional
+        Particles per conditional run at each length (0 where none was run).
+    csmc_runs : int
+        Conditional runs per length (0 when none was run).
     """
 
     lengths: np.ndarray
@@ -205,6 +215,11 @@ class NormaliserCheck:
     smc_spread: np.ndarray | None = None
     smc_particles: int = 0
     smc_replicates: int = 0
+    csmc: np.ndarray | None = None
+    csmc_se: np.ndarray | None = None
+    csmc_spread: np.ndarray | None = None
+    csmc_particles: np.ndarray | None = None
+    csmc_runs: int = 0
 
     MIN_ESS_FRACTION = 0.2
     MAX_SMC_SPREAD = 1.0
@@ -251,7 +266,8 @@ class NormaliserCheck:
         checked value does not rest on AIS."""
         if self.smc is None:
             return self.lengths[:0]
-        covered = (self.smc_spread <= self.MAX_SMC_SPREAD) & (self.smc >= self._ais_checked)
+        covered = (self.smc_spread <= self.MAX_SMC_SPREAD) & (
+            self._bracketed_mask | (self.smc >= self._ais_checked))
         return self.lengths[covered & np.array([m != "exact" for m in self.method])]
 
     def unsettled_warning(self) -> str | None:
@@ -347,7 +363,7 @@ class NormaliserCheck:
                 f"{self.forward_half[worst]:.2f} with {half} temperatures, {self.forward[worst]:.2f} with "
                 f"{self.temperatures[worst]} (+{self.rise[worst]:.2f} nats).  AIS has not converged there: "
                 "log Z_j is likely underestimated by about as much again, and the perplexity likely lies above "
-                "the interval's high end; raise --check-seconds")
+                "the interval's high end; raise --check-seconds" + self._covered_note(rising))
 
     @property
     def reverse_failed(self) -> np.ndarray:
@@ -378,11 +394,63 @@ class NormaliserCheck:
 
     @property
     def checked(self) -> np.ndarray:
-        """The checked ``log Z_j``: the exact value, else the midpoint of the forward and reverse estimates, or
-        the forward estimate alone where the reverse one came out below it (its chains started from
-        approximate samples, so only the forward estimate keeps its guarantee there); where the SMC estimate
-        is higher still, the SMC estimate (both it and forward AIS err low, so the higher one is the better)."""
-        return self._ais_checked if self.smc is None else np.maximum(self._ais_checked, self.smc)
+        """The checked ``log Z_j``: the exact value; where conditional SMC bracketed it (:attr:`csmc_bracketed`),
+        the midpoint of the SMC and conditional SMC estimates (within ``[lower, upper]``; forward AIS, noisier at
+        the check's effort, is not consulted unless it refutes the bracket, :attr:`csmc_failed`); else the
+        midpoint of the forward and reverse AIS estimates, or the forward estimate alone where the reverse one
+        came out below it (its chains started from approximate samples, so only the forward estimate keeps its
+        guarantee there), and where the SMC estimate is higher still, the SMC estimate (both it and forward AIS
+        err low, so the higher one is the better)."""
+        if self.smc is None:
+            return self._ais_checked
+        return np.where(self._bracketed_mask, np.clip(self._smc_checked, self.lower, self.upper),
+                        np.maximum(self._ais_checked, self.smc))
+
+    @property
+    def _smc_checked(self) -> np.ndarray:
+        """The SMC part of :attr:`checked`: the midpoint of SMC and conditional SMC where they bracket, else SMC."""
+        return np.where(self._bracketed_mask, 0.5 * (self.smc + np.nan_to_num(self.csmc)), self.smc)
+
+    @property
+    def _bracketed_mask(self) -> np.ndarray:
+        if self.csmc is None or self.smc is None:
+            return np.zeros(self.lengths.size, dtype=bool)
+        ran = np.isfinite(self.csmc) & np.array([m != "exact" for m in self.method])
+        return ran & ~np.isin(self.lengths, self.csmc_failed)
+
+    @property
+    def csmc_bracketed(self) -> np.ndarray:
+        """Lengths where conditional SMC gives the upper side: it ran (SMC settled there) and did not fail
+        (:attr:`csmc_failed`).  There the interval is ``[max(forward - z se_f, smc - z se_s), max(csmc + z se_c,
+        smc + z se_s)]`` and the checked value the midpoint of SMC and conditional SMC."""
+        return self.lengths[self._bracketed_mask]
+
+    @property
+    def csmc_failed(self) -> np.ndarray:
+        """Lengths where the conditional SMC estimate (an upper bound in expectation from exact references) lies
+        below SMC or forward AIS (both lower bounds in expectation) by more than ``z`` standard errors each: its
+        reference sentences, SMC draws, were not draws of the model, so it bounds nothing there; the interval's
+        upper end falls back to reverse AIS."""
+        if self.csmc is None or self.smc is None:
+            return self.lengths[:0]
+        fse = np.zeros_like(self.forward) if self.forward_se is None else self.forward_se
+        top = self.csmc + self.z * np.nan_to_num(self.csmc_se)
+        below = (top < self.smc - self.z * self.smc_se) | (top < self.forward - self.z * fse)
+        return self.lengths[np.isfinite(self.csmc) & below]
+
+    def csmc_warning(self) -> str | None:
+        """A one-line warning naming the lengths where conditional SMC failed (:attr:`csmc_failed`)."""
+        failed = self.csmc_failed
+        if failed.size == 0:
+            return None
+        low = np.maximum(self.smc, self.forward)
+        worst = self._worst(failed, low - self.csmc)
+        return (f"at {self._which(failed)} the conditional SMC estimate of log Z_j (an upper bound in expectation "
+                f"when its reference sentences are draws of the model) lies below the SMC or forward AIS estimate by "
+                f"more than {self.z:g} standard errors each; worst at length {self.lengths[worst]}: conditional "
+                f"{self.csmc[worst]:.2f} +- {self.csmc_se[worst]:.2f}, SMC {self.smc[worst]:.2f}, forward AIS "
+                f"{self.forward[worst]:.2f}.  Its references (SMC draws) were not draws of the model there, so the "
+                "interval's high end is reverse AIS's; raise --check-particles")
 
     @property
     def _ais_checked(self) -> np.ndarray:
@@ -397,10 +465,18 @@ class NormaliserCheck:
         used = self.temperatures[self.temperatures > 0]
         temps = (f"{used.min()} temperatures" if used.min() == used.max()
                  else f"{used.min()}-{used.max()} temperatures, growing with length")
-        smc = (f", or SMC ({self.smc_replicates} x {self.smc_particles} particles) where higher"
-               if self.smc is not None else "")
-        return (f"midpoint of forward and reverse AIS from the {self.base} base ({temps}, "
-                f"{self.n_chains} chains{', exact where V^j is small' if 'exact' in methods else ''}){smc}")
+        exact = ", exact where V^j is small" if "exact" in methods else ""
+        ais = f"forward and reverse AIS from the {self.base} base ({temps}, {self.n_chains} chains{exact})"
+        if self.smc is None:
+            return f"midpoint of {ais}"
+        smc = f"SMC ({self.smc_replicates} x {self.smc_particles} particles)"
+        bracketed = self.csmc_bracketed.size
+        if bracketed == 0:
+            return f"midpoint of {ais}, or {smc} where higher"
+        used = self.csmc_particles[self.csmc_particles > 0]
+        particles = f"{used.min()}" if used.min() == used.max() else f"{used.min()}-{used.max()}"
+        return (f"midpoint of {smc} and conditional SMC ({self.csmc_runs} x {particles} particles per length) at "
+                f"{bracketed} of {self.lengths.size} lengths, elsewhere the midpoint of {ais} or SMC where higher")
 
     @property
     def flagged(self) -> np.ndarray:
@@ -435,6 +511,7 @@ class NormaliserCheck:
         """Per-length records for JSON output."""
         failed, rising = set(self.reverse_failed.tolist()), set(self.still_rising.tolist())
         missed, unsettled = set(self.ais_missed.tolist()), set(self.unsettled.tolist())
+        csmc_failed = set(self.csmc_failed.tolist())
 
         def opt(values, i):
             return None if values is None else float(values[i])
@@ -448,7 +525,10 @@ class NormaliserCheck:
                  "still_rising": bool(j in rising),
                  "forward_ess": None if self.forward_ess is None else float(self.forward_ess[i]),
                  "smc": opt(self.smc, i), "smc_se": opt(self.smc_se, i), "smc_spread": opt(self.smc_spread, i),
-                 "ais_missed": bool(j in missed), "smc_unsettled": bool(j in unsettled)}
+                 "ais_missed": bool(j in missed), "smc_unsettled": bool(j in unsettled),
+                 "csmc": None if self.csmc is None or not np.isfinite(self.csmc[i]) else float(self.csmc[i]),
+                 "csmc_se": None if self.csmc is None or not np.isfinite(self.csmc[i]) else float(self.csmc_se[i]),
+                 "csmc_failed": bool(j in csmc_failed)}
                 for i, (j, meth, t, f, r, c, lo, hi, a) in enumerate(zip(
                     self.lengths, self.method, self.temperatures, self.forward, self.reverse, self.checked,
                     self.lower, self.upper, self.augsa))]
@@ -585,7 +665,8 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
                       time_budget: float | None = None, z: float = 3.0, margin: float = 0.5, burn_in: int = 10,
                       seed=0, exact_limit: int = EXACT_LIMIT, parallel: bool = True,
                       base: str = "unigram", half_run: bool = True, smc_particles: int | None = None,
-                      smc_replicates: int = 4, smc_fraction: float = 0.5) -> NormaliserCheck:
+                      smc_replicates: int = 4, smc_fraction: float = 0.25, csmc_particles: int | None = None,
+                      csmc_fraction: float = 0.25) -> NormaliserCheck:
     """Check ``log Z_j`` for each of ``lengths`` from both sides (bidirectional AIS, or exactly), and by SMC.
 
     For each length ``j`` (at most ``m``): when ``V^j <= exact_limit`` the exact sum over all sentences is
@@ -605,6 +686,13 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
     most :attr:`NormaliserCheck.MAX_SMC_SPREAD`), the reverse AIS chains start from ``n_chains`` of its resampled
     sentences instead of the forward end states: approximate draws of the model that reach its high-weight
     sentences, closer to the exact draws the reverse bound needs.
+
+    Where SMC has settled, ``smc_replicates`` conditional SMC runs per length, each pinned to one of its draws
+    (:func:`trf.lm.smc.conditional_smc_log_z`), give the upper side of the same estimator: ``E[1 / Z-hat] = 1 /
+    Z_j`` for exact references, so it errs high as SMC errs low, and the gap between the two shrinks with the
+    particles.  There (:attr:`NormaliserCheck.csmc_bracketed`) the interval's upper end is ``max(csmc + z se_c,
+    smc + z se_s)`` and the checked value the midpoint of SMC and conditional SMC, unless conditional SMC came out
+    below a lower-side estimate (:attr:`NormaliserCheck.csmc_failed`).
 
     Parameters
     ----------
@@ -633,12 +721,20 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
         Also run forward AIS with half the temperatures at every AIS length (about 25% more time, counted in
         the budget) for the convergence test :attr:`NormaliserCheck.still_rising`.
     smc_particles : int, optional
-        Particles per SMC run (0: no SMC).  Default: as many as ``smc_fraction`` of ``time_budget`` buys (timed
-        by a pilot run; 100 to 200,000), or 2000 when ``n_temperatures`` is given.
+        Particles per SMC run (0: no SMC, and no conditional SMC).  Default: as many as ``smc_fraction`` of
+        ``time_budget`` buys (timed by a pilot run; 100 to 200,000), or 2000 when ``n_temperatures`` is given.
     smc_replicates : int
-        Independent SMC runs (>= 2; their spread is the SMC's convergence measure); they run on all cores.
+        Independent SMC runs, and conditional SMC runs per length (>= 2; their spread is the convergence
+        measure); they run on all cores.
     smc_fraction : float
-        Share of ``time_budget`` given to SMC when ``smc_particles`` is not given (the rest goes to AIS).
+        Share of ``time_budget`` given to SMC when ``smc_particles`` is not given.
+    csmc_particles : int, optional
+        Particles per conditional SMC run (0: none).  Default: as many as ``csmc_fraction`` of ``time_budget``
+        buys at the SMC runs' measured speed (100 to 200,000), or ``min(smc_particles, 1000)`` when
+        ``n_temperatures`` is given.
+    csmc_fraction : float
+        Share of ``time_budget`` given to conditional SMC when ``csmc_particles`` is not given (the rest of the
+        budget, after SMC, goes to AIS).
 
     Returns
     -------
@@ -655,8 +751,11 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
         raise ValueError(f"base must be one of {AIS_BASES}, got {base!r}")
     smc_replicates = check_int(smc_replicates, "smc_replicates", low=2)
     smc_fraction = check_float(smc_fraction, "smc_fraction", low=0.0, high=1.0, high_open=True)
+    csmc_fraction = check_float(csmc_fraction, "csmc_fraction", low=0.0, high=1.0 - smc_fraction, high_open=True)
     if smc_particles is not None:
         smc_particles = check_int(smc_particles, "smc_particles", low=0)
+    if csmc_particles is not None:
+        csmc_particles = check_int(csmc_particles, "csmc_particles", low=0)
     started = time.perf_counter()
     rng = np.random.default_rng(seed)
     V = model.features.n_words
@@ -668,12 +767,15 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
         temperatures = np.full(lengths.size, check_int(n_temperatures, "n_temperatures", low=2), dtype=np.int64)
         smc = _smc_stage(model, ais_lengths, 2000 if smc_particles is None else smc_particles, smc_replicates,
                          None, rng, n_chains)
+        csmc = _csmc_stage(model, ais_lengths, smc, min(smc.n_particles, 1000) if smc is not None and
+                           csmc_particles is None else csmc_particles, None, rng)
     else:
         if time_budget is None:
             time_budget = max(10.0, 0.15 * float(model.meta.get("train_seconds", 60.0)))
         time_budget = check_float(time_budget, "time_budget", low=0.0, low_open=True)
         smc = _smc_stage(model, ais_lengths, smc_particles, smc_replicates,
                          smc_fraction * time_budget, rng, n_chains)
+        csmc = _csmc_stage(model, ais_lengths, smc, csmc_particles, csmc_fraction * time_budget, rng)
         temperatures = np.full(lengths.size, 20, dtype=np.int64)
         if ais_lengths.size:
             plan = _pilot_plan(model, sampler, ais_lengths, n_chains, rng, burn_in, parallel, base,
@@ -719,13 +821,17 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
             done += 1
     augsa = model.zeta[lengths - 1] + model.log_z1()
     forward, reverse, lower, upper = map(np.array, (forward, reverse, lower, upper))
-    smc_est = smc_se = smc_spread = None
+    smc_est = smc_se = smc_spread = csmc_est = csmc_se = csmc_spread = None
     if smc is not None:  # exact lengths keep their value (SMC 0 spread), the others gain the SMC side
         smc_est, smc_se, smc_spread = forward.copy(), np.zeros(lengths.size), np.zeros(lengths.size)
         at = ~exact_mask
         smc_est[at], smc_se[at], smc_spread[at] = (v[ais_lengths - 1] for v in (smc.log_z, smc.stderr, smc.spread))
         lower = np.maximum(lower, smc_est - z * smc_se)
         upper = np.maximum(upper, smc_est + z * smc_se)
+        csmc_est, csmc_se, csmc_spread = (np.where(exact_mask, v, np.nan) for v in (forward, 0 * forward, 0 * forward))
+        if csmc is not None:
+            at = np.isin(lengths, csmc.lengths)
+            csmc_est[at], csmc_se[at], csmc_spread[at] = csmc.log_z, csmc.stderr, csmc.spread
     seconds = time.perf_counter() - started
     if plan is not None:
         used = temperatures[~exact_mask]
@@ -739,16 +845,30 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
     if smc is not None:
         notes.append(f"SMC: {smc.replicates.shape[0]} runs of {smc.n_particles} particles over lengths "
                      f"1-{smc.lengths.max()} in {smc.seconds:.1f} s")
+    if csmc is not None:
+        per = csmc.n_particles
+        notes.append(f"conditional SMC: {csmc.runs.shape[0]} runs of "
+                     f"{per.max() if per.min() == per.max() else f'{per.min()}-{per.max()}'} particles at each of "
+                     f"{csmc.lengths.size} lengths where SMC settled (about the same time per length), in "
+                     f"{csmc.seconds:.1f} s")
     if n_temperatures is None and ais_lengths.size and seconds > 1.25 * time_budget:
         notes.append(f"the check took {seconds:.0f} s, {seconds / time_budget:.2f} x its {time_budget:.0f} s budget")
-    return NormaliserCheck(lengths, method, forward, reverse, lower, upper,
-                           augsa, margin, z, temperatures, n_chains, seconds,
-                           m_total=int(model.pi.size), notes=notes, base=base, forward_se=np.array(forward_se),
-                           reverse_se=np.array(reverse_se), forward_half=np.array(half) if half_run else None,
-                           forward_half_se=np.array(half_se) if half_run else None, forward_ess=np.array(ess),
-                           smc=smc_est, smc_se=smc_se, smc_spread=smc_spread,
-                           smc_particles=0 if smc is None else smc.n_particles,
-                           smc_replicates=0 if smc is None else int(smc.replicates.shape[0]))
+    check = NormaliserCheck(lengths, method, forward, reverse, lower, upper,
+                            augsa, margin, z, temperatures, n_chains, seconds,
+                            m_total=int(model.pi.size), notes=notes, base=base, forward_se=np.array(forward_se),
+                            reverse_se=np.array(reverse_se), forward_half=np.array(half) if half_run else None,
+                            forward_half_se=np.array(half_se) if half_run else None, forward_ess=np.array(ess),
+                            smc=smc_est, smc_se=smc_se, smc_spread=smc_spread,
+                            smc_particles=0 if smc is None else smc.n_particles,
+                            smc_replicates=0 if smc is None else int(smc.replicates.shape[0]),
+                            csmc=csmc_est, csmc_se=csmc_se, csmc_spread=csmc_spread,
+                            csmc_particles=(np.zeros(lengths.size, dtype=np.int64) if csmc is None else
+                                            _on(lengths, csmc.lengths, csmc.n_particles)),
+                            csmc_runs=0 if csmc is None else int(csmc.runs.shape[0]))
+    if csmc is not None:  # the upper side from conditional SMC where it brackets
+        check.upper = np.where(check._bracketed_mask, np.maximum(check.csmc + z * check.csmc_se,
+                                                                 check.smc + z * check.smc_se), check.upper)
+    return check
 
 
 SMC_PARTICLE_RANGE = (100, 200_000)
@@ -768,6 +888,37 @@ def _smc_stage(model: SentenceTRF, lengths: np.ndarray, n_particles: int | None,
         low, high = SMC_PARTICLE_RANGE
         n_particles = int(np.clip(budget / per_particle, low, high))
     return smc_log_z(model, longest, n_particles=n_particles, n_replicates=n_replicates, seed=rng, n_keep=n_keep)
+
+
+def _csmc_stage(model: SentenceTRF, lengths: np.ndarray, smc, n_particles: int | None, budget: float | None, rng):
+    """The check's conditional SMC runs (None when there is nothing to run): at each of ``lengths`` where SMC settled,
+    one run per SMC replicate pinned to an SMC draw; ``n_particles`` per run, or as many as ``budget`` seconds buy
+    at the SMC runs' measured speed (particle-positions per second), the same time for every length (so
+    ``N_j ∝ 1 / j``: short lengths, where test sentences are many and the estimates spread most, get the most)."""
+    if smc is None or smc.kept is None or n_particles == 0:
+        return None
+    settled = lengths[smc.spread[lengths - 1] <= NormaliserCheck.MAX_SMC_SPREAD]
+    if settled.size == 0:
+        return None
+    n_runs = smc.replicates.shape[0]
+    if n_particles is None:
+        if budget is None or budget <= 0:
+            return None
+        speed = n_runs * smc.n_particles * smc.lengths.size / max(smc.seconds, 1e-6)
+        low, high = SMC_PARTICLE_RANGE
+        per_length = np.clip(budget * speed / (n_runs * settled.size * settled), low, high).astype(np.int64)
+    else:
+        per_length = np.full(settled.size, max(2, n_particles), dtype=np.int64)
+    references = {int(j): smc.draws(int(j), n_runs, rng) for j in settled}
+    return conditional_smc_log_z(model, references, n_particles=dict(zip(settled.tolist(), per_length.tolist())),
+                                 seed=rng)
+
+
+def _on(lengths: np.ndarray, at: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``values`` (given at the sorted lengths ``at``) spread over ``lengths`` (0 elsewhere)."""
+    out = np.zeros(lengths.size, dtype=values.dtype)
+    out[np.isin(lengths, at)] = values[np.searchsorted(at, lengths[np.isin(lengths, at)])]
+    return out
 
 
 def smooth_log_z(lengths, log_z, stderr=None) -> np.ndarray:

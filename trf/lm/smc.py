@@ -35,10 +35,11 @@ from trf.lm._transms_kernels import HashedFeatures
 from trf.lm.features import SentenceFeatures, hash_table
 from trf.lm.model import SentenceTRF, unigram_weights
 
-__all__ = ["SMCResult", "SMCSampler", "smc_log_z", "successor_tables"]
+__all__ = ["ConditionalSMCResult", "SMCResult", "SMCSampler", "conditional_smc_log_z", "smc_log_z", "successor_tables"]
 
 _SYMBOL = (1 << 24) - 1
 _NO_KEEP = np.zeros((1, 0, 1), dtype=np.int64)
+_NO_REFERENCE = np.zeros(0, dtype=np.int64)
 
 
 def successor_tables(features: SentenceFeatures) -> SuccessorTables:
@@ -102,30 +103,36 @@ def _smc_model(model: SentenceTRF) -> tuple[SMCModel, float]:
     return _structure(model.features).bundle(model.lam)
 
 
-def _run_all(bundle: SMCModel, n_particles: int, max_length: int, seeds: np.ndarray, out: np.ndarray,
-             ess: np.ndarray, keep: np.ndarray | None, threads: int | None) -> float:
-    """Run ``len(seeds)`` independent SMC runs on ``threads`` threads (default: ``numba.get_num_threads()``, as the
-    TransMS chains of :mod:`trf.transms_core`; the kernel releases the GIL); their seconds.  An exception in the
-    calling thread (Ctrl-C) raises the kernels' stop flag, so the runs end at their next position instead of
-    keeping the process alive until they finish (a 4 x 200,000-particle check took 397 s to exit)."""
-    n_runs = len(seeds)
+def _run_tasks(bundle: SMCModel, tasks: list, threads: int | None) -> float:
+    """Run the kernel once per task ``(n_particles, max_length, seed, out, ess, keep, reference)`` on ``threads``
+    threads (default: ``numba.get_num_threads()``, as the TransMS chains of :mod:`trf.transms_core`; the kernel
+    releases the GIL); their seconds.  An exception in the calling thread (Ctrl-C) raises the kernels' stop flag,
+    so the runs end at their next position instead of keeping the process alive until they finish (a 4 x
+    200,000-particle check took 397 s to exit)."""
     stop = np.zeros(1, dtype=np.int64)
-    _smc_run(bundle, 1, 1, int(seeds[0]), np.zeros(1), np.zeros(1), _NO_KEEP, stop)  # compile outside the timing
+    _smc_run(bundle, 1, 1, 0, np.zeros(1), np.zeros(1), _NO_KEEP, stop, _NO_REFERENCE)  # compile outside the timing
     start = time.perf_counter()
 
-    def run(r: int) -> None:
-        _smc_run(bundle, n_particles, max_length, int(seeds[r]), out[r], ess[r],
-                 _NO_KEEP if keep is None else keep[r], stop)
+    def run(task) -> None:
+        _smc_run(bundle, *task[:6], stop, task[6])
 
-    pool = ThreadPoolExecutor(max_workers=min(n_runs, max(1, threads or numba.get_num_threads())))
+    pool = ThreadPoolExecutor(max_workers=min(len(tasks), max(1, threads or numba.get_num_threads())))
     try:
-        list(pool.map(run, range(n_runs)))
+        list(pool.map(run, tasks))
     except BaseException:
         stop[0] = 1
         raise
     finally:
         pool.shutdown(wait=True)
     return time.perf_counter() - start
+
+
+def _run_all(bundle: SMCModel, n_particles: int, max_length: int, seeds: np.ndarray, out: np.ndarray,
+             ess: np.ndarray, keep: np.ndarray | None, threads: int | None) -> float:
+    """``len(seeds)`` independent plain SMC runs over ``1..max_length`` (:func:`_run_tasks`); their seconds."""
+    return _run_tasks(bundle, [(n_particles, max_length, int(seed), out[r], ess[r],
+                                _NO_KEEP if keep is None else keep[r], _NO_REFERENCE)
+                               for r, seed in enumerate(seeds)], threads)
 
 
 @dataclass
@@ -217,6 +224,105 @@ def smc_log_z(model: SentenceTRF, max_length: int | None = None, *, n_particles:
     seconds = _run_all(bundle, n_particles, max_length, seeds, out, ess, keep, threads)
     lengths = np.arange(1, max_length + 1)
     return SMCResult(lengths, out + lengths * shift, ess, n_particles, seconds, keep)
+
+
+@dataclass
+class ConditionalSMCResult:
+    """Conditional SMC estimates of ``log Z_j`` (:func:`conditional_smc_log_z`): the upper side.
+
+    Attributes
+    ----------
+    lengths : ndarray of int
+    runs : ndarray (n_runs, n_lengths)
+        ``log Z-hat_j`` of each conditional run (each pinned to its own reference sentence).
+    n_particles : ndarray of int (n_lengths,)
+        Particles per run at each length.
+    seconds : float
+    """
+
+    lengths: np.ndarray
+    runs: np.ndarray
+    n_particles: np.ndarray
+    seconds: float
+
+    @property
+    def log_z(self) -> np.ndarray:
+        """``-log mean_r (1 / Z-hat_j^r)``: with exact references ``E[1 / Z-hat] = 1 / Z``, so this errs *high* in
+        expectation (Jensen) -- the counterpart of :attr:`SMCResult.log_z`, which errs low."""
+        return -(logsumexp(-self.runs, axis=0) - np.log(self.runs.shape[0]))
+
+    @property
+    def spread(self) -> np.ndarray:
+        """Standard deviation of ``log Z-hat_j`` over the runs (NaN with one run)."""
+        if self.runs.shape[0] < 2:
+            return np.full(self.lengths.size, np.nan)
+        return self.runs.std(axis=0, ddof=1)
+
+    @property
+    def stderr(self) -> np.ndarray:
+        """Delta-method standard error of :attr:`log_z` from the runs' spread of ``1 / Z-hat``."""
+        r = self.runs.shape[0]
+        if r < 2:
+            return np.full(self.lengths.size, np.nan)
+        w = np.exp(-(self.runs - self.runs.min(axis=0)))
+        return w.std(axis=0, ddof=1) / (np.sqrt(r) * w.mean(axis=0))
+
+
+def conditional_smc_log_z(model: SentenceTRF, references: dict, *, n_particles: int | dict = 1000, seed=None,
+                          threads: int | None = None) -> ConditionalSMCResult:
+    """Conditional SMC estimates of ``log Z_j``, one run per reference sentence: the upper side of bidirectional
+    Monte Carlo with SMC (Andrieu, Doucet and Holenstein 2010, conditional SMC; Grosse, Ghahramani and Adams 2015
+    for the sandwich).
+
+    The run for a reference ``x`` of length ``j`` is the particle filter of :func:`smc_log_z` up to ``j`` with one
+    particle pinned to ``x``.  If ``x`` is an exact draw of the model at length ``j``, the estimate ``Z-hat``
+    satisfies ``E[1 / Z-hat] = 1 / Z_j``, so :attr:`ConditionalSMCResult.log_z` is an upper bound of ``log Z_j``
+    in expectation, as :func:`smc_log_z` is a lower one; the gap between the two shrinks with the particles
+    (about the variance of one run's ``log Z-hat``).  With approximate references (e.g. SMC draws,
+    :meth:`SMCResult.draws`) the bound holds as far as they are exact draws.
+
+    Parameters
+    ----------
+    model : SentenceTRF
+    references : dict
+        ``{j: int array (n_runs, j)}``: the reference sentences (word ids) per length, the same number of runs
+        for every length.
+    n_particles : int or dict
+        Particles per run (>= 2), or ``{j: particles}`` for every length of ``references`` (a run's cost is about
+        ``j`` times its particles).
+    seed : int, Generator or None
+    threads : int, optional
+        Runs executed at once (default: all cores); results do not depend on it.
+    """
+    if not references:
+        raise ValueError("references is empty")
+    lengths = np.array(sorted(int(j) for j in references), dtype=np.int64)
+    if isinstance(n_particles, dict):
+        if set(n_particles) != set(lengths.tolist()):
+            raise ValueError("n_particles must name the same lengths as references")
+        particles = np.array([check_int(n_particles[j], f"n_particles[{j}]", low=2) for j in lengths.tolist()])
+    else:
+        particles = np.full(lengths.size, check_int(n_particles, "n_particles", low=2), dtype=np.int64)
+    refs = [np.asarray(references[j], dtype=np.int64) for j in lengths]
+    n_runs = refs[0].shape[0] if refs[0].ndim == 2 else 0
+    for j, ref in zip(lengths, refs):
+        if not 1 <= j <= model.m:
+            raise ValueError(f"references: length {j} is not in 1..{model.m}")
+        if ref.ndim != 2 or ref.shape != (n_runs, j) or n_runs < 1:
+            raise ValueError(f"references[{j}] must have shape (n_runs, {j}) with the same n_runs >= 1 for every "
+                             f"length, got {ref.shape}")
+        if ref.min() < 0 or ref.max() >= model.features.n_words:
+            raise ValueError(f"references[{j}] holds word ids outside 0..{model.features.n_words - 1}")
+    bundle, shift = _smc_model(model)
+    seeds = kernel_seeds(seed, n_runs * lengths.size)
+    out = np.zeros((n_runs, lengths.size, int(lengths.max())))
+    ess = np.zeros_like(out)
+    tasks = [(int(particles[k]), int(j), int(seeds[k * n_runs + r]), out[r, k], ess[r, k], _NO_KEEP,
+              np.ascontiguousarray(refs[k][r])) for k, j in enumerate(lengths) for r in range(n_runs)]
+    tasks.sort(key=lambda task: -task[0] * task[1])  # costliest first: the pool ends together
+    seconds = _run_tasks(bundle, tasks, threads)
+    runs = out[:, np.arange(lengths.size), lengths - 1] + lengths * shift
+    return ConditionalSMCResult(lengths, runs, particles, seconds)
 
 
 def _probabilities(log_w: np.ndarray) -> np.ndarray:
