@@ -94,12 +94,13 @@ def test_forward_ais_still_rising_with_temperatures_is_reported(tiny):
     """The half run (forward AIS at T/2) against the full one: converged AIS shows no significant rise at any
     length (false alarms at z = 3: none over 5 lengths); a forward estimate that doubling the temperatures
     raised beyond z standard errors (fortunes at the default budget: every long length) is named, with the
-    first-order extrapolation ``forward + rise`` beside the checked value."""
+    first-order extrapolation ``forward + rise`` beside the checked value -- unless the checked value there is the
+    SMC bracket, which does not rest on AIS."""
     from dataclasses import replace
 
     trf, log_z, corpus = tiny
-    check = check_normalisers(trf, range(1, M + 1), n_temperatures=60, n_chains=20, seed=5, exact_limit=0,
-                              parallel=False)
+    kw = dict(n_temperatures=60, n_chains=20, seed=5, exact_limit=0, parallel=False)
+    check = check_normalisers(trf, range(1, M + 1), csmc_particles=0, **kw)
     assert check.forward_half is not None and check.still_rising.size == 0 and check.rising_warning() is None
     np.testing.assert_allclose(check.extrapolated, check.checked)
     se = np.hypot(check.forward_se, check.forward_half_se)
@@ -115,6 +116,10 @@ def test_forward_ais_still_rising_with_temperatures_is_reported(tiny):
     assert [r["still_rising"] for r in bad.rows()] == [False, False, False, False, True]
     ppl = bad.perplexities(trf, corpus)
     assert ppl["extrapolated"] > ppl["checked"]  # a larger log Z_5: a worse perplexity
+    bracketed = check_normalisers(trf, range(1, M + 1), **kw)
+    assert 5 in bracketed.csmc_bracketed
+    rising = replace(bracketed, forward_half=bracketed.forward - 3 * np.hypot(bracketed.forward_se, bracketed.forward_half_se) - 3)
+    assert 5 in rising.still_rising and np.array_equal(rising.extrapolated, rising.checked)
     off = check_normalisers(trf, [2], n_temperatures=20, n_chains=5, exact_limit=0, parallel=False,
                             half_run=False)
     assert off.forward_half is None and off.still_rising.size == 0

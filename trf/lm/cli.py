@@ -135,7 +135,7 @@ def _eval(args) -> int:
                   file=sys.stderr)
         for note in check.notes:
             print(f"mcsa trf eval: check: {note}", file=sys.stderr)
-        if check.still_rising.size:
+        if ppl_checked["extrapolated"] != ppl_checked["checked"]:
             print(f"mcsa trf eval: check: with the rise from T/2 to T temperatures added once more where AIS is "
                   f"still rising (first-order 1/T extrapolation, an estimate, not a bound): perplexity "
                   f"{ppl_checked['extrapolated']:.3f}", file=sys.stderr)

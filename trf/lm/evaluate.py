@@ -347,8 +347,9 @@ class NormaliserCheck:
     def extrapolated(self) -> np.ndarray:
         """``log Z_j`` with the rise added where AIS is still rising (``2 forward - forward_half``), else the
         checked value: a first-order (``1/T``-bias) extrapolation -- an estimate under that assumption, not
-        a bound."""
-        rising = np.isin(self.lengths, self.still_rising)
+        a bound.  Lengths whose checked value is the SMC bracket (:attr:`csmc_bracketed`) keep it: it does not rest
+        on AIS, and a few-temperature AIS rise is noise next to it."""
+        rising = np.isin(self.lengths, self.still_rising) & ~self._bracketed_mask
         return np.where(rising, np.maximum(self.checked, self.forward + self.rise), self.checked)
 
     def rising_warning(self) -> str | None:
