@@ -256,12 +256,12 @@ def register(subparsers) -> None:
     train.add_argument("--refine", type=nonnegative_float, default=0.1,
                        help="footnote-17 zeta refinement at the end: max(100, REFINE x iterations) zeta-only "
                             "iterations (default 0.1; 0: none)")
-    train.add_argument("--chains", type=positive_int, default=30, help="parallel TransMS chains")
-    train.add_argument("--sampler", choices=("transms", "smc"), default="transms",
-                       help="how AugSA draws its samples: TransMS chains (the paper) or SMC over all lengths, which "
-                            "reaches high-weight sentences the chains miss")
+    train.add_argument("--chains", type=positive_int, default=30, help="parallel TransMS chains (--sampler transms)")
+    train.add_argument("--sampler", choices=("smc", "transms"), default="smc",
+                       help="how AugSA draws its samples: SMC over all lengths, which reaches the high-weight "
+                            "sentences that chains miss (default), or TransMS chains (the paper's sampler)")
     train.add_argument("--smc-particles", type=positive_int, default=300,
-                       help="particles per SMC run with --sampler smc (one run per Numba thread: all cores unless NUMBA_NUM_THREADS)")
+                       help="particles per SMC run (one run per Numba thread: all cores unless NUMBA_NUM_THREADS)")
     train.add_argument("--minutes", type=positive_float, default=None, help="training time limit")
     train.add_argument("--checkpoint", default=None, help="checkpoint file, written atomically (default: none)")
     train.add_argument("--checkpoint-every", type=positive_int, default=50, help="iterations between checkpoints")
