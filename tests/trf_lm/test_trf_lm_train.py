@@ -147,3 +147,22 @@ def test_refine_zeta_corrects_a_zeta_that_is_too_low(tiny):
     assert iterations == 600
     start_error, end_error = np.abs(model.zeta - exact).max(), np.abs(zeta - exact).max()
     assert end_error < 0.5 * start_error, (start_error, end_error)  # moved toward exact, not rolled back
+
+
+def test_the_guard_scores_every_sentence_by_default():
+    """The divergence guard's log p <= 0 check and the train/dev log-likelihoods read every sentence unless
+    ``ll_sentences`` limits them (with the first 2,000 only, the guard never saw the 832 fortunes training sentences
+    that a TransMS-trained model gave log p > 0): a last sentence whose features alone carry weight gets log p > 0,
+    and only the unlimited scorer sees it."""
+    rng = np.random.default_rng(0)
+    sentences = [[0], [1], [0, 1], [1, 0, 1]]
+    corpus = EncodedCorpus.from_sentences([sentences[i] for i in rng.integers(0, 4, size=150)] + [[2, 2, 2]])
+    feats = SentenceFeatures.build(corpus, V, "w+c", word_class=WORD_CLASS)
+    backend = SentenceBackend(corpus, feats, corpus, n_chains=2, seed=0, parallel=False)
+    assert len(backend.splits["train"]) == len(corpus) == 151 and len(backend.splits["dev"]) == 151
+    limited = SentenceBackend(corpus, feats, corpus, n_chains=2, seed=0, parallel=False, ll_sentences=150)
+    assert len(limited.splits["train"]) == 150
+    lam = np.where(feats.feature_vector([2, 2, 2]) > 0, 10.0, 0.0)
+    zeta = backend.initial_zeta()
+    assert backend.sentence_log_probs(lam, zeta, "train")[-1] > 0
+    assert limited.sentence_log_probs(lam, zeta, "train").max() <= 0
