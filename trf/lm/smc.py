@@ -135,6 +135,28 @@ def _run_all(bundle: SMCModel, n_particles: int, max_length: int, seeds: np.ndar
                                for r, seed in enumerate(seeds)], threads)
 
 
+def _pooled_log(logs: np.ndarray, sign: float) -> np.ndarray:
+    """``sign * log mean_r exp(sign * logs[r])`` over axis 0: the log of the mean estimate of ``Z`` (sign +1) or
+    of ``1 / Z`` (sign -1, conditional runs)."""
+    return sign * (logsumexp(sign * logs, axis=0) - np.log(logs.shape[0]))
+
+
+def _spread(logs: np.ndarray) -> np.ndarray:
+    """Standard deviation of the runs' log estimates over axis 0 (NaN with one run)."""
+    if logs.shape[0] < 2:
+        return np.full(logs.shape[1:], np.nan)
+    return logs.std(axis=0, ddof=1)
+
+
+def _pooled_stderr(logs: np.ndarray, sign: float) -> np.ndarray:
+    """Delta-method standard error of :func:`_pooled_log` from the spread of ``exp(sign * logs)``."""
+    r = logs.shape[0]
+    if r < 2:
+        return np.full(logs.shape[1:], np.nan)
+    w = np.exp(sign * logs - (sign * logs).max(axis=0))
+    return w.std(axis=0, ddof=1) / (np.sqrt(r) * w.mean(axis=0))
+
+
 @dataclass
 class SMCResult:
     """SMC estimates of ``log Z_j`` for ``j = 1..max_length``.
@@ -169,23 +191,17 @@ class SMCResult:
     @property
     def log_z(self) -> np.ndarray:
         """``log`` of the mean of the replicates' ``Z``-hat (unbiased for ``Z_j``; its log errs low)."""
-        return logsumexp(self.replicates, axis=0) - np.log(self.replicates.shape[0])
+        return _pooled_log(self.replicates, 1.0)
 
     @property
     def spread(self) -> np.ndarray:
         """Standard deviation of ``log Z-hat_j`` over the replicates (NaN with one replicate)."""
-        if self.replicates.shape[0] < 2:
-            return np.full(self.lengths.size, np.nan)
-        return self.replicates.std(axis=0, ddof=1)
+        return _spread(self.replicates)
 
     @property
     def stderr(self) -> np.ndarray:
         """Delta-method standard error of :attr:`log_z` from the replicates' spread of ``Z``-hat."""
-        r = self.replicates.shape[0]
-        if r < 2:
-            return np.full(self.lengths.size, np.nan)
-        w = np.exp(self.replicates - self.replicates.max(axis=0))
-        return w.std(axis=0, ddof=1) / (np.sqrt(r) * w.mean(axis=0))
+        return _pooled_stderr(self.replicates, 1.0)
 
     @property
     def bias(self) -> np.ndarray:
@@ -249,23 +265,17 @@ class ConditionalSMCResult:
     def log_z(self) -> np.ndarray:
         """``-log mean_r (1 / Z-hat_j^r)``: with exact references ``E[1 / Z-hat] = 1 / Z``, so this errs *high* in
         expectation (Jensen) -- the counterpart of :attr:`SMCResult.log_z`, which errs low."""
-        return -(logsumexp(-self.runs, axis=0) - np.log(self.runs.shape[0]))
+        return _pooled_log(self.runs, -1.0)
 
     @property
     def spread(self) -> np.ndarray:
         """Standard deviation of ``log Z-hat_j`` over the runs (NaN with one run)."""
-        if self.runs.shape[0] < 2:
-            return np.full(self.lengths.size, np.nan)
-        return self.runs.std(axis=0, ddof=1)
+        return _spread(self.runs)
 
     @property
     def stderr(self) -> np.ndarray:
         """Delta-method standard error of :attr:`log_z` from the runs' spread of ``1 / Z-hat``."""
-        r = self.runs.shape[0]
-        if r < 2:
-            return np.full(self.lengths.size, np.nan)
-        w = np.exp(-(self.runs - self.runs.min(axis=0)))
-        return w.std(axis=0, ddof=1) / (np.sqrt(r) * w.mean(axis=0))
+        return _pooled_stderr(self.runs, -1.0)
 
 
 def conditional_smc_log_z(model: SentenceTRF, references: dict, *, n_particles: int | dict = 1000, seed=None,
