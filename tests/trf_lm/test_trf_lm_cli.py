@@ -299,3 +299,27 @@ def test_a_zeta_that_gives_positive_log_probabilities_gives_no_augsa_perplexity(
     assert "AugSA's zeta gives no perplexity" in captured.err
     result = json.loads(out.read_text())
     assert result["perplexity_augsa"] is None and result["augsa_positive_log_probs"] > 0 and result["perplexity"] > 1
+
+
+def test_train_checks_the_normalisers_on_the_dev_text(trained, tmp_path, capsys):
+    """After training with --valid, ``mcsa trf train`` prints the dev perplexity with the checked normalisers (exact
+    here) beside AugSA's, and keeps it in the model; dev sentences longer than m are left out and counted;
+    --no-check skips it."""
+    folder, train, model = trained
+    lm = SentenceTRF.load(model)
+    summary = lm.meta["dev_check"]
+    corpus_ppl = np.exp(-lm.log_prob([s for s in TEXT.splitlines() if s]).sum() / (6 * 25))
+    assert summary["perplexity_augsa"] == pytest.approx(corpus_ppl)
+    assert summary["headline"] == "checked normalisers" and summary["which"] == "exact log Z_j"
+    assert summary["perplexity"] == summary["perplexity_checked"] >= 1.0
+    dev = tmp_path / "dev.txt"
+    dev.write_text("the cat sat\nthe cat sat on the mat and the dog ran home\n")
+    base = ["trf", "train", "--train", str(train), "--valid", str(dev), "--classes", "3", "--features", "w+c",
+            "--samples", "10", "--chains", "2", "--t-c", "100", "--t0", "10", "--quiet", "--max-iterations", "5"]
+    assert main(base + ["--out", str(tmp_path / "m.npz")]) == 0
+    captured = capsys.readouterr()
+    assert "dev perplexity " in captured.out and "1 sentences" in captured.out
+    assert "1 dev sentences longer than m=4 words are left out" in captured.err
+    assert main(base + ["--out", str(tmp_path / "n.npz"), "--no-check"]) == 0
+    assert "dev perplexity" not in capsys.readouterr().out
+    assert "dev_check" not in SentenceTRF.load(tmp_path / "n.npz").meta

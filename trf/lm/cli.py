@@ -1,8 +1,9 @@
 """``mcsa trf train | eval | score``: sentence TRF language models from the command line.
 
 ``train`` builds vocabulary, exchange classes and features from ``--train`` and runs AugSA (Sec. 7
-defaults; ``--minutes`` bounds the time; ``--checkpoint`` + ``--resume`` continue an interrupted run
-with the same iteration count and chain states).  ``eval`` prints the test perplexity (words plus one
+defaults, SMC draws; ``--minutes`` bounds the time; ``--checkpoint`` + ``--resume`` continue an interrupted run
+with the same iteration count and chain states); with ``--valid`` it then checks the normalisers on the dev
+lengths as ``eval`` does (15% of the training time by default) and prints and keeps the dev perplexity.  ``eval`` prints the test perplexity (words plus one
 end-of-sentence per sentence) with normalisers checked from both sides (forward and reverse AIS, or exact
 on tiny vocabularies) and by sequential Monte Carlo (:func:`trf.lm.evaluate.check_normalisers`), the
 interval and the AugSA-zeta value,
@@ -30,9 +31,9 @@ def _train(args) -> int:
     from trf.lm.train import train_lm
 
     overrides = {k: v for k, v in {"n_samples": args.samples, "t_max": args.max_iterations, "t_c": args.t_c,
-                                   "beta_lambda": args.beta_lambda, "t0": args.t0, "l2": args.l2,
-                                   "clip": args.clip, "on_violation": args.on_violation,
-                                   "stop_tol": args.stop_tol}.items() if v is not None}
+                               "beta_lambda": args.beta_lambda, "t0": args.t0, "l2": args.l2,
+                               "clip": args.clip, "on_violation": args.on_violation,
+                               "stop_tol": args.stop_tol}.items() if v is not None}
     if args.stop_window is not None:
         overrides["stop_window"] = args.stop_window or None  # 0: no stop rule
     check_output_file(args.out, "--out")
@@ -52,7 +53,148 @@ def _train(args) -> int:
     plural = "" if result.t == 1 else "s"
     print(f"trained {result.t} iteration{plural} ({how}), {model.features.n_features} features, "
           f"{model.features.n_classes} classes, vocabulary {len(model.vocab)} -> {args.out}")
+    if args.valid is not None and not args.no_check:
+        # the normalisers checked after training (issue 17): the dev perplexity with its interval, kept in the model
+        from trf.lm.corpus import encode_file
+
+        dev = encode_file(args.valid, model.vocab)
+        if not model.pooled and dev.lengths.max() > model.m:  # no sub-model for them (train with --max-length)
+            long = dev.lengths > model.m
+            print(f"mcsa trf train: check: {int(long.sum())} dev sentences longer than m={model.m} words are left "
+                  "out of the dev perplexity (no sub-model for them; --max-length pools them)", file=sys.stderr)
+            dev = type(dev).from_sentences([x for x, k in zip(dev, long) if not k])
+        ppl, impossible, why_not = _augsa_perplexity(model.log_prob(dev), dev)
+        checked = checked_perplexity(model, dev, ppl, impossible, why_not, prog="mcsa trf train", flag="--valid",
+                                     what="dev ", **_check_kw(args))
+        summary = checked["normaliser_check"]
+        model.meta["dev_check"] = {"perplexity": checked["perplexity"], "perplexity_augsa": checked["perplexity_augsa"],
+                                   "perplexity_checked": checked["perplexity_checked"],
+                                   **{k: summary[k] for k in ("which", "headline", "inconclusive",
+                                                              "perplexity_interval", "seconds")}}
+        model.save(args.out)
     return 0
+
+
+def _add_check_flags(parser, what: str) -> None:
+    """The ``--no-check`` and ``--check-*`` flags of ``eval`` (test perplexity) and ``train`` (dev perplexity)."""
+    parser.add_argument("--no-check", action="store_true",
+                        help=f"skip the two-sided check of the normalisers for {what} (report AugSA's zeta only)")
+    parser.add_argument("--check-temperatures", type=number(int, 2), default=None,
+                        help="AIS temperatures for the check at every length (default: in proportion to the length, "
+                             "scaled to fit --check-seconds)")
+    parser.add_argument("--check-base", choices=("unigram", "uniform"), default="unigram",
+                        help="AIS base law of the check: the model's unigram part (exact draws) or uniform words")
+    parser.add_argument("--check-seconds", type=positive_float, default=None,
+                        help="time for the check (default 15%% of the recorded training time, at least 10 s)")
+    parser.add_argument("--check-chains", type=number(int, 2), default=10, help="AIS chains per length and direction")
+    parser.add_argument("--check-particles", type=nonnegative_int, default=None,
+                        help="SMC particles per run of the check (0: no SMC; default: a quarter of --check-seconds' "
+                             "worth)")
+    parser.add_argument("--check-conditional-particles", type=nonnegative_int, default=None,
+                        help="particles per conditional SMC run of the check, the upper side (0: none; default: a "
+                             "quarter of --check-seconds' worth)")
+    parser.add_argument("--check-margin", type=nonnegative_float, default=0.5,
+                        help="nats AugSA's log Z_j may lie outside the checked interval before a warning")
+
+
+def _augsa_perplexity(log_probs: np.ndarray, corpus) -> tuple[float, int, str]:
+    """Perplexity with AugSA's zeta from the sentences' ``log_probs``, the number of sentences with log p > 0 and,
+    if any, why that perplexity is no perplexity."""
+    ppl = float(np.exp(-log_probs.sum() / corpus.n_predicted))
+    impossible = int(np.count_nonzero(log_probs > 0))
+    why_not = (f"{impossible} of {len(corpus)} sentences get a positive log-probability with it (up to "
+               f"{log_probs.max():+.2f}): impossible for a discrete sentence, so some zeta_j lie below log Z_j / Z_1"
+               if impossible else "")
+    return ppl, impossible, why_not
+
+
+def _check_kw(args) -> dict:
+    """``check_normalisers`` keywords from the ``--check-*`` flags (:func:`_add_check_flags`)."""
+    return dict(n_temperatures=args.check_temperatures, n_chains=args.check_chains, time_budget=args.check_seconds,
+                margin=args.check_margin, seed=args.seed, base=args.check_base, smc_particles=args.check_particles,
+                csmc_particles=args.check_conditional_particles)
+
+
+def checked_perplexity(model, corpus, ppl: float, impossible: int, why_not: str, *, prog: str, flag: str,
+                       what: str = "", **check_kw) -> dict:
+    """Check the normalisers on ``corpus``'s lengths (:func:`trf.lm.evaluate.check_normalisers` with ``check_kw``),
+    print the headline perplexity, its interval and the AugSA-zeta value (``what`` prefixes "perplexity", e.g.
+    "dev "), the notes and warnings on stderr as ``prog``; return the JSON entries (``perplexity``,
+    ``perplexity_augsa``, ``perplexity_checked``, ``normaliser_check``).  ``ppl`` and ``impossible``: the AugSA-zeta
+    perplexity and its number of sentences with log p > 0 (``why_not`` says why it is withheld); ``flag`` names
+    the input in errors."""
+    from trf.lm.evaluate import CONCLUSIVE, check_normalisers, headline_perplexity, interval_is_inconclusive
+    from trf.lm.model import PERPLEXITY_CONVENTION
+
+    out = {}
+    lengths = np.unique(corpus.lengths[corpus.lengths <= model.m])
+    if lengths.size == 0:
+        raise ValueError(f"{flag} holds no sentence of at most m={model.m} words to check; pass --no-check")
+    check = check_normalisers(model, lengths, **check_kw)
+    ppl_checked = check.perplexities(model, corpus)
+    which = check.describe()
+    headline, label, inconclusive = headline_perplexity(ppl_checked)
+    out["perplexity_augsa"] = None if impossible else ppl
+    out["perplexity"] = headline
+    out["perplexity_checked"] = ppl_checked["checked"]
+    out["normaliser_check"] = {"which": which, "headline": label, "inconclusive": inconclusive,
+                              "perplexity_interval": [ppl_checked["low"], ppl_checked["high"]],
+                              "unchecked_sentences": ppl_checked["unchecked_sentences"],
+                              "excluded_sentences": ppl_checked["excluded_sentences"],
+                              "impossible_checked_sentences": ppl_checked["impossible_checked"],
+                              "margin": check.margin, "z": check.z, "seconds": check.seconds,
+                              "flagged_lengths": check.flagged.tolist(), "per_length": check.rows(),
+                              "reverse_failed_lengths": check.reverse_failed.tolist(),
+                              "still_rising_lengths": check.still_rising.tolist(),
+                              "degenerate_lengths": check.degenerate.tolist(),
+                              "ais_missed_lengths": check.ais_missed.tolist(),
+                              "smc_unsettled_lengths": check.unsettled.tolist(),
+                              "csmc_bracketed_lengths": check.csmc_bracketed.tolist(),
+                              "csmc_failed_lengths": check.csmc_failed.tolist(),
+                              "perplexity_extrapolated": ppl_checked["extrapolated"], "notes": check.notes}
+    unchecked = (f"; {ppl_checked['unchecked_sentences']} sentences of the pooled sub-model keep AugSA's "
+                 "normaliser" if ppl_checked["unchecked_sentences"] else "")
+    if ppl_checked["excluded_sentences"]:
+        unchecked += (f", {ppl_checked['excluded_sentences']} of them left out (log p > 0 with it: no valid "
+                      "probability)")
+    print(f"{what}perplexity {headline:.3f} ({PERPLEXITY_CONVENTION}), {label} [{which}]; interval "
+          f"[{ppl_checked['low']:.3f}, {ppl_checked['high']:.3f}], midpoint normalisers "
+          f"{ppl_checked['checked']:.3f}; with the AugSA zeta "
+          f"{'none (see the warning)' if impossible else f'{ppl:.3f}'}; {len(corpus)} sentences{unchecked}")
+    if impossible:
+        print(f"{prog}: warning: AugSA's zeta gives no perplexity: {why_not}", file=sys.stderr)
+    if ppl_checked["excluded_sentences"]:
+        print(f"{prog}: warning: {ppl_checked['excluded_sentences']} sentences longer than m={model.m} get a "
+              "positive log-probability with the pooled sub-model's normaliser (estimated over the sampled lengths "
+              f"m+1, m+2 only, Sec. 5.4): they are left out of the checked perplexities", file=sys.stderr)
+    if ppl_checked["impossible_checked"]:
+        print(f"{prog}: warning: {ppl_checked['impossible_checked']} sentences get a positive log-probability "
+              "even with the checked normalisers: their log Z_j is too low; raise --check-particles",
+              file=sys.stderr)
+    for note in check.notes:
+        print(f"{prog}: check: {note}", file=sys.stderr)
+    if ppl_checked["extrapolated"] != ppl_checked["checked"]:
+        print(f"{prog}: check: with the rise from T/2 to T temperatures added once more where AIS is "
+              f"still rising (first-order 1/T extrapolation, an estimate, not a bound): perplexity "
+              f"{ppl_checked['extrapolated']:.3f}", file=sys.stderr)
+    for warning in (check.warning(), check.missed_warning(), check.unsettled_warning(), check.csmc_warning(),
+                    check.bracket_warning(), check.rising_warning(), check.degenerate_warning()):
+        if warning:
+            print(f"{prog}: warning: {warning}", file=sys.stderr)
+    if inconclusive:
+        wide = interval_is_inconclusive(ppl_checked["low"], ppl_checked["high"])
+        why = [f"the perplexity interval [{ppl_checked['low']:.3f}, {ppl_checked['high']:.3f}] is wider than "
+               f"+-{100 * CONCLUSIVE:g}% around its centre"] if wide else []
+        if ppl_checked["degenerate_lengths"]:
+            why.append(f"{ppl_checked['degenerate_lengths']} test lengths have degenerate AIS weights")
+        if ppl_checked["unsettled_lengths"]:
+            why.append(f"{ppl_checked['unsettled_lengths']} test lengths have unsettled SMC estimates")
+        why = "; ".join(why)
+        print(f"{prog}: warning: the check is inconclusive at this effort: {why}, so the headline is "
+              "the interval's high end (the conservative value, itself too low where SMC has not settled); "
+              "raise --check-seconds, --check-particles or --check-temperatures for a conclusive check",
+              file=sys.stderr)
+    return out
 
 
 def _eval(args) -> int:
@@ -66,11 +208,7 @@ def _eval(args) -> int:
     start = time.perf_counter()
     log_probs = model.log_prob(corpus)
     seconds = time.perf_counter() - start
-    ppl = float(np.exp(-log_probs.sum() / corpus.n_predicted))
-    impossible = int(np.count_nonzero(log_probs > 0))
-    why_not = (f"{impossible} of {len(corpus)} sentences get a positive log-probability with it (up to "
-               f"{log_probs.max():+.2f}): impossible for a discrete sentence, so some zeta_j lie below log Z_j / Z_1"
-               if impossible else "")
+    ppl, impossible, why_not = _augsa_perplexity(log_probs, corpus)
     result = {"perplexity": ppl, "convention": PERPLEXITY_CONVENTION, "sentences": len(corpus),
               "predicted_tokens": corpus.n_predicted, "oov_tokens": int(np.count_nonzero(corpus.tokens == 0)),
               "log_prob_total": float(log_probs.sum()), "score_seconds": seconds,
@@ -83,79 +221,8 @@ def _eval(args) -> int:
         print(f"perplexity {ppl:.3f} ({PERPLEXITY_CONVENTION}) with the AugSA zeta (unchecked: --no-check); "
               f"{len(corpus)} sentences")
     else:
-        from trf.lm.evaluate import CONCLUSIVE, check_normalisers, headline_perplexity, interval_is_inconclusive
-
-        lengths = np.unique(corpus.lengths[corpus.lengths <= model.m])
-        if lengths.size == 0:
-            raise ValueError(f"--test holds no sentence of at most m={model.m} words to check; pass --no-check")
-        check = check_normalisers(model, lengths, n_temperatures=args.check_temperatures,
-                                  n_chains=args.check_chains, time_budget=args.check_seconds,
-                                  margin=args.check_margin, seed=args.seed, base=args.check_base,
-                                  smc_particles=args.check_particles,
-                                  csmc_particles=args.check_conditional_particles)
-        ppl_checked = check.perplexities(model, corpus)
-        which = check.describe()
-        headline, label, inconclusive = headline_perplexity(ppl_checked)
-        result["perplexity_augsa"] = None if impossible else ppl
-        result["perplexity"] = headline
-        result["perplexity_checked"] = ppl_checked["checked"]
-        result["normaliser_check"] = {"which": which, "headline": label, "inconclusive": inconclusive,
-                                      "perplexity_interval": [ppl_checked["low"], ppl_checked["high"]],
-                                      "unchecked_sentences": ppl_checked["unchecked_sentences"],
-                                      "excluded_sentences": ppl_checked["excluded_sentences"],
-                                      "impossible_checked_sentences": ppl_checked["impossible_checked"],
-                                      "margin": check.margin, "z": check.z, "seconds": check.seconds,
-                                      "flagged_lengths": check.flagged.tolist(), "per_length": check.rows(),
-                                      "reverse_failed_lengths": check.reverse_failed.tolist(),
-                                      "still_rising_lengths": check.still_rising.tolist(),
-                                      "degenerate_lengths": check.degenerate.tolist(),
-                                      "ais_missed_lengths": check.ais_missed.tolist(),
-                                      "smc_unsettled_lengths": check.unsettled.tolist(),
-                                      "csmc_bracketed_lengths": check.csmc_bracketed.tolist(),
-                                      "csmc_failed_lengths": check.csmc_failed.tolist(),
-                                      "perplexity_extrapolated": ppl_checked["extrapolated"], "notes": check.notes}
-        unchecked = (f"; {ppl_checked['unchecked_sentences']} sentences of the pooled sub-model keep AugSA's "
-                     "normaliser" if ppl_checked["unchecked_sentences"] else "")
-        if ppl_checked["excluded_sentences"]:
-            unchecked += (f", {ppl_checked['excluded_sentences']} of them left out (log p > 0 with it: no valid "
-                          "probability)")
-        print(f"perplexity {headline:.3f} ({PERPLEXITY_CONVENTION}), {label} [{which}]; interval "
-              f"[{ppl_checked['low']:.3f}, {ppl_checked['high']:.3f}], midpoint normalisers "
-              f"{ppl_checked['checked']:.3f}; with the AugSA zeta "
-              f"{'none (see the warning)' if impossible else f'{ppl:.3f}'}; {len(corpus)} sentences{unchecked}")
-        if impossible:
-            print(f"mcsa trf eval: warning: AugSA's zeta gives no perplexity: {why_not}", file=sys.stderr)
-        if ppl_checked["excluded_sentences"]:
-            print(f"mcsa trf eval: warning: {ppl_checked['excluded_sentences']} sentences longer than m={model.m} get a "
-                  "positive log-probability with the pooled sub-model's normaliser (estimated over the sampled lengths "
-                  f"m+1, m+2 only, Sec. 5.4): they are left out of the checked perplexities", file=sys.stderr)
-        if ppl_checked["impossible_checked"]:
-            print(f"mcsa trf eval: warning: {ppl_checked['impossible_checked']} sentences get a positive log-probability "
-                  "even with the checked normalisers: their log Z_j is too low; raise --check-particles",
-                  file=sys.stderr)
-        for note in check.notes:
-            print(f"mcsa trf eval: check: {note}", file=sys.stderr)
-        if ppl_checked["extrapolated"] != ppl_checked["checked"]:
-            print(f"mcsa trf eval: check: with the rise from T/2 to T temperatures added once more where AIS is "
-                  f"still rising (first-order 1/T extrapolation, an estimate, not a bound): perplexity "
-                  f"{ppl_checked['extrapolated']:.3f}", file=sys.stderr)
-        for warning in (check.warning(), check.missed_warning(), check.unsettled_warning(), check.csmc_warning(),
-                        check.bracket_warning(), check.rising_warning(), check.degenerate_warning()):
-            if warning:
-                print(f"mcsa trf eval: warning: {warning}", file=sys.stderr)
-        if inconclusive:
-            wide = interval_is_inconclusive(ppl_checked["low"], ppl_checked["high"])
-            why = [f"the perplexity interval [{ppl_checked['low']:.3f}, {ppl_checked['high']:.3f}] is wider than "
-                   f"+-{100 * CONCLUSIVE:g}% around its centre"] if wide else []
-            if ppl_checked["degenerate_lengths"]:
-                why.append(f"{ppl_checked['degenerate_lengths']} test lengths have degenerate AIS weights")
-            if ppl_checked["unsettled_lengths"]:
-                why.append(f"{ppl_checked['unsettled_lengths']} test lengths have unsettled SMC estimates")
-            why = "; ".join(why)
-            print(f"mcsa trf eval: warning: the check is inconclusive at this effort: {why}, so the headline is "
-                  "the interval's high end (the conservative value, itself too low where SMC has not settled); "
-                  "raise --check-seconds, --check-particles or --check-temperatures for a conclusive check",
-                  file=sys.stderr)
+        result.update(checked_perplexity(model, corpus, ppl, impossible, why_not, prog="mcsa trf eval",
+                                         flag="--test", **_check_kw(args)))
     if args.ais:
         from trf.lm.evaluate import ais_check
 
@@ -174,11 +241,8 @@ def _eval(args) -> int:
               f"smoothed AIS {result['ais']['perplexity_smoothed']:.3f}; global AIS log normaliser "
               + ("not run (pooled model)" if check["global"] is None
                  else f"{check['global']:.3f} (0 = AugSA zeta self-consistent)"))
-    text = json.dumps(result, indent=2)
     if args.json:
-        Path(args.json).write_text(text)
-    else:
-        print(text)
+        Path(args.json).write_text(json.dumps(result, indent=2))
     return 0
 
 
@@ -263,6 +327,7 @@ def register(subparsers) -> None:
     train.add_argument("--smc-particles", type=positive_int, default=300,
                        help="particles per SMC run (one run per Numba thread: all cores unless NUMBA_NUM_THREADS)")
     train.add_argument("--minutes", type=positive_float, default=None, help="training time limit")
+    _add_check_flags(train, "the dev perplexity after training (with --valid)")
     train.add_argument("--checkpoint", default=None, help="checkpoint file, written atomically (default: none)")
     train.add_argument("--checkpoint-every", type=positive_int, default=50, help="iterations between checkpoints")
     train.add_argument("--resume", action="store_true", help="continue from --checkpoint if it exists")
@@ -273,25 +338,8 @@ def register(subparsers) -> None:
     ev = subparsers.add_parser("eval", help="test perplexity of a TRF LM (and AIS checks)")
     ev.add_argument("--model", required=True, help="model file written by mcsa trf train")
     ev.add_argument("--test", required=True, help="test text, one sentence per line")
-    ev.add_argument("--json", default=None, help="also write the results as JSON here")
-    ev.add_argument("--no-check", action="store_true",
-                    help="skip the two-sided check of the normalisers (report AugSA's zeta only)")
-    ev.add_argument("--check-temperatures", type=number(int, 2), default=None,
-                    help="AIS temperatures for the check at every length (default: in proportion to the length, "
-                         "scaled to fit --check-seconds)")
-    ev.add_argument("--check-base", choices=("unigram", "uniform"), default="unigram",
-                    help="AIS base law of the check: the model's unigram part (exact draws) or uniform words")
-    ev.add_argument("--check-seconds", type=positive_float, default=None,
-                    help="time for the check (default 15%% of the recorded training time, at least 10 s)")
-    ev.add_argument("--check-chains", type=number(int, 2), default=10, help="AIS chains per length and direction")
-    ev.add_argument("--check-particles", type=nonnegative_int, default=None,
-                    help="SMC particles per run of the check (0: no SMC; default: a quarter of --check-seconds' "
-                         "worth)")
-    ev.add_argument("--check-conditional-particles", type=nonnegative_int, default=None,
-                    help="particles per conditional SMC run of the check, the upper side (0: none; default: a "
-                         "quarter of --check-seconds' worth)")
-    ev.add_argument("--check-margin", type=nonnegative_float, default=0.5,
-                    help="nats AugSA's log Z_j may lie outside the checked interval before a warning")
+    ev.add_argument("--json", default=None, help="also write the results (per-length check included) as JSON here")
+    _add_check_flags(ev, "the test perplexity")
     ev.add_argument("--seed", type=nonnegative_int, default=0, help="random seed of the AIS checks")
     ev.add_argument("--ais", action="store_true", help="AIS estimates of log Z_j (separate, smoothed, global)")
     ev.add_argument("--ais-temperatures", type=number(int, 2), default=1000, help="temperatures of the --ais estimates")
@@ -301,7 +349,7 @@ def register(subparsers) -> None:
                     help="AIS base law of the --ais estimates (uniform: the paper's Sec. 7 setting)")
     ev.set_defaults(func=_eval)
     score = subparsers.add_parser("score", help="log-probabilities of sentences read from stdin, one line out per "
-                                  "line in (blank lines give nan and one warning)")
+                              "line in (blank lines give nan and one warning)")
     score.add_argument("--model", required=True, help="model file written by mcsa trf train")
     score.add_argument("--unk", action="store_true", help="second tab-separated column: number of <unk> tokens")
     score.add_argument("--jsonl", action="store_true",

@@ -9,7 +9,6 @@ sentence; ``<unk>`` tokens are scored like words) and writes the numbers as JSON
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -85,9 +84,6 @@ def _eval(args) -> int:
           f"{result['predicted_tokens']} predicted tokens, {result['oov_tokens']} <unk>")
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2))
-    else:
-        json.dump(result, sys.stdout)
-        print()
     return 0
 
 
