@@ -229,6 +229,12 @@ def test_conditional_smc_brackets_the_needle_and_the_check_takes_the_midpoint():
     assert failed.csmc_failed.tolist() == [3] and failed.csmc_bracketed.tolist() == [1, 2, 4]
     assert failed.checked[2] == max(failed._ais_checked[2], failed.smc[2])
     assert "1 of 4 lengths (3)" in failed.csmc_warning() and check.csmc_warning() is None
+    corpus = EncodedCorpus.from_sentences([np.array([1, 2, 3]), np.array([1, 2])])
+    ok_ppl, bad_ppl = check.perplexities(trf, corpus), failed.perplexities(trf, corpus)
+    assert ok_ppl["csmc_failed_lengths"] == 0 and bad_ppl["csmc_failed_lengths"] == 1
+    narrow = dict(low=ok_ppl["checked"], high=ok_ppl["checked"], degenerate_lengths=0, unsettled_lengths=0)
+    assert not headline_perplexity({**ok_ppl, **narrow})[2]
+    assert headline_perplexity({**bad_ppl, **narrow})[2]  # a failed bracket makes the check inconclusive
 
 
 def test_unsettled_smc_replicates_make_the_check_inconclusive(tiny):

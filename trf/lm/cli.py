@@ -189,6 +189,8 @@ def checked_perplexity(model, corpus, ppl: float, impossible: int, why_not: str,
             why.append(f"{ppl_checked['degenerate_lengths']} test lengths have degenerate AIS weights")
         if ppl_checked["unsettled_lengths"]:
             why.append(f"{ppl_checked['unsettled_lengths']} test lengths have unsettled SMC estimates")
+        if ppl_checked["csmc_failed_lengths"]:
+            why.append(f"at {ppl_checked['csmc_failed_lengths']} test lengths conditional SMC fell below the lower side")
         why = "; ".join(why)
         print(f"{prog}: warning: the check is inconclusive at this effort: {why}, so the headline is "
               "the interval's high end (the conservative value, itself too low where SMC has not settled); "

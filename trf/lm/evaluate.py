@@ -543,7 +543,8 @@ class NormaliserCheck:
         :attr:`extrapolated` (equal to ``checked`` when AIS is not still rising anywhere);
         ``degenerate_lengths`` counts the lengths of ``corpus`` with degenerate weights (:attr:`degenerate`) that
         a settled SMC estimate does not cover (:attr:`smc_covered`),
-        ``unsettled_lengths`` those where SMC has not settled (:attr:`unsettled`).
+        ``unsettled_lengths`` those where SMC has not settled (:attr:`unsettled`), ``csmc_failed_lengths`` those where
+        conditional SMC came out below the lower side (:attr:`csmc_failed`).
 
         An unchecked sentence that AugSA's normaliser gives a positive log-probability has no valid probability
         (the pooled ``m+`` normaliser covers the sampled lengths ``m+1, m+2`` only, Sec. 5.4, and a much longer
@@ -570,6 +571,7 @@ class NormaliserCheck:
         degenerate = np.setdiff1d(self.degenerate, self.smc_covered)
         out["degenerate_lengths"] = int(np.count_nonzero(np.isin(degenerate, dims)))
         out["unsettled_lengths"] = int(np.count_nonzero(np.isin(self.unsettled, dims)))
+        out["csmc_failed_lengths"] = int(np.count_nonzero(np.isin(self.csmc_failed, dims)))
         return out
 
 
@@ -592,15 +594,17 @@ def headline_perplexity(ppl: dict, tolerance: float = CONCLUSIVE) -> tuple[float
     """The perplexity to report from :meth:`NormaliserCheck.perplexities`: ``(value, which, inconclusive)``.
 
     When the interval is within ``+-tolerance`` of its centre and no length of the corpus has degenerate AIS
-    weights (``degenerate_lengths``) or unsettled SMC estimates (``unsettled_lengths``) the checked value (midpoint
-    normalisers) is reported; otherwise the
+    weights (``degenerate_lengths``), unsettled SMC estimates (``unsettled_lengths``) or a conditional SMC estimate
+    below the lower side (``csmc_failed_lengths``: the SMC draws were no draws of the model there, so SMC itself
+    is suspect) the checked value (midpoint normalisers) is reported; otherwise the
     check is inconclusive and the interval's **high end** is reported -- the
     conservative value: an under-converged AIS errs towards too small a ``log Z`` and so too good a
     perplexity (forward AIS is a lower bound in expectation, and reverse AIS from approximate samples fell
     below 300-temperature forward AIS at some KJV lengths), and a headline must not claim a gain it
     cannot defend."""
     inconclusive = (interval_is_inconclusive(ppl["low"], ppl["high"], tolerance)
-                    or ppl.get("degenerate_lengths", 0) > 0 or ppl.get("unsettled_lengths", 0) > 0)
+                    or ppl.get("degenerate_lengths", 0) > 0 or ppl.get("unsettled_lengths", 0) > 0
+                    or ppl.get("csmc_failed_lengths", 0) > 0)
     if inconclusive:
         return float(ppl["high"]), "high end of the checked interval (inconclusive check)", True
     return float(ppl["checked"]), "checked normalisers", False
