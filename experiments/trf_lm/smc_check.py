@@ -6,7 +6,10 @@ and, when ``--check-json`` files of ``mcsa trf eval --json`` are given, their fo
 is a sum over the vocabulary; ``--exact-z2`` also sums ``exp(lambda . f)`` over all ``V^2`` two-word sentences
 (through the local tables of the SMC kernels: for each first word, every second word's score plus its
 end-of-sentence score; about 75 s for V = 10,000 on 2 cores) and lists the two-word sentences that carry it.
-Finally the test perplexity with the SMC normalisers beside the AugSA one.
+``--conditional-particles N`` adds the upper side: one conditional SMC run per SMC run and length
+(:func:`trf.lm.smc.conditional_smc_log_z`, pinned to that run's draws; ``E[1 / Z-hat] = 1 / Z`` for exact draws, so
+its log errs high).  Finally the test perplexity with the SMC normalisers (and the conditional ones) beside the
+AugSA one.
 
     .venv/bin/python -m experiments.trf_lm.smc_check --model fast.npz --test test.txt --particles 100000 \\
         --runs 4 --exact-z2 --check-json eval-test-900.json
@@ -79,7 +82,7 @@ def main(argv=None) -> int:
     import trf
     from trf.lm.corpus import encode_file
     from trf.lm.evaluate import log_prob_with_log_z
-    from trf.lm.smc import smc_log_z
+    from trf.lm.smc import conditional_smc_log_z, smc_log_z
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True, help="model written by mcsa trf train")
@@ -89,15 +92,25 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=nonnegative_int, default=1)
     parser.add_argument("--exact-z2", action="store_true", help="also sum over all V^2 two-word sentences")
     parser.add_argument("--check-json", nargs="*", default=[], help="mcsa trf eval --json files (AIS columns)")
+    parser.add_argument("--conditional-particles", type=nonnegative_int, default=0,
+                        help="particles per conditional SMC run (the upper side; 0: none)")
     args = parser.parse_args(argv)
     model = trf.load(args.model)
     ais = []
     for path in args.check_json:
         rows = json.loads(open(path, encoding="utf-8").read())["normaliser_check"]["per_length"]
         ais.append({r["j"]: r["forward"] for r in rows})
-    res = smc_log_z(model, model.m, n_particles=args.particles, n_replicates=args.runs, seed=args.seed)
+    res = smc_log_z(model, model.m, n_particles=args.particles, n_replicates=args.runs, seed=args.seed,
+                    n_keep=1 if args.conditional_particles else 0)
     augsa = model.zeta + model.log_z1()
     print(f"SMC: {args.runs} runs x {args.particles} particles, lengths 1-{model.m}, {res.seconds:.1f} s")
+    upper = None
+    if args.conditional_particles:
+        rng = np.random.default_rng(args.seed + 1)
+        refs = {int(j): res.kept[:, j - 1, 0, :j] for j in res.lengths}  # one draw of each run
+        upper = conditional_smc_log_z(model, refs, n_particles=args.conditional_particles, seed=rng)
+        print(f"conditional SMC: {args.runs} runs x {args.conditional_particles} particles per length, "
+              f"{upper.seconds:.1f} s")
     print(f"exact log Z_1 = {model.log_z1():.3f}")
     if args.exact_z2:
         start = time.perf_counter()
@@ -105,11 +118,13 @@ def main(argv=None) -> int:
         words = model.vocab.words
         print(f"exact log Z_2 = {logsumexp(per_word):.3f} ({time.perf_counter() - start:.0f} s); first words carrying "
               "it: " + ", ".join(f"{words[i]} {per_word[i]:.2f}" for i in np.argsort(per_word)[::-1][:5]))
-    head = "   j      SMC  spread   AugSA" + "".join(f"  AIS[{k}]" for k in range(len(ais)))
+    head = ("   j      SMC  spread" + ("     CSMC  spread" if upper is not None else "") + "   AugSA"
+            + "".join(f"  AIS[{k}]" for k in range(len(ais))))
     print(head)
     for i, j in enumerate(res.lengths):
         cols = "".join(f" {a.get(int(j), float('nan')):8.2f}" for a in ais)
-        print(f"{j:4d} {res.log_z[i]:8.2f} {res.spread[i]:7.2f} {augsa[i]:7.2f}{cols}")
+        csmc = f" {upper.log_z[i]:8.2f} {upper.spread[i]:7.2f}" if upper is not None else ""
+        print(f"{j:4d} {res.log_z[i]:8.2f} {res.spread[i]:7.2f}{csmc} {augsa[i]:7.2f}{cols}")
     corpus = encode_file(args.test, model.vocab)
     if corpus.lengths.max() > model.m:
         raise SystemExit(f"--test has sentences longer than m={model.m} words; this script scores lengths <= m only")
@@ -118,6 +133,12 @@ def main(argv=None) -> int:
     print(f"test PPL ({len(corpus)} sentences of <= {model.m} words): AugSA zeta {augsa_ppl:.2f}, SMC normalisers "
           f"{smc_ppl:.2f} (SMC errs low in log Z, so this errs low too; {int(np.sum(res.spread > 1))} lengths "
           "with a spread over 1 nat)")
+    if upper is not None:
+        up_ppl = float(np.exp(-log_prob_with_log_z(model, corpus, upper.log_z).sum() / corpus.n_predicted))
+        mid_ppl = float(np.exp(-log_prob_with_log_z(model, corpus, 0.5 * (res.log_z + upper.log_z)).sum()
+                               / corpus.n_predicted))
+        print(f"with the conditional SMC normalisers (errs high in log Z for exact draws, so this errs high) "
+              f"{up_ppl:.2f}; midpoint {mid_ppl:.2f}")
     return 0
 
 
