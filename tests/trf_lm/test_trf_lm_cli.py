@@ -174,9 +174,13 @@ def test_bad_input_gives_clear_errors(trained, tmp_path, capsys):
     for flag, value, expected in (("--check-seconds", "-1", "a number > 0"), ("--check-chains", "1", "an integer >= 2"),
                                   ("--check-temperatures", "x", "an integer >= 2"),
                                   ("--check-margin", "-0.5", "a number >= 0"),
-                                  ("--check-particles", "-1", "an integer >= 0")):
+                                  ("--check-particles", "-1", "an integer >= 0"),
+                                  ("--check-conditional-particles", "abc", "an integer >= 0")):
         with pytest.raises(SystemExit):
             main(["trf", "eval", "--model", str(model), "--test", str(train), flag, value])
+        assert f"argument {flag}: expected {expected}, got '{value}'" in capsys.readouterr().err
+        with pytest.raises(SystemExit):  # the same flags on train (the dev check after training)
+            main(["trf", "train", "--train", str(train), "--out", str(tmp_path / "x.npz"), flag, value])
         assert f"argument {flag}: expected {expected}, got '{value}'" in capsys.readouterr().err
 
 
