@@ -3,11 +3,11 @@
 A problem is a corpus of train / valid / test files (:class:`CorpusProblem`), by default the prepared fortunes corpus (:class:`FortunesProblem`: the split of
 ``experiments/trf_lm/benchmark.py``, optionally cut to the first ``max_sentences`` training sentences);
 an estimator is one model (:class:`LMMethod`): modified Kneser-Ney (budget = order) or a TRF trained by
-``trf.lm.train.train_lm`` (budget = AugSA iterations, the benchmark's fast schedule; data-derived step
+``trf.lm.train.train_lm`` (budget = AugSA iterations, the benchmark's fast schedule; SMC draws, data-derived step
 sizes, guards and zeta refinement by default).  The target is the test perplexity (words plus one
 end-of-sentence per sentence): for the TRF with normalisers checked from both sides
-(:func:`trf.lm.evaluate.check_normalisers`, midpoint of forward and reverse AIS, exact on tiny lengths),
-the value ``mcsa trf eval`` prints.  No exact answer exists, so the target is *measured*
+(:func:`trf.lm.evaluate.check_normalisers`: the SMC / conditional SMC midpoint where they bracket, else forward
+and reverse AIS; exact on tiny lengths), the value ``mcsa trf eval`` prints.  No exact answer exists, so the target is *measured*
 (``Exact(None)``); a TRF run stopped by a divergence guard raises and is recorded as a failure.
 """
 
