@@ -306,6 +306,8 @@ class AugSA:
         self._d_gaps: list[float] = []
         self.time_sampling = 0.0
         self.time_updates = 0.0
+        self._elapsed_before = 0.0  # wall seconds of fit() in earlier runs of a resumed training
+        self._fit_start = None
         self.step_scale = 1.0
         self._good = (0, self.lam.copy(), self.zeta.copy())
         self._best_dev = -np.inf
@@ -468,6 +470,13 @@ class AugSA:
         return True
 
     # --- the loop --------------------------------------------------------------------------------
+    @property
+    def elapsed(self) -> float:
+        """Wall seconds spent in :meth:`fit`, summed over the runs of a resumed training (checkpoints carry it;
+        older ones count sampling and update time)."""
+        now = 0.0 if self._fit_start is None else time.perf_counter() - self._fit_start
+        return self._elapsed_before + now
+
     def fit(self, resume: str | Path | None = None, lam0: np.ndarray | None = None) -> AugSAResult:
         """Run iterations until ``t_max``, the stop rule or a callback stops.
 
@@ -481,6 +490,7 @@ class AugSA:
             self.lam = lam0.copy()
         if resume is not None:
             self.load_checkpoint(resume)
+        self._fit_start = time.perf_counter()
         cfg = self.config
         stopped, reason = False, "reached t_max"
         every = min(cfg.guard_every, max(1, cfg.t_max // 10)) if cfg.guard_every else 0  # >= 10 checks a run
@@ -520,6 +530,7 @@ class AugSA:
         finally:
             if bar is not None:
                 bar.close()
+            self._elapsed_before, self._fit_start = self.elapsed, None  # frozen until the next fit
         draws = self.t * cfg.n_samples
         return AugSAResult(self.lam.copy(), self.zeta.copy(), self.t, stopped, list(self.history),
                            self.time_sampling, self.time_updates, draws, self.guard_message, self.step_scale,
@@ -536,6 +547,7 @@ class AugSA:
         cfg = asdict(self.config)
         cfg["pi0"] = self.pi0.tolist()
         meta = {"t": self.t, "config": cfg, "time_sampling": self.time_sampling, "time_updates": self.time_updates,
+                "elapsed": self.elapsed,
                 "step_scale": self.step_scale, "guard_t": int(self._good[0]), "halvings": self._halvings,
                 "best_dev": None if not np.isfinite(self._best_dev) else float(self._best_dev),
                 "log_p_last": self._log_p_last}
@@ -555,6 +567,7 @@ class AugSA:
         self._d_gaps = list(arrays["d_gaps"])
         self.time_sampling = float(meta.get("time_sampling", 0.0))
         self.time_updates = float(meta.get("time_updates", 0.0))
+        self._elapsed_before = float(meta.get("elapsed", self.time_sampling + self.time_updates))
         self.step_scale = float(meta.get("step_scale", 1.0))
         self._halvings = int(meta.get("halvings", 0))
         self._best_dev = -np.inf if meta.get("best_dev") is None else float(meta["best_dev"])

@@ -103,8 +103,14 @@ def test_cli_resume_continues_from_the_checkpoint(trained, capsys):
     args = ["trf", "train", "--train", str(train), "--out", str(again), "--classes", "3", "--features",
             "w+c+ws+cpw+tied", "--max-iterations", "40", "--samples", "20", "--chains", "2", "--t-c", "100",
             "--t0", "10", "--quiet", "--checkpoint", str(folder / "ckpt.npz"), "--resume"]
+    from trf.augsa import CHECKPOINT_KIND
+    from trf.io import read_npz
+
+    before = read_npz(folder / "ckpt.npz", CHECKPOINT_KIND)[1]["elapsed"]
     assert main(args) == 0
-    assert SentenceTRF.load(again).meta["iterations"] == 40  # 30 from the checkpoint + 10 more
+    resumed = SentenceTRF.load(again).meta
+    assert resumed["iterations"] == 40  # 30 from the checkpoint + 10 more
+    assert resumed["train_seconds"] > before > 0  # the training time sums over the runs (the check's budget)
 
 
 def test_stop_rule_flags_and_the_printed_reason(trained, tmp_path, capsys):

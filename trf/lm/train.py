@@ -127,7 +127,7 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
     meta = {"features_spec": features, "classes": classes, "iterations": result.t, "seed": seed,
             "train_sentences": stats.sentences, "train_tokens": stats.tokens, "n_features": feats.n_features,
             "clustering_log_likelihood": clustering.log_likelihood.tolist(), "prep_seconds": prep_seconds,
-            "train_seconds": train_seconds, "time_sampling": result.time_sampling,
+            "train_seconds": trainer.elapsed, "time_sampling": result.time_sampling,
             "n_chains": n_chains, "n_samples": cfg.n_samples, "max_length": max_length,
             "variance_floor": cfg.variance_floor, "zeta_refinement_iterations": refined,
             "refine_seconds": time.perf_counter() - train_start - train_seconds,
