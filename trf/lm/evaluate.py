@@ -827,16 +827,19 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
     augsa = model.zeta[lengths - 1] + model.log_z1()
     forward, reverse, lower, upper = map(np.array, (forward, reverse, lower, upper))
     smc_est = smc_se = smc_spread = csmc_est = csmc_se = csmc_spread = None
+    csmc_particles = np.zeros(lengths.size, dtype=np.int64)
     if smc is not None:  # exact lengths keep their value (SMC 0 spread), the others gain the SMC side
         smc_est, smc_se, smc_spread = forward.copy(), np.zeros(lengths.size), np.zeros(lengths.size)
         at = ~exact_mask
         smc_est[at], smc_se[at], smc_spread[at] = (v[ais_lengths - 1] for v in (smc.log_z, smc.stderr, smc.spread))
         lower = np.maximum(lower, smc_est - z * smc_se)
         upper = np.maximum(upper, smc_est + z * smc_se)
+        # exact lengths: the exact value with 0 error; lengths without a conditional run (SMC unsettled): NaN
         csmc_est, csmc_se, csmc_spread = (np.where(exact_mask, v, np.nan) for v in (forward, 0 * forward, 0 * forward))
         if csmc is not None:
             at = np.isin(lengths, csmc.lengths)
             csmc_est[at], csmc_se[at], csmc_spread[at] = csmc.log_z, csmc.stderr, csmc.spread
+            csmc_particles[at] = csmc.n_particles
     seconds = time.perf_counter() - started
     if plan is not None:
         used = temperatures[~exact_mask]
@@ -867,8 +870,7 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
                             smc_particles=0 if smc is None else smc.n_particles,
                             smc_replicates=0 if smc is None else int(smc.replicates.shape[0]),
                             csmc=csmc_est, csmc_se=csmc_se, csmc_spread=csmc_spread,
-                            csmc_particles=(np.zeros(lengths.size, dtype=np.int64) if csmc is None else
-                                            _on(lengths, csmc.lengths, csmc.n_particles)),
+                            csmc_particles=csmc_particles,
                             csmc_runs=0 if csmc is None else int(csmc.runs.shape[0]))
     if csmc is not None:  # the upper side from conditional SMC where it brackets
         check.upper = np.where(check._bracketed_mask, np.maximum(check.csmc + z * check.csmc_se,
@@ -917,13 +919,6 @@ def _csmc_stage(model: SentenceTRF, lengths: np.ndarray, smc, n_particles: int |
     references = {int(j): smc.draws(int(j), n_runs, rng) for j in settled}
     return conditional_smc_log_z(model, references, n_particles=dict(zip(settled.tolist(), per_length.tolist())),
                                  seed=rng)
-
-
-def _on(lengths: np.ndarray, at: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """``values`` (given at the sorted lengths ``at``) spread over ``lengths`` (0 elsewhere)."""
-    out = np.zeros(lengths.size, dtype=values.dtype)
-    out[np.isin(lengths, at)] = values[np.searchsorted(at, lengths[np.isin(lengths, at)])]
-    return out
 
 
 def smooth_log_z(lengths, log_z, stderr=None) -> np.ndarray:
