@@ -50,3 +50,8 @@ __all__ = ["GumbelSample", "IndexSets", "chain_entropy", "chain_exact_reference"
            "randomized_tree_entropy", "randomized_tree_gumbel_sample", "randomized_tree_log_partition", "resolve_proposal",
            "select_indices", "TreeSample", "tree_entropy", "tree_gumbel_sample", "tree_log_partition",
            "tree_marginals", "TreeViterbi", "tree_viterbi"]
+
+# structured distributions in torch-struct's shape (helper G2; merge into the lazy table)
+from .distributions import RDP, CFGParts, LinearChainCRF, SentCFG, TreeCRF  # noqa: E402
+
+__all__ += ["CFGParts", "LinearChainCRF", "RDP", "SentCFG", "TreeCRF"]

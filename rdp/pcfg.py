@@ -31,11 +31,11 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from ._checks import as_potentials, check_generator
+from ._checks import as_potentials, check_generator, check_lengths
 from ._torch import torch
 from .chain import _gumbel_noise
 from .selection import IndexSets
-from .tree import TreeViterbi, _as_leaf, diagonal, entropy_from_log_partition, reducer, split_scores
+from .tree import TreeViterbi, _as_leaf, diagonal, entropy_from_log_partition, reducer, root_span, split_scores
 
 
 class PCFGChart(NamedTuple):
@@ -48,15 +48,18 @@ class PCFGChart(NamedTuple):
     gamma : Tensor (B, T, T, K)
         ``gamma(i, j, .)`` at ``[:, i, j]`` (i <= j), weights included.
     root_logits : Tensor (B, K)
-        ``rho(A) + gamma(0, T-1, A)`` at the root's set.
+        ``rho(A) + gamma(0, L_b - 1, A)`` at the root's set.
     index : LongTensor (B, T, T, K) or None
         The nonterminal of every set position of span (i, j) (None: all NT in order).
+    lengths : LongTensor (B,)
+        Sentence lengths: the root of item b is the span (0, lengths[b] - 1).
     """
 
     log_z: "torch.Tensor"
     gamma: "torch.Tensor"
     root_logits: "torch.Tensor"
     index: "torch.Tensor | None"
+    lengths: "torch.Tensor"
 
 
 def _gather_rules(rules: "torch.Tensor", parent: "torch.Tensor", left: "torch.Tensor",
@@ -70,7 +73,7 @@ def _gather_rules(rules: "torch.Tensor", parent: "torch.Tensor", left: "torch.Te
 
 def pcfg_inside_on_sets(rules: "torch.Tensor", terminal: "torch.Tensor", root: "torch.Tensor",
                         sets: IndexSets | None = None, *, semiring: str = "log",
-                        return_chart: bool = False) -> "torch.Tensor | PCFGChart":
+                        return_chart: bool = False, lengths: "torch.Tensor | None" = None) -> "torch.Tensor | PCFGChart":
     """Inside recursion of a CNF PCFG over nonterminal index sets per span (Eq. 18); returns log Z (B,).
 
     Parameters
@@ -88,9 +91,14 @@ def pcfg_inside_on_sets(rules: "torch.Tensor", terminal: "torch.Tensor", root: "
         Log-sum-exp (log Z) or max (the best parse's score) reductions.
     return_chart : bool
         Return the :class:`PCFGChart` (for :func:`pcfg_topdown`) instead of log Z.
+    lengths : LongTensor (B,), optional
+        Checked sentence lengths in [1, T] (default all T): the root of item b is the span (0, L_b - 1)
+        (:func:`rdp.tree.root_span`).
     """
     reduce = reducer(semiring)
     batch, length, nt = terminal.shape
+    if lengths is None:
+        lengths = torch.full((batch,), length, dtype=torch.long, device=terminal.device)
     rules = rules.to(terminal.dtype)
     root = root if root.dim() == 2 else root.unsqueeze(0).expand(batch, -1)
     if sets is None:
@@ -115,9 +123,9 @@ def pcfg_inside_on_sets(rules: "torch.Tensor", terminal: "torch.Tensor", root: "
             terms = r + left[:, :, :, None, :, None] + right[:, :, :, None, None, :]   # (B, n, w, K, K, K)
             new = reduce(terms, (2, 4, 5)) + diagonal(log_w, w)
         diagonal(gamma, w).copy_(new)
-    root_logits = (root if index is None else root.gather(1, index[:, 0, length - 1])) + gamma[:, 0, length - 1]
+    root_logits = (root if index is None else root.gather(1, root_span(index, lengths))) + root_span(gamma, lengths)
     log_z = reduce(root_logits, -1)
-    return PCFGChart(log_z, gamma, root_logits, index) if return_chart else log_z
+    return PCFGChart(log_z, gamma, root_logits, index, lengths) if return_chart else log_z
 
 
 def pcfg_topdown(chart: PCFGChart, rules: "torch.Tensor", *, generator=None, perturb: bool = True) -> "torch.Tensor":
@@ -134,7 +142,7 @@ def pcfg_topdown(chart: PCFGChart, rules: "torch.Tensor", *, generator=None, per
     root = chart.root_logits.detach()
     if perturb:
         root = root + _gumbel_noise(root.shape, root, generator)
-    flat[:, length - 1] = root.argmax(-1)
+    flat.scatter_(1, (chart.lengths - 1).unsqueeze(1), root.argmax(-1, keepdim=True))   # the root (0, L_b - 1)
     position = flat[:, :-1].view(batch, length, length)                  # set position of each span's label
     for w in range(length - 1, 0, -1):
         n = length - w
@@ -168,8 +176,9 @@ def pcfg_topdown(chart: PCFGChart, rules: "torch.Tensor", *, generator=None, per
     return torch.where(on, labels, torch.full_like(labels, -1))
 
 
-def check_pcfg(rule_scores: Any, terminal_scores: Any, root_scores: Any):
-    """Validate PCFG scores: rules (NT,)*3 or (B, NT, NT, NT), terminals (B, T, NT), roots (NT,) or (B, NT)."""
+def check_pcfg(rule_scores: Any, terminal_scores: Any, root_scores: Any, lengths: Any = None):
+    """Validate PCFG scores, rules (NT,)*3 or (B, NT, NT, NT), terminals (B, T, NT), roots (NT,) or (B, NT),
+    and sentence lengths (B,) in [1, T] (default all T); return (rules, terminals, roots, lengths)."""
     terminal = as_potentials(terminal_scores, "terminal_scores", ndim=3)
     batch, length, nt = terminal.shape
     rules = as_potentials(rule_scores, "rule_scores", ndim=(3, 4))
@@ -179,10 +188,10 @@ def check_pcfg(rule_scores: Any, terminal_scores: Any, root_scores: Any):
     root = as_potentials(root_scores, "root_scores", ndim=(1, 2))
     if root.shape[-1] != nt or (root.dim() == 2 and root.shape[0] != batch):
         raise ValueError(f"root_scores must have shape (NT,) or (B, NT) with NT={nt}; got {tuple(root.shape)}")
-    return rules, terminal, root
+    return rules, terminal, root, check_lengths(lengths, batch, length, terminal.device)
 
 
-def pcfg_log_partition(rule_scores: Any, terminal_scores: Any, root_scores: Any) -> "torch.Tensor":
+def pcfg_log_partition(rule_scores: Any, terminal_scores: Any, root_scores: Any, lengths: Any = None) -> "torch.Tensor":
     """Exact log partition of a PCFG in Chomsky normal form over a sentence (inside algorithm).
 
     Parameters
@@ -193,6 +202,9 @@ def pcfg_log_partition(rule_scores: Any, terminal_scores: Any, root_scores: Any)
         ``[b, i, A]``: log score of A -> word_i (the preterminal rule at position i).
     root_scores : Tensor (NT,) or (B, NT)
         Log score of the start symbol being A.
+    lengths : LongTensor (B,), optional
+        Sentence lengths in [1, T] (default all T): sentence b is words 0..L_b - 1, its root the span
+        (0, L_b - 1); terminal scores beyond L_b are ignored.
 
     Returns
     -------
@@ -205,16 +217,18 @@ def pcfg_log_partition(rule_scores: Any, terminal_scores: Any, root_scores: Any)
     >>> rdp.pcfg_log_partition(torch.zeros(1, 1, 1), torch.zeros(1, 3, 1), torch.zeros(1))  # 2 trees
     tensor([0.6931])
     """
-    return pcfg_inside_on_sets(*check_pcfg(rule_scores, terminal_scores, root_scores))
+    rules, terminal, root, lengths = check_pcfg(rule_scores, terminal_scores, root_scores, lengths)
+    return pcfg_inside_on_sets(rules, terminal, root, lengths=lengths)
 
 
-def pcfg_marginals(rule_scores: Any, terminal_scores: Any, root_scores: Any) -> dict[str, "torch.Tensor"]:
+def pcfg_marginals(rule_scores: Any, terminal_scores: Any, root_scores: Any,
+                   lengths: Any = None) -> dict[str, "torch.Tensor"]:
     """Expected counts of every rule: gradients of log Z (``{"rules", "terminals", "roots"}``, summed over batch
-    for shared rule/root scores)."""
-    rules, terminal, root = check_pcfg(rule_scores, terminal_scores, root_scores)
+    for shared rule/root scores; ``lengths`` as in :func:`pcfg_log_partition`)."""
+    rules, terminal, root, lengths = check_pcfg(rule_scores, terminal_scores, root_scores, lengths)
     with torch.enable_grad():
         leaves = [_as_leaf(rules), _as_leaf(terminal), _as_leaf(root)]
-        grads = torch.autograd.grad(pcfg_inside_on_sets(*leaves).sum(), leaves)
+        grads = torch.autograd.grad(pcfg_inside_on_sets(*leaves, lengths=lengths).sum(), leaves)
     return dict(zip(("rules", "terminals", "roots"), grads))
 
 
@@ -226,16 +240,18 @@ def batched_leaves(rules: "torch.Tensor", terminal: "torch.Tensor", root: "torch
     return [_as_leaf(rules), _as_leaf(terminal), _as_leaf(root)]
 
 
-def pcfg_entropy(rule_scores: Any, terminal_scores: Any, root_scores: Any) -> "torch.Tensor":
-    """Exact entropy (B,) of the PCFG's distribution over parse trees of each sentence."""
-    rules, terminal, root = check_pcfg(rule_scores, terminal_scores, root_scores)
+def pcfg_entropy(rule_scores: Any, terminal_scores: Any, root_scores: Any, lengths: Any = None) -> "torch.Tensor":
+    """Exact entropy (B,) of the PCFG's distribution over parse trees of each sentence (``lengths`` as in
+    :func:`pcfg_log_partition`)."""
+    rules, terminal, root, lengths = check_pcfg(rule_scores, terminal_scores, root_scores, lengths)
     with torch.enable_grad():
         leaves = batched_leaves(rules, terminal, root)
-        return entropy_from_log_partition(pcfg_inside_on_sets(*leaves), leaves)
+        return entropy_from_log_partition(pcfg_inside_on_sets(*leaves, lengths=lengths), leaves)
 
 
-def pcfg_viterbi(rule_scores: Any, terminal_scores: Any, root_scores: Any) -> TreeViterbi:
-    """Best parse of each sentence: :func:`pcfg_inside_on_sets` with max reductions, then arg-max decoding.
+def pcfg_viterbi(rule_scores: Any, terminal_scores: Any, root_scores: Any, lengths: Any = None) -> TreeViterbi:
+    """Best parse of each sentence: :func:`pcfg_inside_on_sets` with max reductions, then arg-max decoding
+    (``lengths`` as in :func:`pcfg_log_partition`).
 
     Returns
     -------
@@ -251,19 +267,19 @@ def pcfg_viterbi(rule_scores: Any, terminal_scores: Any, root_scores: Any) -> Tr
     >>> float(best.score), best.hard[0].tolist()
     (1.0, [[0, 1], [-1, 0]])
     """
-    rules, terminal, root = check_pcfg(rule_scores, terminal_scores, root_scores)
-    chart = pcfg_inside_on_sets(rules, terminal, root, semiring="max", return_chart=True)
+    rules, terminal, root, lengths = check_pcfg(rule_scores, terminal_scores, root_scores, lengths)
+    chart = pcfg_inside_on_sets(rules, terminal, root, semiring="max", return_chart=True, lengths=lengths)
     return TreeViterbi(chart.log_z, pcfg_topdown(chart, rules, perturb=False))
 
 
-def pcfg_gumbel_sample(rule_scores: Any, terminal_scores: Any, root_scores: Any, *,
+def pcfg_gumbel_sample(rule_scores: Any, terminal_scores: Any, root_scores: Any, lengths: Any = None, *,
                        generator: "torch.Generator | None" = None) -> "torch.Tensor":
     """Exact draw of parse trees from a CNF PCFG (inside chart, then top-down Gumbel; module docstring).
 
     Parameters
     ----------
-    rule_scores, terminal_scores, root_scores
-        As for :func:`pcfg_log_partition`.
+    rule_scores, terminal_scores, root_scores, lengths
+        As for :func:`pcfg_log_partition` (no span beyond L_b is sampled).
     generator : torch.Generator, optional
         Source of the Gumbel noise.
 
@@ -280,8 +296,8 @@ def pcfg_gumbel_sample(rule_scores: Any, terminal_scores: Any, root_scores: Any,
     >>> int((trees >= 0).sum())   # 2 T - 1 spans
     7
     """
-    rules, terminal, root = check_pcfg(rule_scores, terminal_scores, root_scores)
+    rules, terminal, root, lengths = check_pcfg(rule_scores, terminal_scores, root_scores, lengths)
     generator = check_generator(generator, terminal.device)
     with torch.no_grad():
-        chart = pcfg_inside_on_sets(rules, terminal, root, return_chart=True)
+        chart = pcfg_inside_on_sets(rules, terminal, root, return_chart=True, lengths=lengths)
         return pcfg_topdown(chart, rules, generator=generator)

@@ -55,19 +55,20 @@ def pcfg_site_scores(rules: "torch.Tensor", terminal: "torch.Tensor") -> "torch.
         return site
 
 
-def _randomized_pcfg_inside(rules, terminal, root, k1, k2, proposal, generator, *, return_chart=False):
+def _randomized_pcfg_inside(rules, terminal, root, k1, k2, proposal, generator, *, lengths, return_chart=False):
     """Validate the budget, choose the sets (Eq. 5-7) from the proposal and run the recursion."""
     k1, k2 = check_budget(k1, k2, terminal.shape[-1])
     generator = check_generator(generator, terminal.device)
     batch, length, nt = terminal.shape
     sets = choose_sets(proposal, lambda: pcfg_site_scores(rules, terminal), (batch, length, length, nt), k1, k2,
                        generator, terminal)
-    return pcfg_inside_on_sets(rules, terminal, root, sets, return_chart=return_chart)
+    return pcfg_inside_on_sets(rules, terminal, root, sets, return_chart=return_chart, lengths=lengths)
 
 
 def randomized_pcfg_log_partition(rule_scores: Any, terminal_scores: Any, root_scores: Any, *, k1: int, k2: int,
                                   proposal: Any = "uniform", space: str = "log",
-                                  generator: "torch.Generator | None" = None, log_scale: Any = 0.0) -> "torch.Tensor":
+                                  generator: "torch.Generator | None" = None, log_scale: Any = 0.0,
+                                  lengths: Any = None) -> "torch.Tensor":
     """Randomized Inside estimate of a CNF PCFG's partition function (Alg. 2, Eq. 18).
 
     Parameters
@@ -90,6 +91,8 @@ def randomized_pcfg_log_partition(rule_scores: Any, terminal_scores: Any, root_s
         Source of the K2 draws.
     log_scale : float or Tensor (B,)
         Subtracted from log Z-hat before exponentiating in linear space (avoids overflow).
+    lengths : LongTensor (B,), optional
+        Sentence lengths in [1, T] (default all T), as in :func:`rdp.pcfg.pcfg_log_partition`.
 
     Returns
     -------
@@ -105,27 +108,29 @@ def randomized_pcfg_log_partition(rule_scores: Any, terminal_scores: Any, root_s
     torch.Size([2])
     """
     space, log_scale = check_space(space, log_scale)
-    rules, terminal, root = check_pcfg(rule_scores, terminal_scores, root_scores)
-    log_z = _randomized_pcfg_inside(rules, terminal, root, k1, k2, proposal, generator)
+    rules, terminal, root, lengths = check_pcfg(rule_scores, terminal_scores, root_scores, lengths)
+    log_z = _randomized_pcfg_inside(rules, terminal, root, k1, k2, proposal, generator, lengths=lengths)
     return in_space(log_z, space, log_scale)
 
 
 def randomized_pcfg_entropy(rule_scores: Any, terminal_scores: Any, root_scores: Any, *, k1: int, k2: int,
-                            proposal: Any = "uniform", generator: "torch.Generator | None" = None) -> "torch.Tensor":
+                            proposal: Any = "uniform", generator: "torch.Generator | None" = None,
+                            lengths: Any = None) -> "torch.Tensor":
     """Randomized entropy (B,) of a CNF PCFG's parse-tree distribution (Alg. 3 on the sets of Alg. 2).
 
     Same arguments as :func:`randomized_pcfg_log_partition`; ``log Z-hat - E_pi[s(y)]`` (module
     docstring), biased (the log), exact when ``k1 + k2 = NT``, differentiable.
     """
-    rules, terminal, root = check_pcfg(rule_scores, terminal_scores, root_scores)
+    rules, terminal, root, lengths = check_pcfg(rule_scores, terminal_scores, root_scores, lengths)
     with torch.enable_grad():
         leaves = batched_leaves(rules, terminal, root)
-        return entropy_from_log_partition(_randomized_pcfg_inside(*leaves, k1, k2, proposal, generator), leaves)
+        log_z = _randomized_pcfg_inside(*leaves, k1, k2, proposal, generator, lengths=lengths)
+        return entropy_from_log_partition(log_z, leaves)
 
 
 def randomized_pcfg_gumbel_sample(rule_scores: Any, terminal_scores: Any, root_scores: Any, *, k1: int, k2: int,
-                                  proposal: Any = "uniform",
-                                  generator: "torch.Generator | None" = None) -> "torch.Tensor":
+                                  proposal: Any = "uniform", generator: "torch.Generator | None" = None,
+                                  lengths: Any = None) -> "torch.Tensor":
     """Top-down Gumbel sampling of parse trees on the randomized Inside chart (Alg. 2 + Alg. 4 for PCFGs).
 
     The nonterminal sets and their weights are chosen as in :func:`randomized_pcfg_log_partition`; the
@@ -147,7 +152,8 @@ def randomized_pcfg_gumbel_sample(rule_scores: Any, terminal_scores: Any, root_s
     >>> (trees >= 0).sum((1, 2)).tolist()
     [9, 9]
     """
-    rules, terminal, root = check_pcfg(rule_scores, terminal_scores, root_scores)
+    rules, terminal, root, lengths = check_pcfg(rule_scores, terminal_scores, root_scores, lengths)
     with torch.no_grad():
-        chart = _randomized_pcfg_inside(rules, terminal, root, k1, k2, proposal, generator, return_chart=True)
+        chart = _randomized_pcfg_inside(rules, terminal, root, k1, k2, proposal, generator, lengths=lengths,
+                                        return_chart=True)
         return pcfg_topdown(chart, rules, generator=generator)

@@ -53,7 +53,7 @@ def gather_labels(spans: "torch.Tensor", index: "torch.Tensor") -> "torch.Tensor
 
 
 def _randomized_inside(spans: "torch.Tensor", k1: Any, k2: Any, proposal: Any, generator: Any, *,
-                       return_chart: bool = False, double_backward: bool = False):
+                       lengths: "torch.Tensor", return_chart: bool = False, double_backward: bool = False):
     """Validate the budget, choose the label sets (Eq. 5-7) and run the inside recursion on them.
 
     Returns log Z-hat (B,), or ``(InsideChart, index sets)`` with ``return_chart``.
@@ -62,13 +62,13 @@ def _randomized_inside(spans: "torch.Tensor", k1: Any, k2: Any, proposal: Any, g
     generator = check_generator(generator, spans.device)
     sets = choose_sets(proposal, lambda: spans, tuple(spans.shape), k1, k2, generator, spans)
     out = inside_on_sets(gather_labels(spans, sets.index), sets.log_weight, return_chart=return_chart,
-                         double_backward=double_backward)
+                         double_backward=double_backward, lengths=lengths)
     return (out, sets) if return_chart else out
 
 
 def randomized_tree_log_partition(span_potentials: Any, *, k1: int, k2: int, proposal: Any = "uniform",
                                   generator: "torch.Generator | None" = None, space: str = "log",
-                                  log_scale: Any = 0.0) -> "torch.Tensor":
+                                  log_scale: Any = 0.0, lengths: Any = None) -> "torch.Tensor":
     """Randomized Inside estimate of the tree CRF's partition function (Alg. 2).
 
     Parameters
@@ -86,6 +86,8 @@ def randomized_tree_log_partition(span_potentials: Any, *, k1: int, k2: int, pro
         log Z-hat, or ``Z-hat * exp(-log_scale)`` (unbiased for ``Z exp(-log_scale)``).
     log_scale : float or Tensor (B,)
         Subtracted from log Z-hat before exponentiating in linear space (avoids overflow).
+    lengths : LongTensor (B,), optional
+        Sentence lengths in [1, T] (default all T), as in :func:`rdp.tree.tree_log_partition`.
 
     Returns
     -------
@@ -93,12 +95,13 @@ def randomized_tree_log_partition(span_potentials: Any, *, k1: int, k2: int, pro
         Differentiable with respect to ``span_potentials``.
     """
     space, log_scale = check_space(space, log_scale)
-    log_z = _randomized_inside(check_spans(span_potentials), k1, k2, proposal, generator)
+    spans, lengths = check_spans(span_potentials, lengths)
+    log_z = _randomized_inside(spans, k1, k2, proposal, generator, lengths=lengths)
     return in_space(log_z, space, log_scale)
 
 
 def randomized_tree_entropy(span_potentials: Any, *, k1: int, k2: int, proposal: Any = "uniform",
-                            generator: "torch.Generator | None" = None) -> "torch.Tensor":
+                            generator: "torch.Generator | None" = None, lengths: Any = None) -> "torch.Tensor":
     """Randomized entropy of the span-labelled tree CRF (Alg. 3 of the RDP paper, on the sets of Alg. 2).
 
     ``H-hat = log Z-hat - E_pi[s(y)]`` over the trees on the chosen labels weighted by ``1/(K2 q)``
@@ -115,6 +118,8 @@ def randomized_tree_entropy(span_potentials: Any, *, k1: int, k2: int, proposal:
         As for :func:`randomized_tree_log_partition`.
     generator : torch.Generator, optional
         Source of the K2 draws.
+    lengths : LongTensor (B,), optional
+        Sentence lengths in [1, T] (default all T).
 
     Returns
     -------
@@ -129,27 +134,28 @@ def randomized_tree_entropy(span_potentials: Any, *, k1: int, k2: int, proposal:
     >>> bool(torch.allclose(h, rdp.tree_entropy(spans)))
     True
     """
-    spans = check_spans(span_potentials)
+    spans, lengths = check_spans(span_potentials, lengths)
     with torch.enable_grad():
         leaf = _as_leaf(spans)
-        log_z = _randomized_inside(leaf, k1, k2, proposal, generator, double_backward=True)
+        log_z = _randomized_inside(leaf, k1, k2, proposal, generator, lengths=lengths, double_backward=True)
         return entropy_from_log_partition(log_z, [leaf])
 
 
 def randomized_tree_gumbel_sample(span_potentials: Any, *, k1: int, k2: int, proposal: Any = "uniform",
                                   tau: float = 1.0, generator: "torch.Generator | None" = None,
-                                  straight_through: bool = False) -> TreeSample:
+                                  straight_through: bool = False, lengths: Any = None) -> TreeSample:
     """Top-down Gumbel sampling of labelled trees on the randomized Inside chart (Alg. 2 + Alg. 4 for trees).
 
     The label sets and their weights ``1 / (K2 q)`` are chosen as in :func:`randomized_tree_log_partition`;
     the tree is then drawn from the reweighted sparse distribution ``W(y) exp(s(y)) / Z-hat`` over the
     trees on the chosen labels (:func:`rdp.tree.gumbel_topdown`).  One generator drives the K2 draws and
     the Gumbel noise.  Exact sampling when ``k1 + k2 = N``.  Returns :class:`rdp.tree.TreeSample` with
-    labels in the original label space (relaxed samples non-zero only on chosen labels).
+    labels in the original label space (relaxed samples non-zero only on chosen labels).  ``lengths`` as in
+    :func:`randomized_tree_log_partition`.
     """
     tau = check_float(tau, "tau", low=0.0, low_open=True)
-    spans = check_spans(span_potentials)
+    spans, lengths = check_spans(span_potentials, lengths)
     generator = check_generator(generator, spans.device)
-    chart, sets = _randomized_inside(spans, k1, k2, proposal, generator, return_chart=True)
+    chart, sets = _randomized_inside(spans, k1, k2, proposal, generator, lengths=lengths, return_chart=True)
     return gumbel_topdown(chart, sets.index, spans.shape[-1], tau=tau, generator=generator,
                           straight_through=straight_through)

@@ -30,7 +30,7 @@ from typing import Any, NamedTuple, Sequence
 
 from samplers.validation import check_float
 
-from ._checks import as_potentials, check_generator
+from ._checks import as_potentials, check_generator, check_lengths
 from ._torch import torch
 from .chain import _gumbel_noise, straight_through_sample
 
@@ -83,11 +83,25 @@ class InsideChart(NamedTuple):
         ``phi(i, j, k) + log w(i, j, k)`` at the chosen labels (read for i <= j).
     beta : Tensor (B, T, T)
         ``beta(i, j)`` at ``[:, i, j]`` (i <= j; zero below the diagonal).
+    lengths : LongTensor (B,)
+        Sentence lengths: the root of item b is the span (0, lengths[b] - 1).
     """
 
     log_z: "torch.Tensor"
     label_logits: "torch.Tensor"
     beta: "torch.Tensor"
+    lengths: "torch.Tensor"
+
+
+def root_span(chart: "torch.Tensor", lengths: "torch.Tensor") -> "torch.Tensor":
+    """The root span (0, L_b - 1) of every item of a (B, T, T, ...) chart: ``chart[b, 0, lengths[b] - 1]``.
+
+    The inside value of a span depends on the spans inside it only, so the chart of a padded batch holds
+    every shorter sentence's inside values too; reading each root at its own length is all that ragged
+    batches need (spans beyond a length get no gradient and are never sampled)."""
+    row = chart[:, 0]                                               # (B, T, ...)
+    index = (lengths - 1).reshape(-1, *([1] * (row.dim() - 1))).expand(-1, 1, *row.shape[2:])
+    return row.gather(1, index).squeeze(1)
 
 
 def cky(span_scores: "torch.Tensor", reduce) -> "torch.Tensor":
@@ -105,37 +119,39 @@ def cky(span_scores: "torch.Tensor", reduce) -> "torch.Tensor":
 class _LogCKY(torch.autograd.Function):
     """:func:`cky` with logsumexp whose backward is the outside recursion (no autograd graph of T^2 small ops).
 
+    Inputs: span scores (B, T, T) and lengths (B,); log Z of item b is read at its root (0, L_b - 1).
     Backward, widths in decreasing order: the adjoint of span (i, i + w) is complete once all wider spans
-    are done; it is the gradient of log Z with respect to L(i, i + w) (the span's marginal), and it flows
+    are done (spans wider than a sentence keep adjoint 0); it is the gradient of log Z with respect to L(i, i + w) (the span's marginal), and it flows
     to the two children of split d with weight ``softmax_d(beta(i, i + d) + beta(i + d + 1, i + w))``.
     Once differentiable (entropies use the autograd path, ``double_backward=True``).
     """
 
     @staticmethod
-    def forward(ctx, span_scores):
+    def forward(ctx, span_scores, lengths):
         beta = cky(span_scores, torch.logsumexp)
-        ctx.save_for_backward(beta)
+        ctx.save_for_backward(beta, lengths)
         ctx.mark_non_differentiable(beta)
-        return beta[:, 0, -1].clone(), beta
+        return root_span(beta, lengths), beta
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_log_z, _grad_beta):
-        (beta,) = ctx.saved_tensors
+        beta, lengths = ctx.saved_tensors
         length = beta.shape[1]
         adjoint = torch.zeros_like(beta)                      # d log Z / d beta(i, j) = d log Z / d L(i, j)
-        adjoint[:, 0, length - 1] = grad_log_z
+        adjoint[:, 0].scatter_(1, (lengths - 1).unsqueeze(1), grad_log_z.unsqueeze(1))
         for w in range(length - 1, 0, -1):
             left, right = split_scores(beta, w)
             flow = torch.softmax(left + right, dim=-1) * diagonal(adjoint, w).unsqueeze(-1)   # (B, T - w, w)
             to_left, to_right = split_scores(adjoint, w)
             to_left += flow
             to_right += flow
-        return adjoint
+        return adjoint, None
 
 
 def inside_on_sets(chosen: "torch.Tensor", log_weight: "torch.Tensor | None" = None, *, semiring: str = "log",
-                   return_chart: bool = False, double_backward: bool = False) -> "torch.Tensor | InsideChart":
+                   return_chart: bool = False, double_backward: bool = False,
+                   lengths: "torch.Tensor | None" = None) -> "torch.Tensor | InsideChart":
     """Inside recursion of the tree CRF over label index sets (Alg. 2, Eq. 18); returns log Z (B,).
 
     Parameters
@@ -152,16 +168,20 @@ def inside_on_sets(chosen: "torch.Tensor", log_weight: "torch.Tensor | None" = N
         Build the split recursion on the autograd graph so that log Z can be differentiated twice (the
         entropies); otherwise (``"log"`` only) its gradient is the outside recursion of :class:`_LogCKY`.
         The chart tensors of the returned :class:`InsideChart` carry no gradient in that case.
+    lengths : LongTensor (B,), optional
+        Checked sentence lengths in [1, T] (default all T): log Z of item b is ``beta(0, L_b - 1)``.
     """
     reduce = reducer(semiring)
+    if lengths is None:
+        lengths = torch.full((chosen.shape[0],), chosen.shape[1], dtype=torch.long, device=chosen.device)
     logits = chosen if log_weight is None else chosen + log_weight
     span_scores = reduce(logits, -1)                                     # L(i, j): (B, T, T)
     if semiring == "log" and not double_backward:
-        log_z, beta = _LogCKY.apply(span_scores)
+        log_z, beta = _LogCKY.apply(span_scores, lengths)
     else:
         beta = cky(span_scores, reduce)
-        log_z = beta[:, 0, -1]
-    return InsideChart(log_z, logits, beta) if return_chart else log_z
+        log_z = root_span(beta, lengths)
+    return InsideChart(log_z, logits, beta, lengths) if return_chart else log_z
 
 
 class TreeSample(NamedTuple):
@@ -208,7 +228,7 @@ def gumbel_topdown(chart: InsideChart, index: "torch.Tensor | None", n_labels: i
                    generator=None, straight_through: bool = False, perturb: bool = True) -> TreeSample:
     """Top-down Gumbel sampling of a labelled tree from an inside chart (the tree analogue of Alg. 4).
 
-    From the root down (widths in decreasing order, all spans of a width at once), an active span
+    From the root (0, L_b - 1) down (widths in decreasing order, all spans of a width at once), an active span
     (i, j) draws its label as the arg max of ``phi(i, j, k) + log w(i, j, k) + g_k`` and, when wider
     than one position, its split d as the arg max of ``beta(i, i + d) + beta(i + d + 1, j) + g_d``; the
     two children become active.  Since the label potentials depend on the span only, label and split
@@ -225,7 +245,7 @@ def gumbel_topdown(chart: InsideChart, index: "torch.Tensor | None", n_labels: i
     hard = torch.full((batch, length, length), -1, dtype=torch.long, device=device)
     relaxed = torch.zeros(batch, length, length, n_labels, dtype=dtype, device=device)
     active = torch.zeros(batch, length * length, dtype=torch.long, device=device)
-    active[:, length - 1] = 1                                              # the root (0, T-1)
+    active.scatter_(1, (chart.lengths - 1).unsqueeze(1), 1)               # the root (0, L_b - 1)
     for w in range(length - 1, -1, -1):
         on = diagonal(active.view(batch, length, length), w) > 0          # (B, T - w)
         label_logits = diagonal(logits, w)                                  # (B, T - w, K)
@@ -250,21 +270,25 @@ def gumbel_topdown(chart: InsideChart, index: "torch.Tensor | None", n_labels: i
     return TreeSample(hard, straight_through_sample(hard, relaxed) if straight_through else relaxed)
 
 
-def check_spans(span_potentials: Any) -> "torch.Tensor":
-    """Validate span potentials: a finite (B, T, T, N) tensor (only the i <= j half is read)."""
+def check_spans(span_potentials: Any, lengths: Any = None) -> tuple["torch.Tensor", "torch.Tensor"]:
+    """Validate span potentials, a finite (B, T, T, N) tensor (only the i <= j half is read), and the
+    sentence lengths (B,) in [1, T] (default all T); return both as tensors."""
     spans = as_potentials(span_potentials, "span_potentials", ndim=4)
     if spans.shape[1] != spans.shape[2]:
         raise ValueError(f"span_potentials must have shape (B, T, T, N), got {tuple(spans.shape)}")
-    return spans
+    return spans, check_lengths(lengths, spans.shape[0], spans.shape[1], spans.device)
 
 
-def tree_log_partition(span_potentials: Any) -> "torch.Tensor":
+def tree_log_partition(span_potentials: Any, lengths: Any = None) -> "torch.Tensor":
     """Exact log partition function of the span-labelled tree CRF by the inside algorithm.
 
     Parameters
     ----------
     span_potentials : Tensor (B, T, T, N)
         ``[b, i, j, k]``: log potential of label k on span (i, j), i <= j.
+    lengths : LongTensor (B,), optional
+        Sentence lengths in [1, T] (default all T): item b is a tree over positions 0..L_b - 1 (its
+        root is the span (0, L_b - 1)); potentials of spans beyond L_b are ignored.
 
     Returns
     -------
@@ -277,7 +301,8 @@ def tree_log_partition(span_potentials: Any) -> "torch.Tensor":
     >>> rdp.tree_log_partition(torch.zeros(1, 3, 3, 1))  # 2 binary trees over 3 leaves
     tensor([0.6931])
     """
-    return inside_on_sets(check_spans(span_potentials))
+    spans, lengths = check_spans(span_potentials, lengths)
+    return inside_on_sets(spans, lengths=lengths)
 
 
 def entropy_from_log_partition(log_z: "torch.Tensor", parameters: Sequence["torch.Tensor"]) -> "torch.Tensor":
@@ -296,31 +321,35 @@ def _as_leaf(x: "torch.Tensor") -> "torch.Tensor":
     return x if x.requires_grad else x.detach().requires_grad_(True)
 
 
-def tree_marginals(span_potentials: Any) -> "torch.Tensor":
-    """Exact span-label marginals p(span (i, j) with label k in the tree), shape (B, T, T, N)."""
-    spans = check_spans(span_potentials)
+def tree_marginals(span_potentials: Any, lengths: Any = None) -> "torch.Tensor":
+    """Exact span-label marginals p(span (i, j) with label k in the tree), shape (B, T, T, N) (zero on spans
+    beyond each length; ``lengths`` as in :func:`tree_log_partition`)."""
+    spans, lengths = check_spans(span_potentials, lengths)
     with torch.enable_grad():
         leaf = _as_leaf(spans)
-        log_z = inside_on_sets(leaf, double_backward=spans.requires_grad)
+        log_z = inside_on_sets(leaf, double_backward=spans.requires_grad, lengths=lengths)
         (grad,) = torch.autograd.grad(log_z.sum(), leaf, create_graph=spans.requires_grad)
     return grad
 
 
-def tree_entropy(span_potentials: Any) -> "torch.Tensor":
-    """Exact entropy of the span-labelled tree CRF, shape (B,) (differentiable)."""
-    spans = check_spans(span_potentials)
+def tree_entropy(span_potentials: Any, lengths: Any = None) -> "torch.Tensor":
+    """Exact entropy of the span-labelled tree CRF, shape (B,) (differentiable; ``lengths`` as in
+    :func:`tree_log_partition`)."""
+    spans, lengths = check_spans(span_potentials, lengths)
     with torch.enable_grad():
         leaf = _as_leaf(spans)
-        return entropy_from_log_partition(inside_on_sets(leaf, double_backward=True), [leaf])
+        return entropy_from_log_partition(inside_on_sets(leaf, double_backward=True, lengths=lengths), [leaf])
 
 
-def tree_viterbi(span_potentials: Any) -> TreeViterbi:
+def tree_viterbi(span_potentials: Any, lengths: Any = None) -> TreeViterbi:
     """Highest-scoring labelled tree: the inside recursion with max reductions, then arg-max decoding top-down.
 
     Parameters
     ----------
     span_potentials : Tensor (B, T, T, N)
         Label log potentials per span (i <= j).
+    lengths : LongTensor (B,), optional
+        Sentence lengths in [1, T], as in :func:`tree_log_partition`.
 
     Returns
     -------
@@ -335,20 +364,22 @@ def tree_viterbi(span_potentials: Any) -> TreeViterbi:
     >>> float(best.score), int(best.hard[0, 0, 1])
     (1.0, 2)
     """
-    spans = check_spans(span_potentials)
-    chart = inside_on_sets(spans, semiring="max", return_chart=True)
+    spans, lengths = check_spans(span_potentials, lengths)
+    chart = inside_on_sets(spans, semiring="max", return_chart=True, lengths=lengths)
     hard = gumbel_topdown(chart, None, spans.shape[-1], perturb=False).hard
     return TreeViterbi(chart.log_z, hard)
 
 
-def tree_gumbel_sample(span_potentials: Any, *, tau: float = 1.0, generator: "torch.Generator | None" = None,
-                       straight_through: bool = False) -> TreeSample:
+def tree_gumbel_sample(span_potentials: Any, lengths: Any = None, *, tau: float = 1.0,
+                       generator: "torch.Generator | None" = None, straight_through: bool = False) -> TreeSample:
     """Exact draw of labelled binary trees from the span-labelled tree CRF (inside, then top-down Gumbel).
 
     Parameters
     ----------
     span_potentials : Tensor (B, T, T, N)
         Label log potentials per span (i <= j).
+    lengths : LongTensor (B,), optional
+        Sentence lengths in [1, T], as in :func:`tree_log_partition` (no span beyond L_b is sampled).
     tau : float
         Temperature of the relaxed label samples.
     generator : torch.Generator, optional
@@ -370,8 +401,8 @@ def tree_gumbel_sample(span_potentials: Any, *, tau: float = 1.0, generator: "to
     5
     """
     tau = check_float(tau, "tau", low=0.0, low_open=True)
-    spans = check_spans(span_potentials)
+    spans, lengths = check_spans(span_potentials, lengths)
     generator = check_generator(generator, spans.device)
-    chart = inside_on_sets(spans, return_chart=True)
+    chart = inside_on_sets(spans, return_chart=True, lengths=lengths)
     return gumbel_topdown(chart, None, spans.shape[-1], tau=tau, generator=generator,
                           straight_through=straight_through)
