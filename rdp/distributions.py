@@ -144,10 +144,12 @@ class StructDistribution:
     _tensors: tuple
     _proposal_rank = 4       # a per-site proposal tensor: (B, N, N, states) on trees, (B, N, C) on chains
 
-    def __init__(self, lengths: Any, method: Any, batch: int, max_length: int, device):
+    def __init__(self, lengths: Any, method: Any, batch: int, max_length: int, n_states: int, device):
         self.lengths = check_lengths(lengths, batch, max_length, device)
         self.method = method
         self._rdp = check_method(method)
+        if self._rdp is not None:
+            check_budget(self._rdp.k1, self._rdp.k2, n_states)
         self.batch_shape = torch.Size([batch])
 
     # the public face -------------------------------------------------------------------------------
@@ -212,11 +214,10 @@ class StructDistribution:
         return self._score(value)
 
     # shared helpers --------------------------------------------------------------------------------
-    def _budget(self, n_states: int, n: int = 1) -> dict[str, Any]:
-        """Keyword arguments of the randomized free functions (budget checked against ``n_states``) for n
-        copies of the batch (a per-item proposal tensor is repeated with them)."""
+    def _budget(self, n: int = 1) -> dict[str, Any]:
+        """Keyword arguments of the randomized free functions for n copies of the batch (a per-item proposal
+        tensor is repeated with them)."""
         rdp = self._rdp
-        check_budget(rdp.k1, rdp.k2, n_states)
         out = {"k1": rdp.k1, "k2": rdp.k2, "generator": rdp.generator}
         proposal = self._default_proposal() if rdp.proposal is None else rdp.proposal
         if isinstance(proposal, torch.Tensor) and n > 1 and proposal.dim() == self._proposal_rank \
@@ -276,7 +277,7 @@ class LinearChainCRF(StructDistribution):
         batch, edges, c, c2 = self.log_potentials.shape
         if c != c2:
             raise ValueError(f"log_potentials must have shape (B, N-1, C, C), got {tuple(self.log_potentials.shape)}")
-        super().__init__(lengths, method, batch, edges + 1, self.log_potentials.device)
+        super().__init__(lengths, method, batch, edges + 1, c, self.log_potentials.device)
         self.event_shape = self.log_potentials.shape[1:]
         self._tensors = (self.log_potentials,)
 
@@ -294,13 +295,13 @@ class LinearChainCRF(StructDistribution):
         args = self._chain(tensors[0])
         if self._rdp is None:
             return chain_log_partition(**args, method="log" if twice else "auto")
-        return randomized_chain_log_partition(**args, **self._budget(self.event_shape[-1]))
+        return randomized_chain_log_partition(**args, **self._budget())
 
     def _entropy(self) -> "torch.Tensor":
         args = self._chain(self.log_potentials)
         if self._rdp is None:
             return chain_entropy(**args)
-        return randomized_chain_entropy(**args, **self._budget(self.event_shape[-1]))
+        return randomized_chain_entropy(**args, **self._budget())
 
     def _event(self, path: "torch.Tensor") -> "torch.Tensor":
         """State paths (M, N) (-1 beyond each length) -> one-hot edges (M, N-1, C, C)."""
@@ -318,7 +319,7 @@ class LinearChainCRF(StructDistribution):
         if self._rdp is None:
             hard = chain_gumbel_sample(**args, generator=generator).hard
         else:
-            budget = {**self._budget(self.event_shape[-1], n), "generator": generator}
+            budget = {**self._budget(n), "generator": generator}
             hard = randomized_chain_gumbel_sample(**args, **budget).hard
         return self._event(hard)
 
@@ -351,23 +352,23 @@ class TreeCRF(StructDistribution):
 
     def __init__(self, log_potentials: Any, lengths: Any = None, method: Any = EXACT):
         self.log_potentials = as_potentials(log_potentials, "log_potentials", ndim=4)
-        batch, n, n2, _ = self.log_potentials.shape
+        batch, n, n2, nt = self.log_potentials.shape
         if n != n2:
             raise ValueError(f"log_potentials must have shape (B, N, N, NT), got {tuple(self.log_potentials.shape)}")
-        super().__init__(lengths, method, batch, n, self.log_potentials.device)
+        super().__init__(lengths, method, batch, n, nt, self.log_potentials.device)
         self.event_shape = self.log_potentials.shape[1:]
         self._tensors = (self.log_potentials,)
 
     def _log_partition(self, tensors, twice: bool = False) -> "torch.Tensor":
         if self._rdp is None:
             return inside_on_sets(tensors[0], double_backward=twice, lengths=self.lengths)
-        return randomized_tree_log_partition(tensors[0], lengths=self.lengths, **self._budget(self.event_shape[-1]))
+        return randomized_tree_log_partition(tensors[0], lengths=self.lengths, **self._budget())
 
     def _entropy(self) -> "torch.Tensor":
         if self._rdp is None:
             return tree_entropy(self.log_potentials, self.lengths)
         return randomized_tree_entropy(self.log_potentials, lengths=self.lengths,
-                                       **self._budget(self.event_shape[-1]))
+                                       **self._budget())
 
     def _event(self, hard: "torch.Tensor") -> "torch.Tensor":
         return _one_hot(hard, self.event_shape[-1], self.log_potentials.dtype)
@@ -379,7 +380,7 @@ class TreeCRF(StructDistribution):
         spans, lengths = _repeat(self.log_potentials.detach(), n), _repeat(self.lengths, n)
         if self._rdp is None:
             return self._event(tree_gumbel_sample(spans, lengths, generator=generator).hard)
-        budget = {**self._budget(self.event_shape[-1], n), "generator": generator}
+        budget = {**self._budget(n), "generator": generator}
         return self._event(randomized_tree_gumbel_sample(spans, lengths=lengths, **budget).hard)
 
     def _score(self, value: Any) -> "torch.Tensor":
@@ -425,7 +426,7 @@ class SentCFG(StructDistribution):
         roots = roots if roots.dim() == 2 else roots.unsqueeze(0).expand(batch, -1)
         if n < 2:
             raise ValueError(f"terms must cover N >= 2 words (a one-word sentence has no parse), got N={n}")
-        super().__init__(lengths, method, batch, n, terms.device)
+        super().__init__(lengths, method, batch, n, nt + t, terms.device)
         if bool((self.lengths < 2).any()):
             raise ValueError(f"lengths must be >= 2 for SentCFG (a one-word sentence has no parse: the root is a "
                              f"nonterminal and only preterminals emit words), got {self.lengths.tolist()}")
@@ -470,14 +471,14 @@ class SentCFG(StructDistribution):
         if self._rdp is None:
             return pcfg_log_partition(*args)
         rules, terms, roots, lengths = args
-        return randomized_pcfg_log_partition(rules, terms, roots, lengths=lengths, **self._budget(rules.shape[-1]))
+        return randomized_pcfg_log_partition(rules, terms, roots, lengths=lengths, **self._budget())
 
     def _entropy(self) -> "torch.Tensor":
         args = self._symbols(*self._tensors)
         if self._rdp is None:
             return pcfg_entropy(*args)
         rules, terms, roots, lengths = args
-        return randomized_pcfg_entropy(rules, terms, roots, lengths=lengths, **self._budget(rules.shape[-1]))
+        return randomized_pcfg_entropy(rules, terms, roots, lengths=lengths, **self._budget())
 
     def _event(self, labels: "torch.Tensor", lengths: "torch.Tensor") -> CFGParts:
         """Span labels (M, N, N) over the S symbols (-1 off the tree) -> rule counts (:class:`CFGParts`).
@@ -511,7 +512,7 @@ class SentCFG(StructDistribution):
         if self._rdp is None:
             labels = pcfg_gumbel_sample(rules, terms, roots, lengths, generator=generator)
         else:
-            budget = {**self._budget(rules.shape[-1], n), "generator": generator}
+            budget = {**self._budget(n), "generator": generator}
             labels = randomized_pcfg_gumbel_sample(rules, terms, roots, lengths=lengths, **budget)
         return self._event(labels, lengths)
 
