@@ -97,6 +97,17 @@ def log_zero(dtype: "torch.dtype") -> float:
     return -math.sqrt(torch.finfo(dtype).max)
 
 
+def identity_precision(tensors) -> tuple:
+    """The potentials in float64 when they are in a lower precision (differentiably).
+
+    Tree and PCFG entropies come from the identity ``H = log Z - sum theta . dlogZ/dtheta``
+    (:func:`rdp.tree.entropy_from_log_partition`), a difference of two numbers of the size of log Z: in
+    float32 at scores of magnitude 1e3 (log Z ~ 1e4) it loses several nats to cancellation, so it is
+    evaluated in float64 and the result cast back (chains use the entropy DP, which needs no promotion).
+    """
+    return tuple(x.double() if torch.finfo(x.dtype).eps > torch.finfo(torch.float64).eps else x for x in tensors)
+
+
 def check_method(method: Any) -> "RDP | None":
     """``"exact"`` -> None; an :class:`RDP` with integer ``k1, k2 >= 0`` -> itself; anything else: an error
     naming ``method``."""
@@ -171,7 +182,8 @@ class StructDistribution:
 
     @cached_property
     def entropy(self) -> "torch.Tensor":
-        """Entropy (B,) in nats (the randomized entropy DP under :class:`RDP`), differentiable."""
+        """Entropy (B,) in nats (the randomized entropy DP under :class:`RDP`), differentiable (trees and
+        PCFGs evaluate it in float64, see :func:`identity_precision`)."""
         return self._entropy()
 
     @cached_property
@@ -365,10 +377,12 @@ class TreeCRF(StructDistribution):
         return randomized_tree_log_partition(tensors[0], lengths=self.lengths, **self._budget())
 
     def _entropy(self) -> "torch.Tensor":
+        (spans,) = identity_precision(self._tensors)
         if self._rdp is None:
-            return tree_entropy(self.log_potentials, self.lengths)
-        return randomized_tree_entropy(self.log_potentials, lengths=self.lengths,
-                                       **self._budget())
+            entropy = tree_entropy(spans, self.lengths)
+        else:
+            entropy = randomized_tree_entropy(spans, lengths=self.lengths, **self._budget())
+        return entropy.to(self.log_potentials.dtype)
 
     def _event(self, hard: "torch.Tensor") -> "torch.Tensor":
         return _one_hot(hard, self.event_shape[-1], self.log_potentials.dtype)
@@ -474,11 +488,12 @@ class SentCFG(StructDistribution):
         return randomized_pcfg_log_partition(rules, terms, roots, lengths=lengths, **self._budget())
 
     def _entropy(self) -> "torch.Tensor":
-        args = self._symbols(*self._tensors)
+        rules, terms, roots, lengths = self._symbols(*identity_precision(self._tensors))
         if self._rdp is None:
-            return pcfg_entropy(*args)
-        rules, terms, roots, lengths = args
-        return randomized_pcfg_entropy(rules, terms, roots, lengths=lengths, **self._budget())
+            entropy = pcfg_entropy(rules, terms, roots, lengths)
+        else:
+            entropy = randomized_pcfg_entropy(rules, terms, roots, lengths=lengths, **self._budget())
+        return entropy.to(self.log_potentials.terms.dtype)
 
     def _event(self, labels: "torch.Tensor", lengths: "torch.Tensor") -> CFGParts:
         """Span labels (M, N, N) over the S symbols (-1 off the tree) -> rule counts (:class:`CFGParts`).
