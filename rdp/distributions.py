@@ -121,7 +121,7 @@ def check_method(method: Any) -> "RDP | None":
 
 
 def _sample_size(sample_shape: Any) -> tuple[tuple[int, ...], int]:
-    """``sample_shape`` as a tuple of non-negative ints and its product."""
+    """``sample_shape`` (an int or a tuple of positive ints) as a tuple and its product; errors name it."""
     if isinstance(sample_shape, int):
         sample_shape = (sample_shape,)
     try:
@@ -246,6 +246,11 @@ class StructDistribution:
     def _pack(self, grads):
         return grads[0]
 
+    def _score(self, value: Any) -> "torch.Tensor":
+        """Events of one-hot parts in the layout of a single potential tensor (chains, trees): sum of products."""
+        event = self._check_event(value, tuple(self.event_shape)).to(self.log_potentials.dtype)
+        return (event * self.log_potentials).sum((-3, -2, -1))
+
     def _unflatten(self, events, shape):
         return events.reshape(*shape, *self.batch_shape, *events.shape[1:])
 
@@ -335,10 +340,6 @@ class LinearChainCRF(StructDistribution):
             hard = randomized_chain_gumbel_sample(**args, **budget).hard
         return self._event(hard)
 
-    def _score(self, value: Any) -> "torch.Tensor":
-        event = self._check_event(value, tuple(self.event_shape)).to(self.log_potentials.dtype)
-        return (event * self.log_potentials).sum((-3, -2, -1))
-
 
 class TreeCRF(StructDistribution):
     """Span-labelled tree CRF (0th-order span parser) in torch-struct's layout, over :mod:`rdp.tree`.
@@ -396,10 +397,6 @@ class TreeCRF(StructDistribution):
             return self._event(tree_gumbel_sample(spans, lengths, generator=generator).hard)
         budget = {**self._budget(n), "generator": generator}
         return self._event(randomized_tree_gumbel_sample(spans, lengths=lengths, **budget).hard)
-
-    def _score(self, value: Any) -> "torch.Tensor":
-        event = self._check_event(value, tuple(self.event_shape)).to(self.log_potentials.dtype)
-        return (event * self.log_potentials).sum((-3, -2, -1))
 
 
 class SentCFG(StructDistribution):

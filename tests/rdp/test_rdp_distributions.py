@@ -292,3 +292,10 @@ def test_method_and_budget_validation():
         rdp.TreeCRF(_tree(0, batch=1, n=3, nt=3), method=rdp.RDP(3, 1))
     with pytest.raises(ValueError, match="log_potentials must be finite"):
         rdp.LinearChainCRF(torch.full((1, 2, 2, 2), float("nan")))
+    chain = rdp.LinearChainCRF(_chain(0, batch=1, n=3))
+    with pytest.raises(ValueError, match="sample_shape"):
+        chain.sample(0)
+    with pytest.raises(TypeError, match="sample_shape"):
+        chain.sample("many")
+    with pytest.raises(TypeError, match="generator"):
+        chain.sample(2, generator=0)
