@@ -97,7 +97,7 @@ def log_zero(dtype: "torch.dtype") -> float:
     return -math.sqrt(torch.finfo(dtype).max)
 
 
-def identity_precision(tensors) -> tuple:
+def identity_precision(tensors: "tuple[torch.Tensor, ...]") -> "tuple[torch.Tensor, ...]":
     """The potentials in float64 when they are in a lower precision (differentiably).
 
     Tree and PCFG entropies come from the identity ``H = log Z - sum theta . dlogZ/dtheta``

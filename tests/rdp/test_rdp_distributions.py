@@ -159,8 +159,8 @@ SMALL = {"LinearChainCRF": (lambda: _chain(4, batch=2, n=4, c=2), _chain_structu
 
 @pytest.mark.parametrize("name", sorted(SMALL))
 def test_samples_match_enumeration_and_log_prob_is_score_minus_log_z(name):
-    """Chi-square of 4000 exact draws per item against enumeration (false-alarm rate 1e-3 per item), on a
-    ragged batch; log_prob of every drawn event equals its enumerated score minus the enumerated log Z."""
+    """Chi-square of 4000 exact draws per item against enumeration (false-alarm rate 1e-3 per item, with a
+    negative control), on a ragged batch; log_prob of every drawn event equals its enumerated score minus the enumerated log Z."""
     make, structures = SMALL[name]
     potentials, lengths, draws = make(), torch.tensor([3 if name != "LinearChainCRF" else 4, 2]), 4000
     dist = getattr(rdp, name)(potentials, lengths=lengths)
@@ -177,6 +177,9 @@ def test_samples_match_enumeration_and_log_prob_is_score_minus_log_z(name):
         drawn = [code[_event_key(name, events, s, b)] for s in range(draws)]   # KeyError: an impossible structure
         counts = torch.bincount(torch.tensor(drawn), minlength=len(keys)).numpy()
         assert_frequencies_match(counts, torch.softmax(scores, 0).numpy(), what=f"{name} item {b}")
+        if b == 0:      # negative control: the same draws reject the distribution at 1.5x the scores
+            with pytest.raises(AssertionError, match="do not match"):
+                assert_frequencies_match(counts, torch.softmax(1.5 * scores, 0).numpy())
         expected = torch.tensor([table[keys[i]] for i in drawn], dtype=F64) - log_z
         assert torch.allclose(log_prob[:, b].detach(), expected, atol=1e-9, rtol=0)
 
