@@ -118,7 +118,7 @@ def randomized_pcfg_entropy(rule_scores: Any, terminal_scores: Any, root_scores:
                             lengths: Any = None) -> "torch.Tensor":
     """Randomized entropy (B,) of a CNF PCFG's parse-tree distribution (Alg. 3 on the sets of Alg. 2).
 
-    Same arguments as :func:`randomized_pcfg_log_partition`; ``log Z-hat - E_pi[s(y)]`` (module
+    Same arguments as :func:`randomized_pcfg_log_partition` (``lengths`` included); ``log Z-hat - E_pi[s(y)]`` (module
     docstring), biased (the log), exact when ``k1 + k2 = NT``, differentiable.
     """
     rules, terminal, root, lengths = check_pcfg(rule_scores, terminal_scores, root_scores, lengths)
@@ -136,7 +136,8 @@ def randomized_pcfg_gumbel_sample(rule_scores: Any, terminal_scores: Any, root_s
     The nonterminal sets and their weights are chosen as in :func:`randomized_pcfg_log_partition`; the
     tree is then drawn from ``W(y) exp(s(y)) / Z-hat`` over the trees on the chosen sets
     (:func:`rdp.pcfg.pcfg_topdown`); exact sampling when ``k1 + k2 = NT``.  One generator drives the
-    K2 draws and the Gumbel noise.
+    K2 draws and the Gumbel noise.  ``lengths`` as in :func:`randomized_pcfg_log_partition` (each tree
+    starts at its root span (0, L_b - 1)).
 
     Returns
     -------
