@@ -14,7 +14,8 @@ import time
 
 import numpy as np
 
-from samplers.pruning import Grammar, expected_counts, randomized_pruning
+from samplers.models import Grammar, expected_counts
+from samplers.pruning import randomized_pruning
 from samplers.pruning.bench import sentence_pair_problems
 from samplers.pruning.itg import itg_expectations, itg_randomized_pruning
 

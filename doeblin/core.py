@@ -28,6 +28,15 @@ The kernels below are written once against these operations (Steinhardt & Liang 
 Kernels draw from Numba's generator; the public wrappers seed it (``np.random.seed``) once per call.
 No validation here.
 
+**Speed.** The loop kernels (:func:`doeblin_path`, :func:`exact_doeblin_draws`, :func:`exact_doeblin_budget`,
+:func:`restart_path`, :func:`staged_path`) are compiled without Numba's reference counting (:data:`loop_jit`,
+``_nrt=False``): with it, every read of a model field inside the loop (``model.cdf_A``) is an atomic
+increment and decrement of the array's reference count, which made the generic loops 1.2-1.45x slower
+than the per-model loops they replaced (``benchmarks/doeblin_core_speed.py``).  So a model's ``restart`` /
+``move`` / ``stage_move`` **must not allocate** (keep scratch arrays in the model bundle, as
+:class:`doeblin._seq_kernels.SequenceChain` keeps ``buf``); the arrays a loop kernel receives are owned by
+its caller for the whole call.
+
 Examples
 --------
 A model is a NamedTuple of arrays and three small kernels::
@@ -52,6 +61,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from functools import partial
 from typing import Callable
 
 import numpy as np
@@ -69,6 +79,10 @@ __all__ = ["restart", "move", "stage_move", "implements", "draw_from_cdf", "rest
 # Numba's IR inliner (used so that a model's kernels cost no call per step) emits a pedantic
 # "variable ... is not in scope" check warning for inlined kernels; it is harmless and only at compile time.
 warnings.filterwarnings("ignore", message=r"variable .* is not in scope", category=NumbaIRAssumptionWarning)
+
+
+#: The jit of the loop kernels: no reference counting (no allocation inside; see the module docstring).
+loop_jit = partial(jit, _nrt=False)
 
 
 # --------------------------------------------------------------------------- the model's operations
@@ -159,7 +173,7 @@ def restart_step(model, state, eps):
     return False
 
 
-@jit
+@loop_jit
 def doeblin_path(model, state, eps, path, restarts):
     """Run the strong Doeblin chain from ``state``: ``path[0] = state``, ``path[t]`` after step t.
 
@@ -173,7 +187,7 @@ def doeblin_path(model, state, eps, path, restarts):
         _store(path[t], state)
 
 
-@jit
+@loop_jit
 def exact_doeblin_draws(model, state, eps, out, steps):
     """Exact stationary draws (Prop. 3.2) into the rows of ``out``: ``y ~ u``, ``T ~ Geometric(eps)``
     on {0, 1, ...}, then ``T`` moves; ``steps[i] = T_i``.  ``state`` is scratch."""
@@ -186,7 +200,7 @@ def exact_doeblin_draws(model, state, eps, out, steps):
         steps[i] = T
 
 
-@jit
+@loop_jit
 def exact_doeblin_budget(model, state, eps, budget, out):
     """Exact draws (as :func:`exact_doeblin_draws`) until ``budget`` kernel applications are spent
     (the restart and each move cost 1); a draw that would overrun the budget is dropped.  ``out`` has
@@ -205,7 +219,7 @@ def exact_doeblin_budget(model, state, eps, budget, out):
         spent += T + 1
 
 
-@jit
+@loop_jit
 def restart_path(model, path, n_states):
     """``path[0] ~ u`` and ``path[r] = A(path[r - 1])`` for ``r < n_states``: the states of one
     restart-then-move chain (Algorithm 1's path).  ``path[0]`` is drawn even when ``n_states = 0``."""
@@ -249,7 +263,7 @@ def staged_step(model, cdf_C, stage, state):
     return z
 
 
-@jit
+@loop_jit
 def staged_path(model, cdf_C, stage, state, stages, path):
     """Run a staged chain from ``(stage, state)``; ``stages[t]``, ``path[t]`` after step t (t = 0: start)."""
     stages[0] = stage

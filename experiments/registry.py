@@ -1,6 +1,8 @@
-"""Registers every experiment's harness suites (the ``mcsa.suites`` entry point of mcsa-experiments).
+"""Registers every experiment's harness suites and commands (the ``mcsa.suites`` and ``mcsa.commands``
+entry points of mcsa-experiments).
 
-Factories are given as ``"module:function"`` paths so that listing suites imports no experiment code.
+Factories are given as ``"module:function"`` paths so that listing suites imports no experiment code;
+commands are modules with a ``register(subparsers)``, imported only when ``mcsa`` builds its parser.
 """
 
 from __future__ import annotations
@@ -30,6 +32,20 @@ SUITES: list[tuple[str, str, str]] = [
     ("trf-lm-quick", "experiments.trf_lm.suite:fortunes_quick_suite",
      "fortunes LM reduced: 2000 sentences, KN3 vs a 200-iteration TRF (checked PPL)"),
 ]
+
+
+# "module" paths of the experiments' commands (``mcsa experiments NAME``); each exposes register(subparsers).
+COMMANDS: tuple[str, ...] = ("experiments.trf_morph.cli",)
+
+
+def register_commands(subparsers) -> None:
+    """Add the ``mcsa experiments`` command group (called through the ``mcsa.commands`` entry point)."""
+    from samplers.cli import register_command_modules
+
+    parser = subparsers.add_parser("experiments", help="paper experiments (the mcsa-experiments distribution)")
+    sub = parser.add_subparsers(dest="experiments_command", metavar="EXPERIMENT")
+    register_command_modules(sub, COMMANDS)
+    parser.set_defaults(func=lambda args: parser.print_help() or 2)
 
 
 def register() -> None:

@@ -2,11 +2,11 @@
 
 * a :class:`samplers.problems.ChainCRF` becomes the ``(emissions (1, T, N), transitions (N, N))`` or
   ``state_embeddings (N, D)`` of :func:`rdp.chain_log_partition`;
-* a :class:`samplers.pruning.Grammar` with a sentence becomes the ``(rule_scores (NT, NT, NT),
+* a :class:`samplers.models.Grammar` with a sentence becomes the ``(rule_scores (NT, NT, NT),
   terminal_scores (1, T, NT), root_scores (NT,))`` of :func:`rdp.pcfg_log_partition`, and dense rdp
   scores with a lexicon ``(NT, V)`` become a Grammar again (:meth:`Grammar.from_dense`).
 
-Absent grammar rules are the finite score ``samplers.pruning.grammar.MISSING_LOG_WEIGHT`` (-1e4) on
+Absent grammar rules are the finite score ``samplers.models.pcfg.MISSING_LOG_WEIGHT`` (-1e4) on
 the torch side, since rdp requires finite potentials; ``exp(-1e4)`` is 0 in float64.
 """
 
@@ -16,8 +16,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from samplers.models import Grammar
 from samplers.problems import ChainCRF
-from samplers.pruning import Grammar
 
 from ._torch import torch
 
@@ -42,10 +42,10 @@ def pcfg_tensors(grammar: Grammar, words: str | Sequence[str], *, dtype: "torch.
                  device: Any = None) -> dict:
     """``{"rule_scores": (NT, NT, NT), "terminal_scores": (1, T, NT), "root_scores": (NT,)}`` of a sentence.
 
-    ``rdp.pcfg_log_partition(**pcfg_tensors(g, words))`` equals ``g.log_probability(words)``.
+    ``rdp.pcfg_log_partition(**pcfg_tensors(g, words))`` equals ``samplers.models.log_inside(g, words)``.
     """
     if not isinstance(grammar, Grammar):
-        raise TypeError(f"grammar must be a samplers.pruning.Grammar, got {type(grammar).__name__}")
+        raise TypeError(f"grammar must be a samplers.models.Grammar, got {type(grammar).__name__}")
 
     def tensor(a):
         return torch.tensor(np.array(a), dtype=dtype, device=device)
@@ -58,7 +58,7 @@ def pcfg_tensors(grammar: Grammar, words: str | Sequence[str], *, dtype: "torch.
 def grammar_from_tensors(rule_scores: Any, lexical_scores: Any, root_scores: Any, *,
                          nonterminals: Sequence[str] | None = None,
                          terminals: Sequence[str] | None = None) -> Grammar:
-    """A :class:`~samplers.pruning.Grammar` from rdp's dense scores and a lexicon ``(NT, V)``
+    """A :class:`~samplers.models.Grammar` from rdp's dense scores and a lexicon ``(NT, V)``
     (:meth:`Grammar.from_dense`); the rdp terminal scores of a sentence are ``lexical_scores[:, ids].T``."""
 
     def arr(x):

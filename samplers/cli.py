@@ -24,7 +24,7 @@ COMMANDS_GROUP = "mcsa.commands"
 #: entry points of mcsa (a source checkout run without installing).
 COMMAND_MODULES = (
     "samplers.harness.cli",  # mcsa bench list | run
-    "trf.cli",               # mcsa trf morph | train | eval | score
+    "trf.cli",               # mcsa trf train | eval | score
     "trf.lm.ngram_cli",      # mcsa ngram train | eval
 )
 

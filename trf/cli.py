@@ -1,14 +1,15 @@
 """``mcsa trf ...``: a dispatcher over the modules that own each TRF command.
 
-``trf.morph_cli`` owns ``morph`` (the word-morphology benchmark); ``trf.lm.cli`` owns ``train``,
-``eval`` and ``score`` (sentence-level language models).  Each exposes ``register(subparsers)``.
+``trf.lm.cli`` owns ``train``, ``eval`` and ``score`` (sentence-level language models) and exposes
+``register(subparsers)``.  The word-morphology benchmark is a paper experiment:
+``mcsa experiments trf-morph`` (the mcsa-experiments distribution).
 """
 
 from __future__ import annotations
 
 from samplers.cli import register_command_modules
 
-TRF_COMMAND_MODULES = ("trf.morph_cli", "trf.lm.cli")
+TRF_COMMAND_MODULES = ("trf.lm.cli",)
 
 
 def register(subparsers) -> None:

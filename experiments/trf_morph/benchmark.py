@@ -1,6 +1,6 @@
 """Word-morphology benchmark (Sec. 6 of Wang, Ou & Tan 2017): accuracy table, TransMS speed, time split.
 
-Runs ``trf.morph.run_morph`` on a random split of an installed English word list (``--words``:
+Runs ``experiments.trf_morph.morph.run_morph`` on a random split of an installed English word list (``--words``:
 the 154K most frequent ``wordfreq`` words, default, or the ``english-words`` web2 dictionary;
 139K / 15K words, m = 25, K = 100, t_c = 100, beta_lambda = 0.8, beta_zeta = 0.6, t0 = 200,
 t_max = 1000), ``--replicates`` AugSA seeds per variant, prints the NLL table (exact normalisers,
@@ -26,11 +26,11 @@ from pathlib import Path
 
 import numpy as np
 
+from experiments.trf_morph.morph import MorphSettings, metrics_table, run_morph
 from trf import exact
 from trf.augsa import AugSAConfig, learning_rates
 from trf.data import ENGLISH_LOWER, WORD_LISTS, Alphabet, encode_words
 from trf.model import TRF
-from trf.morph import MorphSettings, metrics_table, run_morph
 from trf.transms import WordBackend
 
 FIGURES = Path(__file__).resolve().parents[2] / "docs" / "figures"

@@ -17,11 +17,13 @@ from typing import Any
 
 from samplers.harness import Estimator, Problem, Suite
 from samplers.harness.problem import Exact
-from trf.baselines import fit_quasi_newton, fit_wb3, wb3_nll
 from trf.data import ENGLISH_LOWER, WORD_LISTS, Alphabet, encode_words
+from trf.exact import fit_quasi_newton
 from trf.model import TRF
-from trf.morph import MorphSettings, _augsa_run, rankable
 from trf.transms import WordBackend
+
+from .baselines import fit_wb3, wb3_nll
+from .morph import MorphSettings, _augsa_run, rankable
 
 TARGETS = ("train_nll", "test_nll")
 METHODS = ("augsa-empirical", "augsa-eq26", "quasi-newton", "wb3")

@@ -309,8 +309,8 @@ class TrivialEstimator(KindEstimator):
             return {"log_partition": mrf.log_partition_unary_only(), "marginals": p, "entropy": ent,
                     EVALUATIONS: int(mrf.n_states.sum())}
         if problem.kind == "pcfg":
+            from ..models.chart import tree_spans, viterbi
             from ..problems import span_vector
-            from ..pruning.chart import tree_spans, viterbi
 
             score, nodes = viterbi(problem.grammar, problem.words)
             counts = np.bincount(nodes[nodes[:, 3] >= 0, 3], minlength=problem.grammar.n_binary).astype(float)

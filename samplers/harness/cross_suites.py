@@ -25,9 +25,8 @@ COST_CAPS = (0.003, 0.03, 0.3, 3.0, 30.0)
 
 
 def _problems(full: bool) -> list:
-    from ..models import ising_grid, potts_grid, random_mrf
+    from ..models import Grammar, ising_grid, potts_grid, random_mrf
     from ..problems import ChainCRF, ChainCRFProblem, PairwiseMRFProblem, PCFGProblem
-    from ..pruning import Grammar
 
     problems = []
     if full:

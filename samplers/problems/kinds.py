@@ -25,8 +25,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..harness import Problem
-from ..models import PairwiseMRF
-from ..pruning import Grammar, expected_counts
+from ..models import Grammar, PairwiseMRF, expected_counts
 from .chain_crf import ChainCRF
 
 CHAIN_CRF, PAIRWISE_MRF, PCFG, TRF = "chain-crf", "pairwise-mrf", "pcfg", "trf"

@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from ..harness import Estimator, Problem, Suite
-from .chart import expected_counts
-from .grammar import Grammar
+from ..models.chart import expected_counts
+from ..models.pcfg import Grammar
 from .itg import ITG, itg_expectations, itg_randomized_pruning, tic_tac_toe_mask
 from .masks import coarse_span_posteriors, default_coarse, figure_of_merit_scores, threshold_mask, viterbi_backbone
 from .randomized import randomized_pruning

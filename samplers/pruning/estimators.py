@@ -20,8 +20,8 @@ from typing import Any
 
 from ..harness.cross import KindEstimator, chart_rule_entries
 from ..harness.problem import EVALUATIONS
+from ..models.chart import expected_counts
 from .bench import level_threshold
-from .chart import expected_counts
 from .masks import coarse_span_posteriors, default_coarse, threshold_mask, viterbi_backbone
 from .randomized import randomized_pruning
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import jit
+from ..models.chart import expected_counts, full_mask, inside_chart, tree_spans, viterbi
+from ..models.pcfg import Grammar
 from ..validation import as_float_array, check_float
-from .chart import expected_counts, full_mask, inside_chart
-from .grammar import Grammar
 
 
 def ambiguous_spans(n: int) -> np.ndarray:
@@ -142,8 +142,6 @@ def figure_of_merit_mask(grammar: Grammar, words, threshold: float, coarse: Gram
 
 def viterbi_backbone(grammar: Grammar, words) -> np.ndarray:
     """Constituent indicator ``(n+1, n+1)`` of the Viterbi tree of ``grammar`` (e.g. a coarse grammar)."""
-    from .chart import tree_spans, viterbi
-
     ids = grammar.encode(words)
     return tree_spans(viterbi(grammar, ids)[1], len(ids))
 

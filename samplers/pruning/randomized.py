@@ -25,10 +25,10 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
+from ..models.chart import Expectations, expectations_from_inside, inside_chart, sample_trees, tree_spans
+from ..models.pcfg import Grammar
 from ..rng import as_generator
 from ..validation import check_float, check_int
-from .chart import Expectations, expectations_from_inside, inside_chart, sample_trees, tree_spans
-from .grammar import Grammar
 from .masks import ambiguous_spans, coarse_span_posteriors, create_mask, kept_fraction, threshold_mask
 
 

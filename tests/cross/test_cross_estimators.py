@@ -17,9 +17,8 @@ from samplers.harness.cross import (
     register_estimator,
     run_all,
 )
-from samplers.models import random_mrf
+from samplers.models import Grammar, random_mrf
 from samplers.problems import ChainCRF, ChainCRFProblem, PairwiseMRFProblem, PCFGProblem
-from samplers.pruning import Grammar
 from samplers.testing import assert_close_in_se
 
 K = 4.0

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from samplers.pruning import Grammar, expected_counts, figure_of_merit_mask, threshold_mask
+from samplers.models import Grammar, expected_counts
+from samplers.pruning import figure_of_merit_mask, threshold_mask
 from samplers.pruning.masks import (
     coarse_span_posteriors,
     create_mask,

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from samplers.pruning import Grammar, expected_counts, randomized_pruning, threshold_mask
+from samplers.models import Grammar, expected_counts
+from samplers.pruning import randomized_pruning, threshold_mask
 from samplers.pruning.masks import coarse_span_posteriors, default_coarse, kept_fraction, viterbi_backbone
 from samplers.pruning.randomized import PCFGPruningModel, run_auxvar_chain, selection_init, selection_step
 from samplers.testing import assert_error_decreases

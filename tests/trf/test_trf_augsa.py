@@ -7,7 +7,7 @@ import pytest
 
 from trf import exact
 from trf.augsa import AugSA, AugSAConfig, learning_rates, pi0_eq26
-from trf.baselines import fit_quasi_newton
+from trf.exact import fit_quasi_newton
 from trf.model import TRF
 from trf.transms import WordBackend
 
@@ -215,21 +215,6 @@ def test_bad_backend_and_pi0(sampled_corpus):
         AugSA(WordBackend(data, n_chains=2), AugSAConfig(pi0=[0.5, 0.5]))
     with pytest.raises(ValueError, match="checkpoint_path"):
         AugSA(WordBackend(data, n_chains=2), AugSAConfig(checkpoint_every=5))
-
-
-def test_iis_and_wb3_baselines(sampled_corpus):
-    """IIS (sampled expectations) improves on lambda = 0 but stays behind the exact fit; WB3 is normalised."""
-    from trf.baselines import fit_iis, fit_wb3, wb3_nll
-
-    data, _ = sampled_corpus
-    backend = WordBackend(data, n_chains=2)
-    start = TRF(backend.features, backend.pi).nll(data)
-    lam, _ = fit_iis(backend.features, data, iters=60, n_samples=100, seed=0)
-    nll_iis = TRF(backend.features, backend.pi, lam).nll(data)
-    _, info = fit_quasi_newton(backend.features, data)
-    assert info["nll"] < nll_iis < start
-    wb3 = fit_wb3(data)
-    assert info["nll"] < wb3_nll(wb3, data) < start
 
 
 def test_a_rollback_also_undoes_the_stop_rule_gaps():

@@ -6,7 +6,8 @@ from functools import lru_cache
 import numpy as np
 import pytest
 
-from samplers.pruning import Grammar, expected_counts, randomized_pruning
+from samplers.models import Grammar, expected_counts, log_inside, log_probability
+from samplers.pruning import randomized_pruning
 
 TEXTBOOK = """
 # a textbook PCFG with unary, mixed and long rules
@@ -73,7 +74,7 @@ def test_textbook_grammar_with_unary_rules_matches_enumeration(sentence):
     g = Grammar.from_string(TEXTBOOK)
     expected = _brute_force_probability(_parse_rules(TEXTBOOK), sentence.split())
     assert expected > 0
-    assert np.exp(g.log_probability(sentence)) == pytest.approx(expected, rel=1e-10)
+    assert np.exp(log_probability(g, sentence)) == pytest.approx(expected, rel=1e-10)
 
 
 def test_conversion_control_detects_a_changed_rule():
@@ -82,15 +83,15 @@ def test_conversion_control_detects_a_changed_rule():
     altered = [(l, r, 0.05 if (l, r) == ("Nominal", ("Noun",)) else w) for l, r, w in rules]
     g = Grammar.from_string(TEXTBOOK)
     words = "she saw the man with a telescope".split()
-    assert np.exp(g.log_probability(words)) != pytest.approx(_brute_force_probability(altered, words), rel=1e-3)
+    assert np.exp(log_probability(g, words)) != pytest.approx(_brute_force_probability(altered, words), rel=1e-3)
 
 
 def test_from_string_cnf_and_start_symbol():
     g = Grammar.from_string("TOP -> A B [1]\nA -> 'x' [1]\nB -> 'y' [0.5]\nB -> A A [0.5]", start="TOP")
     assert g.nonterminals[g.start] == "TOP"
-    assert np.exp(g.log_probability("x y")) == pytest.approx(0.5)
-    assert np.exp(g.log_probability("x x x")) == pytest.approx(0.5)
-    assert g.log_probability("y y") == -np.inf
+    assert np.exp(log_probability(g, "x y")) == pytest.approx(0.5)
+    assert np.exp(log_probability(g, "x x x")) == pytest.approx(0.5)
+    assert log_probability(g, "y y") == -np.inf
 
 
 def test_random_grammar_is_a_pcfg():
@@ -120,9 +121,9 @@ def test_bad_grammars_raise(text, fragment):
 def test_bad_sentences_raise():
     g = Grammar.from_string(TEXTBOOK)
     with pytest.raises(ValueError, match="'unicorn'"):
-        g.log_probability("she saw the unicorn")
+        log_probability(g, "she saw the unicorn")
     with pytest.raises(ValueError, match="empty"):
-        g.log_probability("")
+        log_probability(g, "")
     with pytest.raises(ValueError, match="empty"):
         expected_counts(g, [])
     with pytest.raises(ValueError, match="no parse"):
@@ -133,3 +134,27 @@ def test_bad_sentences_raise():
         randomized_pruning(g, "she saw fish", 0)
     with pytest.raises(TypeError, match="grammar"):
         expected_counts("S -> A", "she")
+
+
+def test_weighted_grammar_is_refused_by_log_probability_and_scored_by_log_inside():
+    # rule weights of S sum to 3 and of A to 2: the inside score is a weight (log 3*2*2*1 = log 12), not a probability
+    g = Grammar.from_string("S -> A B [3]\nA -> 'x' [1]\nA -> 'z' [1]\nB -> 'y' [1]")
+    assert g.unnormalised_nonterminals() == ["S", "A"]
+    np.testing.assert_allclose(g.rule_totals(), [3.0, 2.0, 1.0])
+    assert log_inside(g, "x y") == pytest.approx(np.log(3.0), abs=1e-12)
+    with pytest.raises(ValueError, match=r"not a PCFG.*'S', 'A'.*log_inside"):
+        log_probability(g, "x y")
+    # a PCFG is accepted, and its log probability is its inside score
+    pcfg = Grammar.from_string("S -> A B [1]\nA -> 'x' [0.5]\nA -> 'z' [0.5]\nB -> 'y' [1]")
+    assert pcfg.unnormalised_nonterminals() == []
+    assert log_probability(pcfg, "x y") == pytest.approx(np.log(0.5), abs=1e-12) == log_inside(pcfg, "x y")
+
+
+def test_conversions_keep_a_pcfg_normalised():
+    # the unary closure, binarisation helpers, projections and random grammars all stay PCFGs
+    g = Grammar.from_string(TEXTBOOK)
+    assert g.unnormalised_nonterminals() == []
+    for grammar in (Grammar.random(4, 6, rule_density=0.5, seed=3), Grammar.random_split(3, 2, 5, seed=1)):
+        assert grammar.unnormalised_nonterminals() == []
+        assert grammar.project(grammar.coarse_mapping or [i % 2 for i in range(grammar.n_nonterminals)]
+                               ).unnormalised_nonterminals() == []

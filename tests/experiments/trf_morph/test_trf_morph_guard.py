@@ -11,11 +11,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from experiments.trf_morph.morph import MORPH_MAX_ABS_LAMBDA
 from trf import exact
 from trf.augsa import AugSA, AugSAConfig
 from trf.data import ENGLISH_LOWER, WORD_LISTS, Alphabet, encode_words
 from trf.model import TRF
-from trf.morph import MORPH_MAX_ABS_LAMBDA
 from trf.transms import WordBackend
 
 

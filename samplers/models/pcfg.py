@@ -1,11 +1,13 @@
-"""Weighted context-free grammars in Chomsky normal form, with log rule weights.
+"""Weighted context-free grammars in Chomsky normal form, with log rule weights (the PCFG model).
 
 A :class:`Grammar` holds binary rules ``A -> B C`` and lexical rules ``A -> 'w'`` with log weights
-(rule probabilities for a PCFG, any positive weights otherwise).  Textbook grammars with unary rules
+(rule probabilities for a PCFG, any positive weights otherwise: a *weighted* grammar;
+:meth:`Grammar.unnormalised_nonterminals` tells the two apart).  Textbook grammars with unary rules
 ``A -> B``, mixed rules ``A -> 'a' B`` and long rules ``A -> B C D`` are converted to an equivalent
 CNF grammar: long and mixed right-hand sides are binarised with weight-one helper symbols, and unary
 chains are removed by the unary closure ``U = (I - W_unary)^{-1}`` (summing over all unary chains),
-which preserves every sentence's total weight (hence :meth:`Grammar.log_probability`) exactly.
+which preserves every sentence's total weight (:func:`samplers.models.chart.log_inside`) exactly, and
+keeps a PCFG's rule probabilities normalised.
 
 This is the grammar side of Bouchard-Cote, Petrov & Klein (2009), Sec. 2.1: the model whose
 expected rule counts the (pruned) inside-outside algorithm computes.
@@ -26,6 +28,8 @@ _RULE_RE = re.compile(r"^\s*(?P<lhs>\S+)\s*->\s*(?P<rhs>.*?)\s*\[(?P<w>[^\]]*)\]
 _TOKEN_RE = re.compile(r"'([^']*)'|\"([^\"]*)\"|(\S+)")
 #: Finite stand-in for an absent rule in dense score arrays (rdp needs finite scores; exp(-1e4) = 0 in float64).
 MISSING_LOG_WEIGHT = -1e4
+#: Largest |sum of a nonterminal's rule weights - 1| of a PCFG (conversions and projections keep sums to ~1e-12).
+NORMALISATION_TOL = 1e-6
 
 
 @dataclass(frozen=True)
@@ -125,7 +129,8 @@ class Grammar:
         ... NP -> 'fish' [0.4]
         ... VP -> 'eats' NP [1.0]
         ... ''')
-        >>> round(float(np.exp(g.log_probability("she eats fish"))), 3)
+        >>> from samplers.models.chart import log_probability
+        >>> round(float(np.exp(log_probability(g, "she eats fish"))), 3)
         0.24
         """
         if not isinstance(text, str):
@@ -271,15 +276,23 @@ class Grammar:
             ids[i] = idx
         return ids
 
-    def log_probability(self, words: str | Sequence[str]) -> float:
-        """Exact log total weight of all trees with yield ``words`` (log sentence probability).
+    def rule_totals(self) -> np.ndarray:
+        """Total weight of each nonterminal's rules (binary and lexical), shape (N,); 1 for a PCFG."""
+        totals = np.exp(self.lexical_log_weights).sum(axis=1)
+        np.add.at(totals, self.binary_rules[:, 0], np.exp(self.binary_log_weights))
+        return totals
 
-        Computed by the inside algorithm (Algorithm 3 with an all-keep mask); ``-inf`` when the
-        words are known but no tree yields them.
+    def unnormalised_nonterminals(self, tol: float = NORMALISATION_TOL) -> list[str]:
+        """Names of the nonterminals whose rule weights do not sum to one (within ``tol``).
+
+        Nonterminals without any rule (they derive nothing) are not listed.  An empty list means the
+        grammar is a PCFG, so :func:`samplers.models.chart.log_probability` is a log probability;
+        otherwise only the weighted total :func:`samplers.models.chart.log_inside` is meaningful.
         """
-        from .chart import inside_chart
-
-        return inside_chart(self, words).log_z
+        tol = check_float(tol, "tol", low=0.0)
+        totals = self.rule_totals()
+        bad = (totals > 0) & (np.abs(totals - 1.0) > tol)
+        return [self.nonterminals[a] for a in np.flatnonzero(bad)]
 
     def project(self, mapping: Sequence[int]) -> "Grammar":
         """A coarse grammar over merged nonterminals (coarse-to-fine projection, uniform weights).

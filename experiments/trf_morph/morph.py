@@ -18,13 +18,14 @@ from pathlib import Path
 import numpy as np
 
 from samplers.validation import check_int
+from trf import exact
+from trf.augsa import AugSA, AugSAConfig, pi0_eq26
+from trf.data import WordData
+from trf.exact import fit_quasi_newton
+from trf.model import TRF
+from trf.transms import WordBackend
 
-from . import exact
-from .augsa import AugSA, AugSAConfig, pi0_eq26
-from .baselines import fit_iis, fit_quasi_newton, fit_wb3, wb3_nll
-from .data import WordData
-from .model import TRF
-from .transms import WordBackend
+from .baselines import fit_iis, fit_wb3, wb3_nll
 
 MORPH_MAX_ABS_LAMBDA = 700.0
 """Largest ``|lambda_i|`` the benchmark's AugSA runs accept: ``exp(709.8)`` is the float64 limit."""

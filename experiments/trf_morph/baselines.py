@@ -1,8 +1,6 @@
-"""Baselines of the word-morphology experiment (Sec. 6): quasi-Newton, IIS and WB3.
+"""Baselines of the word-morphology experiment (Sec. 6): IIS and WB3 (the third, quasi-Newton, is the
+exact maximum-likelihood fit :func:`trf.exact.fit_quasi_newton`).
 
-* :func:`fit_quasi_newton` -- the TRF fitted exactly: scipy L-BFGS on the exact mean NLL
-  ``-p~[lambda . f] + sum_j pi_j log Z_j(lambda)`` and its gradient ``-p~[f] + p_lambda[f]`` (Eq. 6),
-  both from the forward-backward pass of :mod:`trf.exact`.
 * :func:`fit_iis` -- improved iterative scaling (Della Pietra et al. 1997) with expectations from K
   sampled words per iteration, sampled as footnote 11 says: a length from ``n_j / n``, then a Gibbs
   sweep on the last word of that length.
@@ -15,49 +13,13 @@ import time
 from typing import Callable
 
 import numpy as np
-from scipy.optimize import minimize
 
 from samplers.rng import as_generator
 from samplers.validation import check_float, check_int
-
-from . import exact
-from .data import WordData
-from .features import FeatureSet
-from .transms import ChainState, transms
-
-
-def exact_nll_and_grad(features: FeatureSet, lam: np.ndarray, pi: np.ndarray, mean: np.ndarray
-                       ) -> tuple[float, np.ndarray]:
-    """Exact mean NLL per word (nats) and its gradient for empirical means ``mean`` and length law ``pi``."""
-    log_z, expect = exact.log_partition_and_expectations(features, lam, pi)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        entropy_term = np.where(pi > 0, pi * np.log(pi), 0.0).sum()
-    nll = -float(mean @ lam) + float(pi @ log_z) - entropy_term
-    return nll, expect - mean
-
-
-def fit_quasi_newton(features: FeatureSet, train: WordData, *, max_iter: int = 500, tol: float = 1e-9,
-                     callback: Callable[[np.ndarray], None] | None = None) -> tuple[np.ndarray, dict]:
-    """Maximum-likelihood lambda by L-BFGS with exact gradients (the paper's "Quasi-Newton").
-
-    Returns
-    -------
-    lam : ndarray, shape (d,)
-    info : dict
-        ``nll`` (mean exact training NLL per word), ``iterations``, ``evaluations``, ``seconds``,
-        ``grad_norm``, ``converged``.
-    """
-    max_iter = check_int(max_iter, "max_iter", low=1)
-    n_j = train.length_counts()
-    pi = n_j / n_j.sum()
-    mean = features.counts(train) / len(train)
-    start = time.perf_counter()
-    res = minimize(lambda lam: exact_nll_and_grad(features, lam, pi, mean), np.zeros(features.d), jac=True,
-                   method="L-BFGS-B", callback=callback,
-                   options={"maxiter": max_iter, "gtol": tol, "ftol": tol * 1e-3, "maxcor": 20})
-    return res.x, {"nll": float(res.fun), "iterations": int(res.nit), "evaluations": int(res.nfev),
-                   "seconds": time.perf_counter() - start, "grad_norm": float(np.abs(res.jac).max()),
-                   "converged": bool(res.success)}
+from trf.data import WordData
+from trf.features import FeatureSet
+from trf.ngram import WittenBell
+from trf.transms import ChainState, transms
 
 
 def iis_step(features: FeatureSet, words: WordData, mean: np.ndarray, *, max_step: float = 1.0,
@@ -125,8 +87,6 @@ def fit_iis(features: FeatureSet, train: WordData, *, iters: int = 1000, n_sampl
 
 def fit_wb3(train: WordData):
     """Interpolated Witten-Bell character trigram (the paper's WB3) over the words of ``train``."""
-    from .ngram import WittenBell
-
     words = [train.tokens[train.offsets[i]:train.offsets[i + 1]] for i in range(len(train))]
     return WittenBell(order=3).fit(words, train.alphabet.size)
 

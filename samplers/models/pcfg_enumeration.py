@@ -1,7 +1,7 @@
-"""Brute-force oracles: enumerate every tree of a tiny grammar and sentence (test references).
+"""Brute-force oracles for the PCFG chart: enumerate every tree of a tiny grammar and sentence (test references).
 
 Exponential in the sentence length; meant for sentences of at most ~6 words and a few
-nonterminals.  Trees use the node-row format of :func:`samplers.pruning.chart.sample_trees`.
+nonterminals.  Trees use the node-row format of :func:`samplers.models.chart.sample_trees`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from functools import lru_cache
 import numpy as np
 
 from .chart import Expectations, _as_mask
-from .grammar import Grammar
+from .pcfg import Grammar
 
 
 def enumerate_trees(grammar: Grammar, words, mask=None) -> list[tuple[tuple, float]]:

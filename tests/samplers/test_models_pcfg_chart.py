@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from samplers.pruning import Grammar, expected_counts, sample_trees, viterbi
-from samplers.pruning.enumerate import enumerate_trees, enumerated_expectations
+from samplers.models import Grammar, expected_counts, sample_trees, viterbi
+from samplers.models.pcfg_enumeration import enumerate_trees, enumerated_expectations
 from samplers.pruning.masks import ambiguous_spans, create_mask
 from samplers.testing import assert_frequencies_match, chi_square_gof
 

@@ -1,10 +1,11 @@
-"""Exact and masked chart dynamic programs for CNF grammars: inside, outside, posteriors, Viterbi,
-exact tree sampling.
+"""The exact chart of a CNF grammar (:class:`~samplers.models.pcfg.Grammar`): inside, outside,
+posteriors, Viterbi, exact tree sampling, and the sentence's log weight / log probability.
 
 Every function takes an optional span mask ``mask`` (boolean ``(n+1, n+1)``, ``mask[i, k]`` = keep
 span ``(i, k)``; Algorithm 3 of Bouchard-Cote, Petrov & Klein 2009).  ``mask=None`` (all keep) is the
 exact algorithm; a mask restricts the sum to trees all of whose constituents are kept, so masked
-results equal enumeration restricted to the allowed trees.
+results equal enumeration restricted to the allowed trees (the randomized-pruning family,
+:mod:`samplers.pruning`, builds on these masks).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 from ..rng import kernel_seed
 from ..validation import check_int
 from ._chart_kernels import inside_kernel, outside_kernel, sample_trees_kernel, span_posteriors_kernel, viterbi_kernel
-from .grammar import Grammar
+from .pcfg import NORMALISATION_TOL, Grammar
 
 
 class InsideChart(NamedTuple):
@@ -100,6 +101,58 @@ def inside_chart(grammar: Grammar, words: str | Sequence[str] | np.ndarray, mask
     chart, alive = inside_kernel(ids, grammar.lexical_log_weights, grammar.binary_rules,
                                  grammar.binary_log_weights, keep)
     return InsideChart(float(chart[0, len(ids), grammar.start]), chart, alive, ids, keep)
+
+
+def log_inside(grammar: Grammar, words: str | Sequence[str] | np.ndarray, mask=None) -> float:
+    """Log total weight of all (kept) trees with yield ``words``: the inside score of the start symbol.
+
+    For a weighted (unnormalised) grammar this is a log *weight*, not a log probability; it is
+    ``-inf`` when the words are known but no tree yields them.
+
+    Parameters
+    ----------
+    grammar : Grammar
+    words : str, sequence of str, or int array of terminal ids
+    mask : bool ndarray (n+1, n+1), optional
+        Span mask (Algorithm 3 of Bouchard-Cote et al. 2009); ``None`` keeps every span (exact).
+
+    Returns
+    -------
+    float
+    """
+    return inside_chart(grammar, words, mask).log_z
+
+
+def log_probability(grammar: Grammar, words: str | Sequence[str] | np.ndarray) -> float:
+    """Exact log probability of the sentence ``words`` under the PCFG ``grammar`` (exact inside).
+
+    Parameters
+    ----------
+    grammar : Grammar
+        Must be a PCFG: every nonterminal's rule weights sum to one (within
+        :data:`~samplers.models.pcfg.NORMALISATION_TOL`).
+    words : str, sequence of str, or int array of terminal ids
+
+    Returns
+    -------
+    float
+        ``log P(words)``; ``-inf`` when no tree yields the words.
+
+    Raises
+    ------
+    ValueError
+        If ``grammar`` is a weighted grammar (the unnormalised nonterminals are named): use
+        :func:`log_inside` for its log total weight.
+    """
+    if not isinstance(grammar, Grammar):
+        raise TypeError(f"grammar must be a Grammar, got {type(grammar).__name__}")
+    bad = grammar.unnormalised_nonterminals()
+    if bad:
+        shown = ", ".join(repr(a) for a in bad[:10]) + (f" and {len(bad) - 10} more" if len(bad) > 10 else "")
+        raise ValueError(f"grammar is not a PCFG: the rule weights of {shown} do not sum to one (within "
+                         f"{NORMALISATION_TOL:g}), so the sentence's inside score is a weight, not a probability; "
+                         "use log_inside(grammar, words) for the log total weight")
+    return log_inside(grammar, words)
 
 
 def _require_parse(ins: InsideChart) -> None:
