@@ -374,7 +374,7 @@ class KneserNey(NGramModel):
         if np.any(bad & used):
             names = ", ".join(f"D{r}{'+' if r == 3 else ''}={discounts[r - 1]:g}" for r in (1, 2, 3) if bad[r - 1])
             warnings.warn(f"KneserNey order {k}: counts-of-counts n1..n4 = {n[1:].astype(int).tolist()} give no valid "
-                          f"discount estimate (corpus too small); using the stated fallback {names} "
+                          f"discount estimate (too few n-grams seen 1-4 times); using the stated fallback {names} "
                           f"(all discounts of order {k}: {np.round(discounts, 6).tolist()})",
                           DiscountFallbackWarning, stacklevel=7)
         return discounts

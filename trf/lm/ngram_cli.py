@@ -12,7 +12,9 @@ writes the numbers.  ``export`` writes a model as an ARPA file (:mod:`trf.arpa`,
 from __future__ import annotations
 
 import json
+import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +23,7 @@ from samplers.argtypes import number, positive_int
 from trf.arpa import ArpaModel, read_arpa, write_arpa
 from trf.io import atomic_write_npz, check_output_file, read_npz
 from trf.lm.corpus import EncodedCorpus, ReadStats, Vocabulary, encode_file
-from trf.ngram import KIND, KneserNey, NGramModel, WittenBell, ppl_report
+from trf.ngram import KIND, DiscountFallbackWarning, KneserNey, NGramModel, WittenBell, ppl_report
 
 METHODS = {"kn": KneserNey, "wb": WittenBell}
 PERPLEXITY_CONVENTION = "per token: words plus one end-of-sentence per sentence; <unk> scored as a word"
@@ -98,8 +100,12 @@ def evaluate_ngram(model: NGramModel | ArpaModel, vocab: Vocabulary, test_path, 
 
 def _train(args) -> int:
     check_output_file(args.out, "--out")
-    model, vocab, stats = train_ngram(args.train, method=args.method, order=args.order, vocab_size=args.vocab_size,
-                                      min_count=args.min_count, encoding=args.encoding)
+    with warnings.catch_warnings(record=True) as caught:  # the KN discount fallback, as one line each
+        warnings.simplefilter("always", DiscountFallbackWarning)
+        model, vocab, stats = train_ngram(args.train, method=args.method, order=args.order,
+                                          vocab_size=args.vocab_size, min_count=args.min_count, encoding=args.encoding)
+    for warning in caught:
+        print(f"mcsa ngram train: warning: {warning.message}", file=sys.stderr)
     save_ngram(args.out, model, vocab)
     print(stats.summary())
     print(f"{type(model).__name__} order {model.order}, vocabulary {len(vocab)} (+</s>), "
