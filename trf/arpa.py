@@ -258,7 +258,7 @@ def _fmt(value: float) -> str:
     return repr(float(value))
 
 
-def write_arpa(path, model: ArpaModel | NGramModel, words: Sequence[str] | None = None) -> None:
+def write_arpa(path, model: ArpaModel | NGramModel, words: Sequence[str] | None = None) -> dict[int, int]:
     """Write ``model`` to ``path`` as an ARPA file (gzip when the name ends in ``.gz``), atomically.
 
     Parameters
@@ -269,6 +269,11 @@ def write_arpa(path, model: ArpaModel | NGramModel, words: Sequence[str] | None 
         An ARPA model, or a fitted Kneser-Ney / Witten-Bell model, written in its exact back-off form.
     words : sequence of str, optional
         The word of every id, required for an :class:`~trf.ngram.NGramModel` (``words[0] == "<unk>"``).
+
+    Returns
+    -------
+    dict
+        The ``\\data\\`` counts written: order -> number of n-grams (order 1 includes ``<s>``).
     """
     if isinstance(model, NGramModel):
         if words is None:
@@ -304,6 +309,7 @@ def write_arpa(path, model: ArpaModel | NGramModel, words: Sequence[str] | None 
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return {k: grams.shape[0] for k, (grams, _, _) in enumerate(tables, start=1)}
 
 
 # ---------------------------------------------------------------------- reading

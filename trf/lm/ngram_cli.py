@@ -128,8 +128,7 @@ def _eval(args) -> int:
 def _export(args) -> int:
     check_output_file(args.arpa, "--arpa")
     model, vocab = load_ngram(args.model)
-    write_arpa(args.arpa, model, vocab.words)
-    counts = ", ".join(f"{k}-grams {n}" for k, n in model.n_ngrams().items())
+    counts = ", ".join(f"{k}-grams {n}" for k, n in write_arpa(args.arpa, model, vocab.words).items())
     print(f"{type(model).__name__} order {model.order} -> {args.arpa} (ARPA, log10, back-off form; {counts})")
     return 0
 
