@@ -77,6 +77,9 @@ def main(argv=None) -> int:
         try:
             import kenlm
 
+            for path in (plain, packed):
+                seconds = _median_seconds(lambda p=path: kenlm.Model(str(p)), args.repeats)
+                rows.append((f"kenlm.Model {path.name} (peer's reader)", seconds, "", "", ""))
             peer = kenlm.Model(str(plain))
             texts = [" ".join(words[i] for i in s) for s in test]
             scorers["kenlm.Model.score (peer)"] = lambda: [peer.score(t) for t in texts]

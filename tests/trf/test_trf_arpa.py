@@ -223,6 +223,20 @@ def test_a_srilm_convention_file_round_trips(tmp_path):
             assert kenlm_model.score(sentence, bos=True, eos=True) == pytest.approx(arpa.score(sentence), abs=1e-5)
 
 
+def test_an_n_gram_whose_prefix_is_not_listed_is_scored(tmp_path):
+    """The format allows a listed trigram "c a b" without the bigram "c a" (it gets an unlisted placeholder)."""
+    arpa = read_arpa(_write(tmp_path, SRILM_STYLE.replace("-0.25\ta b c", "-0.25\tc a b")))
+    assert arpa.n_ngrams() == {1: 6, 2: 5, 3: 2} and ("c", "a") not in arpa.contexts()
+    assert arpa.log10_prob("b", ["c", "a"]) == -0.25
+    assert arpa.log10_prob("c", ["c", "a"]) == pytest.approx(-0.6)        # no bow for (c a): p(c | a)
+    assert arpa.log10_prob("a", ["c"]) == pytest.approx(-0.5228787)       # (c a) is no listed bigram
+    score = _minimal_scorer(SRILM_STYLE.replace("-0.25\ta b c", "-0.25\tc a b"))
+    for sentence in ("c a b", "c a c", "b c a b", "a"):
+        assert arpa.score(sentence) == pytest.approx(score(sentence.split()), abs=1e-12)
+    write_arpa(tmp_path / "again.arpa", arpa)
+    assert [t[0].tolist() for t in read_arpa(tmp_path / "again.arpa").tables()] == [t[0].tolist() for t in arpa.tables()]
+
+
 def test_a_model_without_unk_skips_oovs_as_srilm_does(tmp_path):
     text = SRILM_STYLE.replace("ngram 1=6", "ngram 1=5").replace("-1.0\t<unk>\n", "")
     (tmp_path / "closed.arpa").write_text(text)
