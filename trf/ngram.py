@@ -28,6 +28,7 @@ Both are exactly normalised over the ``vocab_size + 1`` predicted symbols for ev
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -35,10 +36,14 @@ import numpy as np
 
 from samplers.validation import as_int_array, check_int
 
-__all__ = ["NGramModel", "KneserNey", "WittenBell", "perplexity"]
+__all__ = ["NGramModel", "KneserNey", "WittenBell", "DiscountFallbackWarning", "perplexity", "ppl_report"]
 
 NGRAM_ORDERS = (2, 3, 4, 5)
 KIND = "ngram"  # the kind field of n-gram model files (trf.io)
+
+
+class DiscountFallbackWarning(UserWarning):
+    """Kneser-Ney discounts of some order could not be estimated from the corpus and fell back to ``r / 2``."""
 
 
 @dataclass
@@ -319,7 +324,8 @@ class KneserNey(NGramModel):
     the highest order and for n-grams starting with ``<s>``, the continuation count ``N1+(. g)``
     otherwise.  Discounts per order: ``Y = n1/(n1 + 2 n2)``, ``D_r = r - (r+1) Y n_{r+1}/n_r``,
     falling back to ``D_r = r / 2`` where counts-of-counts are degenerate or the estimate leaves ``(0, r]``
-    (``D_r <= 0`` would leave some contexts no back-off mass: zero probabilities on small corpora).
+    (``D_r <= 0`` would leave some contexts no back-off mass: zero probabilities on small corpora), with a
+    :class:`DiscountFallbackWarning` naming the order and the discounts used (never an error).
 
     Examples
     --------
@@ -343,12 +349,17 @@ class KneserNey(NGramModel):
             return raw
         return np.where(starts_bos, raw, continuation)
 
-    @staticmethod
-    def _estimate_discounts(weight: np.ndarray) -> np.ndarray:
+    def _estimate_discounts(self, k: int, weight: np.ndarray) -> np.ndarray:
+        """Chen & Goodman's discounts ``D_1, D_2, D_3+`` of order ``k`` from its counts-of-counts ``n_1 .. n_4``.
+
+        Where the estimate does not exist (``n_1`` or ``n_2`` zero, ``n_r`` zero for a used ``D_r``: KenLM's
+        ``BadDiscountException``) or leaves ``(0, r]``, ``D_r`` falls back to ``r / 2`` with a
+        :class:`DiscountFallbackWarning` naming the order, the counts-of-counts and the discounts used.
+        """
         counts = np.rint(weight).astype(np.int64)
         n = np.bincount(counts[(counts >= 1) & (counts <= 4)], minlength=5).astype(np.float64)
         default = np.array([0.5, 1.0, 1.5])
-        discounts = default.copy()
+        discounts = np.full(3, np.nan)
         if n[1] > 0 and n[2] > 0:
             y = n[1] / (n[1] + 2 * n[2])
             for r in (1, 2, 3):
@@ -359,11 +370,18 @@ class KneserNey(NGramModel):
         # perplexity).  Such an estimate falls back to the default r / 2.
         bad = ~((discounts > 0) & (discounts <= np.array([1.0, 2.0, 3.0])))
         discounts[bad] = default[bad]
+        used = np.array([n[1] > 0, n[2] > 0, np.any(counts >= 3)])
+        if np.any(bad & used):
+            names = ", ".join(f"D{r}{'+' if r == 3 else ''}={discounts[r - 1]:g}" for r in (1, 2, 3) if bad[r - 1])
+            warnings.warn(f"KneserNey order {k}: counts-of-counts n1..n4 = {n[1:].astype(int).tolist()} give no valid "
+                          f"discount estimate (too few n-grams seen 1-4 times); using the stated fallback {names} "
+                          f"(all discounts of order {k}: {np.round(discounts, 6).tolist()})",
+                          DiscountFallbackWarning, stacklevel=7)
         return discounts
 
     def _discount_of(self, k: int, weight: np.ndarray) -> np.ndarray:
         if k not in self.discounts:
-            self.discounts[k] = self._estimate_discounts(weight)
+            self.discounts[k] = self._estimate_discounts(k, weight)
         d = self.discounts[k]
         return np.where(weight <= 0, 0.0, d[np.clip(np.rint(weight).astype(np.int64), 1, 3) - 1])
 
@@ -423,3 +441,47 @@ def perplexity(log_probs: np.ndarray, n_tokens: int) -> float:
     """
     n_tokens = check_int(n_tokens, "n_tokens", low=1)
     return float(np.exp(-np.sum(log_probs) / n_tokens))
+
+
+def ppl_report(name: str, *, sentences: int, words: int, oovs: int, zeroprobs: int, log10_prob: float,
+               unk_words: int | None = None) -> tuple[str, dict]:
+    """SRILM's ``ngram -ppl`` summary lines, with the conventions spelled out, and their numbers.
+
+    ``ppl = 10 ** (-logprob / (words - oovs - zeroprobs + sentences))`` counts one ``</s>`` per sentence;
+    ``ppl1`` leaves ``</s>`` out.  ``oovs`` are words *skipped* (not in the vocabulary of a model without
+    ``<unk>``): neither scored nor counted; ``zeroprobs`` are tokens of probability 0, likewise left out.
+
+    Parameters
+    ----------
+    name : str
+        The scored file, as SRILM prints it (``file NAME: ...``).
+    sentences, words, oovs, zeroprobs : int
+        Counts; ``words`` excludes ``</s>``.
+    log10_prob : float
+        Total base-10 log-probability of the scored tokens.
+    unk_words : int, optional
+        Words outside the vocabulary scored as ``<unk>`` (stated in the conventions line).
+
+    Returns
+    -------
+    text : str
+        Three lines: SRILM's two and a conventions line.
+    numbers : dict
+        ``ppl``, ``ppl1`` (None without a scored word), ``log10_prob``, ``sentences``, ``words``, ``oovs``, ``zeroprobs``.
+    """
+    scored_words = words - oovs - zeroprobs
+    if scored_words + sentences <= 0:
+        raise ValueError(f"{name}: no scored token (sentences {sentences}, words {words}, OOVs {oovs}, "
+                         f"zeroprobs {zeroprobs})")
+    ppl = float(10.0 ** (-log10_prob / (scored_words + sentences)))
+    ppl1 = float(10.0 ** (-log10_prob / scored_words)) if scored_words > 0 else None
+    unk = ("" if unk_words is None else
+           f"; {unk_words} words outside the vocabulary scored as <unk> (counted in ppl)")
+    text = (f"file {name}: {sentences} sentences, {words} words, {oovs} OOVs\n"
+            f"{zeroprobs} zeroprobs, logprob= {log10_prob:.6g} ppl= {ppl:.6g} ppl1= {'undefined' if ppl1 is None else f'{ppl1:.6g}'}\n"
+            f"conventions: log10; ppl counts one </s> per sentence, ppl1 none{unk}; OOVs (words without "
+            "probability: outside the vocabulary of a model without <unk>) and zeroprobs are skipped, "
+            "not counted")
+    numbers = {"ppl": ppl, "ppl1": ppl1, "log10_prob": float(log10_prob), "sentences": sentences, "words": words,
+               "oovs": oovs, "zeroprobs": zeroprobs}
+    return text, numbers

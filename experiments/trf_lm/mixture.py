@@ -41,7 +41,7 @@ def log_z_tables(model, check_json: Path) -> dict[str, np.ndarray]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True, help="sentence TRF saved by `mcsa trf train`")
-    parser.add_argument("--ngram", required=True, help="n-gram model saved by `mcsa ngram train`")
+    parser.add_argument("--ngram", required=True, help="n-gram model saved by `mcsa ngram train`, or an ARPA file")
     parser.add_argument("--valid", required=True, help="validation sentences (tunes the mixture weight)")
     parser.add_argument("--test", required=True, help="test sentences")
     parser.add_argument("--valid-check", required=True, help="`mcsa trf eval --json` output on --valid")
@@ -51,15 +51,21 @@ def main(argv=None) -> int:
     import trf
     from trf.lm.corpus import encode_file
     from trf.lm.evaluate import interpolate_linear, tune_linear_weight
-    from trf.lm.ngram_cli import load_ngram
+    from trf.lm.ngram_cli import evaluate_ngram, load_ngram
     from trf.ngram import perplexity
 
     model = trf.load(args.model)
     ngram, ngram_vocab = load_ngram(args.ngram)
-    if ngram_vocab.words != model.vocab.words:
+    if set(ngram_vocab.words) != set(model.vocab.words):
         raise ValueError("--ngram and --model have different vocabularies (train both with the same --vocab-size "
                          "on the same training file)")
+    if not getattr(ngram, "has_unk", True):
+        raise ValueError("--ngram is an ARPA model without <unk>: it gives probability 0 to the words the TRF "
+                         "scores as <unk>, so the mixture's perplexity would not compare; use a model with <unk>")
     data = {k: encode_file(getattr(args, k), model.vocab) for k in ("valid", "test")}
+    # the same words in another order (an ARPA file from another tool): the n-gram reads the text with its own ids
+    ng_data = data if ngram_vocab.words == model.vocab.words else \
+        {k: encode_file(getattr(args, k), ngram_vocab) for k in ("valid", "test")}
     tables = {k: log_z_tables(model, getattr(args, f"{k}_check")) for k in ("valid", "test")}
     augsa = model.zeta + model.log_z1()
 
@@ -69,7 +75,7 @@ def main(argv=None) -> int:
         return model.log_prob(corpus) + augsa[dims - 1] - tables[split][which][dims - 1]
 
     n_test = data["test"].n_predicted
-    ng = {k: ngram.log_prob(data[k]) for k in ("valid", "test")}
+    ng = {k: ngram.log_prob(ng_data[k]) for k in ("valid", "test")}
     ng_ppl = perplexity(ng["test"], n_test)
     weight = tune_linear_weight(trf_log_prob("valid", "checked"), ng["valid"], data["valid"].n_predicted)
     print("| model | normalisers | test PPL | interval (checked normalisers' ends) | vs n-gram |")
@@ -84,6 +90,7 @@ def main(argv=None) -> int:
            for w in ("checked", "low", "high")}
     print(f"| TRF + n-gram (linear, TRF weight {weight:.2f} tuned on valid) | checked | {mix['checked']:.2f} | "
           f"[{mix['low']:.2f}, {mix['high']:.2f}] | {mix['checked'] / ng_ppl:.3f} |")
+    print("\nn-gram on --test, SRILM's ppl lines:\n" + evaluate_ngram(ngram, ngram_vocab, args.test)["report"])
     return 0
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 
 import numpy as np
 import pytest
 
 import trf
+import trf.arpa
 from samplers.cli import main
 from trf.lm.corpus import encode_file
 from trf.lm.evaluate import interpolate_linear, log_prob_with_log_z
@@ -80,3 +82,29 @@ def test_bad_input_is_a_clear_error(run, tmp_path):
     with pytest.raises(ValueError, match="different vocabularies"):
         mixture(["--model", str(model), "--ngram", str(kn2), "--valid", str(held), "--test", str(held),
                  "--valid-check", str(check), "--test-check", str(check)])
+
+
+def test_mixture_takes_an_arpa_model_as_its_ngram_side(run, tmp_path, capsys):
+    """The exported ARPA file, and the same file with its unigrams in another order (as another tool writes
+    them: the n-gram then reads the text with its own ids), print the same table as the mcsa model file."""
+    from experiments.trf_lm.mixture import main as mixture
+
+    folder, train, held, model, kn, check = run
+    arpa = tmp_path / "kn.arpa.gz"
+    assert main(["ngram", "export", "--model", str(kn), "--arpa", str(arpa)]) == 0
+    lines = gzip.open(arpa, "rt").read().splitlines()
+    start, end = lines.index("\\1-grams:") + 1, lines.index("\\2-grams:") - 1
+    shuffled = tmp_path / "shuffled.arpa"
+    shuffled.write_text("\n".join(lines[:start] + lines[start:end][::-1] + lines[end:]) + "\n")
+    assert trf.arpa.read_arpa(shuffled).words != trf.arpa.read_arpa(arpa).words
+    capsys.readouterr()
+    printed = []
+    for ngram in (kn, arpa, shuffled):
+        assert mixture(["--model", str(model), "--ngram", str(ngram), "--valid", str(held), "--test", str(held),
+                        "--valid-check", str(check), "--test-check", str(check)]) == 0
+        printed.append(capsys.readouterr().out)
+    table = [line for line in printed[0].splitlines() if not line.startswith("| n-gram (")]
+    for out in printed[1:]:
+        assert [line for line in out.splitlines() if not line.startswith("| n-gram (")] == table
+    assert "| n-gram (ArpaModel, order 3) |" in printed[1]
+    assert f"file {held}: 12 sentences" in printed[1]
