@@ -109,8 +109,8 @@ def test_pruned_scoring_equals_the_full_look_up(corpus, spec):
     lam = rng.normal(size=feats.n_features)
     pruned = feats.scores(fresh, lam)
     full = np.empty(len(fresh))
-    fk.corpus_scores(fresh.tokens, fresh.offsets, feats.word_class, feats.n_words, feats.n_classes, lam,
-                     *feats.kernel_args(), full)
+    flat = fk.FlatCorpus(fresh.tokens, fresh.offsets)
+    fk.corpus_scores(flat, feats.symbols(), lam, feats.hashed(), full)
     np.testing.assert_allclose(pruned, full, atol=1e-12)
     np.testing.assert_allclose(pruned, np.stack([feats.feature_vector(s) for s in fresh]) @ lam, atol=1e-12)
     order, parents = feats.score_plan()
@@ -119,6 +119,5 @@ def test_pruned_scoring_equals_the_full_look_up(corpus, spec):
     assert all(position[int(q)] < position[r] for r in range(parents.shape[0]) for q in parents[r] if q >= 0)
     if spec == ALL:
         out = np.empty(len(fresh))  # parents shifted by one row: no longer sub-patterns
-        fk.corpus_scores_pruned(fresh.tokens, fresh.offsets, feats.word_class, feats.n_words, feats.n_classes,
-                                lam, *feats.kernel_args(), order, np.roll(parents, 1, axis=0), out)
+        fk.corpus_scores_pruned(flat, feats.symbols(), lam, feats.hashed(), order, np.roll(parents, 1, axis=0), out)
         assert not np.allclose(out, full)

@@ -11,9 +11,16 @@ A sentence of length ``j`` lives in buffers ``w`` and ``c`` of size >= ``j + 2``
 ``</s>`` (that feature would be constant).  Keys pack into two int64: ``hi = group << 48 | s0 << 24
 | s1``, ``lo = s2 << 24 | s3`` (missing symbols are ``EMPTY``); the open-addressing table holds
 ``fingerprint << 32 | feature index`` per slot.
+
+Kernels take bundles (NamedTuples): :class:`Templates` (the rows), :class:`HashedFeatures` (the rows and the
+table), :class:`Symbols` (the class map and the sizes that place ``<s>``/``</s>``) and :class:`FlatCorpus`.
+Any bundle with the same field names serves (the samplers' model bundles carry ``word_class``, ``n_words``
+and ``n_classes`` themselves).
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
@@ -23,15 +30,53 @@ EMPTY = (1 << 24) - 1
 MAX_SYMBOL = EMPTY - 1
 
 
+class Templates(NamedTuple):
+    """The template rows: ``row_group`` (n_rows,), ``row_len`` (n_rows,), ``row_off`` and ``row_type`` (n_rows, 4)."""
+
+    row_group: np.ndarray
+    row_len: np.ndarray
+    row_off: np.ndarray
+    row_type: np.ndarray
+
+
+class HashedFeatures(NamedTuple):
+    """The open-addressing feature table (``key_hi``, ``key_lo``, ``slots``) and the template rows."""
+
+    key_hi: np.ndarray
+    key_lo: np.ndarray
+    slots: np.ndarray
+    row_group: np.ndarray
+    row_len: np.ndarray
+    row_off: np.ndarray
+    row_type: np.ndarray
+
+
+class Symbols(NamedTuple):
+    """The class of each word and the sizes: word ``<s>``/``</s>`` are ``n_words + 1``/``n_words``, class ones
+    ``n_classes + 1``/``n_classes``."""
+
+    word_class: np.ndarray
+    n_words: int
+    n_classes: int
+
+
+class FlatCorpus(NamedTuple):
+    """Sentences as one token array: sentence ``i`` is ``tokens[offsets[i]:offsets[i + 1]]``."""
+
+    tokens: np.ndarray
+    offsets: np.ndarray
+
+
 @jit
-def row_key(r, p, w, c, row_group, row_len, row_off, row_type):
+def row_key(r, p, w, c, rows):
     """Key of row ``r`` at position ``p``."""
-    return pattern_key(r, p, w, c, row_group, row_len[r], row_off, row_type)
+    return pattern_key(r, p, w, c, rows, rows.row_len[r])
 
 
 @jit
-def pattern_key(r, p, w, c, row_group, n_elements, row_off, row_type):
+def pattern_key(r, p, w, c, rows, n_elements):
     """Key of the first ``n_elements`` elements of row ``r`` at position ``p`` (the rest ``EMPTY``)."""
+    row_off, row_type = rows.row_off, rows.row_type
     s0 = EMPTY
     s1 = EMPTY
     s2 = EMPTY
@@ -47,14 +92,14 @@ def pattern_key(r, p, w, c, row_group, n_elements, row_off, row_type):
             s2 = s
         else:
             s3 = s
-    hi = (np.int64(row_group[r]) << 48) | (np.int64(s0) << 24) | np.int64(s1)
+    hi = (np.int64(rows.row_group[r]) << 48) | (np.int64(s0) << 24) | np.int64(s1)
     lo = (np.int64(s2) << 24) | np.int64(s3)
     return hi, lo
 
 
 @jit
-def row_fires(r, p, j, row_len, row_off):
-    return p + row_off[r, 0] >= 0 and not (row_len[r] == 1 and p == j + 1)
+def row_fires(r, p, j, rows):
+    return p + rows.row_off[r, 0] >= 0 and not (rows.row_len[r] == 1 and p == j + 1)
 
 
 @jit
@@ -113,10 +158,11 @@ def table_lookup_many(hi, lo, key_hi, key_lo, slots):
 
 
 @jit
-def corpus_keys(tokens, offsets, word_class, n_words, n_classes, row_group, row_len, row_off, row_type):
+def corpus_keys(corpus, symbols, rows):
     """Keys of every firing (position, row) of a corpus, for building the feature set."""
+    offsets = corpus.offsets
     n_sent = offsets.size - 1
-    n_rows = row_len.size
+    n_rows = rows.row_len.size
     total, longest = corpus_sizes(offsets, n_rows)
     hi_out = np.empty(total, dtype=np.int64)
     lo_out = np.empty(total, dtype=np.int64)
@@ -124,11 +170,11 @@ def corpus_keys(tokens, offsets, word_class, n_words, n_classes, row_group, row_
     w = np.empty(longest + 2, dtype=np.int64)
     c = np.empty(longest + 2, dtype=np.int64)
     for i in range(n_sent):
-        j = load_sentence(tokens[offsets[i]:offsets[i + 1]], word_class, n_words, n_classes, w, c)
+        j = load_sentence(corpus.tokens[offsets[i]:offsets[i + 1]], symbols, w, c)
         for p in range(1, j + 2):
             for r in range(n_rows):
-                if row_fires(r, p, j, row_len, row_off):
-                    hi, lo = row_key(r, p, w, c, row_group, row_len, row_off, row_type)
+                if row_fires(r, p, j, rows):
+                    hi, lo = row_key(r, p, w, c, rows)
                     hi_out[n] = hi
                     lo_out[n] = lo
                     n += 1
@@ -136,31 +182,34 @@ def corpus_keys(tokens, offsets, word_class, n_words, n_classes, row_group, row_
 
 
 @jit
-def load_sentence(sentence, word_class, n_words, n_classes, w, c):
+def load_sentence(sentence, symbols, w, c):
+    """Fill ``w``/``c`` with ``<s> sentence </s>`` (``symbols``: any bundle with ``word_class``, ``n_words``,
+    ``n_classes``); return the length."""
+    word_class = symbols.word_class
     j = sentence.size
-    w[0] = n_words + 1
-    c[0] = n_classes + 1
+    w[0] = symbols.n_words + 1
+    c[0] = symbols.n_classes + 1
     for k in range(j):
         w[k + 1] = sentence[k]
         c[k + 1] = word_class[sentence[k]]
-    w[j + 1] = n_words
-    c[j + 1] = n_classes
+    w[j + 1] = symbols.n_words
+    c[j + 1] = symbols.n_classes
     return j
 
 
 @jit
-def row_feature(r, p, j, w, c, key_hi, key_lo, slots, row_group, row_len, row_off, row_type):
+def row_feature(r, p, j, w, c, fa):
     """Index of the feature that row ``r`` fires at position ``p`` (-1 if it does not fire or is unseen)."""
-    if not row_fires(r, p, j, row_len, row_off):
+    if not row_fires(r, p, j, fa):
         return -1
-    hi, lo = row_key(r, p, w, c, row_group, row_len, row_off, row_type)
-    return table_find(hi, lo, key_hi, key_lo, slots)
+    hi, lo = row_key(r, p, w, c, fa)
+    return table_find(hi, lo, fa.key_hi, fa.key_lo, fa.slots)
 
 
 @jit
-def row_weight(r, p, j, w, c, lam, key_hi, key_lo, slots, row_group, row_len, row_off, row_type):
+def row_weight(r, p, j, w, c, lam, fa):
     """``lam`` of the feature that row ``r`` fires at position ``p`` (0 if it does not fire or is unseen)."""
-    f = row_feature(r, p, j, w, c, key_hi, key_lo, slots, row_group, row_len, row_off, row_type)
+    f = row_feature(r, p, j, w, c, fa)
     return lam[f] if f >= 0 else 0.0
 
 
@@ -176,53 +225,53 @@ def corpus_sizes(offsets, n_rows):
 
 
 @jit
-def positions_score(w, c, j, p_from, p_to, lam, key_hi, key_lo, slots, row_group, row_len, row_off, row_type):
+def positions_score(w, c, j, p_from, p_to, lam, fa):
     """Sum of ``lam`` over the features firing at positions ``p_from..p_to`` (clipped to ``1..j+1``)."""
     total = 0.0
     for p in range(max(p_from, 1), min(p_to, j + 1) + 1):
-        for r in range(row_len.size):
-            total += row_weight(r, p, j, w, c, lam, key_hi, key_lo, slots, row_group, row_len, row_off, row_type)
+        for r in range(fa.row_len.size):
+            total += row_weight(r, p, j, w, c, lam, fa)
     return total
 
 
 @jit
-def corpus_scores(tokens, offsets, word_class, n_words, n_classes, lam, key_hi, key_lo, slots,
-                  row_group, row_len, row_off, row_type, out):
-    """``out[i] = lambda . f(sentence i)`` for every sentence of a flat corpus."""
+def corpus_scores(corpus, symbols, lam, fa, out):
+    """``out[i] = lambda . f(sentence i)`` for every sentence of a flat corpus (every row looked up)."""
+    offsets = corpus.offsets
     _, longest = corpus_sizes(offsets, 0)
     w = np.empty(longest + 2, dtype=np.int64)
     c = np.empty(longest + 2, dtype=np.int64)
     for i in range(offsets.size - 1):
-        j = load_sentence(tokens[offsets[i]:offsets[i + 1]], word_class, n_words, n_classes, w, c)
-        out[i] = positions_score(w, c, j, 1, j + 1, lam, key_hi, key_lo, slots, row_group, row_len, row_off, row_type)
+        j = load_sentence(corpus.tokens[offsets[i]:offsets[i + 1]], symbols, w, c)
+        out[i] = positions_score(w, c, j, 1, j + 1, lam, fa)
 
 
 @jit
-def accumulate_features(w, c, j, weight, acc, key_hi, key_lo, slots, row_group, row_len, row_off, row_type):
+def accumulate_features(w, c, j, weight, acc, fa):
     """``acc[f] += weight * f(x)`` for the features of one sentence."""
     for p in range(1, j + 2):
-        for r in range(row_len.size):
-            f = row_feature(r, p, j, w, c, key_hi, key_lo, slots, row_group, row_len, row_off, row_type)
+        for r in range(fa.row_len.size):
+            f = row_feature(r, p, j, w, c, fa)
             if f >= 0:
                 acc[f] += weight
 
 
 @jit
-def corpus_feature_hits(tokens, offsets, word_class, n_words, n_classes, key_hi, key_lo, slots,
-                        row_group, row_len, row_off, row_type):
+def corpus_feature_hits(corpus, symbols, fa):
     """``(sentence index, feature index)`` of every firing of an observed feature in a flat corpus."""
+    offsets = corpus.offsets
     n_sent = offsets.size - 1
-    total, longest = corpus_sizes(offsets, row_len.size)
+    total, longest = corpus_sizes(offsets, fa.row_len.size)
     sent_out = np.empty(total, dtype=np.int64)
     feat_out = np.empty(total, dtype=np.int64)
     w = np.empty(longest + 2, dtype=np.int64)
     c = np.empty(longest + 2, dtype=np.int64)
     n = 0
     for i in range(n_sent):
-        j = load_sentence(tokens[offsets[i]:offsets[i + 1]], word_class, n_words, n_classes, w, c)
+        j = load_sentence(corpus.tokens[offsets[i]:offsets[i + 1]], symbols, w, c)
         for p in range(1, j + 2):
-            for r in range(row_len.size):
-                f = row_feature(r, p, j, w, c, key_hi, key_lo, slots, row_group, row_len, row_off, row_type)
+            for r in range(fa.row_len.size):
+                f = row_feature(r, p, j, w, c, fa)
                 if f >= 0:
                     sent_out[n] = i
                     feat_out[n] = f
@@ -231,25 +280,25 @@ def corpus_feature_hits(tokens, offsets, word_class, n_words, n_classes, key_hi,
 
 
 @jit
-def corpus_scores_pruned(tokens, offsets, word_class, n_words, n_classes, lam, key_hi, key_lo, slots,
-                         row_group, row_len, row_off, row_type, order, parents, out):
+def corpus_scores_pruned(corpus, symbols, lam, fa, order, parents, out):
     """:func:`corpus_scores` that skips the look-up of a row whose parent row fired with an unseen n-gram.
 
     ``order`` lists the rows with every row after its parents (shorter patterns first); ``parents[r, a]``
     (-1 pads) are rows whose pattern is a proper sub-pattern of row ``r``'s: wherever ``r`` fires they
     fire on a subset of the same symbols, so an unseen parent n-gram means an unseen n-gram of ``r``.
     """
+    offsets = corpus.offsets
     _, longest = corpus_sizes(offsets, 0)
     w = np.empty(longest + 2, dtype=np.int64)
     c = np.empty(longest + 2, dtype=np.int64)
-    found = np.empty(row_len.size, dtype=np.int64)  # -2: does not fire, -1: unseen, else feature index
+    found = np.empty(fa.row_len.size, dtype=np.int64)  # -2: does not fire, -1: unseen, else feature index
     for i in range(offsets.size - 1):
-        j = load_sentence(tokens[offsets[i]:offsets[i + 1]], word_class, n_words, n_classes, w, c)
+        j = load_sentence(corpus.tokens[offsets[i]:offsets[i + 1]], symbols, w, c)
         total = 0.0
         for p in range(1, j + 2):
             for k in range(order.size):
                 r = order[k]
-                if not row_fires(r, p, j, row_len, row_off):
+                if not row_fires(r, p, j, fa):
                     found[r] = -2
                     continue
                 skip = False
@@ -261,8 +310,8 @@ def corpus_scores_pruned(tokens, offsets, word_class, n_words, n_classes, lam, k
                 if skip:
                     found[r] = -1
                     continue
-                hi, lo = row_key(r, p, w, c, row_group, row_len, row_off, row_type)
-                f = table_find(hi, lo, key_hi, key_lo, slots)
+                hi, lo = row_key(r, p, w, c, fa)
+                f = table_find(hi, lo, fa.key_hi, fa.key_lo, fa.slots)
                 found[r] = f
                 if f >= 0:
                     total += lam[f]

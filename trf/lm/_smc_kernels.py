@@ -24,8 +24,7 @@ import numpy as np
 
 from samplers._jit import jit
 from samplers._kernels import logsumexp_1d
-from trf.lm._feature_kernels import pattern_key, row_fires, row_weight, table_find
-from trf.lm._transms_kernels import HashedFeatures
+from trf.lm._feature_kernels import HashedFeatures, pattern_key, row_fires, row_weight, table_find
 
 
 class SuccessorTables(NamedTuple):
@@ -58,6 +57,39 @@ class SMCModel(NamedTuple):
     succ: SuccessorTables
 
 
+class SMCRun(NamedTuple):
+    """One run's settings: particles, lengths ``1..max_length``, the kernel seed, the ``reference`` sentence
+    (empty: a plain run; else conditional SMC) and ``cache_bytes``, the memory that may hold the particles'
+    local tables from their weighting to their children's draws (0: recompute them for the draws)."""
+
+    n_particles: int
+    max_length: int
+    seed: int
+    reference: np.ndarray
+    cache_bytes: int
+
+
+class SMCOutput(NamedTuple):
+    """Where a run writes: ``log_z[j - 1]``, ``ess[j - 1]`` and the kept sentences ``keep[j - 1, s, :j]``."""
+
+    log_z: np.ndarray
+    ess: np.ndarray
+    keep: np.ndarray
+
+
+class TableCache(NamedTuple):
+    """The local tables of the particles at one position, kept from their weighting to their children's draws.
+
+    ``mass[n]`` is particle ``n``'s ``log_mass``; its touched words and their ``dw`` are
+    ``words[start[n]:start[n] + count[n]]`` and ``dw[...]``; ``count[n] < 0``: not kept (no room)."""
+
+    mass: np.ndarray   # (rows, C)
+    start: np.ndarray  # (n_particles,)
+    count: np.ndarray  # (n_particles,)
+    words: np.ndarray  # (capacity,)
+    dw: np.ndarray     # (capacity,)
+
+
 class SMCWork(NamedTuple):
     """Scratch of one particle's local tables."""
 
@@ -69,9 +101,9 @@ class SMCWork(NamedTuple):
 
 
 @jit
-def context_key(r, p, w, c, row_group, row_len, row_off, row_type):
+def context_key(r, p, w, c, rows):
     """Key of row ``r`` at position ``p`` with its last (offset 0) symbol left ``EMPTY``."""
-    return pattern_key(r, p, w, c, row_group, row_len[r] - 1, row_off, row_type)
+    return pattern_key(r, p, w, c, rows, rows.row_len[r] - 1)
 
 
 @jit
@@ -92,7 +124,7 @@ def local_tables(model, w, c, p, work):
         L = fa.row_len[r]
         if L == 1 or p + fa.row_off[r, 0] < 0:
             continue
-        hi, lo = context_key(r, p, w, c, fa.row_group, fa.row_len, fa.row_off, fa.row_type)
+        hi, lo = context_key(r, p, w, c, fa)
         k = table_find(hi, lo, sc.ctx_hi, sc.ctx_lo, sc.ctx_slots)
         if k < 0:
             continue
@@ -172,9 +204,8 @@ def end_score(model, w, c, j):
     c[j + 1] = model.n_classes
     total = 0.0
     for r in range(fa.row_len.size):
-        if row_fires(r, j + 1, j, fa.row_len, fa.row_off):
-            total += row_weight(r, j + 1, j, w, c, model.lam, fa.key_hi, fa.key_lo, fa.slots, fa.row_group,
-                                fa.row_len, fa.row_off, fa.row_type)
+        if row_fires(r, j + 1, j, fa):
+            total += row_weight(r, j + 1, j, w, c, model.lam, fa)
     return total
 
 
@@ -225,27 +256,73 @@ def multinomial_ancestors(log_w, out, first):
 
 
 @jit
-def smc_log_z(model, n_particles, max_length, seed, out, ess_out, keep, stop, reference):
-    """One SMC run: ``out[j - 1]`` is the estimate of ``log Z_j`` for ``j = 1..max_length`` (relative to the
-    shift of ``model.u``: add ``j * shift``), ``ess_out[j - 1]`` the effective sample size of the final
-    ``</s>`` weights at length ``j``; ``keep[j - 1, s, :j]`` (``keep`` of shape ``(max_length, S, >= max_length)``,
-    ``S`` may be 0) receives ``S`` sentences of length ``j`` drawn from the particles by their ``</s>`` weights
-    (systematic resampling: an approximate sample of the model at length ``j``).
+def new_table_cache(run, n_classes, n_words):
+    """A :class:`TableCache` within ``run.cache_bytes``: half for the class masses (8 bytes x classes per particle),
+    half for the touched words (16 bytes each), at most what ``n_particles`` particles can touch."""
+    n = run.n_particles
+    rows = min(n, run.cache_bytes // (16 * n_classes))
+    capacity = min(n * n_words, run.cache_bytes // 32) if rows > 0 else 0
+    return TableCache(np.empty((rows, n_classes)), np.zeros(n, dtype=np.int64), np.full(n, -1, dtype=np.int64),
+                      np.empty(capacity, dtype=np.int64), np.empty(capacity))
+
+
+@jit
+def keep_tables(cache, work, n, n_touched, used):
+    """Store particle ``n``'s tables in ``cache`` if there is room; return the touched-word entries now used."""
+    if n >= cache.mass.shape[0] or used + n_touched > cache.words.size:
+        cache.count[n] = -1
+        return used
+    cache.mass[n, :] = work.log_mass
+    cache.start[n] = used
+    cache.count[n] = n_touched
+    for t in range(n_touched):
+        v = work.touched[t]
+        cache.words[used + t] = v
+        cache.dw[used + t] = work.dw[v]
+    return used + n_touched
+
+
+@jit
+def restore_tables(cache, work, n):
+    """Load particle ``n``'s kept tables into ``work`` (as :func:`local_tables` left them); return ``n_touched``."""
+    work.log_mass[:] = cache.mass[n]
+    start = cache.start[n]
+    n_touched = cache.count[n]
+    for t in range(n_touched):
+        v = cache.words[start + t]
+        work.touched[t] = v
+        work.dw[v] = cache.dw[start + t]
+        work.mark[v] = True
+    return n_touched
+
+
+@jit
+def smc_log_z(model, run, output, stop):
+    """One SMC run (:class:`SMCRun`): ``output.log_z[j - 1]`` is the estimate of ``log Z_j`` for
+    ``j = 1..max_length`` (relative to the shift of ``model.u``: add ``j * shift``), ``output.ess[j - 1]`` the
+    effective sample size of the final ``</s>`` weights at length ``j``; ``output.keep[j - 1, s, :j]`` (``keep`` of
+    shape ``(max_length, S, >= max_length)``, ``S`` may be 0) receives ``S`` sentences of length ``j`` drawn from the
+    particles by their ``</s>`` weights (systematic resampling: an approximate sample of the model at length ``j``).
 
     Fully adapted particle filter: at each position every particle is weighted by its local normaliser
     (the incremental weight of the locally optimal proposal), the particles are resampled systematically,
     and every child draws its next word from the local law.  ``Z_j`` is estimated by the product of the mean
-    incremental weights up to ``j`` times the mean ``exp(end score)`` -- unbiased for ``Z_j``.
+    incremental weights up to ``j`` times the mean ``exp(end score)`` -- unbiased for ``Z_j``.  The local tables
+    that weigh a particle are the ones its children draw from: they are computed once per particle and position,
+    kept (within ``run.cache_bytes``) until the children have drawn, and recomputed only for particles that found
+    no room -- the draws are the same either way.
 
-    ``reference`` (int64 words) of length ``max_length`` makes it *conditional* SMC (Andrieu, Doucet and
+    ``run.reference`` (int64 words) of length ``max_length`` makes it *conditional* SMC (Andrieu, Doucet and
     Holenstein 2010): particle 0 is pinned to the reference sentence (it keeps its own ancestor and takes the
     reference's word at every position), the other particles resample multinomially from all of them, and only
-    ``out[max_length - 1]`` is meaningful.  When the reference is an exact draw of the model at that length,
+    ``log_z[max_length - 1]`` is meaningful.  When the reference is an exact draw of the model at that length,
     ``E[1 / Z-hat] = 1 / Z``, so ``log Z-hat`` errs *high* in expectation: the upper side of bidirectional Monte
     Carlo.  An empty ``reference`` gives the plain run.
 
-    ``stop[0] != 0`` (set by another thread, e.g. on Ctrl-C) ends the run early, leaving ``out`` incomplete."""
-    np.random.seed(seed)
+    ``stop[0] != 0`` (set by another thread, e.g. on Ctrl-C) ends the run early, leaving the output incomplete."""
+    np.random.seed(run.seed)
+    n_particles, max_length, reference = run.n_particles, run.max_length, run.reference
+    out, ess_out, keep = output.log_z, output.ess, output.keep
     V = model.n_words
     C = model.n_classes
     pinned = reference.size > 0
@@ -257,6 +334,7 @@ def smc_log_z(model, n_particles, max_length, seed, out, ess_out, keep, stop, re
     c[:, 0] = C + 1
     work = SMCWork(np.zeros(C), np.zeros(V), np.zeros(V, dtype=np.bool_), np.zeros(V, dtype=np.int64),
                    np.zeros(C))
+    cache = new_table_cache(run, C, V)
     log_w = np.empty(n_particles)
     ends = np.empty(n_particles)
     anc = np.empty(n_particles, dtype=np.int64)
@@ -287,10 +365,12 @@ def smc_log_z(model, n_particles, max_length, seed, out, ess_out, keep, stop, re
                         keep[p - 2, s, q - 1] = w[picks[s], q]
         if p > max_length:
             break
+        used = 0
         for n in range(n_particles):
             if (n & 4095) == 4095 and stop[0] != 0:
                 return
             log_w[n], n_touched = local_tables(model, w[n], c[n], p, work)
+            used = keep_tables(cache, work, n, n_touched, used)
             clear_tables(work, n_touched)
         log_prefix += log_mean_exp(log_w)
         if pinned:
@@ -298,7 +378,6 @@ def smc_log_z(model, n_particles, max_length, seed, out, ess_out, keep, stop, re
             multinomial_ancestors(log_w, anc, 1)
         else:
             systematic_ancestors(log_w, anc)
-        log_z = 0.0
         n_touched = 0
         tables_of = -1  # the ancestor whose local law ``work`` holds
         for n in range(n_particles):
@@ -313,9 +392,12 @@ def smc_log_z(model, n_particles, max_length, seed, out, ess_out, keep, stop, re
             else:
                 if a != tables_of:
                     clear_tables(work, n_touched)
-                    log_z, n_touched = local_tables(model, w_new[n], c_new[n], p, work)
+                    if cache.count[a] >= 0:
+                        n_touched = restore_tables(cache, work, a)
+                    else:
+                        _, n_touched = local_tables(model, w_new[n], c_new[n], p, work)
                     tables_of = a
-                v = draw_word(model, work, log_z)
+                v = draw_word(model, work, log_w[a])
             w_new[n, p] = v
             c_new[n, p] = model.word_class[v]
         clear_tables(work, n_touched)

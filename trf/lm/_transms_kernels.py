@@ -27,19 +27,14 @@ import numpy as np
 from samplers._jit import jit
 from samplers._kernels import categorical_from_logits, logsumexp_1d
 from trf import _transms_skeleton as skeleton
-from trf.lm._feature_kernels import accumulate_features, load_sentence, positions_score, row_feature, row_fires
-
-
-class HashedFeatures(NamedTuple):
-    """The open-addressing feature table and the template rows (:mod:`trf.lm._feature_kernels`)."""
-
-    key_hi: np.ndarray
-    key_lo: np.ndarray
-    slots: np.ndarray
-    row_group: np.ndarray
-    row_len: np.ndarray
-    row_off: np.ndarray
-    row_type: np.ndarray
+from trf.lm._feature_kernels import (
+    HashedFeatures,
+    accumulate_features,
+    load_sentence,
+    positions_score,
+    row_feature,
+    row_fires,
+)
 
 
 class TouchTables(NamedTuple):
@@ -88,62 +83,62 @@ class SentenceWork(NamedTuple):
 
 
 @jit
-def checked_weight(r, p, j, w, c, res_d, parents, lam, fa):
-    """``lam`` of the feature row ``r`` fires at ``p``, with its index stored in ``res_d[r]`` (-1: none).
+def checked_weight(model, work, r, p, j, d):
+    """``lam`` of the feature row ``r`` fires at ``p = i + d``, with its index stored in ``work.res[d, r]`` (-1: none).
 
     A row whose pattern extends a parent row's pattern (``parents[r]``, already evaluated at ``p``) can
     only be an observed n-gram if the parent is: an unseen parent skips the hash look-up.
     """
+    parents, res_d = model.tables.parents, work.res[d]
     for a in range(parents.shape[1]):
         q = parents[r, a]
         if q >= 0 and res_d[q] < 0:
             res_d[r] = -1
             return 0.0
-    f = row_feature(r, p, j, w, c, fa.key_hi, fa.key_lo, fa.slots, fa.row_group, fa.row_len, fa.row_off,
-                    fa.row_type)
+    f = row_feature(r, p, j, work.w, work.c, model.features)
     res_d[r] = f
-    return lam[f] if f >= 0 else 0.0
+    return model.lam[f] if f >= 0 else 0.0
 
 
 @jit
 def context_features(model, work, j, i):
     """Fill ``res[d]`` for the rows at ``p = i + d`` that do not read position ``i`` (fixed while
     ``x_i`` is resampled; they serve as parents of the rows that do)."""
-    ptr, rows, parents = model.tables.context_ptr, model.tables.context_rows, model.tables.parents
-    w, c, res, lam, fa = work.w, work.c, work.res, model.lam, model.features
+    ptr, rows = model.tables.context_ptr, model.tables.context_rows
     for d in range(model.span + 1):
         p = i + d
         if p > j + 1:
             break
         for t in range(ptr[d], ptr[d + 1]):
-            checked_weight(rows[t], p, j, w, c, res[d], parents, lam, fa)
+            checked_weight(model, work, rows[t], p, j, d)
 
 
 @jit
-def touched_score(w, c, j, i, span, lam, fa, ptr, rows, parents, res):
+def touched_score(model, work, j, i, ptr, rows):
     """Sum of ``lam`` over the features at ``p = i..i+span`` of the rows listed for ``d = p - i`` in
     ``rows[ptr[d]:ptr[d+1]]`` (rows that read position ``i``; sorted so parents come first).
-    ``res`` must hold :func:`context_features` of position ``i``."""
+    ``work.res`` must hold :func:`context_features` of position ``i``."""
     total = 0.0
-    for d in range(span + 1):
+    for d in range(model.span + 1):
         p = i + d
         if p > j + 1:
             break
         for t in range(ptr[d], ptr[d + 1]):
-            total += checked_weight(rows[t], p, j, w, c, res[d], parents, lam, fa)
+            total += checked_weight(model, work, rows[t], p, j, d)
     return total
 
 
 @jit
-def dense_class_weight(r, p, j, c, n_symbols, base, dense, lam, row_len, row_off):
+def dense_class_weight(model, r, p, j, c):
     """``lam`` of the class unigram/(skip-)bigram row ``r`` at ``p``, read from its dense index table."""
-    if not row_fires(r, p, j, row_len, row_off):
+    fa, base, dense = model.features, model.tables.proposal_base, model.tables.proposal_dense
+    if not row_fires(r, p, j, fa):
         return 0.0
-    if row_len[r] == 1:
+    if fa.row_len[r] == 1:
         f = dense[base[r] + c[p]]
     else:
-        f = dense[base[r] + c[p + row_off[r, 0]] * n_symbols + c[p]]
-    return lam[f] if f >= 0 else 0.0
+        f = dense[base[r] + c[p + fa.row_off[r, 0]] * (model.n_classes + 2) + c[p]]
+    return model.lam[f] if f >= 0 else 0.0
 
 
 @jit
@@ -152,8 +147,6 @@ def class_proposal_logits(model, work, j, i):
     class unigram and (skip-)bigram rows that read position ``i``, read from dense tables."""
     c, out = work.c, work.log_q
     ptr, rows = model.tables.proposal_ptr, model.tables.proposal_rows
-    base, dense, lam = model.tables.proposal_base, model.tables.proposal_dense, model.lam
-    row_len, row_off = model.features.row_len, model.features.row_off
     n_classes, span = model.n_classes, model.span
     saved = c[i]
     for k in range(n_classes):
@@ -164,7 +157,7 @@ def class_proposal_logits(model, work, j, i):
             if p > j + 1:
                 break
             for t in range(ptr[d], ptr[d + 1]):
-                total += dense_class_weight(rows[t], p, j, c, n_classes + 2, base, dense, lam, row_len, row_off)
+                total += dense_class_weight(model, rows[t], p, j, c)
         out[k] = total
     c[i] = saved
     lz = logsumexp_1d(out[:n_classes])
@@ -178,9 +171,7 @@ def class_score(model, work, j, i, k):
     (needs :func:`context_features` of position ``i`` in ``res``)."""
     saved = work.c[i]
     work.c[i] = k
-    tab = model.tables
-    total = touched_score(work.w, work.c, j, i, model.span, model.lam, model.features, tab.class_ptr, tab.class_rows,
-                          tab.parents, work.res)
+    total = touched_score(model, work, j, i, model.tables.class_ptr, model.tables.class_rows)
     work.c[i] = saved
     return total
 
@@ -188,9 +179,7 @@ def class_score(model, work, j, i, k):
 @jit
 def word_score(model, work, j, i):
     """Log-potential of the rows reading the *word* at position ``i`` (needs :func:`context_features`)."""
-    tab = model.tables
-    return touched_score(work.w, work.c, j, i, model.span, model.lam, model.features, tab.word_ptr, tab.word_rows,
-                         tab.parents, work.res)
+    return touched_score(model, work, j, i, model.tables.word_ptr, model.tables.word_rows)
 
 
 @jit
@@ -199,15 +188,14 @@ def class_word_scores(model, work, j, i, k, out):
     n-th word of class ``k``; returns the class size.  The rows reading ``i`` through its class add
     the same amount to every word of ``k`` (the unnormalised ``log Q_i(k)``) and the other rows do not
     depend on ``x_i``, so these scores are the within-class conditional up to a constant."""
-    w, c, res, tab, class_words = work.w, work.c, work.res, model.tables, model.class_words
-    span, lam, fa = model.span, model.lam, model.features
+    w, c, tab, class_words = work.w, work.c, model.tables, model.class_words
     saved_w, saved_c = w[i], c[i]
     start = model.class_start[k]
     n = model.class_start[k + 1] - start
     c[i] = k
     for t in range(n):
         w[i] = class_words[start + t]
-        out[t] = touched_score(w, c, j, i, span, lam, fa, tab.word_ptr, tab.word_rows, tab.parents, res)
+        out[t] = touched_score(model, work, j, i, tab.word_ptr, tab.word_rows)
     w[i], c[i] = saved_w, saved_c
     return n
 
@@ -215,9 +203,7 @@ def class_word_scores(model, work, j, i, k, out):
 @jit
 def local_sum(model, work, j, p_lo, p_hi):
     """Sum of ``lam`` over all features firing at positions ``p_lo..p_hi``."""
-    fa = model.features
-    return positions_score(work.w, work.c, j, p_lo, p_hi, model.lam, fa.key_hi, fa.key_lo, fa.slots, fa.row_group,
-                           fa.row_len, fa.row_off, fa.row_type)
+    return positions_score(work.w, work.c, j, p_lo, p_hi, model.lam, model.features)
 
 
 # --------------------------------------------------------------------------- the backend's operations
@@ -232,7 +218,7 @@ def _new_workspace(model):
 
 @skeleton.implements(skeleton.load_chain, SentenceModel)
 def _load_chain(model, work, tokens_row, length):
-    load_sentence(tokens_row[:length], model.word_class, model.n_words, model.n_classes, work.w, work.c)
+    load_sentence(tokens_row[:length], model, work.w, work.c)
 
 
 @skeleton.implements(skeleton.store_chain, SentenceModel)
@@ -318,10 +304,8 @@ def _within_length_move(model, work, j, stats):
 @jit
 def weighted_feature_sum(model, tokens, lengths, weights, acc):
     """``acc += sum_r weights[r] f(x_r)`` over recorded samples (the sum in Eq. 16/38)."""
-    fa = model.features
     w = np.empty(tokens.shape[1] + 2, dtype=np.int64)
     c = np.empty(tokens.shape[1] + 2, dtype=np.int64)
     for r in range(lengths.size):
-        j = load_sentence(tokens[r, :lengths[r]], model.word_class, model.n_words, model.n_classes, w, c)
-        accumulate_features(w, c, j, weights[r], acc, fa.key_hi, fa.key_lo, fa.slots, fa.row_group, fa.row_len,
-                            fa.row_off, fa.row_type)
+        j = load_sentence(tokens[r, :lengths[r]], model, w, c)
+        accumulate_features(w, c, j, weights[r], acc, model.features)

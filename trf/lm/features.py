@@ -77,8 +77,8 @@ def parse_feature_spec(spec: str) -> tuple[str, ...]:
     return types
 
 
-def template_rows(types: tuple[str, ...]):
-    """Flatten feature types into kernel row arrays ``(row_group, row_len, row_off, row_type)``."""
+def template_rows(types: tuple[str, ...]) -> fk.Templates:
+    """Flatten feature types into the kernels' row arrays ``(row_group, row_len, row_off, row_type)``."""
     groups, lens, offs, kinds = [], [], [], []
     group = 0
     for t in types:
@@ -89,8 +89,8 @@ def template_rows(types: tuple[str, ...]):
                 offs.append([o for o, _ in row] + [0] * (4 - len(row)))
                 kinds.append([k for _, k in row] + [0] * (4 - len(row)))
             group += 1
-    return (np.array(groups, dtype=np.int64), np.array(lens, dtype=np.int64),
-            np.array(offs, dtype=np.int64), np.array(kinds, dtype=np.int64))
+    return fk.Templates(np.array(groups, dtype=np.int64), np.array(lens, dtype=np.int64),
+                        np.array(offs, dtype=np.int64), np.array(kinds, dtype=np.int64))
 
 
 @dataclass
@@ -157,7 +157,8 @@ class SentenceFeatures:
             raise ValueError(f"word_class must have vocab_size={vocab_size} entries, got {word_class.size}")
         n_classes = int(word_class.max()) + 1
         rows = template_rows(types)
-        hi, lo = fk.corpus_keys(tokens, corpus.offsets, word_class, vocab_size, n_classes, *rows)
+        hi, lo = fk.corpus_keys(fk.FlatCorpus(tokens, corpus.offsets), fk.Symbols(word_class, vocab_size, n_classes),
+                                rows)
         order = np.lexsort((lo, hi))
         hi, lo = hi[order], lo[order]
         new = np.ones(hi.size, dtype=bool)
@@ -169,20 +170,27 @@ class SentenceFeatures:
         return cls(types, vocab_size, n_classes, word_class, key_hi, key_lo, counts, slots)
 
     # ----------------------------------------------------------------- queries
-    def kernel_args(self) -> tuple:
-        """``(key_hi, key_lo, slots, row_group, row_len, row_off, row_type)`` for the Numba kernels."""
-        return (self.key_hi, self.key_lo, self.slots, *self.rows)
+    def hashed(self) -> fk.HashedFeatures:
+        """The table and the template rows as the Numba kernels' bundle."""
+        return fk.HashedFeatures(self.key_hi, self.key_lo, self.slots, *self.rows)
+
+    def symbols(self) -> fk.Symbols:
+        """The class map and the sizes as the Numba kernels' bundle."""
+        return fk.Symbols(self.word_class, int(self.n_words), int(self.n_classes))
+
+    def _flat(self, corpus: EncodedCorpus) -> fk.FlatCorpus:
+        """``corpus`` as the kernels' bundle, its word ids checked against the vocabulary."""
+        tokens = as_int_array(corpus.tokens, "corpus.tokens", ndim=1, low=0, high=self.n_words)
+        return fk.FlatCorpus(tokens, corpus.offsets)
 
     def scores(self, corpus: EncodedCorpus, lam) -> np.ndarray:
         """``lambda . f(x)`` for every sentence of ``corpus`` (unseen n-grams contribute nothing)."""
         lam = as_float_array(lam, "lam", ndim=1)
         if lam.size != self.n_features:
             raise ValueError(f"lam must have n_features={self.n_features} entries, got {lam.size}")
-        tokens = as_int_array(corpus.tokens, "corpus.tokens", ndim=1, low=0, high=self.n_words)
         out = np.empty(len(corpus))
         order, parents = self.score_plan()
-        fk.corpus_scores_pruned(tokens, corpus.offsets, self.word_class, self.n_words, self.n_classes, lam,
-                                *self.kernel_args(), order, parents, out)
+        fk.corpus_scores_pruned(self._flat(corpus), self.symbols(), lam, self.hashed(), order, parents, out)
         return out
 
     def score_plan(self) -> tuple[np.ndarray, np.ndarray]:
@@ -207,9 +215,9 @@ class SentenceFeatures:
         sentence = as_int_array(sentence, "sentence", ndim=1, low=0, high=self.n_words)
         w = np.empty(sentence.size + 2, dtype=np.int64)
         c = np.empty(sentence.size + 2, dtype=np.int64)
-        j = fk.load_sentence(sentence, self.word_class, self.n_words, self.n_classes, w, c)
+        j = fk.load_sentence(sentence, self.symbols(), w, c)
         acc = np.zeros(self.n_features)
-        fk.accumulate_features(w, c, j, 1.0, acc, *self.kernel_args())
+        fk.accumulate_features(w, c, j, 1.0, acc, self.hashed())
         return acc
 
     def stratified_variance(self, corpus: EncodedCorpus) -> np.ndarray:
@@ -218,9 +226,7 @@ class SentenceFeatures:
         Uses ``sum_j (n_j/n) Var_j[f] = E[f^2] - sum_j S_j^2 / (n n_j)`` with ``S_j`` the total of
         ``f`` over sentences of length ``j``; only (length, feature) pairs that occur are touched.
         """
-        tokens = as_int_array(corpus.tokens, "corpus.tokens", ndim=1, low=0, high=self.n_words)
-        sent, feat = fk.corpus_feature_hits(tokens, corpus.offsets, self.word_class, self.n_words, self.n_classes,
-                                            *self.kernel_args())
+        sent, feat = fk.corpus_feature_hits(self._flat(corpus), self.symbols(), self.hashed())
         n = len(corpus)
         d = np.int64(self.n_features)
         pair, per_sentence = np.unique(sent * d + feat, return_counts=True)

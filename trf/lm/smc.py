@@ -29,9 +29,8 @@ from scipy.special import logsumexp
 from samplers.rng import as_generator, kernel_seeds
 from samplers.validation import check_int
 from trf.lm import _feature_kernels as fk
-from trf.lm._smc_kernels import SMCModel, SuccessorTables
+from trf.lm._smc_kernels import SMCModel, SMCOutput, SMCRun, SuccessorTables
 from trf.lm._smc_kernels import smc_log_z as _smc_run
-from trf.lm._transms_kernels import HashedFeatures
 from trf.lm.features import SentenceFeatures, hash_table
 from trf.lm.model import SentenceTRF, unigram_weights
 
@@ -40,6 +39,9 @@ __all__ = ["ConditionalSMCResult", "SMCResult", "SMCSampler", "conditional_smc_l
 _SYMBOL = (1 << 24) - 1
 _NO_KEEP = np.zeros((1, 0, 1), dtype=np.int64)
 _NO_REFERENCE = np.zeros(0, dtype=np.int64)
+TABLE_CACHE_BYTES = 64 << 20
+"""Memory per run for the particles' local tables between their weighting and their children's draws (beyond it the
+tables are recomputed; the draws do not depend on it)."""
 
 
 def successor_tables(features: SentenceFeatures) -> SuccessorTables:
@@ -75,7 +77,7 @@ class _Structure:
     def __init__(self, feats: SentenceFeatures) -> None:
         self.features = feats
         self.class_words, self.class_start = feats.class_members()
-        self.hashed = HashedFeatures(*feats.kernel_args())
+        self.hashed = feats.hashed()
         self.succ = successor_tables(feats)
 
     def bundle(self, lam: np.ndarray) -> tuple[SMCModel, float]:
@@ -104,17 +106,17 @@ def _smc_model(model: SentenceTRF) -> tuple[SMCModel, float]:
 
 
 def _run_tasks(bundle: SMCModel, tasks: list, threads: int | None) -> float:
-    """Run the kernel once per task ``(n_particles, max_length, seed, out, ess, keep, reference)`` on ``threads``
+    """Run the kernel once per task ``(SMCRun, SMCOutput)`` on ``threads``
     threads (default: ``numba.get_num_threads()``, as the TransMS chains of :mod:`trf.transms_core`; the kernel
     releases the GIL); their seconds.  An exception in the calling thread (Ctrl-C) raises the kernels' stop flag,
     so the runs end at their next position instead of keeping the process alive until they finish (a 4 x
     200,000-particle check took 397 s to exit)."""
     stop = np.zeros(1, dtype=np.int64)
-    _smc_run(bundle, 1, 1, 0, np.zeros(1), np.zeros(1), _NO_KEEP, stop, _NO_REFERENCE)  # compile outside the timing
+    _smc_run(bundle, _smc_settings(1, 1, 0), SMCOutput(np.zeros(1), np.zeros(1), _NO_KEEP), stop)  # compile first
     start = time.perf_counter()
 
     def run(task) -> None:
-        _smc_run(bundle, *task[:6], stop, task[6])
+        _smc_run(bundle, *task, stop)
 
     pool = ThreadPoolExecutor(max_workers=min(len(tasks), max(1, threads or numba.get_num_threads())))
     try:
@@ -130,9 +132,14 @@ def _run_tasks(bundle: SMCModel, tasks: list, threads: int | None) -> float:
 def _run_all(bundle: SMCModel, n_particles: int, max_length: int, seeds: np.ndarray, out: np.ndarray,
              ess: np.ndarray, keep: np.ndarray | None, threads: int | None) -> float:
     """``len(seeds)`` independent plain SMC runs over ``1..max_length`` (:func:`_run_tasks`); their seconds."""
-    return _run_tasks(bundle, [(n_particles, max_length, int(seed), out[r], ess[r],
-                                _NO_KEEP if keep is None else keep[r], _NO_REFERENCE)
+    return _run_tasks(bundle, [(_smc_settings(n_particles, max_length, seed),
+                                SMCOutput(out[r], ess[r], _NO_KEEP if keep is None else keep[r]))
                                for r, seed in enumerate(seeds)], threads)
+
+
+def _smc_settings(n_particles: int, max_length: int, seed, reference: np.ndarray = _NO_REFERENCE) -> SMCRun:
+    """The kernel's :class:`SMCRun` bundle (the table cache within :data:`TABLE_CACHE_BYTES`)."""
+    return SMCRun(int(n_particles), int(max_length), int(seed), reference, int(TABLE_CACHE_BYTES))
 
 
 def _pooled_log(logs: np.ndarray, sign: float) -> np.ndarray:
@@ -327,9 +334,9 @@ def conditional_smc_log_z(model: SentenceTRF, references: dict, *, n_particles: 
     seeds = kernel_seeds(seed, n_runs * lengths.size)
     out = np.zeros((n_runs, lengths.size, int(lengths.max())))
     ess = np.zeros_like(out)
-    tasks = [(int(particles[k]), int(j), int(seeds[k * n_runs + r]), out[r, k], ess[r, k], _NO_KEEP,
-              np.ascontiguousarray(refs[k][r])) for k, j in enumerate(lengths) for r in range(n_runs)]
-    tasks.sort(key=lambda task: -task[0] * task[1])  # costliest first: the pool ends together
+    tasks = [(_smc_settings(particles[k], j, seeds[k * n_runs + r], np.ascontiguousarray(refs[k][r])),
+              SMCOutput(out[r, k], ess[r, k], _NO_KEEP)) for k, j in enumerate(lengths) for r in range(n_runs)]
+    tasks.sort(key=lambda task: -task[0].n_particles * task[0].max_length)  # costliest first: the pool ends together
     seconds = _run_tasks(bundle, tasks, threads)
     runs = out[:, np.arange(lengths.size), lengths - 1] + lengths * shift
     return ConditionalSMCResult(lengths, runs, particles, seconds)

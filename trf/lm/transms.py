@@ -24,7 +24,7 @@ from samplers.rng import as_generator
 from samplers.validation import as_float_array, check_int
 from trf import transms_core
 from trf.lm import _feature_kernels
-from trf.lm._transms_kernels import HashedFeatures, SentenceModel, TouchTables, weighted_feature_sum
+from trf.lm._transms_kernels import SentenceModel, TouchTables, weighted_feature_sum
 from trf.lm.features import SentenceFeatures
 from trf.transms_core import ChainState, TransMSInfo
 
@@ -124,7 +124,7 @@ class SentenceSampler:
         self.max_class = int(np.diff(self.class_ptr).max())
         self.span = features.max_context
         self.touch_tables = TouchTables(*touch_tables(features.rows, self.span), *proposal_tables(features, self.span))
-        self.hashed = HashedFeatures(*features.kernel_args())
+        self.hashed = features.hashed()
 
     def model(self, lam) -> SentenceModel:
         """The hashed-n-gram model bundle of the TransMS kernels at ``lam`` (checked)."""
