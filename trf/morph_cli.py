@@ -1,7 +1,7 @@
 """``mcsa trf morph``: the word-morphology benchmark (Sec. 6) from the command line.
 
 ``--train`` / ``--test`` are word lists (one word per line, letters a-z; words with other symbols,
-upper case included, or longer than ``--m`` are reported on stderr and skipped).  Without them the
+upper case included, or longer than ``--max-length`` are reported on stderr and skipped).  Without them the
 installed list named by ``--words`` (:data:`trf.data.WORD_LISTS`: the 154K most frequent English
 words of ``wordfreq`` by default, or ``english-words``' web2) is split at random into 139K training
 and 15K test words (``--seed``), as in the paper's sizes.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from samplers.argtypes import nonnegative_int, positive_int
+from samplers.argtypes import nonnegative_int, positive_int, text_encoding
 
 
 def register(subparsers) -> None:
@@ -21,15 +21,22 @@ def register(subparsers) -> None:
     parser.add_argument("--test", help="test word list (default: a split of --words)")
     parser.add_argument("--words", choices=("wordfreq", "web2"), default="wordfreq",
                         help="installed English word list split when --train/--test are not given")
-    parser.add_argument("--out", required=True, help="output folder for metrics.json and plots")
-    parser.add_argument("--iters", type=positive_int, default=1000, help="AugSA and IIS iterations (t_max)")
+    parser.add_argument("--out", "-o", required=True, help="output folder for metrics.json and plots")
+    parser.add_argument("--max-iterations", dest="iters", type=positive_int, default=1000,
+                        help="AugSA and IIS iterations (t_max)")
+    parser.add_argument("--iters", dest="iters", type=positive_int, default=argparse.SUPPRESS, help=argparse.SUPPRESS)  # old spelling
     parser.add_argument("--samples", type=positive_int, default=100, help="K, draws per iteration")
-    parser.add_argument("--seed", type=nonnegative_int, default=0, help="random seed of the split and of AugSA")
-    parser.add_argument("--m", type=positive_int, default=25, help="maximum word length")
+    parser.add_argument("--seed", "-s", type=nonnegative_int, default=0, help="random seed of the split and of AugSA")
+    parser.add_argument("--max-length", dest="m", type=positive_int, default=25,
+                        help="maximum word length m (longer words are skipped)")
+    parser.add_argument("--m", dest="m", type=positive_int, default=argparse.SUPPRESS, help=argparse.SUPPRESS)  # old spelling
     parser.add_argument("--eval-every", type=positive_int, default=10, help="exact NLL every this many iterations")
     parser.add_argument("--qn-iters", type=positive_int, default=500, help="L-BFGS iteration limit")
     parser.add_argument("--replicates", type=positive_int, default=1, help="AugSA runs with seeds seed, seed+1, ...")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--quiet", "-q", dest="no_progress", action="store_true", help="no progress bar")
+    parser.add_argument("--no-progress", dest="no_progress", action="store_true", help=argparse.SUPPRESS)  # old
+    parser.add_argument("--encoding", type=text_encoding, default="utf-8",
+                        help="text encoding of --train and --test (a Python codec name: utf-8, latin-1, ...)")
     parser.set_defaults(func=run)
 
 
@@ -39,15 +46,15 @@ def run(args: argparse.Namespace) -> int:
 
     alphabet = Alphabet(ENGLISH_LOWER)
     if (args.train is None) != (args.test is None):
-        raise SystemExit(f"give both --train and --test, or neither (split of {args.words})")
+        raise ValueError(f"give both --train and --test, or neither (split of {args.words})")
     opts = {"on_unknown": "skip", "too_long": "skip"}
     if args.train is None:
         train_words, test_words = WORD_LISTS[args.words](m=args.m, seed=args.seed)
         train = encode_words(train_words, alphabet, args.m, **opts)
         test = encode_words(test_words, alphabet, args.m, **opts)
     else:
-        train = read_word_list(args.train, alphabet, args.m, **opts)
-        test = read_word_list(args.test, alphabet, args.m, **opts)
+        train = read_word_list(args.train, alphabet, args.m, encoding=args.encoding, what="--train", **opts)
+        test = read_word_list(args.test, alphabet, args.m, encoding=args.encoding, what="--test", **opts)
     for name, data in (("train", train), ("test", test)):
         if data.skipped:
             print(f"{name}: skipped {len(data.skipped)} words (symbols outside a-z or longer than m), "
