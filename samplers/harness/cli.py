@@ -56,6 +56,9 @@ def register(subparsers) -> None:
     p_run.add_argument("--fail-fast", action="store_true",
                        help="stop at the first failed run (default: record failures and continue)")
     p_run.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p_run.add_argument("--brief", action="store_true",
+                       help="print one line per estimator (budget range, RMSE trend, seconds) instead of the full "
+                            "table, which is written to OUT/summary.md either way")
     bar = p_run.add_mutually_exclusive_group()
     bar.add_argument("--progress", dest="progress", action="store_const", const=True, default=None,
                      help="always show the progress bar on stderr (default: only on a terminal)")
@@ -118,7 +121,12 @@ def cmd_run(args) -> int:
         print(f"mcsa: interrupted; finished runs are kept in {args.out}/runs.jsonl. Resume with: {again} --resume",
               file=sys.stderr)
         return 130
-    print(results.to_markdown())
+    if args.brief:
+        from .digest import digest
+
+        print(digest(results.summary(), str(args.out), failures=len(results.failures)))
+    else:
+        print(results.to_markdown())
     if results.failures:
         print(f"mcsa: {len(results.failures)} runs failed (listed in {args.out}/summary.md); the first: "
               f"{results.failures[0]['error']}", file=sys.stderr)
