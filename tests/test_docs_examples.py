@@ -5,8 +5,9 @@ The python blocks of a page form one script, in page order (later blocks use wha
 with ``python script.py`` in an empty folder.  A block holding ``if __name__ == "__main__":`` is a script of
 its own (it starts worker processes that import the main script, as Dask's ``LocalCluster`` does) and runs
 alone.  Pytest-style ``test_*`` functions a page defines are then called with a ``np.random.Generator``, as
-pytest would with the ``rng`` fixture.  A bare code block introduced by a line holding "prints" right after a
-python block is the output the page shows: each of its lines must appear in the script's stdout.
+pytest would with the ``rng`` fixture.  A bare code block after a python block, introduced by a line holding
+"prints" and ending in a colon, is the output the page shows: each of its lines must appear in the script's
+stdout.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def page_parts(text: str) -> tuple[list[str], list[str], list[str]]:
         if lang == "python":
             (standalone if STANDALONE in body else shared).append(body)
             after_python = True
-        elif lang == "" and after_python and "prints" in between:
+        elif lang == "" and after_python and re.search(r"\bprints\b.*:\s*$", between.strip().split("\n")[-1]):
             outputs.append(body)
             after_python = False
         else:
@@ -54,10 +55,11 @@ def page_parts(text: str) -> tuple[list[str], list[str], list[str]]:
 
 def test_page_parts_finds_scripts_and_shown_outputs():
     text = ("```python\nx = 1\n```\n\nprints:\n\n```\nx 1\n```\n\n```python\ny = x\n```\n\n```bash\nls\n```\n"
-            "```python\nif __name__ == \"__main__\":\n    pass\n```\n")
+            "```python\nif __name__ == \"__main__\":\n    pass\n```\n\nIt prints numbers, timed by:\n\n```\ncmd\n```\n"
+            "```python\nz = 1\n```\nThe prints of it differ\n\n```\nnot output\n```\n")
     scripts, outputs, blocks = page_parts(text)
-    assert scripts[0].startswith("x = 1\n\ny = x\n") and scripts[1].startswith(STANDALONE)
-    assert outputs == ["x 1\n"] and len(blocks) == 3
+    assert scripts[0].startswith("x = 1\n\ny = x\n\nz = 1\n") and scripts[1].startswith(STANDALONE)
+    assert outputs == ["x 1\n", "cmd\n"] and len(blocks) == 4
 
 
 def test_every_page_with_python_blocks_is_covered():
