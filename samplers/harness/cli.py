@@ -131,5 +131,6 @@ def cmd_run(args) -> int:
         print(f"mcsa: {len(results.failures)} runs failed (listed in {args.out}/summary.md); the first: "
               f"{results.failures[0]['error']}", file=sys.stderr)
     written = results.meta.get("written", [])
-    print(f"wrote {len(written)} files to {args.out}: " + ", ".join(written), file=sys.stderr)
+    print(f"wrote {len(written)} files to {args.out}" + ("" if args.brief else ": " + ", ".join(written)),
+          file=sys.stderr)
     return 1 if results.failures else 0
