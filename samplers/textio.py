@@ -29,7 +29,7 @@ import tempfile
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterator, TextIO
 
-__all__ = ["ENCODING_HINT", "check_encoding", "iter_lines", "read_lines", "split_lines", "write_text",
+__all__ = ["ENCODING_HINT", "atomic_write", "check_encoding", "iter_lines", "read_lines", "split_lines", "write_text",
            "write_with_fallback"]
 
 #: How every message about encodings tells the user what to change (the Python argument and the CLI flag).
@@ -202,11 +202,15 @@ def write_with_fallback(write: Callable[[Path], object], path, flag: str, *, wha
     raise ValueError(f"{flag} {str(path)!r}: the write failed ({reason}); {where}")
 
 
-def _atomic_write_text(path: Path, text: str) -> None:
+def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], object]) -> Path:
+    """Call ``write(handle)`` on a temporary file in ``path``'s folder, flush it to disk and move it onto ``path``
+    with ``os.replace``: readers see the old file or the whole new one, never half a file; on any failure the
+    temporary file is removed and the error propagates.  Returns ``path`` as a ``Path``."""
+    path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            write(handle)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
@@ -214,6 +218,11 @@ def _atomic_write_text(path: Path, text: str) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+    return path
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    atomic_write(path, lambda handle: handle.write(text.encode("utf-8")))
 
 
 def write_text(path, text: str, flag: str, *, fallback_dir: str | os.PathLike | None = None, out=None) -> Path:
