@@ -138,7 +138,8 @@ def iter_lines(path, *, encoding: str = "utf-8", what: str = "file") -> Iterator
     FileNotFoundError
         ``path`` does not exist.
     ValueError
-        ``path`` is a folder or empty, its bytes are not valid ``encoding``, or a line holds a NUL character.
+        ``path`` is a folder, unreadable or empty, its bytes are not valid ``encoding``, or a line holds a NUL
+        character.
     """
     encoding = check_encoding(encoding)
     path = Path(path)
@@ -147,7 +148,11 @@ def iter_lines(path, *, encoding: str = "utf-8", what: str = "file") -> Iterator
         raise ValueError(f"{source} is a directory, not a text file")
     if not path.exists():
         raise FileNotFoundError(f"{source} does not exist")
-    with open(path, "rb") as handle:
+    try:
+        handle = open(path, "rb")
+    except OSError as exc:  # no permission, a special file ...
+        raise ValueError(f"{source} cannot be read ({exc.strerror or exc})") from None
+    with handle:
         first = handle.read(1)
         if not first:
             raise ValueError(f"{source} is empty")

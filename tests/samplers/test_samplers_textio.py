@@ -90,3 +90,17 @@ def test_library_errors_are_reported_with_the_flag():
     with pytest.raises(ValueError, match=r"^other problem"):
         with flags_for({"classes": "--classes"}):
             raise ValueError("other problem")
+
+
+def test_an_unreadable_file_is_a_clear_error(tmp_path, monkeypatch):
+    import samplers.textio
+
+    locked = tmp_path / "locked.txt"
+    locked.write_text("words\n")
+
+    def refuse(path, mode="r"):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(samplers.textio, "open", refuse, raising=False)  # as for a file without read permission
+    with pytest.raises(ValueError, match=r"--train '.*locked.txt' cannot be read \(Permission denied\)"):
+        list(iter_lines(locked, what="--train"))
