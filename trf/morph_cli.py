@@ -22,12 +22,12 @@ def register(subparsers) -> None:
     parser.add_argument("--words", choices=("wordfreq", "web2"), default="wordfreq",
                         help="installed English word list split when --train/--test are not given")
     parser.add_argument("--out", "-o", required=True, help="output folder for metrics.json and plots")
-    parser.add_argument("--max-iterations", dest="iters", type=positive_int, default=1000,
+    parser.add_argument("--max-iterations", dest="iters", metavar="MAX_ITERATIONS", type=positive_int, default=1000,
                         help="AugSA and IIS iterations (t_max)")
     parser.add_argument("--iters", dest="iters", type=positive_int, default=argparse.SUPPRESS, help=argparse.SUPPRESS)  # old spelling
     parser.add_argument("--samples", type=positive_int, default=100, help="K, draws per iteration")
     parser.add_argument("--seed", "-s", type=nonnegative_int, default=0, help="random seed of the split and of AugSA")
-    parser.add_argument("--max-length", dest="m", type=positive_int, default=25,
+    parser.add_argument("--max-length", dest="m", metavar="MAX_LENGTH", type=positive_int, default=25,
                         help="maximum word length m (longer words are skipped)")
     parser.add_argument("--m", dest="m", type=positive_int, default=argparse.SUPPRESS, help=argparse.SUPPRESS)  # old spelling
     parser.add_argument("--eval-every", type=positive_int, default=10, help="exact NLL every this many iterations")
