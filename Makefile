@@ -24,9 +24,11 @@ $(VENV)/.installed: $(BIN)/activate pyproject.toml experiments/pyproject.toml
 
 install: $(VENV)/.installed
 
+# --brief: one line per estimator on stdout (the full tables go to the folders' summary.md); --progress: the bar
+# on stderr even when logged (make demo 2>&1 | tee demo.log), so two minutes of runs are never silent.
 demo: install
-	$(BIN)/mcsa bench run --suite quick --out demo-results --replicates 5 --force
-	$(BIN)/mcsa bench run --suite cross-quick --out demo-results-cross --force
+	$(BIN)/mcsa bench run --suite quick --out demo-results --replicates 5 --force --brief --progress
+	$(BIN)/mcsa bench run --suite cross-quick --out demo-results-cross --force --brief --progress
 
 lint: install
 	$(BIN)/ruff check .

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+from ._checks import check_budget
 from ._torch import torch
 
 
@@ -51,7 +52,7 @@ def select_indices(q: "torch.Tensor", k1: int, k2: int, generator: "torch.Genera
     q : Tensor (..., N)
         Proposal probabilities per site (rows sum to 1; see :mod:`rdp.proposals`).
     k1, k2 : int
-        Top and sampled states per site, already checked (``1 <= k1 + k2 <= N``).
+        Top and sampled states per site, ``k1, k2 >= 0`` and ``1 <= k1 + k2 <= N``.
     generator : torch.Generator, optional
         Source of the K2 draws (on q's device).
 
@@ -59,7 +60,16 @@ def select_indices(q: "torch.Tensor", k1: int, k2: int, generator: "torch.Genera
     -------
     IndexSets
         ``index`` and ``log_weight`` of shape (..., k1 + k2).
+
+    Raises
+    ------
+    ValueError
+        ``k1 + k2`` outside ``[1, N]`` (more states than ``q`` has would repeat states in the top-K1 part
+        and leave nothing to sample), or ``q`` without a state axis.
     """
+    if not isinstance(q, torch.Tensor) or q.dim() == 0:
+        raise ValueError("q must be a tensor of shape (..., N) with the N proposal probabilities last")
+    k1, k2 = check_budget(k1, k2, q.shape[-1])
     with torch.no_grad():
         n = q.shape[-1]
         lead = q.shape[:-1]

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import Callable
+from contextlib import contextmanager
+from typing import Callable, Iterator
 
 
 def number(kind: type, low: float | None = None, *, low_open: bool = False, high: float | None = None
@@ -41,3 +42,29 @@ positive_int = number(int, 1)
 nonnegative_int = number(int, 0)
 positive_float = number(float, 0.0, low_open=True)
 nonnegative_float = number(float, 0.0)
+
+
+def text_encoding(text: str) -> str:
+    """``type=`` of every ``--encoding`` flag: a codec name Python knows as a text encoding
+    (:func:`samplers.textio.check_encoding`), refused at parse time otherwise."""
+    from .textio import check_encoding
+
+    try:
+        return check_encoding(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+@contextmanager
+def flags_for(names: dict[str, str]) -> Iterator[None]:
+    """Re-raise a ``ValueError`` whose message starts with a Python argument name of ``names`` (``"classes must
+    be <= ..."``) with the command-line flag instead (``"--classes must be <= ..."``), for checks that only the
+    library can make (a bound that depends on the data, such as the vocabulary size)."""
+    try:
+        yield
+    except ValueError as exc:
+        message = str(exc)
+        for name, flag in names.items():
+            if message.startswith(f"{name} "):
+                raise ValueError(flag + message[len(name):]) from None
+        raise

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 import warnings
 from typing import Sequence
@@ -41,11 +42,15 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
 
 class Parser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` whose sub-parsers (at any depth) show defaults in their help."""
+    """An ``ArgumentParser`` whose sub-parsers (at any depth) show defaults in their help, and whose errors name
+    an option by its long spelling only (``argument --seed: ...``, not ``argument --seed/-s: ...``)."""
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
+
+    def error(self, message: str):
+        super().error(re.sub(r"^argument (--[\w-]+)(?:/-\w)+:", r"argument \1:", message))
 
 
 def register_command_modules(subparsers, module_names: Sequence[str]) -> None:

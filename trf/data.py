@@ -18,6 +18,7 @@ from typing import Iterable
 import numpy as np
 
 from samplers.rng import as_generator
+from samplers.textio import iter_lines
 from samplers.validation import check_int
 
 ENGLISH_LOWER = string.ascii_lowercase
@@ -149,13 +150,11 @@ def encode_words(words: Iterable[str], alphabet: Alphabet, m: int, *, on_unknown
     return WordData(*_flatten(seqs), alphabet=alphabet, m=m, skipped=skipped)
 
 
-def read_word_list(path: str | Path, alphabet: Alphabet, m: int, **options) -> WordData:
-    """Read a word list (one word per line, UTF-8) and encode it with :func:`encode_words`."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"word list {str(path)!r} does not exist")
-    with path.open(encoding="utf-8") as handle:
-        lines = handle.read().splitlines()
+def read_word_list(path: str | Path, alphabet: Alphabet, m: int, *, encoding: str = "utf-8",
+                   what: str = "word list", **options) -> WordData:
+    """Read a word list (one word per line) with :func:`samplers.textio.iter_lines` and encode it with
+    :func:`encode_words`; ``what`` names the file in messages (e.g. ``"--train"``)."""
+    lines = [line for _, line in iter_lines(path, encoding=encoding, what=what)]
     try:
         return encode_words(lines, alphabet, m, **options)
     except ValueError as exc:

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from samplers.textio import atomic_write
 
 FORMAT_VERSION = 1
 HEADER_KEY = "__header__"
@@ -58,18 +59,7 @@ def atomic_write_npz(path: str | os.PathLike, arrays: dict[str, Any], meta: dict
     header = json.dumps({"format_version": FORMAT_VERSION, "kind": kind, "meta": meta})
     payload[HEADER_KEY] = np.frombuffer(header.encode("utf-8"), dtype=np.uint8)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            np.savez(handle, **payload)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+    return atomic_write(path, lambda handle: np.savez(handle, **payload))
 
 
 def read_header(path: str | os.PathLike) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import os
 import sys
 from pathlib import Path
 
-from samplers.argtypes import nonnegative_int, positive_int
+from samplers.argtypes import nonnegative_int, positive_int, text_encoding
 
 
 def register(subparsers) -> None:
@@ -28,15 +28,22 @@ def register(subparsers) -> None:
     parser.add_argument("--test", help="test word list (default: a split of --words)")
     parser.add_argument("--words", choices=("wordfreq", "web2"), default="wordfreq",
                         help="installed English word list split when --train/--test are not given")
-    parser.add_argument("--out", required=True, help="output folder for metrics.json and plots (created)")
-    parser.add_argument("--iters", type=positive_int, default=1000, help="AugSA and IIS iterations (t_max)")
+    parser.add_argument("--out", "-o", required=True, help="output folder for metrics.json and plots (created)")
+    parser.add_argument("--max-iterations", dest="iters", metavar="MAX_ITERATIONS", type=positive_int, default=1000,
+                        help="AugSA and IIS iterations (t_max)")
+    parser.add_argument("--iters", dest="iters", type=positive_int, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     parser.add_argument("--samples", type=positive_int, default=100, help="K, draws per iteration")
-    parser.add_argument("--seed", type=nonnegative_int, default=0, help="random seed of the split and of AugSA")
-    parser.add_argument("--max-length", "--m", dest="m", type=positive_int, default=25, help="maximum word length")
+    parser.add_argument("--seed", "-s", type=nonnegative_int, default=0, help="random seed of the split and of AugSA")
+    parser.add_argument("--max-length", dest="m", metavar="MAX_LENGTH", type=positive_int, default=25,
+                        help="maximum word length m (longer words are skipped)")
+    parser.add_argument("--m", dest="m", type=positive_int, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     parser.add_argument("--eval-every", type=positive_int, default=10, help="exact NLL every this many iterations")
     parser.add_argument("--qn-iters", type=positive_int, default=500, help="L-BFGS iteration limit")
     parser.add_argument("--replicates", type=positive_int, default=1, help="AugSA runs with seeds seed, seed+1, ...")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--quiet", "-q", dest="no_progress", action="store_true", help="no progress bar")
+    parser.add_argument("--no-progress", dest="no_progress", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--encoding", type=text_encoding, default="utf-8",
+                        help="text encoding of --train and --test (a Python codec name: utf-8, latin-1, ...)")
     parser.set_defaults(func=lambda args: run(args, parser))
 
 
@@ -84,8 +91,8 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         train = encode_words(train_words, alphabet, args.m, **opts)
         test = encode_words(test_words, alphabet, args.m, **opts)
     else:
-        train = read_word_list(args.train, alphabet, args.m, **opts)
-        test = read_word_list(args.test, alphabet, args.m, **opts)
+        train = read_word_list(args.train, alphabet, args.m, encoding=args.encoding, what="--train", **opts)
+        test = read_word_list(args.test, alphabet, args.m, encoding=args.encoding, what="--test", **opts)
     for name, data in (("train", train), ("test", test)):
         if data.skipped:
             print(f"{name}: skipped {len(data.skipped)} words (symbols outside a-z or longer than --max-length), "

@@ -38,12 +38,12 @@ def register(subparsers) -> None:
                     "results.csv, summary.csv, summary.md, results.json and the plots are written and "
                     "OUT/manifest.json is marked complete. Ctrl-C keeps the finished runs; --resume continues.")
     p_run.add_argument("--suite", required=True, help="suite name (see `mcsa bench list`)")
-    p_run.add_argument("--out", required=True, type=Path,
+    p_run.add_argument("--out", "-o", required=True, type=Path,
                        help="output folder (new or empty; one holding this study needs --resume or --force)")
     p_run.add_argument("--replicates", type=positive_int, default=None,
                        help="replicates per cell (default: the suite's)")
-    p_run.add_argument("--jobs", type=_jobs, default=1, help="parallel workers (joblib; -1 = all cores)")
-    p_run.add_argument("--seed", type=nonnegative_int, default=0, help="study seed; every run's seed derives from it")
+    p_run.add_argument("--jobs", "-j", type=_jobs, default=1, help="parallel workers (joblib; -1 = all cores)")
+    p_run.add_argument("--seed", "-s", type=nonnegative_int, default=0, help="study seed; every run's seed derives from it")
     p_run.add_argument("--budgets", type=positive_int, nargs="+", default=None,
                        help="override every estimator's budgets (default: the suite's)")
     p_run.add_argument("--baseline", default=None,
@@ -56,11 +56,16 @@ def register(subparsers) -> None:
     p_run.add_argument("--fail-fast", action="store_true",
                        help="stop at the first failed run (default: record failures and continue)")
     p_run.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p_run.add_argument("--brief", action="store_true",
+                       help="print one line per estimator (budget range, RMSE trend, seconds) instead of the full "
+                            "table, which is written to OUT/summary.md either way")
     bar = p_run.add_mutually_exclusive_group()
     bar.add_argument("--progress", dest="progress", action="store_const", const=True, default=None,
                      help="always show the progress bar on stderr (default: only on a terminal)")
-    bar.add_argument("--no-progress", dest="progress", action="store_const", const=False,
+    bar.add_argument("--quiet", "-q", dest="progress", action="store_const", const=False,
                      help="never show the progress bar (default: shown only on a terminal)")
+    bar.add_argument("--no-progress", dest="progress", action="store_const", const=False,
+                     help=argparse.SUPPRESS)  # the old spelling of --quiet
     p_run.set_defaults(func=cmd_run)
     bench.set_defaults(func=lambda args: bench.print_help() or 2)
 
@@ -116,10 +121,16 @@ def cmd_run(args) -> int:
         print(f"mcsa: interrupted; finished runs are kept in {args.out}/runs.jsonl. Resume with: {again} --resume",
               file=sys.stderr)
         return 130
-    print(results.to_markdown())
+    if args.brief:
+        from .digest import digest
+
+        print(digest(results.summary(), str(args.out), failures=len(results.failures)))
+    else:
+        print(results.to_markdown())
     if results.failures:
         print(f"mcsa: {len(results.failures)} runs failed (listed in {args.out}/summary.md); the first: "
               f"{results.failures[0]['error']}", file=sys.stderr)
     written = results.meta.get("written", [])
-    print(f"wrote {len(written)} files to {args.out}: " + ", ".join(written), file=sys.stderr)
+    print(f"wrote {len(written)} files to {args.out}" + ("" if args.brief else ": " + ", ".join(written)),
+          file=sys.stderr)
     return 1 if results.failures else 0

@@ -213,3 +213,20 @@ def test_selection_weights_and_repeats():
     expect = -torch.log(6 * rest.gather(-1, sets.index[:, 4:]))
     assert torch.allclose(sets.log_weight[:, 4:], expect) and (sets.log_weight[:, :4] == 0).all()
     assert not any(bool(torch.isin(sets.index[r, 4:], top[r]).any()) for r in range(3))
+
+
+@pytest.mark.parametrize("k1, k2, match", [(3, 2, "k1 \\+ k2 must be <= the number of states N = 4"),
+                                           (0, 5, "k1 \\+ k2 must be <= the number of states N = 4"),
+                                           (0, 0, "k1 \\+ k2 must be at least 1"),
+                                           (-1, 2, "k1 must be")])
+def test_select_indices_refuses_a_budget_outside_one_to_n(k1, k2, match):
+    # issue 29: K larger than N used to come back as index sets with repeated top states
+    q = torch.full((2, 4), 0.25, dtype=torch.float64)
+    with pytest.raises(ValueError, match=match):
+        rdp.select_indices(q, k1, k2, torch.Generator().manual_seed(0))
+
+
+def test_select_indices_at_k_equal_n_holds_every_state_once():
+    q = torch.tensor([[0.4, 0.3, 0.2, 0.1]], dtype=torch.float64)
+    sets = rdp.select_indices(q, 2, 2, torch.Generator().manual_seed(0))
+    assert sorted(sets.index[0].tolist()) == [0, 1, 2, 3]

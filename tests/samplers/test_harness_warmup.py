@@ -9,7 +9,6 @@ import subprocess
 import sys
 import textwrap
 
-import numpy as np
 import pytest
 
 from samplers.harness import FunctionEstimator, FunctionProblem, RunFailedWarning, Study, run_seed, warmup_seed
@@ -36,34 +35,38 @@ SCRIPT = textwrap.dedent("""
             s += np.random.random()
         return s / n
 
-    warmed = FunctionEstimator("warmed", lambda p, n, s: {"mean": walk_a(n, s), "evaluations": n})
-    cold = FunctionEstimator("cold", lambda p, n, s: {"mean": walk_b(n, s), "evaluations": n}, warmup=False)
+    compiled = {"warmed": [], "cold": []}  # per call, in call order: was the kernel compiled before it?
+
+    def run(name, kernel, n, s):
+        compiled[name].append(bool(kernel.signatures))
+        return {"mean": kernel(n, s), "evaluations": n}
+
+    warmed = FunctionEstimator("warmed", lambda p, n, s: run("warmed", walk_a, n, s))
+    cold = FunctionEstimator("cold", lambda p, n, s: run("cold", walk_b, n, s), warmup=False)
     problem = FunctionProblem("uniform-mean", lambda: {"mean": 0.5})
-    res = Study([problem], [warmed, cold], budgets=[3_000_000], replicates=5, seed=0).run(progress=False)
-    print(json.dumps({"seconds": {e: [r["seconds"] for r in res.rows if r["estimator"] == e]
-                                  for e in ("warmed", "cold")},
-                      "warmups": res.warmups, "cells": {c["estimator"]: c["warmup_seconds"] for c in res.summary()}}))
+    res = Study([problem], [warmed, cold], budgets=[30_000], replicates=5, seed=0).run(progress=False)
+    print(json.dumps({"compiled": compiled, "warmups": res.warmups,
+                      "cells": {c["estimator"]: c["warmup_seconds"] for c in res.summary()}}))
 """)
 
 
 @pytest.mark.slow
 def test_compile_cost_goes_to_warmup_not_to_seconds(tmp_path):
-    """Per-run times of the warmed estimator agree within 3x across replicates and the warm-up time
-    is reported; the control estimator (warmup=False) pays the compile in its first replicate, > 3x
-    its other runs.  Seen on the shared 2-core machine under load (~7 processes per core): warmed
-    runs 0.60-0.87 s (max/min 1.4), warm-up 9.6 s; control 3.8 s then 0.83-0.98 s."""
+    """The warmed estimator's kernel is compiled by the untimed warm-up call, before every timed run, and the
+    warm-up time is reported; the control (warmup=False) compiles in its first timed run.  Asserted on the
+    kernel's compiled signatures, not on timings, so it holds however loaded the machine is (issue 29: the
+    timing version compared run times within 3x and failed when other processes took the cores)."""
     script = tmp_path / "warm.py"
     script.write_text(SCRIPT)
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache"), "NUMBA_NUM_THREADS": "1"}
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    warmed, cold = np.array(out["seconds"]["warmed"]), np.array(out["seconds"]["cold"])
-    assert warmed.max() / warmed.min() < 3, warmed
+    assert out["compiled"]["warmed"] == [False] + [True] * 5  # the warm-up call compiles; 5 timed runs do not
     assert [w["estimator"] for w in out["warmups"]] == ["warmed"]
-    assert out["cells"]["warmed"] == out["warmups"][0]["seconds"] > 3 * warmed.max()
+    assert out["cells"]["warmed"] == out["warmups"][0]["seconds"] > 0
     assert out["cells"]["cold"] is None
-    assert cold[0] > 3 * np.median(cold[1:]), cold  # negative control: without warm-up the compile is in run 0
+    assert out["compiled"]["cold"] == [False] + [True] * 4  # negative control: the compile lands in timed run 0
 
 
 def test_warmup_uses_smallest_budget_and_a_seed_outside_the_replicate_streams():

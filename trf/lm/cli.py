@@ -14,16 +14,29 @@ warning on stderr for blank lines; ``--unk`` adds the number of unknown words, `
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-from samplers.argtypes import nonnegative_float, nonnegative_int, number, positive_float, positive_int
+from samplers.argtypes import (
+    flags_for,
+    nonnegative_float,
+    nonnegative_int,
+    number,
+    positive_float,
+    positive_int,
+    text_encoding,
+)
+from samplers.textio import read_lines, write_text, write_with_fallback
 from trf.io import check_output_file
 from trf.lm.train import DEFAULT_FEATURES
+
+#: Python argument names of ``train_lm`` whose data-dependent errors are reported with the flag (``--classes``).
+TRAIN_FLAGS = {"classes": "--classes", "max_size": "--vocab-size", "min_count": "--min-count",
+               "max_length": "--max-length"}
 
 
 def _train(args) -> int:
@@ -38,15 +51,17 @@ def _train(args) -> int:
         overrides["stop_window"] = args.stop_window or None  # 0: no stop rule
     check_output_file(args.out, "--out")
     check_output_file(args.checkpoint, "--checkpoint")
-    model, result = train_lm(args.train, valid_path=args.valid, features=args.features, classes=args.classes,
-                             vocab_size=args.vocab_size, min_count=args.min_count, max_length=args.max_length,
-                             config=lm_config(**overrides),
-                             n_chains=args.chains, seed=args.seed, checkpoint=args.checkpoint,
-                             checkpoint_every=args.checkpoint_every, resume=args.resume,
-                             time_limit=None if args.minutes is None else args.minutes * 60,
-                             progress=not args.quiet, log_every=args.log_every, step_rule=args.step_rule,
-                             refine=args.refine, sampler=args.sampler, smc_particles=args.smc_particles)
-    model.save(args.out)
+    with flags_for(TRAIN_FLAGS):
+        model, result = train_lm(args.train, valid_path=args.valid, features=args.features, classes=args.classes,
+                                 vocab_size=args.vocab_size, min_count=args.min_count, max_length=args.max_length,
+                                 config=lm_config(**overrides),
+                                 n_chains=args.chains, seed=args.seed, checkpoint=args.checkpoint,
+                                 checkpoint_every=args.checkpoint_every, resume=args.resume,
+                                 time_limit=None if args.minutes is None else args.minutes * 60,
+                                 progress=not args.quiet, log_every=args.log_every, step_rule=args.step_rule,
+                                 refine=args.refine, sampler=args.sampler, smc_particles=args.smc_particles,
+                                 encoding=args.encoding)
+    write_with_fallback(model.save, args.out, "--out", what="the trained model")
     if result.guard_message:
         print(f"mcsa trf train: {result.guard_message}", file=sys.stderr)
     how = f"stopped by {result.stop_reason}" if result.stopped_early else "reached t_max"
@@ -57,7 +72,7 @@ def _train(args) -> int:
         # the normalisers checked after training (issue 17): the dev perplexity with its interval, kept in the model
         from trf.lm.corpus import encode_file
 
-        dev = encode_file(args.valid, model.vocab)
+        dev = encode_file(args.valid, model.vocab, encoding=args.encoding)
         if not model.pooled and dev.lengths.max() > model.m:  # no sub-model for them (train with --max-length)
             long = dev.lengths > model.m
             print(f"mcsa trf train: check: {int(long.sum())} dev sentences longer than m={model.m} words are left "
@@ -71,8 +86,13 @@ def _train(args) -> int:
                                    "perplexity_checked": checked["perplexity_checked"],
                                    **{k: summary[k] for k in ("which", "headline", "inconclusive",
                                                               "perplexity_interval", "seconds")}}
-        model.save(args.out)
+        write_with_fallback(model.save, args.out, "--out", what="the trained model")
     return 0
+
+
+def _add_encoding_flag(parser, what: str) -> None:
+    parser.add_argument("--encoding", type=text_encoding, default="utf-8",
+                        help=f"text encoding of {what} (a Python codec name: utf-8, latin-1, utf-16, ...)")
 
 
 def _add_check_flags(parser, what: str) -> None:
@@ -206,7 +226,7 @@ def _eval(args) -> int:
     check_output_file(args.json, "--json")
     model = SentenceTRF.load(args.model)
     stats = ReadStats()
-    corpus = encode_file(args.test, model.vocab, stats=stats)
+    corpus = encode_file(args.test, model.vocab, encoding=args.encoding, stats=stats)
     start = time.perf_counter()
     log_probs = model.log_prob(corpus)
     seconds = time.perf_counter() - start
@@ -244,7 +264,7 @@ def _eval(args) -> int:
               + ("not run (pooled model)" if check["global"] is None
                  else f"{check['global']:.3f} (0 = AugSA zeta self-consistent)"))
     if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2))
+        write_text(args.json, json.dumps(result, indent=2), "--json")
     return 0
 
 
@@ -252,7 +272,7 @@ def _score(args) -> int:
     from trf.lm.model import SentenceTRF
 
     model = SentenceTRF.load(args.model)
-    lines = sys.stdin.read().splitlines()
+    lines = read_lines(encoding=args.encoding)  # split at "\n" only: one output line per input line
     if not lines:
         raise ValueError("no lines on stdin (one sentence per line expected)")
     values, unknown, skipped = score_lines(model, lines)
@@ -294,10 +314,10 @@ def register(subparsers) -> None:
     train = subparsers.add_parser("train", help="train a sentence TRF language model")
     train.add_argument("--train", required=True, help="training text, one sentence per line")
     train.add_argument("--valid", default=None, help="development text (stop rule, progress)")
-    train.add_argument("--out", required=True, help="model file to write")
+    train.add_argument("--out", "-o", required=True, help="model file to write")
     train.add_argument("--features", default=DEFAULT_FEATURES, help=f"feature types (default {DEFAULT_FEATURES})")
     train.add_argument("--classes", type=positive_int, default=200, help="word classes (Brown-style exchange clustering)")
-    train.add_argument("--vocab-size", type=positive_int, default=None, help="keep the most frequent words, the rest <unk> (default: all)")
+    train.add_argument("--vocab-size", type=number(int, 2), default=None, help="keep the most frequent words, the rest <unk> (default: all)")
     train.add_argument("--min-count", type=positive_int, default=1, help="words seen fewer times become <unk>")
     train.add_argument("--max-length", type=positive_int, default=None,
                        help="pool every sentence longer than this into one sub-model (Sec. 5.4, Eq. 27)")
@@ -333,16 +353,20 @@ def register(subparsers) -> None:
     train.add_argument("--checkpoint", default=None, help="checkpoint file, written atomically (default: none)")
     train.add_argument("--checkpoint-every", type=positive_int, default=50, help="iterations between checkpoints")
     train.add_argument("--resume", action="store_true", help="continue from --checkpoint if it exists")
-    train.add_argument("--seed", type=nonnegative_int, default=0, help="random seed (same seed, same model)")
+    train.add_argument("--seed", "-s", type=nonnegative_int, default=0, help="random seed (same seed, same model)")
+    _add_encoding_flag(train, "--train and --valid")
     train.add_argument("--log-every", type=nonnegative_int, default=0, help="print rate and dev log-likelihood every N its")
-    train.add_argument("--quiet", action="store_true", help="no progress bar")
+    train.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    train.add_argument("--no-progress", dest="quiet", action="store_true", help=argparse.SUPPRESS)  # old spelling
     train.set_defaults(func=_train)
     ev = subparsers.add_parser("eval", help="test perplexity of a TRF LM (and AIS checks)")
     ev.add_argument("--model", required=True, help="model file written by mcsa trf train")
     ev.add_argument("--test", required=True, help="test text, one sentence per line")
-    ev.add_argument("--json", default=None, help="also write the results (per-length check included) as JSON here")
+    ev.add_argument("--json", default=None, help="also write the results (per-length check included) as JSON to this "
+                    "file (default: none; a failed write prints them and names a fallback file)")
     _add_check_flags(ev, "the test perplexity")
-    ev.add_argument("--seed", type=nonnegative_int, default=0, help="random seed of the AIS checks")
+    ev.add_argument("--seed", "-s", type=nonnegative_int, default=0, help="random seed of the AIS checks")
+    _add_encoding_flag(ev, "--test")
     ev.add_argument("--ais", action="store_true", help="AIS estimates of log Z_j (separate, smoothed, global)")
     ev.add_argument("--ais-temperatures", type=number(int, 2), default=1000, help="temperatures of the --ais estimates")
     ev.add_argument("--ais-chains", type=number(int, 2), default=10, help="AIS chains per length for --ais")
@@ -356,4 +380,5 @@ def register(subparsers) -> None:
     score.add_argument("--unk", action="store_true", help="second tab-separated column: number of <unk> tokens")
     score.add_argument("--jsonl", action="store_true",
                        help="JSON lines: {line, log_prob (null when not scored), words, unk}")
+    _add_encoding_flag(score, "stdin")
     score.set_defaults(func=_score)

@@ -3,8 +3,9 @@
 A corpus file holds one sentence per line with whitespace-separated tokens (Penn Treebank style).
 Reading streams line by line; an encoded corpus is two flat arrays (token ids and sentence
 offsets, CSR style), so a 30M-word corpus costs about 120 MB instead of 30M Python objects.
-Empty lines are skipped and counted; undecodable bytes raise a ``ValueError`` naming the file and
-line; a file with no sentence raises ``ValueError``.
+Files are read by :func:`samplers.textio.iter_lines` (lines end at ``\\n`` only; undecodable bytes, NUL
+characters and empty files raise a ``ValueError`` naming the file and line).  Empty lines are skipped and
+counted; a file with no sentence raises ``ValueError``.
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ from __future__ import annotations
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
+from samplers.textio import iter_lines
 from samplers.validation import check_int
 
 UNK = "<unk>"
@@ -46,7 +47,8 @@ def iter_sentences(path, *, encoding: str = "utf-8", stats: ReadStats | None = N
     path : str or Path
         Text file, one sentence per line, whitespace-separated tokens.
     encoding : str
-        Text encoding; undecodable bytes raise ``ValueError`` with the line number.
+        Text encoding (:func:`samplers.textio.check_encoding`); undecodable bytes raise ``ValueError`` with
+        the line number.
     stats : ReadStats, optional
         Filled in while reading (sentences, tokens, skipped empty lines).
 
@@ -55,32 +57,21 @@ def iter_sentences(path, *, encoding: str = "utf-8", stats: ReadStats | None = N
     FileNotFoundError
         ``path`` does not exist.
     ValueError
-        Wrong encoding, or the file holds no sentence at all (raised at the end of the pass).
+        A folder, an empty file, wrong or unknown encoding, a NUL character (binary data), or no sentence
+        at all (raised at the end of the pass).
     """
-    path = Path(path)
-    if path.is_dir():
-        raise ValueError(f"corpus file {str(path)!r} is a directory")
-    if not path.is_file():
-        raise FileNotFoundError(f"corpus file {str(path)!r} does not exist")
     stats = stats if stats is not None else ReadStats()
     stats.path = str(path)
-    line_no = 0
-    with open(path, "rb") as handle:
-        for line_no, raw in enumerate(handle, start=1):
-            try:
-                line = raw.decode(encoding)
-            except UnicodeDecodeError as exc:
-                raise ValueError(f"corpus file {str(path)!r} line {line_no} is not valid {encoding} "
-                                 f"({exc.reason} at byte {exc.start}); pass the right encoding") from None
-            tokens = line.split()
-            if not tokens:
-                stats.empty_lines += 1
-                continue
-            stats.sentences += 1
-            stats.tokens += len(tokens)
-            yield tokens
+    for _, line in iter_lines(path, encoding=encoding, what="corpus file"):
+        tokens = line.split()
+        if not tokens:
+            stats.empty_lines += 1
+            continue
+        stats.sentences += 1
+        stats.tokens += len(tokens)
+        yield tokens
     if stats.sentences == 0:
-        raise ValueError(f"corpus file {str(path)!r} holds no sentence ({line_no} lines, all empty)")
+        raise ValueError(f"corpus file {str(path)!r} holds no sentence ({stats.empty_lines} lines, all empty)")
 
 
 @dataclass

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from samplers.argtypes import number, positive_int
+from samplers.argtypes import number, positive_int, text_encoding
+from samplers.textio import write_text, write_with_fallback
 from trf.arpa import ArpaModel, read_arpa, write_arpa
 from trf.io import atomic_write_npz, check_output_file, read_npz
 from trf.lm.corpus import EncodedCorpus, ReadStats, Vocabulary, encode_file
@@ -106,7 +107,7 @@ def _train(args) -> int:
                                           vocab_size=args.vocab_size, min_count=args.min_count, encoding=args.encoding)
     for warning in caught:
         print(f"mcsa ngram train: warning: {warning.message}", file=sys.stderr)
-    save_ngram(args.out, model, vocab)
+    write_with_fallback(lambda path: save_ngram(path, model, vocab), args.out, "--out", what="the model")
     print(stats.summary())
     print(f"{type(model).__name__} order {model.order}, vocabulary {len(vocab)} (+</s>), "
           f"n-grams per order {model.n_ngrams()} -> {args.out}")
@@ -121,7 +122,7 @@ def _eval(args) -> int:
                    "order": model.order})
     print(result["report"])
     if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2))
+        write_text(args.json, json.dumps(result, indent=2), "--json")
     return 0
 
 
@@ -139,19 +140,22 @@ def register(subparsers) -> None:
     sub = parser.add_subparsers(dest="ngram_command", metavar="NGRAM_COMMAND")
     train = sub.add_parser("train", help="count an n-gram model from a corpus (one sentence per line)")
     train.add_argument("--train", required=True, help="training text, one sentence per line")
-    train.add_argument("--out", required=True, help="model file to write (.npz)")
+    train.add_argument("--out", "-o", required=True, help="model file to write (.npz)")
     train.add_argument("--method", choices=sorted(METHODS), default="kn", help="kn: modified Kneser-Ney; wb: Witten-Bell")
     train.add_argument("--order", type=number(int, 2, high=5), default=5, help="n-gram order, 2 to 5 (default 5)")
-    train.add_argument("--vocab-size", type=positive_int, default=None, help="keep the most frequent words (including <unk>)")
+    train.add_argument("--vocab-size", type=number(int, 2), default=None, help="keep the most frequent words (including <unk>)")
     train.add_argument("--min-count", type=positive_int, default=1, help="drop words seen fewer times (default 1)")
-    train.add_argument("--encoding", default="utf-8", help="text encoding of --train")
+    train.add_argument("--encoding", type=text_encoding, default="utf-8",
+                       help="text encoding of --train (a Python codec name: utf-8, latin-1, utf-16, ...)")
     train.set_defaults(func=_train)
     ev = sub.add_parser("eval", help="perplexity of a model on a test file")
     ev.add_argument("--model", required=True, help="model file written by mcsa ngram train, or an ARPA file "
                     "(.arpa, .arpa.gz)")
     ev.add_argument("--test", required=True, help="test text, one sentence per line")
-    ev.add_argument("--json", default=None, help="write the result here (default: stdout)")
-    ev.add_argument("--encoding", default="utf-8", help="text encoding of --test")
+    ev.add_argument("--json", default=None, help="also write the result as JSON to this file (default: none; the "
+                    "perplexity is always printed, and a failed write prints the JSON and names a fallback file)")
+    ev.add_argument("--encoding", type=text_encoding, default="utf-8",
+                    help="text encoding of --test (a Python codec name: utf-8, latin-1, utf-16, ...)")
     ev.set_defaults(func=_eval)
     export = sub.add_parser("export", help="write a model as an ARPA file (SRILM / KenLM format)")
     export.add_argument("--model", required=True, help="model file written by mcsa ngram train")

@@ -7,6 +7,7 @@ chain states and the same per-iteration seeds as if it had not stopped.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from dataclasses import replace
@@ -89,6 +90,8 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
     stats = ReadStats()
     vocab = Vocabulary.build(train_path, max_size=vocab_size, min_count=min_count, encoding=encoding)
     train = encode_file(train_path, vocab, encoding=encoding, stats=stats)
+    if max_length is None and sampler == "smc":
+        _refuse_unpooled_long_sentences(train, (config if config is not None else lm_config()).n_samples)
     if classes > len(vocab):
         raise ValueError(f"classes must be <= the vocabulary size ({len(vocab)}), got {classes}")
     dev = encode_file(valid_path, vocab, encoding=encoding) if valid_path is not None else None
@@ -134,6 +137,36 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
             "guard_message": result.guard_message, "step_scale": result.step_scale, "sampler": sampler,
             "smc_particles": smc_particles if sampler == "smc" else None}
     return SentenceTRF(vocab, feats, backend.pi, result.lam, zeta, meta, pooled=backend.pooled), result
+
+
+def _physical_memory() -> int:
+    """Bytes of physical memory (0 where the platform does not say)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return 0
+
+
+def _refuse_unpooled_long_sentences(train: EncodedCorpus, n_samples: int) -> None:
+    """Refuse, before any work, a corpus whose longest sentence would size the SMC sampler's tables beyond memory.
+
+    Without ``max_length`` every training length up to the longest sentence ``m`` gets a sub-model, and each SMC
+    draw keeps ``runs x m x K x m`` token ids (:class:`trf.lm.smc.SMCSampler`): one 200,000-word line asks for
+    5.8 TiB.  Above half the physical memory the error names ``--max-length`` (pooling, Sec. 5.4) instead.
+    """
+    import numba
+
+    longest = int(train.lengths.max())
+    needed = numba.get_num_threads() * longest * n_samples * longest * np.dtype(np.int64).itemsize
+    memory = _physical_memory()
+    if memory and needed > memory / 2:
+        sentence = int(np.argmax(train.lengths)) + 1
+        typical = int(np.percentile(train.lengths, 99))
+        raise ValueError(f"training sentence {sentence} has {longest} words: without max_length (--max-length) "
+                         f"every length up to {longest} gets its own sub-model, whose SMC "
+                         f"draws need {needed / 2**30:,.1f} GiB (this machine has {memory / 2**30:,.1f} GiB); pool "
+                         f"the longer sentences into one sub-model (Sec. 5.4), e.g. --max-length {typical} (the "
+                         "99th percentile of the training lengths), or split the over-long lines into sentences")
 
 
 def refine_zeta(model: SentenceTRF, train: EncodedCorpus, *, seconds: float | None = None,
