@@ -60,7 +60,7 @@ def test_morph_length_warnings_and_refusal_to_rank():
 
 
 def test_morph_cli_refuses_out_of_range_numbers_by_flag(tmp_path, capsys):
-    for flag, shown, value in (("--iters", "--iters", "0"), ("--m", "--max-length/--m", "-2"),
+    for flag, shown, value in (("--max-iterations", "--max-iterations", "0"), ("--max-length", "--max-length", "-2"),
                                ("--seed", "--seed", "-1"), ("--samples", "--samples", "x")):
         with pytest.raises(SystemExit) as exit_info:
             main(COMMAND + ["--out", str(tmp_path / "bad"), flag, value])
