@@ -9,10 +9,10 @@ torch = pytest.importorskip("torch")
 
 import rdp  # noqa: E402
 from rdp.estimators import RDPEstimator, split_budget  # noqa: E402
+from rdp.memory import TorchMemoryMeter, measure, note_output  # noqa: E402
 from rdp.problems import SyntheticChainProblem as ChainProblem  # noqa: E402
 from rdp.problems import TreeCRFProblem as TreeProblem  # noqa: E402
 from rdp.suites import rdp_quick_suite  # noqa: E402
-from rdp.memory import TorchMemoryMeter, measure, note_output  # noqa: E402
 from rdp.synthetic import describe, make_chain, make_tree  # noqa: E402
 from samplers.harness import Study, load_suite  # noqa: E402
 

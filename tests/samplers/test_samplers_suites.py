@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from samplers.harness import FunctionProblem, Suite, load_suite, registry, run_suite
 from samplers.estimators import AISEstimator
 from samplers.estimators import GibbsEstimator as GibbsMarginalsEstimator
+from samplers.harness import FunctionProblem, Suite, load_suite, registry, run_suite
+from samplers.models import ising_grid
 from samplers.problems import PairwiseMRFProblem as MRFProblem
 from samplers.suites import mrf_quick_suite, quick_suite
-from samplers.models import ising_grid
 
 
 def test_mrf_quick_suite_contents():
