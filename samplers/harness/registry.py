@@ -186,27 +186,32 @@ def list_estimators() -> dict[str, str]:
     return {name: f"[{fam}] {desc}" for name, (_, desc, fam) in sorted(_ESTIMATORS.items())}
 
 
+def _build(table: dict, what: str, names: Sequence[str] | None, keep: Callable[[tuple], bool]) -> list:
+    """Call the chosen factories of ``table`` (all, or ``names``; those whose entry ``keep`` accepts)
+    and concatenate their lists; a factory whose package cannot be imported is skipped with a warning."""
+    chosen = list(table) if names is None else list(names)
+    out = []
+    for name in chosen:
+        if name not in table:
+            raise ValueError(f"unknown {what} factory {name!r}; known: {sorted(table)}")
+        if not keep(table[name]):
+            continue
+        try:
+            factory = _resolve(table[name][0])
+        except ImportError as exc:
+            warnings.warn(f"{what}s {name!r} skipped: {type(exc).__name__}: {exc}", stacklevel=3)
+            continue
+        out.extend(factory())
+    return out
+
+
 def load_estimators(names: Sequence[str] | None = None, *, families: Sequence[str] | None = None) -> list:
     """Build the estimators of the registered factories (all, or ``names``, or those of ``families``).
 
     A factory whose package cannot be imported (e.g. torch missing for rdp) is skipped with a warning.
     """
     load_plugins(ESTIMATORS_GROUP)
-    chosen = list(_ESTIMATORS) if names is None else list(names)
-    out = []
-    for name in chosen:
-        if name not in _ESTIMATORS:
-            raise ValueError(f"unknown estimator factory {name!r}; known: {sorted(_ESTIMATORS)}")
-        factory, _, family = _ESTIMATORS[name]
-        if families is not None and family not in families:
-            continue
-        try:
-            factory = _resolve(factory)
-        except ImportError as exc:
-            warnings.warn(f"estimators {name!r} skipped: {type(exc).__name__}: {exc}", stacklevel=2)
-            continue
-        out.extend(factory())
-    return out
+    return _build(_ESTIMATORS, "estimator", names, lambda entry: families is None or entry[2] in families)
 
 
 def list_problems() -> dict[str, str]:
@@ -221,21 +226,7 @@ def load_problems(tag: str | None = None, names: Sequence[str] | None = None) ->
     A factory whose package cannot be imported is skipped with a warning.
     """
     load_plugins(PROBLEMS_GROUP)
-    chosen = list(_PROBLEMS) if names is None else list(names)
-    out = []
-    for name in chosen:
-        if name not in _PROBLEMS:
-            raise ValueError(f"unknown problem factory {name!r}; known: {sorted(_PROBLEMS)}")
-        factory, _, tags = _PROBLEMS[name]
-        if tag is not None and tag not in tags:
-            continue
-        try:
-            factory = _resolve(factory)
-        except ImportError as exc:
-            warnings.warn(f"problems {name!r} skipped: {type(exc).__name__}: {exc}", stacklevel=2)
-            continue
-        out.extend(factory())
-    return out
+    return _build(_PROBLEMS, "problem", names, lambda entry: tag is None or tag in entry[2])
 
 
 def estimators_for(problem, names: Sequence[str] | None = None, *, families: Sequence[str] | None = None) -> list:

@@ -18,7 +18,6 @@ from .kinds import (
     TREE_CRF,
     TRF,
     ChainCRFProblem,
-    ITGPairProblem,
     KindProblem,
     PairwiseMRFProblem,
     PCFGProblem,
@@ -29,5 +28,5 @@ from .kinds import (
 )
 
 __all__ = ["CHAIN_CRF", "FINITE_CHAIN", "ITG_PAIR", "KINDS", "PAIRWISE_MRF", "PCFG", "SYNTHETIC_CHAIN", "TREE_CRF",
-           "TRF", "ChainCRF", "ChainCRFProblem", "ITGPairProblem", "KindProblem", "PCFGProblem", "PairwiseMRFProblem",
+           "TRF", "ChainCRF", "ChainCRFProblem", "KindProblem", "PCFGProblem", "PairwiseMRFProblem",
            "chart_rule_entries", "pcfg_targets", "register_kind", "span_vector"]

@@ -14,7 +14,8 @@ kind                     exact targets                                method (cl
                                                                       (:class:`PairwiseMRFProblem`)
 ``"pcfg"``               ``log_probability``, ``span_posteriors``,    inside-outside (:class:`PCFGProblem`)
                          ``rule_counts``, ``counts``
-``"itg-pair"``           ``counts``                                   bitext inside-outside (:class:`ITGPairProblem`)
+``"itg-pair"``           ``counts``                                   bitext inside-outside
+                                                                      (:mod:`samplers.pruning.problems`)
 ``"synthetic-chain"``    ``log_partition``, ``entropy``               exact forward in torch (:mod:`rdp.problems`)
 ``"tree-crf"``           ``log_partition``                            exact inside in torch (:mod:`rdp.problems`)
 ``"finite-chain"``       ``pi_base``, ``pi_doeblin``                  GTH elimination (:mod:`doeblin.problems`)
@@ -38,7 +39,6 @@ import numpy as np
 from ..harness import Problem
 from ..models import PairwiseMRF
 from ..pruning import Grammar, expected_counts
-from ..pruning.itg import ITG, itg_expectations
 from .chain_crf import ChainCRF
 
 CHAIN_CRF, PAIRWISE_MRF, PCFG, ITG_PAIR = "chain-crf", "pairwise-mrf", "pcfg", "itg-pair"
@@ -270,41 +270,3 @@ class PCFGProblem(KindProblem):
 
     def size(self) -> dict[str, int]:
         return {"T": len(self.words), "NT": self.grammar.n_nonterminals, "rules": self.grammar.n_binary}
-
-
-class ITGPairProblem(KindProblem):
-    """A sentence pair under an ITG; exact ``counts`` (alignment and null posteriors, rule counts:
-    :meth:`ITGExpectations.vector`) by O(p^3 q^3) bitext inside-outside.
-
-    Parameters
-    ----------
-    name : str
-        Name used in result tables.
-    itg : ITG
-        The grammar.
-    e, f : array_like of int
-        The two sentences as word ids.
-    """
-
-    kind = ITG_PAIR
-
-    def __init__(self, name: str, itg: ITG, e: Any, f: Any):
-        if not isinstance(itg, ITG):
-            raise TypeError(f"itg must be an ITG, got {type(itg).__name__}")
-        self.name = name
-        self.itg = itg
-        self.e = np.asarray(e, dtype=np.int64)
-        self.f = np.asarray(f, dtype=np.int64)
-        self._choose_targets(None)
-        self.provenance = "exact bitext inside-outside (no mask)"
-
-    def compute_exact(self) -> dict[str, Any]:
-        return {"counts": itg_expectations(self.itg, self.e, self.f).vector()}
-
-    def exact_evaluations(self) -> int:
-        """Bitext chart cells: ``(p (p + 1) / 2) (q (q + 1) / 2)`` spans x nonterminals."""
-        p, q = len(self.e), len(self.f)
-        return p * (p + 1) // 2 * (q * (q + 1) // 2) * self.itg.n_nonterminals
-
-    def size(self) -> dict[str, int]:
-        return {"p": len(self.e), "q": len(self.f), "nonterminals": self.itg.n_nonterminals}

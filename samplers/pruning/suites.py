@@ -13,7 +13,7 @@ import numpy as np
 
 from ..estimators import ExactEstimator
 from ..harness import Suite
-from ..problems import ITG_PAIR, PCFG, ITGPairProblem, PCFGProblem
+from ..problems import ITG_PAIR, PCFG, PCFGProblem
 from .estimators import (
     AGGRESSIVE,
     FixedMaskEstimator,
@@ -23,6 +23,7 @@ from .estimators import (
 )
 from .grammar import Grammar
 from .itg import ITG
+from .problems import ITGPairProblem
 
 
 def sentence_problems(lengths, *, n_coarse: int = 4, n_splits: int = 2, n_terminals: int = 12,
