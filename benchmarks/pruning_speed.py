@@ -16,8 +16,8 @@ import numpy as np
 
 from samplers.models import Grammar, expected_counts
 from samplers.pruning import randomized_pruning
-from samplers.pruning.bench import sentence_pair_problems
 from samplers.pruning.itg import itg_expectations, itg_randomized_pruning
+from samplers.pruning.suites import sentence_pair_problems
 
 SETTINGS = {"default": {}, "aggressive": {"confidence": 0.0, "max_candidates": 10**9, "compatible": False}}
 

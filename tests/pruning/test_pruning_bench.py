@@ -4,8 +4,10 @@ import numpy as np
 import pytest
 
 from samplers.harness import Study, load_suite
-from samplers.pruning import expected_counts, randomized_pruning
-from samplers.pruning.bench import level_threshold, sentence_problems
+from samplers.models import expected_counts
+from samplers.pruning import randomized_pruning
+from samplers.pruning.estimators import level_threshold
+from samplers.pruning.suites import sentence_problems
 from samplers.testing import assert_mc_rate
 
 
