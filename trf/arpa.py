@@ -28,7 +28,7 @@ Writing an interpolated model exactly (SRILM's ``-write-lm``): both :class:`~trf
 (``d = 0`` for unseen ``h w``), so a listed n-gram gets its full interpolated probability and a context
 ``h`` gets ``bow(h) = b(h) / S(h)``: an unseen continuation then scores ``bow(h) p(w|h')``, which *is*
 the interpolated value, so the ARPA distribution equals the model's and is normalised for every history
-(``tests/trf/test_arpa.py`` checks both).  Values are written with Python's shortest round-trip
+(``tests/trf/test_trf_arpa.py`` checks both).  Values are written with Python's shortest round-trip
 representation, so the file is exact in float64.
 """
 
@@ -358,10 +358,11 @@ def write_arpa(path, model: ArpaModel | NGramModel, words: Sequence[str] | None 
         raise TypeError(f"model must be an ArpaModel or a fitted NGramModel, got {type(model).__name__}")
     names = np.array(list(words) + [EOS, BOS], dtype=object)
     target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     os.close(fd)
     try:
-        # gzip level 6 (the gzip tool's default): level 9 takes twice as long for a file 3% smaller
+        # gzip level 6 (the gzip tool's default): level 9 took 1.7x as long for a file 1% smaller (arpa_speed.py)
         out_file = gzip.open(tmp, "wt", encoding="utf-8", newline="\n", compresslevel=6) if \
             target.name.endswith(".gz") else open(tmp, "w", encoding="utf-8", newline="\n")
         with out_file as out:

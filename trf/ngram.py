@@ -479,7 +479,7 @@ def ppl_report(name: str, *, sentences: int, words: int, oovs: int, zeroprobs: i
            f"; {unk_words} words outside the vocabulary scored as <unk> (counted in ppl)")
     text = (f"file {name}: {sentences} sentences, {words} words, {oovs} OOVs\n"
             f"{zeroprobs} zeroprobs, logprob= {log10_prob:.6g} ppl= {ppl:.6g} ppl1= {'undefined' if ppl1 is None else f'{ppl1:.6g}'}\n"
-            f"conventions: log10; ppl counts one </s> per sentence, ppl1 none{unk}; OOVs (words without "
+            f"conventions: log10 probabilities; perplexity: ppl counts one </s> per sentence, ppl1 none{unk}; OOVs (words without "
             "probability: outside the vocabulary of a model without <unk>) and zeroprobs are skipped, "
             "not counted")
     numbers = {"ppl": ppl, "ppl1": ppl1, "log10_prob": float(log10_prob), "sentences": sentences, "words": words,
