@@ -22,7 +22,7 @@ from scipy.special import logsumexp
 
 from samplers.ais import AISResult, run_ais, run_bidirectional_ais
 from samplers.rng import kernel_seed
-from samplers.validation import check_int
+from samplers.validation import as_float_array, check_int
 from trf.lm.corpus import EncodedCorpus
 from trf.lm.model import SentenceTRF, unigram_base
 from trf.lm.smc import ConditionalSMCResult, SMCResult, conditional_smc_log_z, smc_log_z
@@ -249,8 +249,6 @@ def run_conditional_smc(model: SentenceTRF, smc: SMCResult, settled: np.ndarray,
 def log_prob_with_log_z(model: SentenceTRF, corpus: EncodedCorpus, log_z) -> np.ndarray:
     """Sentence log-probabilities with ``log Z_j = log_z[j - 1]`` in place of the AugSA ``zeta_j + log Z_1``
     (e.g. AIS estimates); ``log_z`` has shape (m,)."""
-    from samplers.validation import as_float_array
-
     log_z = as_float_array(log_z, "log_z", ndim=1, finite=False)
     if log_z.shape != (model.m,):
         raise ValueError(f"log_z must have shape ({model.m},), got {log_z.shape}")
