@@ -17,6 +17,9 @@ with the two-stage learning rates of Eq. (24)-(25) and the length proposal ``pi0
 ``t > t_0``: a constant first-stage rate keeps the train-dev gap drifting and could trip it early),
 divergence guards, callbacks, a progress bar and periodic atomic checkpoints with exact resume
 (per-iteration seeds derive from ``(seed, t)`` and the backend's chain state is saved) complete it.
+Everything that changes during training is one :class:`AugSAState`; :meth:`AugSA.update` is the pure update
+``(state, batch) -> (state, info)``, :meth:`AugSA.step` draws the batch and applies it, and a checkpoint is the
+state itself.  Messages go to the ``trf.augsa`` logger; the library prints nothing.
 
 Divergence guards (``guard_every > 0``): every ``min(guard_every, t_max // 10)`` iterations (and at
 ``t_max``) the trainer checks finite
