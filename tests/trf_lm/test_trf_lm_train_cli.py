@@ -63,12 +63,14 @@ def test_stop_tol_must_be_positive(corpus, tmp_path, capsys):
 
 
 def test_defaults_train_on_a_small_corpus(corpus, tmp_path, capsys):
-    """No --classes on a 10-word vocabulary (nine words and <unk>): the default 200 is capped to the vocabulary, with a note; the default
-    features are w+c; a fixed --check-effort is used and stated in the JSON summary kept in the model."""
+    """No --classes on a 10-word vocabulary (nine words and <unk>): the default 200 is capped to the vocabulary,
+    with a note; the default features are w+c; the dev check's summary is kept in the model; --log-every's progress
+    (the library logs it) reaches stderr; a bad --check-effort is refused naming the flag."""
     out = tmp_path / "m.npz"
     assert main(["trf", "train", "--train", str(corpus), "--valid", str(corpus), "--out", str(out),
-                 "--max-iterations", "4", *FAST, "--check-effort", "10,100"]) == 0
+                 "--max-iterations", "4", *FAST, "--check-effort", "10,100", "--log-every", "2"]) == 0
     captured = capsys.readouterr()
+    assert "iteration 2: " in captured.err and "iteration 4: " in captured.err  # the library's log, on stderr
     assert "--classes defaults to 200; the vocabulary has 10 words, so 10 classes" in captured.err
     assert "dev perplexity" in captured.out
     meta = read_npz(out, "trf-lm")[1]
