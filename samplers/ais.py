@@ -12,7 +12,7 @@ to notation), so ``log Z_1 ≈ log Z_0 + log mean(w)``.
 
 :func:`run_ais` is the one implementation, for any model given by callbacks vectorised over chains: the
 MRF (:func:`ais_log_partition`, Gibbs sweeps in Numba), the word TRF (:func:`trf.ais.ais_log_partition`)
-and the sentence TRF (:mod:`trf.lm.evaluate`) all call it.
+and the sentence TRF (:mod:`trf.lm.check`) all call it.
 :func:`run_reverse_ais` runs the reversed chain from samples of the target (Grosse, Ghahramani & Adams
 2015, "Sandwiching the marginal likelihood using bidirectional Monte Carlo", Sec. 4; Burda, Grosse &
 Salakhutdinov 2015, RAISE): its weights have ``E[w_rev] = Z_0 / Z_1``, so by Jensen's inequality its

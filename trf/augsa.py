@@ -17,6 +17,9 @@ with the two-stage learning rates of Eq. (24)-(25) and the length proposal ``pi0
 ``t > t_0``: a constant first-stage rate keeps the train-dev gap drifting and could trip it early),
 divergence guards, callbacks, a progress bar and periodic atomic checkpoints with exact resume
 (per-iteration seeds derive from ``(seed, t)`` and the backend's chain state is saved) complete it.
+Everything that changes during training is one :class:`AugSAState`; :meth:`AugSA.update` is the pure update
+``(state, batch) -> (state, info)``, :meth:`AugSA.step` draws the batch and applies it, and a checkpoint is the
+state itself.  Messages go to the ``trf.augsa`` logger; the library prints nothing.
 
 Divergence guards (``guard_every > 0``): every ``min(guard_every, t_max // 10)`` iterations (and at
 ``t_max``) the trainer checks finite
@@ -46,6 +49,7 @@ is the word implementation; the sentence LM implements the same protocol.
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -59,6 +63,7 @@ from samplers.validation import as_float_array, check_distribution, check_float,
 from .io import atomic_write_npz, read_npz
 
 CHECKPOINT_KIND = "augsa-checkpoint"
+_log = logging.getLogger("trf.augsa")
 _MAX_SEED = 2**31 - 1
 
 
@@ -145,6 +150,9 @@ class AugSAConfig:
         Lower censoring of sigma (1e-15 in Sec. 5.2).
     l2 : float
         mu of Eq. (38); 0 gives Eq. (16).
+    lambda_step : float
+        Factor on the lambda rate ``gamma_lambda,t`` of Eq. (24) (the state's starting ``step_scale``; e.g. the
+        feature-set rule of :func:`trf.lm.train.feature_step_scale`).
     clip : float or None
         Per-step bound on the absolute change of each lambda and zeta entry.
     stop_window, stop_tol : int or None, float
@@ -186,6 +194,7 @@ class AugSAConfig:
     pi0_floor: float = 1e-5
     variance_floor: float = 1e-15
     l2: float = 0.0
+    lambda_step: float = 1.0
     clip: float | None = None
     stop_window: int | None = None
     stop_tol: float = 1e-4
@@ -210,6 +219,8 @@ class AugSAConfig:
         check_float(self.pi0_floor, "pi0_floor", low=0.0, low_open=True)
         check_float(self.variance_floor, "variance_floor", low=0.0, low_open=True)
         check_float(self.l2, "l2", low=0.0)
+        check_float(self.lambda_step, "lambda_step", low=0.0, low_open=True)
+        check_float(self.stop_tol, "stop_tol", low=0.0, low_open=True)
         if self.clip is not None:
             check_float(self.clip, "clip", low=0.0, low_open=True)
         if self.stop_window is not None:
@@ -250,8 +261,61 @@ def iteration_seed(seed: int, t: int) -> int:
     return int(np.random.SeedSequence([seed, t]).generate_state(1, dtype=np.uint32)[0] & _MAX_SEED)
 
 
+class AugSAState(NamedTuple):
+    """Everything that changes while AugSA trains; a checkpoint is this state (and the backend's chain state).
+
+    Attributes
+    ----------
+    t : int
+        Iterations run.
+    lam, zeta : ndarray, shapes (d,) and (m,)
+        The parameters (``zeta_1 = 0``, Eq. 18).
+    t0 : int
+        End of the first stage of Eq. (24)-(25): ``config.t0``, or the iteration at which a time-based first stage
+        ended (:meth:`AugSA.end_first_stage`).
+    step_scale : float
+        Factor on the lambda step (halved by the divergence guard, ``on_violation="halve"``).
+    halvings : int
+    d_gaps : ndarray
+        Train-dev log-likelihood gaps ``D(t)`` of the Appendix-E stop rule, one per second-stage iteration.
+    good_t, good_lam, good_zeta : int, ndarray, ndarray
+        The parameters at the last check the guards passed (restored on a violation).
+    best_dev : float
+        Best dev log-likelihood per sentence seen by the guards (``-inf`` before the first).
+    log_p_last : float
+        Largest ``log p`` of a scored sentence at the last passing guard check (NaN before the first).
+    time_sampling, time_updates, elapsed : float
+        Seconds spent sampling, updating and in :meth:`AugSA.fit` (over every run of a resumed training).
+    """
+
+    t: int
+    lam: np.ndarray
+    zeta: np.ndarray
+    t0: int
+    step_scale: float = 1.0
+    halvings: int = 0
+    d_gaps: np.ndarray = np.zeros(0)
+    good_t: int = 0
+    good_lam: np.ndarray | None = None
+    good_zeta: np.ndarray | None = None
+    best_dev: float = -np.inf
+    log_p_last: float = np.nan
+    time_sampling: float = 0.0
+    time_updates: float = 0.0
+    elapsed: float = 0.0
+
+
+_STATE_ARRAYS = ("lam", "zeta", "d_gaps", "good_lam", "good_zeta")
+_OLD_NAMES = {"good_lam": "guard_lam", "good_zeta": "guard_zeta", "good_t": "guard_t"}  # checkpoints before the state
+
+
 class AugSA:
     """The AugSA trainer (Algorithm 1 of Fig. 1 with the techniques of Sec. 5 and Appendix E).
+
+    The training state is one :class:`AugSAState` (``trainer.state``); :meth:`update` is the pure parameter
+    update ``(state, batch) -> (state, info)`` and :meth:`step` draws the batch of iteration ``t + 1`` from the
+    backend and applies it.  The library prints nothing: the guard's messages go to the ``trf.augsa`` logger and
+    into :attr:`AugSAResult.guard_message`.
 
     Parameters
     ----------
@@ -297,24 +361,71 @@ class AugSA:
         if self.mean.shape[0] != d or sigma.shape[0] != d:
             raise ValueError(f"backend.empirical_mean and feature_variance must have length d = {d}")
         self.sigma = np.maximum(sigma, self.config.variance_floor)
-        self.lam = np.zeros(d)
-        self.zeta = as_float_array(backend.initial_zeta(), "backend.initial_zeta()", ndim=1).copy()
-        if self.zeta.shape[0] != m:
+        zeta = as_float_array(backend.initial_zeta(), "backend.initial_zeta()", ndim=1).copy()
+        if zeta.shape[0] != m:
             raise ValueError(f"backend.initial_zeta() must have length m = {m}")
-        self.t = 0
+        self.state = self.init(np.zeros(d), zeta)
         self.history: list[dict] = []
-        self._d_gaps: list[float] = []
-        self.time_sampling = 0.0
-        self.time_updates = 0.0
-        self._elapsed_before = 0.0  # wall seconds of fit() in earlier runs of a resumed training
-        self._fit_start = None
-        self.step_scale = 1.0
-        self._good = (0, self.lam.copy(), self.zeta.copy())
-        self._best_dev = -np.inf
-        self._halvings = 0
-        self._log_p_last: float | None = None   # max log p over scored sentences at the last passing check
-        self._log_p_now: float | None = None
         self.guard_message: str | None = None
+        self._fit_start: float | None = None
+        self._log_p_now: float | None = None   # what the last guard check measured, kept if it passes
+        self._dev_now: float | None = None
+
+    def init(self, lam: np.ndarray, zeta: np.ndarray, t: int = 0) -> AugSAState:
+        """The state at iteration ``t`` with parameters ``lam``, ``zeta`` (the guards' reference point too)."""
+        return AugSAState(t, lam.copy(), zeta.copy(), self.config.t0, step_scale=self.config.lambda_step, good_t=t,
+                          good_lam=lam.copy(), good_zeta=zeta.copy())
+
+    # the current parameters, for callbacks and callers that read (or set) them directly
+    @property
+    def lam(self) -> np.ndarray:
+        return self.state.lam
+
+    @lam.setter
+    def lam(self, value: np.ndarray) -> None:
+        self.state = self.state._replace(lam=np.asarray(value, dtype=np.float64))
+
+    @property
+    def zeta(self) -> np.ndarray:
+        return self.state.zeta
+
+    @zeta.setter
+    def zeta(self, value: np.ndarray) -> None:
+        self.state = self.state._replace(zeta=np.asarray(value, dtype=np.float64))
+
+    @property
+    def t(self) -> int:
+        return self.state.t
+
+    @t.setter
+    def t(self, value: int) -> None:
+        self.state = self.state._replace(t=int(value))
+
+    @property
+    def t0(self) -> int:
+        """End of the first stage (:attr:`AugSAState.t0`)."""
+        return self.state.t0
+
+    @property
+    def step_scale(self) -> float:
+        return self.state.step_scale
+
+    @property
+    def time_sampling(self) -> float:
+        return self.state.time_sampling
+
+    @property
+    def time_updates(self) -> float:
+        return self.state.time_updates
+
+    @property
+    def _log_p_last(self) -> float | None:
+        return None if np.isnan(self.state.log_p_last) else self.state.log_p_last
+
+    def end_first_stage(self) -> None:
+        """End the first stage of Eq. (24)-(25) now (``t0 = t``; the rates are continuous there): how a time
+        limit, rather than an iteration count, sets the stages."""
+        self.state = self.state._replace(t0=self.state.t)
 
     def _resolve_pi0(self, m: int) -> np.ndarray:
         spec = self.config.pi0
@@ -332,68 +443,77 @@ class AugSA:
         return pi0
 
     # --- one iteration -------------------------------------------------------------------------
-    def step(self) -> dict:
-        """Run iteration ``t + 1``: sample (Fig. 1 steps 3-8), update lambda and zeta (steps 9-10)."""
+    def update(self, state: AugSAState, batch: SampleBatch) -> tuple[AugSAState, dict]:
+        """Iteration ``state.t + 1``'s parameter update from its draws ``batch`` (Fig. 1 steps 9-10), without side
+        effects: lambda by Eq. (16) / (38), zeta by Eq. (17)-(18), rates by Eq. (24)-(25) with the state's ``t0``.
+
+        Raises FloatingPointError when the new parameters are not finite."""
         cfg = self.config
-        t = self.t + 1
-        start = time.perf_counter()
-        batch = self.backend.sample(self.lam, self.zeta, self.pi0, cfg.n_samples, self.length_weight,
-                                    iteration_seed(cfg.seed, t))
-        mid = time.perf_counter()
-        g_lam, g_zeta = learning_rates(t, cfg.t_c, cfg.beta_lambda, cfg.beta_zeta, cfg.t0)
-        g_lam *= self.step_scale
+        t = state.t + 1
+        g_lam, g_zeta = learning_rates(t, cfg.t_c, cfg.beta_lambda, cfg.beta_zeta, state.t0)
+        g_lam *= state.step_scale
         K = cfg.n_samples
-        grad = self.mean - np.asarray(batch.feature_sum, dtype=np.float64) / K - cfg.l2 * self.lam
+        grad = self.mean - np.asarray(batch.feature_sum, dtype=np.float64) / K - cfg.l2 * state.lam
         d_lam = g_lam / (self.sigma + cfg.l2) * grad                             # Eq. (16) / (38)
-        delta = np.bincount(np.asarray(batch.lengths) - 1, minlength=len(self.zeta))[: len(self.zeta)] / K
+        delta = np.bincount(np.asarray(batch.lengths) - 1, minlength=len(state.zeta))[: len(state.zeta)] / K
         d_zeta = g_zeta * delta * self._inv_pi0                                   # Eq. (17)
         if cfg.clip is not None:
             d_lam = np.clip(d_lam, -cfg.clip, cfg.clip)
             d_zeta = np.clip(d_zeta, -cfg.clip, cfg.clip)
-        if cfg.learn_lambda:
-            self.lam = self.lam + d_lam
-        zeta = self.zeta + d_zeta
-        self.zeta = zeta - zeta[0]                                                # Eq. (18)
-        end = time.perf_counter()
-        self.t = t
-        self.time_sampling += mid - start
-        self.time_updates += end - mid
-        record = {"t": t, "gamma_lambda": g_lam, "gamma_zeta": g_zeta, "time_sampling": mid - start,
-                  "time_update": end - mid, **{k: float(v) for k, v in batch.info.items()}}
-        if not (np.all(np.isfinite(self.lam)) and np.all(np.isfinite(self.zeta))):
+        lam = state.lam + d_lam if cfg.learn_lambda else state.lam
+        zeta = state.zeta + d_zeta
+        zeta = zeta - zeta[0]                                                     # Eq. (18)
+        if not (np.all(np.isfinite(lam)) and np.all(np.isfinite(zeta))):
             raise FloatingPointError(f"AugSA diverged at iteration {t} (non-finite parameters); "
                                      "try clip=... or a larger t_c")
-        return record
+        info = {"t": t, "gamma_lambda": g_lam, "gamma_zeta": g_zeta, **{k: float(v) for k, v in batch.info.items()}}
+        return state._replace(t=t, lam=lam, zeta=zeta), info
 
-    def _stop_statistic(self, record: dict) -> float | None:
-        """Appendix E: S_t from the train-dev log-likelihood gaps D(t) over two windows of H."""
+    def step(self, state: AugSAState) -> tuple[AugSAState, dict]:
+        """Iteration ``state.t + 1``: draw its batch from the backend with the seed of ``(config.seed, t + 1)``
+        (Fig. 1 steps 3-8), then :meth:`update`; the info carries the timings."""
+        cfg = self.config
+        start = time.perf_counter()
+        batch = self.backend.sample(state.lam, state.zeta, self.pi0, cfg.n_samples, self.length_weight,
+                                    iteration_seed(cfg.seed, state.t + 1))
+        mid = time.perf_counter()
+        new, info = self.update(state, batch)
+        end = time.perf_counter()
+        info.update(time_sampling=mid - start, time_update=end - mid)
+        return new._replace(time_sampling=state.time_sampling + mid - start,
+                            time_updates=state.time_updates + end - mid), info
+
+    def _stop_statistic(self, state: AugSAState, record: dict) -> tuple[AugSAState, float | None]:
+        """Appendix E: S_t from the train-dev log-likelihood gaps D(t) over two windows of H (second stage only)."""
         H = self.config.stop_window
-        if H is None or not hasattr(self.backend, "log_likelihood") or self.t <= self.config.t0:
-            return None  # second stage only
-        train = self.backend.log_likelihood(self.lam, self.zeta, "train")
-        dev = self.backend.log_likelihood(self.lam, self.zeta, "dev")
+        if H is None or not hasattr(self.backend, "log_likelihood") or state.t <= state.t0:
+            return state, None
+        train = self.backend.log_likelihood(state.lam, state.zeta, "train")
+        dev = self.backend.log_likelihood(state.lam, state.zeta, "dev")
         if train is None or dev is None:
-            return None
+            return state, None
         record["ll_train"], record["ll_dev"] = float(train), float(dev)
-        self._d_gaps.append(float(train) - float(dev))
-        if len(self._d_gaps) < 2 * H:
-            return None
-        gaps = self._d_gaps[-2 * H:]
-        return (sum(gaps[H:]) - sum(gaps[:H])) / H
+        gaps = np.append(state.d_gaps, float(train) - float(dev))
+        state = state._replace(d_gaps=gaps)
+        if gaps.size < 2 * H:
+            return state, None
+        window = gaps[-2 * H:]
+        return state, float((window[H:].sum() - window[:H].sum()) / H)
 
     # --- divergence guards -----------------------------------------------------------------------
     def invariant_violations(self) -> list[str]:
         """The guard checks of the module docstring on the current parameters (empty list: all pass)."""
-        cfg = self.config
-        if not (np.all(np.isfinite(self.lam)) and np.all(np.isfinite(self.zeta))):
+        cfg, state = self.config, self.state
+        lam, zeta = state.lam, state.zeta
+        if not (np.all(np.isfinite(lam)) and np.all(np.isfinite(zeta))):
             return ["non-finite parameters"]
         problems = []
-        biggest = float(np.abs(self.lam).max()) if self.lam.size else 0.0
+        biggest = float(np.abs(lam).max()) if lam.size else 0.0
         if biggest > cfg.max_abs_lambda:
             problems.append(f"max |lambda| = {biggest:.3g} > max_abs_lambda = {cfg.max_abs_lambda:g}")
-        norm, good_norm = float(np.linalg.norm(self.lam)), float(np.linalg.norm(self._good[1]))
-        if norm > 10.0 * max(good_norm, np.sqrt(self.lam.size)):  # sqrt(d): mean |lambda_i| of about 1
-            problems.append(f"||lambda|| grew from {good_norm:.3g} to {norm:.3g} since iteration {self._good[0]}")
+        norm, good_norm = float(np.linalg.norm(lam)), float(np.linalg.norm(state.good_lam))
+        if norm > 10.0 * max(good_norm, np.sqrt(lam.size)):  # sqrt(d): mean |lambda_i| of about 1
+            problems.append(f"||lambda|| grew from {good_norm:.3g} to {norm:.3g} since iteration {state.good_t}")
         # The checks that read AugSA's zeta (log p <= margin, dev log-likelihood not collapsing) run in the
         # second stage and at t_max only: with a constant first-stage rate zeta lags lambda by design (as for
         # the stop rule); halving the lambda step on every lag crippled the documented fortunes schedule (five
@@ -406,13 +526,14 @@ class AugSA:
         # (zeta falling further behind, as in the diverging toy runs that reached log p = +2330); a steady or
         # shrinking lag is left to zeta's own updates and to the zeta refinement after training (also at t_max:
         # rolling the last iteration back six times cannot cure a lag either).  ("Grew": see below.)
-        second_stage = self.t > cfg.t0 or self.t >= cfg.t_max
+        second_stage = state.t > state.t0 or state.t >= cfg.t_max
         scorer = getattr(self.backend, "sentence_log_probs", None) if cfg.guard_log_p and second_stage else None
         self._log_p_now = None
+        last = self._log_p_last
         if scorer is not None:
             top = -np.inf
             for split in ("train", "dev"):
-                log_p = scorer(self.lam, self.zeta, split)
+                log_p = scorer(lam, zeta, split)
                 if log_p is None or log_p.size == 0:
                     continue
                 if not np.all(np.isfinite(log_p)):
@@ -422,51 +543,53 @@ class AugSA:
                 # "grew": more than doubled (and by more than the margin); the max over sentences of a lagging
                 # zeta moves by a few nats between checks (fortunes: +53.4, +57.3, +54.9 at the start of the
                 # second stage), a diverging lambda multiplies it (toy corpus: +2330)
-                ref = max(self._log_p_last, cfg.log_p_margin) if self._log_p_last is not None else None
-                grown = ref is not None and log_p.max() > 2.0 * ref and log_p.max() > self._log_p_last + cfg.log_p_margin
+                ref = max(last, cfg.log_p_margin) if last is not None else None
+                grown = ref is not None and log_p.max() > 2.0 * ref and log_p.max() > last + cfg.log_p_margin
                 if log_p.max() > cfg.log_p_margin and grown:
-                    since = f", up from {self._log_p_last:+.3g} at iteration {self._good[0]}"
+                    since = f", up from {last:+.3g} at iteration {state.good_t}"
                     problems.append(f"log p > {cfg.log_p_margin:g} for {int(np.count_nonzero(log_p > cfg.log_p_margin))}"
                                     f" {split} sentences (max {log_p.max():+.3g}{since}; some zeta_j below "
                                     "log Z_j / Z_1)")
                     break
             self._log_p_now = top if np.isfinite(top) else None
         ll = getattr(self.backend, "log_likelihood", None) if second_stage else None
-        dev = ll(self.lam, self.zeta, "dev") if ll is not None else None
+        dev = ll(lam, zeta, "dev") if ll is not None else None
+        self._dev_now = None
         if dev is not None:
-            if dev < self._best_dev - cfg.dev_drop:
-                problems.append(f"dev log-likelihood collapsed from {self._best_dev:.3f} to {dev:.3f} per sentence")
+            if dev < state.best_dev - cfg.dev_drop:
+                problems.append(f"dev log-likelihood collapsed from {state.best_dev:.3f} to {dev:.3f} per sentence")
             elif not problems:
-                self._best_dev = max(self._best_dev, float(dev))
+                self._dev_now = float(dev)
         return problems
 
     def _guard(self, t_failed: int | None = None, problems: list[str] | None = None) -> bool:
         """Run the checks; True when training must stop (parameters restored, ``guard_message`` set)."""
+        self._dev_now = None
         problems = self.invariant_violations() if problems is None else problems
+        state = self.state
         if not problems:
-            self._good = (self.t, self.lam.copy(), self.zeta.copy())
-            if self._log_p_now is not None:
-                self._log_p_last = self._log_p_now
+            self.state = state._replace(
+                good_t=state.t, good_lam=state.lam.copy(), good_zeta=state.zeta.copy(),
+                best_dev=state.best_dev if self._dev_now is None else max(state.best_dev, self._dev_now),
+                log_p_last=state.log_p_last if self._log_p_now is None else self._log_p_now)
             return False
-        t_failed = self.t if t_failed is None else t_failed
-        t_good, lam, zeta = self._good
-        self.lam, self.zeta = lam.copy(), zeta.copy()
+        t_failed = state.t if t_failed is None else t_failed
+        t_good = state.good_t
+        restored = state._replace(t=t_good, lam=state.good_lam.copy(), zeta=state.good_zeta.copy())
         what = "; ".join(problems)
-        if self.config.on_violation == "halve" and self._halvings < self.config.max_halvings:
-            self._halvings += 1
-            self.step_scale /= 2.0
-            self.t = t_good
+        if self.config.on_violation == "halve" and state.halvings < self.config.max_halvings:
             # the stop rule's train-dev gaps (one per iteration after t0) of the undone iterations go too; the
             # loop appends the gap of the restored parameters right after this
-            del self._d_gaps[max(0, t_good - self.config.t0 - 1):]
-            print(f"AugSA guard: {what} at iteration {t_failed}; back to the parameters of iteration {t_good}, "
-                  f"lambda step x {self.step_scale:g}", file=sys.stderr)
+            self.state = restored._replace(halvings=state.halvings + 1, step_scale=state.step_scale / 2.0,
+                                           d_gaps=state.d_gaps[:max(0, t_good - state.t0 - 1)])
+            _log.warning("AugSA guard: %s at iteration %d; back to the parameters of iteration %d, lambda step x %g",
+                         what, t_failed, t_good, self.state.step_scale)
             return False
-        self.t = t_good
+        self.state = restored
         self.guard_message = (f"training stopped: {what} at iteration {t_failed} (divergence guard); kept the "
                               f"parameters of iteration {t_good}, the last that passed the checks. Try a larger "
                               "t_c, a smaller lambda step, l2 > 0, or on_violation='halve'")
-        print(f"AugSA guard: {self.guard_message}", file=sys.stderr)
+        _log.warning("AugSA guard: %s", self.guard_message)
         return True
 
     # --- the loop --------------------------------------------------------------------------------
@@ -475,7 +598,7 @@ class AugSA:
         """Wall seconds spent in :meth:`fit`, summed over the runs of a resumed training (checkpoints carry it;
         older ones count sampling and update time)."""
         now = 0.0 if self._fit_start is None else time.perf_counter() - self._fit_start
-        return self._elapsed_before + now
+        return self.state.elapsed + now
 
     def fit(self, resume: str | Path | None = None, lam0: np.ndarray | None = None) -> AugSAResult:
         """Run iterations until ``t_max``, the stop rule or a callback stops.
@@ -487,70 +610,68 @@ class AugSA:
             lam0 = as_float_array(lam0, "lam0", ndim=1)
             if lam0.shape != self.lam.shape:
                 raise ValueError(f"lam0 must have length d = {self.lam.shape[0]}, got {lam0.shape[0]}")
-            self.lam = lam0.copy()
+            self.state = self.init(lam0, self.state.zeta, self.state.t)
         if resume is not None:
             self.load_checkpoint(resume)
+        self.guard_message = None
         self._fit_start = time.perf_counter()
         cfg = self.config
         stopped, reason = False, "reached t_max"
         every = min(cfg.guard_every, max(1, cfg.t_max // 10)) if cfg.guard_every else 0  # >= 10 checks a run
         bar = _progress_bar(cfg.t_max, self.t, self.progress)
         try:
-            while self.t < cfg.t_max:
+            while self.state.t < cfg.t_max:
                 try:
-                    record = self.step()
+                    self.state, record = self.step(self.state)
                 except FloatingPointError:
                     if not every:
                         raise
-                    if self._guard(self.t, ["non-finite parameters"]):
+                    if self._guard(self.state.t, ["non-finite parameters"]):
                         stopped, reason = True, "divergence guard"
                         break
                     continue
-                if every and (self.t % every == 0 or self.t == cfg.t_max):
+                if every and (self.state.t % every == 0 or self.state.t == cfg.t_max):
                     if self._guard():
                         stopped, reason = True, "divergence guard"
                         break
-                s_t = self._stop_statistic(record)
+                self.state, s_t = self._stop_statistic(self.state, record)
                 if s_t is not None:
                     record["S_t"] = s_t
                 self.history.append(record)
-                if cfg.checkpoint_every and self.t % cfg.checkpoint_every == 0:
+                if cfg.checkpoint_every and self.state.t % cfg.checkpoint_every == 0:
                     self.save_checkpoint(self.checkpoint_path)
                 if bar is not None:
                     bar.update(1)
-                said = next((r for r in (cb(self, self.t, record) for cb in self.callbacks) if r), None)
+                said = next((r for r in (cb(self, self.state.t, record) for cb in self.callbacks) if r), None)
                 if said:
                     stopped, reason = True, said if isinstance(said, str) else "a callback"
                     break
                 if s_t is not None and s_t < cfg.stop_tol:
                     stopped = True
                     reason = (f"the Appendix-E stop rule (S_t = {s_t:.3g} < {cfg.stop_tol:g}, H = {cfg.stop_window}; "
-                              f"train-dev gap {self._d_gaps[-1]:.3g} nats per sentence)")
+                              f"train-dev gap {self.state.d_gaps[-1]:.3g} nats per sentence)")
                     break
         finally:
             if bar is not None:
                 bar.close()
-            self._elapsed_before, self._fit_start = self.elapsed, None  # frozen until the next fit
-        draws = self.t * cfg.n_samples
-        return AugSAResult(self.lam.copy(), self.zeta.copy(), self.t, stopped, list(self.history),
-                           self.time_sampling, self.time_updates, draws, self.guard_message, self.step_scale,
-                           reason)
+            self.state, self._fit_start = self.state._replace(elapsed=self.elapsed), None  # frozen until next fit
+        state = self.state
+        return AugSAResult(state.lam.copy(), state.zeta.copy(), state.t, stopped, list(self.history),
+                           state.time_sampling, state.time_updates, state.t * cfg.n_samples, self.guard_message,
+                           state.step_scale, reason)
 
     # --- checkpoints ----------------------------------------------------------------------------
     def save_checkpoint(self, path: str | Path) -> Path:
-        """Atomically write lambda, zeta, t, the stop-rule gaps and the backend's chain state."""
-        arrays = {"lam": self.lam, "zeta": self.zeta, "d_gaps": np.asarray(self._d_gaps, dtype=np.float64),
-                  "guard_lam": self._good[1], "guard_zeta": self._good[2]}
+        """Atomically write the state (:class:`AugSAState`, arrays and numbers) and the backend's chain state."""
+        state = self.state._replace(elapsed=self.elapsed)._asdict()
+        arrays = {k: np.asarray(state.pop(k), dtype=np.float64) for k in _STATE_ARRAYS}
         get_state = getattr(self.backend, "get_state", None)
         if get_state is not None:
             arrays.update({f"backend.{k}": v for k, v in get_state().items()})
         cfg = asdict(self.config)
         cfg["pi0"] = self.pi0.tolist()
-        meta = {"t": self.t, "config": cfg, "time_sampling": self.time_sampling, "time_updates": self.time_updates,
-                "elapsed": self.elapsed,
-                "step_scale": self.step_scale, "guard_t": int(self._good[0]), "halvings": self._halvings,
-                "best_dev": None if not np.isfinite(self._best_dev) else float(self._best_dev),
-                "log_p_last": self._log_p_last}
+        meta = {k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in state.items()}
+        meta["config"] = cfg
         return atomic_write_npz(path, arrays, meta, kind=CHECKPOINT_KIND)
 
     def load_checkpoint(self, path: str | Path) -> None:
@@ -563,24 +684,21 @@ class AugSA:
                              f"the backend has d = {self.lam.shape[0]}, m = {self.zeta.shape[0]}")
         if not np.allclose(meta["config"]["pi0"], self.pi0):
             raise ValueError(f"checkpoint {str(path)!r} was trained with another pi0")
-        self.lam, self.zeta, self.t = lam.copy(), zeta.copy(), int(meta["t"])
-        self._d_gaps = list(arrays["d_gaps"])
-        self.time_sampling = float(meta.get("time_sampling", 0.0))
-        self.time_updates = float(meta.get("time_updates", 0.0))
-        self._elapsed_before = float(meta.get("elapsed", self.time_sampling + self.time_updates))
-        self.step_scale = float(meta.get("step_scale", 1.0))
-        self._halvings = int(meta.get("halvings", 0))
-        self._best_dev = -np.inf if meta.get("best_dev") is None else float(meta["best_dev"])
-        self._log_p_last = None if meta.get("log_p_last") is None else float(meta["log_p_last"])
-        if "guard_lam" in arrays:
-            self._good = (int(meta["guard_t"]), np.array(arrays["guard_lam"], dtype=np.float64),
-                          np.array(arrays["guard_zeta"], dtype=np.float64))
-        else:
-            self._good = (self.t, self.lam.copy(), self.zeta.copy())
-        state = {k[len("backend."):]: v for k, v in arrays.items() if k.startswith("backend.")}
+        state = self.init(lam, zeta, int(meta["t"]))
+        values = {}
+        for name, default in state._asdict().items():
+            key = name if name in arrays or name in meta else _OLD_NAMES.get(name, name)
+            value = arrays.get(key, meta.get(key))
+            if value is None:  # absent, or stored as null (inf / NaN)
+                value = {"best_dev": -np.inf, "log_p_last": np.nan}.get(name, default)
+            values[name] = np.array(value, dtype=np.float64) if name in _STATE_ARRAYS else type(default)(value)
+        if "elapsed" not in meta:  # older checkpoints count sampling and update time
+            values["elapsed"] = values["time_sampling"] + values["time_updates"]
+        self.state = AugSAState(**values)
+        backend_state = {k[len("backend."):]: v for k, v in arrays.items() if k.startswith("backend.")}
         set_state = getattr(self.backend, "set_state", None)
-        if state and set_state is not None:
-            set_state(state)
+        if backend_state and set_state is not None:
+            set_state(backend_state)
 
 
 def _progress_bar(total: int, initial: int, enabled: bool):

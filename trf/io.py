@@ -114,7 +114,10 @@ def _read(path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
                 raise ValueError("not an npz archive")
             arrays = {name: data[name] for name in data.files}
     except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError) as exc:
-        raise ValueError(f"file {str(path)!r} is truncated or not an mcsa model file ({exc})") from None
+        # numpy answers bytes that are no archive with advice to load them with allow_pickle, which no user of a
+        # model or checkpoint file should follow: say what the file is not instead
+        why = "not an npz archive" if "pickle" in str(exc) else str(exc)
+        raise ValueError(f"file {str(path)!r} is damaged, truncated or not an mcsa file ({why})") from None
     if HEADER_KEY not in arrays:
         raise ValueError(f"file {str(path)!r} has no mcsa header; it is not an mcsa model file")
     try:

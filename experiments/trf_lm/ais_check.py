@@ -2,7 +2,7 @@
 
 ``experiments/trf_lm/benchmark.py`` checks the AugSA normalisers by AIS on short lengths only (its time budget).
 This script takes the saved model and the prepared corpus of that benchmark and estimates
-``log Z_j`` by separate AIS (:func:`trf.lm.evaluate.ais_log_z`) for every length j = 1..m, in
+``log Z_j`` by separate AIS (:func:`trf.lm.check.ais_log_z`) for every length j = 1..m, in
 parallel over lengths, then prints per length the AugSA and AIS values, the model's total mass
 ``sum_j pi_j Z_j(AIS) / Z_j(AugSA)`` (1 when the AugSA zeta are right), and the test perplexity of the
 TRF and of the valid-tuned linear mixture TRF + KN5 with the AugSA and with the AIS normalisers.
@@ -23,7 +23,7 @@ from joblib import Parallel, delayed
 
 def _ais_one(model_path: str, j: int, temperatures: int, chains: int, seed: int) -> tuple[int, float, float]:
     import trf
-    from trf.lm.evaluate import ais_log_z
+    from trf.lm.check import ais_log_z
 
     model = trf.load(model_path)
     result = ais_log_z(model, j, n_temperatures=temperatures, n_chains=chains, seed=seed + j)
@@ -42,8 +42,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     import trf
+    from trf.lm.check import log_prob_with_log_z
     from trf.lm.corpus import Vocabulary, encode_file
-    from trf.lm.evaluate import interpolate_linear, log_prob_with_log_z, tune_linear_weight
+    from trf.lm.rescore import interpolate_linear, tune_linear_weight
     from trf.ngram import KneserNey, perplexity
 
     start = time.perf_counter()

@@ -113,8 +113,9 @@ def main(argv=None) -> int:
 
     from trf.augsa import AugSA  # noqa: F401  (imported here so --help works without numba)
     from trf.lm.backend import lm_config
+    from trf.lm.check import ais_check
     from trf.lm.corpus import EncodedCorpus, Vocabulary, encode_file
-    from trf.lm.evaluate import ais_check, interpolate_linear, scoring_speed, tune_linear_weight
+    from trf.lm.rescore import interpolate_linear, scoring_speed, tune_linear_weight
     from trf.lm.train import train_lm
     from trf.ngram import KneserNey, WittenBell, perplexity
 
@@ -228,7 +229,7 @@ def main(argv=None) -> int:
     interp_ppl = perplexity(interpolate_linear(trf_lp, kn5, w_valid), data["test"].n_predicted)
     print(f"| TRF + KN5 (linear, sentence level, TRF weight {w_valid:.2f} tuned on valid) | {interp_ppl:.2f} | "
           f"{interp_ppl / kn5_ppl:.3f} |")
-    print("(log-linear interpolation, trf.lm.evaluate.interpolate_loglinear, is unnormalised: for n-best "
+    print("(log-linear interpolation, trf.lm.rescore.interpolate_loglinear, is unnormalised: for n-best "
           "rescoring, not perplexity)")
     report.update({"trf": {"test_ppl": trf_ppl, "iterations": result.t, "snapshots": snapshots, "chosen": chosen,
                            "candidates": scores, "n_features": model.features.n_features, "train_seconds": total},

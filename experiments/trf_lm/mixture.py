@@ -50,8 +50,8 @@ def main(argv=None) -> int:
 
     import trf
     from trf.lm.corpus import encode_file
-    from trf.lm.evaluate import interpolate_linear, tune_linear_weight
     from trf.lm.ngram_cli import evaluate_ngram, load_ngram
+    from trf.lm.rescore import interpolate_linear, tune_linear_weight
     from trf.ngram import perplexity
 
     model = trf.load(args.model)

@@ -80,8 +80,8 @@ def exact_two_word(model, threads: int = 2) -> np.ndarray:
 
 def main(argv=None) -> int:
     import trf
+    from trf.lm.check import log_prob_with_log_z
     from trf.lm.corpus import encode_file
-    from trf.lm.evaluate import log_prob_with_log_z
     from trf.lm.smc import conditional_smc_log_z, smc_log_z
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -6,7 +6,7 @@ an estimator is one model (:class:`LMMethod`): modified Kneser-Ney (budget = ord
 ``trf.lm.train.train_lm`` (budget = AugSA iterations, the benchmark's fast schedule; SMC draws, data-derived step
 sizes, guards and zeta refinement by default).  The target is the test perplexity (words plus one
 end-of-sentence per sentence): for the TRF with normalisers checked from both sides
-(:func:`trf.lm.evaluate.check_normalisers`: the SMC / conditional SMC midpoint where they bracket, else forward
+(:func:`trf.lm.check.check_normalisers`: the SMC / conditional SMC midpoint where they bracket, else forward
 and reverse AIS; exact on tiny lengths), the value ``mcsa trf eval`` prints.  No exact answer exists, so the target is *measured*
 (``Exact(None)``); a TRF run stopped by a divergence guard raises and is recorded as a failure.
 """
@@ -89,8 +89,8 @@ class LMMethod(Estimator):
 
     def estimate(self, problem: CorpusProblem, budget: int, seed: int) -> dict[str, Any]:
         from trf.lm.backend import lm_config
+        from trf.lm.check import check_normalisers, headline_perplexity
         from trf.lm.corpus import Vocabulary, encode_file
-        from trf.lm.evaluate import check_normalisers, headline_perplexity
         from trf.lm.train import train_lm
         from trf.ngram import KneserNey, perplexity
 

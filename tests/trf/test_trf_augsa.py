@@ -222,10 +222,8 @@ def test_a_rollback_also_undoes_the_stop_rule_gaps():
     fortunes run stopped by the rule right after three rollbacks had re-appended the same 50 iterations."""
     trainer = AugSA(_toy_backend(1e-15), AugSAConfig(t_max=400, t0=10, guard_every=5, on_violation="halve"),
                     progress=False)
-    trainer._good = (50, trainer.lam.copy(), trainer.zeta.copy())
-    trainer.t = 100
-    trainer._d_gaps = [0.0] * 90                    # iterations 11..100
+    trainer.state = trainer.state._replace(good_t=50, t=100, d_gaps=np.zeros(90))  # gaps of iterations 11..100
     assert not trainer._guard(problems=["test"])    # halve: back to iteration 50
-    assert trainer.t == 50 and len(trainer._d_gaps) == 39  # 11..49; the loop then appends iteration 50's
-    trainer._good = (5, trainer.lam.copy(), trainer.zeta.copy())
-    assert not trainer._guard(problems=["test"]) and trainer._d_gaps == []
+    assert trainer.t == 50 and trainer.state.d_gaps.size == 39  # 11..49; the loop then appends iteration 50's
+    trainer.state = trainer.state._replace(good_t=5)
+    assert not trainer._guard(problems=["test"]) and trainer.state.d_gaps.size == 0

@@ -8,8 +8,8 @@ import itertools
 import numpy as np
 import pytest
 
+from trf.lm.check import ais_log_z, check_normalisers, exact_log_z, unigram_base
 from trf.lm.corpus import EncodedCorpus, Vocabulary
-from trf.lm.evaluate import ais_log_z, check_normalisers, exact_log_z, unigram_base
 from trf.lm.features import SentenceFeatures
 from trf.lm.model import SentenceTRF, smoothed_length_law
 
@@ -71,7 +71,6 @@ def test_a_reverse_estimate_below_the_forward_one_is_reported_as_a_failed_upper_
     """Reverse AIS started from samples that have not reached the model can land far below the forward
     estimate (fortunes, 900 s check: length 20 forward 203.1 +- 1.0, reverse 177.1 +- 0.8); beyond z standard
     errors each the check names those lengths instead of quietly swapping the interval's ends."""
-    from dataclasses import replace
 
     trf, _, _ = tiny
     check = check_normalisers(trf, range(1, M + 1), n_temperatures=30, n_chains=20, seed=3, exact_limit=0,
@@ -81,7 +80,7 @@ def test_a_reverse_estimate_below_the_forward_one_is_reported_as_a_failed_upper_
     reverse = check.reverse.copy()
     reverse[2] = check.forward[2] - gap[2] - 5.0          # length 3: far below
     reverse[3] = check.forward[3] - 0.5 * gap[3]          # length 4: below, but within the standard errors
-    bad = replace(check, reverse=reverse)
+    bad = check.replaced(reverse=reverse)
     assert list(bad.reverse_failed) == [3]
     text = bad.bracket_warning()
     assert "at 1 of 5 lengths (3)" in text and "worst at length 3" in text and "no upper bound" in text
@@ -96,7 +95,6 @@ def test_forward_ais_still_rising_with_temperatures_is_reported(tiny):
     raised beyond z standard errors (fortunes at the default budget: every long length) is named, with the
     first-order extrapolation ``forward + rise`` beside the checked value -- unless the checked value there is the
     SMC bracket, which does not rest on AIS."""
-    from dataclasses import replace
 
     trf, log_z, corpus = tiny
     kw = dict(n_temperatures=60, n_chains=20, seed=5, exact_limit=0, parallel=False)
@@ -107,7 +105,7 @@ def test_forward_ais_still_rising_with_temperatures_is_reported(tiny):
     half = check.forward_half.copy()
     half[4] = check.forward[4] - check.z * se[4] - 3.0    # length 5: rose by 3 nats beyond z SE
     half[1] = check.forward[1] - 0.5 * check.z * se[1]    # length 2: a rise within the standard errors
-    bad = replace(check, forward_half=half)
+    bad = check.replaced(forward_half=half)
     assert list(bad.still_rising) == [5]
     text = bad.rising_warning()
     assert "at 1 of 5 lengths (5)" in text and "with 30 temperatures" in text and "raise --check-seconds" in text
@@ -118,7 +116,7 @@ def test_forward_ais_still_rising_with_temperatures_is_reported(tiny):
     assert ppl["extrapolated"] > ppl["checked"]  # a larger log Z_5: a worse perplexity
     bracketed = check_normalisers(trf, range(1, M + 1), **kw)
     assert 5 in bracketed.csmc_bracketed
-    rising = replace(bracketed, forward_half=bracketed.forward - 3 * np.hypot(bracketed.forward_se, bracketed.forward_half_se) - 3)
+    rising = bracketed.replaced(forward_half=bracketed.forward - 3 * np.hypot(bracketed.forward_se, bracketed.forward_half_se) - 3)
     assert 5 in rising.still_rising and np.array_equal(rising.extrapolated, rising.checked)
     off = check_normalisers(trf, [2], n_temperatures=20, n_chains=5, exact_limit=0, parallel=False,
                             half_run=False)
@@ -129,9 +127,8 @@ def test_degenerate_ais_weights_make_the_check_inconclusive(tiny):
     """A length whose forward weights have an effective sample size below 20% of the chains is named, and the
     headline falls back to the interval's high end even when the interval itself is narrow (fortunes at the
     default budget: standard errors saturated near 1 nat at ESS ~ 1 while the estimates were 30 nats low)."""
-    from dataclasses import replace
 
-    from trf.lm.evaluate import headline_perplexity
+    from trf.lm.check import headline_perplexity
 
     trf, _, corpus = tiny
     check = check_normalisers(trf, range(1, M + 1), n_temperatures=60, n_chains=20, seed=5, exact_limit=0,
@@ -145,7 +142,7 @@ def test_degenerate_ais_weights_make_the_check_inconclusive(tiny):
     midpoint = np.maximum(check.forward, 0.5 * (check.forward + check.reverse))
     smc = check.smc.copy()
     smc[3] = midpoint[3] - 0.01
-    bad = replace(check, forward_ess=ess, smc=smc)
+    bad = check.replaced(forward_ess=ess, smc=smc)
     assert list(bad.degenerate) == [4] and [r["forward_ess"] for r in bad.rows()][3] == pytest.approx(1.2)
     assert "at 1 of 5 lengths (4)" in bad.degenerate_warning() and "ESS 1.20" in bad.degenerate_warning()
     assert "settled SMC" not in bad.degenerate_warning()
@@ -155,12 +152,12 @@ def test_degenerate_ais_weights_make_the_check_inconclusive(tiny):
     assert inconclusive and value == ppl_bad["high"] and "inconclusive" in label
     # a settled SMC estimate above the AIS midpoint covers the length: the checked value does not rest on AIS
     smc[3] = midpoint[3] + 0.01
-    covered = replace(bad, smc=smc)
+    covered = bad.replaced(smc=smc)
     assert 4 in covered.smc_covered and "settled SMC estimate" in covered.degenerate_warning()
     assert covered.perplexities(trf, corpus)["degenerate_lengths"] == 0
     spread = covered.smc_spread.copy()
     spread[3] = 2.0  # ... unless SMC has not settled there
-    assert 4 not in replace(covered, smc_spread=spread).smc_covered
+    assert 4 not in covered.replaced(smc_spread=spread).smc_covered
 
 
 @pytest.mark.parametrize("shift", [2.0, -2.0])
@@ -196,17 +193,33 @@ def test_exact_normaliser_on_tiny_vocabularies_and_perplexity_interval(tiny):
     assert interval["low"] <= interval["checked"] <= interval["high"]
 
 
+class StepClock:
+    """A clock that advances ``step`` seconds at every reading: what the budget plan measures is then a function of
+    its own readings, not of the machine's speed or load (a loaded machine gave length 4 twenty temperatures)."""
+
+    def __init__(self, step: float) -> None:
+        self.now, self.step = 0.0, step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
 def test_check_budget_picks_temperatures_and_bad_input(tiny):
     trf, _, _ = tiny
     check = check_normalisers(trf, [2, 3], time_budget=0.5, n_chains=5, exact_limit=0, seed=0,
-                              parallel=False)
+                              parallel=False, clock=StepClock(0.01))
     assert np.all((20 <= check.temperatures) & (check.temperatures <= 5000)) and "budget" in check.notes[0]
     assert "re-planned before each length from the measured cost" in check.notes[0]
-    roomy = check_normalisers(trf, [2, 4], time_budget=1.0, n_chains=5, exact_limit=0, seed=0, parallel=False)
-    # re-planning from the measured cost may give a later length fewer temperatures than c j (timing noise)
+    again = check_normalisers(trf, [2, 3], time_budget=0.5, n_chains=5, exact_limit=0, seed=0,
+                              parallel=False, clock=StepClock(0.01))
+    np.testing.assert_array_equal(again.temperatures, check.temperatures)  # the same clock, the same plan
+    roomy = check_normalisers(trf, [2, 4], time_budget=1.0, n_chains=5, exact_limit=0, seed=0, parallel=False,
+                              clock=StepClock(0.01))
     assert np.all(roomy.temperatures > 20) and "growing with length" in roomy.describe()
     # a budget the pilot alone exceeds: the minimum temperatures, and the notes say the budget was not kept
-    tight = check_normalisers(trf, [2, 4], time_budget=1e-4, n_chains=5, exact_limit=0, seed=0, parallel=False)
+    tight = check_normalisers(trf, [2, 4], time_budget=1e-4, n_chains=5, exact_limit=0, seed=0, parallel=False,
+                              clock=StepClock(0.01))
     assert np.all(tight.temperatures == 20)
     assert any("too small" in note for note in tight.notes) and "x its 0 s budget" in tight.notes[-1]
     with pytest.raises(ValueError, match="base"):
@@ -223,7 +236,7 @@ def test_budget_plan_is_in_proportion_to_length_and_fits():
     """The temperature plan: T_j = clip(round(c j), 20, 5000) with the largest c whose predicted cost (a + b j
     per temperature, 1.25 temperatures with the half run, burn-in at half a temperature per sweep) fits; a
     re-plan of the remaining lengths with a measured/predicted factor of 2 halves their share."""
-    from trf.lm.evaluate import _BudgetPlan
+    from trf.lm.check import BudgetPlan as _BudgetPlan
 
     lengths = np.arange(2, 41)
     plan = _BudgetPlan(lengths, 0.01 + 0.0015 * lengths, extra=0.25, burn_in=10)
@@ -275,3 +288,49 @@ def test_pooled_sentences_with_a_positive_log_probability_are_left_out_of_the_ch
     fine = SentenceTRF(trf.vocab, trf.features, pi, trf.lam, np.append(trf.zeta, 200.0), pooled=True)
     kept = check.perplexities(fine, EncodedCorpus.from_sentences(short + [long_]))
     assert kept["excluded_sentences"] == 0 and kept["checked"] != pytest.approx(alone["checked"])
+
+
+def test_a_fixed_effort_is_kept_and_stated(tiny):
+    """``effort=CheckEffort(T, P, C)``: T temperatures at every AIS length, P particles per SMC run, C per
+    conditional run, whatever the machine; the notes and the report state them; bad efforts name the field."""
+    from trf.lm.check import CheckEffort, checked_perplexity
+
+    trf, _, corpus = tiny
+    effort = CheckEffort(12, 150, 90)
+    check = check_normalisers(trf, [2, 3], effort=effort, n_chains=5, exact_limit=0, seed=0, parallel=False)
+    assert np.all(check.temperatures == 12) and check.smc_particles == 150
+    assert set(check.csmc_particles[check.csmc_particles > 0].tolist()) <= {90}
+    assert "a fixed effort: 12 temperatures per AIS run, 5 chains" in check.notes[0]
+    report = checked_perplexity(trf, corpus, effort=effort, n_chains=5, exact_limit=0, seed=0, parallel=False)
+    stated = report.summary()["normaliser_check"]["effort"]
+    assert stated["temperatures"] == [12, 12] and stated["smc_particles"] == 150 and stated["chains"] == 5
+    assert CheckEffort.parse("30,400") == CheckEffort(30, 400) and CheckEffort(30, 4000).csmc_particles == 1000
+    for text in ("30", "1,400", "a,b", "3,4,5,6"):
+        with pytest.raises(ValueError, match="TEMPERATURES|temperatures"):
+            CheckEffort.parse(text)
+    with pytest.raises(ValueError, match="effort.particles"):
+        check_normalisers(trf, [2], effort=CheckEffort(5, -1), exact_limit=0)
+
+
+def test_a_conclusive_check_reports_its_ais_shortfalls_as_one_note(tiny):
+    """Where the check is conclusive, AIS that missed mass, is still rising or has degenerate weights is one note
+    (the checked values there do not rest on AIS), not a row of warnings; an inconclusive check keeps the warnings
+    and says why."""
+    from trf.lm.check import checked_perplexity
+
+    trf, _, corpus = tiny
+    report = checked_perplexity(trf, corpus, n_temperatures=40, n_chains=10, exact_limit=0, seed=1, parallel=False)
+    assert not report.inconclusive
+    check = report.check
+    smc = check.smc.copy()
+    smc[0] = check.forward[0] + check.z * (check.smc_se[0] + check.forward_se[0]) + 0.01  # AIS missed mass at j = 1
+    missed = check.replaced(smc=smc)
+    assert list(missed.ais_missed) == [1]
+    shown = report._replace(check=missed)  # the verdict stays conclusive: only the report's wording is tested
+    notes = [n for n in shown.notes() if "AIS side fell short" in n]
+    assert len(notes) == 1 and "missed probability mass" in notes[0] and "1 of 5 lengths (1)" in notes[0]
+    assert not any("missed probability mass" in w for w in shown.warnings())
+    loud = shown._replace(inconclusive=True)
+    assert any("forward AIS missed probability mass" in w for w in loud.warnings())
+    assert any("the check is inconclusive at this effort" in w for w in loud.warnings())
+    assert not any("AIS side fell short" in n for n in loud.notes())

@@ -129,7 +129,8 @@ def test_stop_rule_flags_and_the_printed_reason(trained, tmp_path, capsys):
     assert main(base + ["--out", str(out), "--minutes", "1e-9"]) == 0
     assert "trained 1 iteration (stopped by the time limit (" in capsys.readouterr().out
     # out-of-range numbers are refused at parse time, naming the flag (argparse exits with status 2)
-    for flag, value, expected in (("--stop-window", "-1", "an integer >= 0"), ("--stop-tol", "nan", "a number"),
+    for flag, value, expected in (("--stop-window", "-1", "an integer >= 0"), ("--stop-tol", "nan", "a number > 0"),
+                                  ("--stop-tol", "-1", "a number > 0"),
                                   ("--samples", "0", "an integer >= 1"), ("--chains", "0", "an integer >= 1"),
                                   ("--minutes", "-1", "a number > 0"), ("--max-iterations", "0", "an integer >= 1"),
                                   ("--log-every", "-1", "an integer >= 0"), ("--seed", "-3", "an integer >= 0")):
@@ -241,7 +242,7 @@ def test_a_directory_given_for_a_file_is_a_clear_error(tmp_path, capsys, monkeyp
 
 
 def test_a_wide_checked_interval_is_called_inconclusive_and_the_headline_is_its_high_end():
-    from trf.lm.evaluate import CONCLUSIVE, headline_perplexity, interval_is_inconclusive
+    from trf.lm.check import CONCLUSIVE, headline_perplexity, interval_is_inconclusive
 
     assert CONCLUSIVE == 0.05
     assert not interval_is_inconclusive(100.0, 100.0)            # exact normalisers: a point

@@ -7,20 +7,11 @@ import itertools
 import numpy as np
 import pytest
 
+from trf.lm.check import ais_check, ais_global, ais_log_z, log_prob_with_log_z, smooth_log_z
 from trf.lm.corpus import EncodedCorpus, Vocabulary
-from trf.lm.evaluate import (
-    ais_check,
-    ais_global,
-    ais_log_z,
-    interpolate_linear,
-    interpolate_loglinear,
-    log_prob_with_log_z,
-    scoring_speed,
-    smooth_log_z,
-    tune_linear_weight,
-)
 from trf.lm.features import SentenceFeatures
 from trf.lm.model import SentenceTRF, smoothed_length_law
+from trf.lm.rescore import interpolate_linear, interpolate_loglinear, scoring_speed, tune_linear_weight
 
 V, M = 3, 3
 

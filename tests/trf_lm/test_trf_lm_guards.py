@@ -7,8 +7,8 @@ import pytest
 
 from samplers.cli import main
 from trf.lm.backend import lm_config
+from trf.lm.check import check_normalisers
 from trf.lm.corpus import Vocabulary, encode_file
-from trf.lm.evaluate import check_normalisers
 from trf.lm.train import train_lm
 from trf.ngram import KneserNey, perplexity
 

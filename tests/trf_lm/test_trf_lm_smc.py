@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -12,8 +11,8 @@ from scipy.special import logsumexp
 from samplers._jit import jit
 from trf.lm import _feature_kernels as fk
 from trf.lm import _smc_kernels as sk
+from trf.lm.check import check_normalisers, exact_log_z, headline_perplexity
 from trf.lm.corpus import EncodedCorpus, Vocabulary
-from trf.lm.evaluate import check_normalisers, exact_log_z, headline_perplexity
 from trf.lm.features import SentenceFeatures
 from trf.lm.model import SentenceTRF, smoothed_length_law
 from trf.lm.smc import _smc_model, conditional_smc_log_z, smc_log_z
@@ -225,7 +224,7 @@ def test_conditional_smc_brackets_the_needle_and_the_check_takes_the_midpoint():
     # a conditional estimate below the lower side refutes the bracket: named, and the old rule applies there
     low = check.csmc.copy()
     low[2] = check.smc[2] - 5.0
-    failed = replace(check, csmc=low)
+    failed = check.replaced(csmc=low)
     assert failed.csmc_failed.tolist() == [3] and failed.csmc_bracketed.tolist() == [1, 2, 4]
     assert failed.checked[2] == max(failed._ais_checked[2], failed.smc[2])
     assert "1 of 4 lengths (3)" in failed.csmc_warning() and check.csmc_warning() is None
@@ -245,7 +244,7 @@ def test_unsettled_smc_replicates_make_the_check_inconclusive(tiny):
     assert check.unsettled.size == 0 and check.perplexities(model, corpus)["unsettled_lengths"] == 0
     spread = check.smc_spread.copy()
     spread[[1, 3]] = [1.5, 3.0]
-    wide = replace(check, smc_spread=spread)
+    wide = check.replaced(smc_spread=spread)
     assert wide.unsettled.tolist() == [2, 4]
     text = wide.unsettled_warning()
     assert "2 of 5 lengths (2, 4)" in text and "length 4, 3.00 nats" in text and "--check-particles" in text

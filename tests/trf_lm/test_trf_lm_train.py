@@ -166,3 +166,70 @@ def test_the_guard_scores_every_sentence_by_default():
     zeta = backend.initial_zeta()
     assert backend.sentence_log_probs(lam, zeta, "train")[-1] > 0
     assert limited.sentence_log_probs(lam, zeta, "train").max() <= 0
+
+
+def test_the_pure_update_is_the_papers_preconditioned_l2_step(tiny):
+    """One AugSA update on a tiny model against Eq. (38) of the paper written out by hand: sigma the stratified
+    empirical variance of Sec. 5.2, ``sigma_i = sum_j (n_j / n) p~_j[(f_i - p~_j[f_i])^2]`` computed by brute force
+    from the feature vectors, the draws weighted by ``pi_j / pi0_j``, rates of Eq. (24)-(25); ``update`` leaves its
+    input state alone."""
+    from trf.augsa import SampleBatch, learning_rates
+
+    corpus, feats = tiny
+    backend = SentenceBackend(corpus, feats, None, n_chains=2, seed=0, parallel=False)
+    mu = 0.3
+    cfg = lm_config(n_samples=4, t_c=5.0, t0=2, l2=mu, variance_floor=1e-15, guard_every=0)
+    trainer = AugSA(backend, cfg, progress=False)
+    f = np.array([feats.feature_vector(list(s)) for s in corpus])
+    lengths = corpus.lengths
+    n = len(corpus)
+    sigma = np.zeros(f.shape[1])
+    for j in np.unique(lengths):
+        fj = f[lengths == j]
+        sigma += fj.shape[0] / n * ((fj - fj.mean(axis=0)) ** 2).mean(axis=0)
+    np.testing.assert_allclose(trainer.sigma, np.maximum(sigma, 1e-15), atol=1e-12)
+    rng = np.random.default_rng(0)
+    lam = rng.normal(size=f.shape[1])
+    state = trainer.init(lam, trainer.zeta)._replace(t=6)  # the second stage: t > t0
+    drawn = [[0, 2], [1], [2, 2, 0], [1, 1]]
+    weight = trainer.pi / trainer.pi0
+    f_drawn = np.array([feats.feature_vector(s) for s in drawn])
+    batch = SampleBatch(np.array([len(s) for s in drawn]),
+                        sum(weight[len(s) - 1] * fx for s, fx in zip(drawn, f_drawn)), {})
+    new, info = trainer.update(state, batch)
+    g_lam, g_zeta = learning_rates(7, 5.0, cfg.beta_lambda, cfg.beta_zeta, 2)
+    K = len(drawn)
+    expected = lam + g_lam / (np.maximum(sigma, 1e-15) + mu) * (
+        -mu * lam + f.mean(axis=0) - sum(weight[len(s) - 1] * fx for s, fx in zip(drawn, f_drawn)) / K)
+    np.testing.assert_allclose(new.lam, expected, rtol=1e-10, atol=1e-12)
+    # zeta: Eq. (17)-(18), delta_j / pi0_j, then zeta_1 = 0
+    delta = np.bincount([len(s) - 1 for s in drawn], minlength=M) / K
+    zeta = trainer.zeta + g_zeta * delta / trainer.pi0
+    np.testing.assert_allclose(new.zeta, zeta - zeta[0], atol=1e-12)
+    assert new.t == 7 and info["gamma_lambda"] == g_lam and state.t == 6 and np.array_equal(state.lam, lam)
+
+
+def test_the_feature_step_rule_keeps_the_guard_quiet_with_the_full_feature_set(tmp_path):
+    """The docs' toy corpus with the paper's full feature set (``w+c+ws+cs+wsh+csh+tied``) and the docs' schedule
+    at t_max = 300: with ``step_rule="data"`` the divergence guard fires (it halves the lambda step); with the
+    default ``"features"`` rule, which scales the lambda rate by a(w+c) / a(features) (0.53 here), it stays quiet,
+    as with ``w+c`` itself, whose rate the rule leaves unchanged."""
+    from trf.lm.train import feature_step_scale, train_lm
+
+    text = tmp_path / "train.txt"
+    text.write_text("\n".join(["the cat sat", "the dog sat down", "a cat ran home", "the end"] * 20))
+    full = "w+c+ws+cs+wsh+csh+tied"
+    kw = dict(valid_path=text, classes=3, n_chains=2, progress=False, refine=0)
+    cfg = lm_config(n_samples=20, t_max=300, t_c=100.0, t0=10)
+    model, quiet = train_lm(text, features=full, config=cfg, **kw)
+    scale = model.meta["lambda_step"]
+    assert 0.3 < scale < 0.8 and quiet.guard_message is None
+    assert quiet.step_scale == scale  # never halved
+    _, loud = train_lm(text, features=full, config=cfg, step_rule="data", **kw)
+    assert loud.step_scale < 1.0  # negative control: the same run without the rule is rolled back
+    small, _ = train_lm(text, features="w+c", config=lm_config(n_samples=20, t_max=2), **kw)
+    assert small.meta["lambda_step"] == 1.0
+    corpus = EncodedCorpus.from_sentences([[1, 2], [2]])
+    feats = SentenceFeatures.build(corpus, V, "w+c+ws", word_class=WORD_CLASS)
+    assert feature_step_scale(corpus, feats) == pytest.approx(
+        SentenceFeatures.build(corpus, V, "w+c", word_class=WORD_CLASS).counts.sum() / feats.counts.sum())

@@ -164,9 +164,10 @@ class SentenceBackend:
         return np.log(self.pi[dims - 1]) + scores - np.asarray(zeta)[dims - 1] - log_z1
 
     def log_likelihood(self, lam, zeta, split: str) -> float | None:
-        """Mean ``log p(j, x^j; lambda, zeta)`` per sentence on (the head of) ``split``."""
+        """Mean ``log p(j, x^j; lambda, zeta)`` per sentence on (the head of) ``split`` (None when it holds no
+        sentence the model can score, e.g. a dev text longer than ``m``)."""
         log_p = self.sentence_log_probs(lam, zeta, split)
-        return None if log_p is None else float(np.mean(log_p))
+        return None if log_p is None or log_p.size == 0 else float(np.mean(log_p))
 
     def get_state(self) -> dict[str, np.ndarray]:
         return {"tokens": self.state.tokens, "lengths": self.state.lengths}

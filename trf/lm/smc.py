@@ -9,7 +9,7 @@ particles at ``p = j`` by ``exp(s_{j+1}(x, </s>))`` estimates ``Z_j`` for every 
 run.  Each estimate is unbiased for ``Z_j`` (Del Moral 2004; the SMC normaliser with systematic resampling),
 so, as with forward AIS, its log errs low in expectation (Jensen).  What the particles cannot see is the
 future: a word whose continuations score well is proposed by its local weight alone, and the resampling at
-the following positions corrects it.  Compared with the check's AIS (:mod:`trf.lm.evaluate`), which anneals
+the following positions corrects it.  Compared with the check's AIS (:mod:`trf.lm.check`), which anneals
 every n-gram weight at every position of a fixed-length sentence, this leaves far less to correct.
 
 Replicates (independent runs) give the error: their spread of ``log Z_j`` is the check's measure, and for

@@ -7,11 +7,12 @@ chain states and the same per-iteration seeds as if it had not stopped.
 
 from __future__ import annotations
 
+import logging
 import os
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 import numpy as np
 
@@ -23,19 +24,34 @@ from trf.lm.corpus import EncodedCorpus, ReadStats, Vocabulary, encode_file
 from trf.lm.features import SentenceFeatures, parse_feature_spec
 from trf.lm.model import SentenceTRF
 
-__all__ = ["train_lm", "refine_zeta", "DEFAULT_FEATURES"]
+if TYPE_CHECKING:
+    from trf.lm.check import CheckedPerplexity
 
-DEFAULT_FEATURES = "w+c+ws+cs+wsh+csh+tied"
+__all__ = ["train_lm", "train_and_check", "TrainedLM", "refine_zeta", "DEFAULT_FEATURES", "DEFAULT_CLASSES",
+           "FIRST_STAGE_SHARE", "STEP_RULES",
+           "feature_step_scale"]
+
+_log = logging.getLogger("trf.lm.train")
+
+DEFAULT_FEATURES = "w+c"
+"""The feature set trained by default: the one every measured run here trained to a checked result
+(experiments/trf_lm/README.md); the paper's full set ``w+c+ws+cs+wsh+csh+tied`` is selected by name."""
+DEFAULT_CLASSES = 200
+"""Exchange word classes by default (capped at the vocabulary size)."""
+STEP_RULES = ("features", "data", "fixed")
+FIRST_STAGE_SHARE = 0.5
+"""With a time limit and ``first_stage_share``, the share of the time spent in the first stage of Eq. (24)-(25)."""
 
 
-def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, classes: int = 200,
+def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, classes: int | None = None,
              vocab_size: int | None = None, min_count: int = 1, max_length: int | None = None,
              config: AugSAConfig | None = None,
              n_chains: int = 30, seed: int = 0, checkpoint=None, checkpoint_every: int = 50, resume: bool = False,
              time_limit: float | None = None, cluster_passes: int = 5, parallel: bool = True,
              progress: bool = True, log_every: int = 0, encoding: str = "utf-8", callbacks=(),
-             step_rule: str = "data", refine: float = 0.1, sampler: str = "smc",
-             smc_particles: int = 300) -> tuple[SentenceTRF, AugSAResult]:
+             step_rule: str = "features", refine: float = 0.1, sampler: str = "smc",
+             smc_particles: int = 300, first_stage_share: float | None = None,
+             valid_flag: str | None = None) -> tuple[SentenceTRF, AugSAResult]:
     """Train a TRF LM on ``train_path`` (one sentence per line).
 
     Parameters
@@ -44,8 +60,9 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
         Training and (optional) development text.
     features : str
         Feature types of Table 2 joined by ``+``.
-    classes : int
-        Number of exchange word classes (<= vocabulary size).
+    classes : int, optional
+        Number of exchange word classes (<= vocabulary size); default ``DEFAULT_CLASSES`` (200) or the vocabulary
+        size if that is smaller.
     vocab_size, min_count : int
         Vocabulary limits (the rest maps to ``<unk>``).
     max_length : int, optional
@@ -54,14 +71,25 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
     config : AugSAConfig, optional
         Defaults to :func:`trf.lm.backend.lm_config` (the Sec. 7 settings).
     checkpoint : path, optional
-        Checkpoint file, written every ``checkpoint_every`` iterations; with ``resume=True`` an existing
-        checkpoint is loaded first.
+        Checkpoint file, written every ``checkpoint_every`` iterations; with ``resume=True`` it is loaded first
+        (``resume=True`` without a checkpoint file is a ValueError: nothing is silently trained from scratch).
     time_limit : float, optional
         Stop after this many seconds of training (checked after each iteration).
+    first_stage_share : float, optional
+        With ``time_limit``: the stages of Eq. (24)-(25) follow the time instead of ``config.t0``: the first stage
+        ends (``t_0`` is set to the iteration then) once this share of ``time_limit`` has passed, so a slow machine
+        still reaches the second stage (the rates are continuous at ``t_0``).  ``None`` keeps ``config.t0``.
+    valid_flag : str, optional
+        When given, the dev text will be checked after training (:func:`train_and_check`): a dev text with no
+        sentence of at most ``m`` words, which no check can score, is refused before training, the error naming
+        ``valid_flag``.
     log_every : int
-        Print iteration, rate and dev log-likelihood to stderr every this many iterations (0: never).
-    step_rule : {"data", "fixed"}
-        ``"data"`` (default) censors the stratified feature variances ``sigma`` of Eq. (16)/(38) from below
+        Log iteration, rate and dev log-likelihood (logger ``trf.lm.train``, level INFO) every this many
+        iterations (0: never).
+    step_rule : {"features", "data", "fixed"}
+        ``"features"`` (default): ``"data"``, and the lambda rate scaled by :func:`feature_step_scale` (1 for
+        ``w+c``, smaller for richer sets, so that one step moves a sentence's score about as much whatever the
+        feature set).  ``"data"`` censors the stratified feature variances ``sigma`` of Eq. (16)/(38) from below
         at ``1/n`` for ``n`` training sentences -- the variance of a count feature seen in one sentence,
         the smallest non-zero value the data can give -- so no lambda step exceeds ``n gamma_lambda``
         times its gradient (features with zero empirical variance otherwise get steps of 1e15 x the
@@ -83,15 +111,25 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
     (SentenceTRF, AugSAResult)
     """
     parse_feature_spec(features)
-    classes = check_int(classes, "classes", low=1)
+    if classes is not None:
+        classes = check_int(classes, "classes", low=1)
     if time_limit is not None:
         time_limit = check_float(time_limit, "time_limit", low=0.0, low_open=True)
+    if first_stage_share is not None:
+        first_stage_share = check_float(first_stage_share, "first_stage_share", low=0.0, high=1.0)
+        if time_limit is None:
+            raise ValueError("first_stage_share needs a time_limit")
+    if resume and (checkpoint is None or not Path(checkpoint).is_file()):
+        raise ValueError("resume=True needs an existing checkpoint file" + (
+            "" if checkpoint is None else f"; {str(checkpoint)!r} does not exist"))
     started = time.perf_counter()
     stats = ReadStats()
     vocab = Vocabulary.build(train_path, max_size=vocab_size, min_count=min_count, encoding=encoding)
     train = encode_file(train_path, vocab, encoding=encoding, stats=stats)
     if max_length is None and sampler == "smc":
         _refuse_unpooled_long_sentences(train, (config if config is not None else lm_config()).n_samples)
+    if classes is None:
+        classes = min(DEFAULT_CLASSES, len(vocab))
     if classes > len(vocab):
         raise ValueError(f"classes must be <= the vocabulary size ({len(vocab)}), got {classes}")
     dev = encode_file(valid_path, vocab, encoding=encoding) if valid_path is not None else None
@@ -100,13 +138,20 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
     prep_seconds = time.perf_counter() - started
     backend = SentenceBackend(train, feats, dev, max_length=max_length, n_chains=n_chains, seed=seed,
                               parallel=parallel, sampler=sampler, smc_particles=smc_particles)
-    if step_rule not in ("data", "fixed"):
-        raise ValueError(f"step_rule must be 'data' or 'fixed', got {step_rule!r}")
+    m = max_length if max_length is not None else backend.m
+    if valid_flag is not None and dev is not None and (len(dev) == 0 or int(dev.lengths.min()) > m):
+        raise ValueError(f"{valid_flag}: none of its {len(dev)} sentences has at most m={m} words (the longest "
+                         "training sentence, or --max-length), so the check after training could score none; give "
+                         "shorter dev sentences, or skip the check")
+    if step_rule not in STEP_RULES:
+        raise ValueError(f"step_rule must be one of {STEP_RULES}, got {step_rule!r}")
     refine = check_float(refine, "refine", low=0.0)
     cfg = replace(config if config is not None else lm_config(), seed=seed,
                   checkpoint_every=checkpoint_every if checkpoint is not None else 0)
-    if step_rule == "data":
+    if step_rule in ("data", "features"):
         cfg = replace(cfg, variance_floor=max(cfg.variance_floor, 1.0 / stats.sentences))
+    if step_rule == "features":
+        cfg = replace(cfg, lambda_step=cfg.lambda_step * feature_step_scale(train, feats))
     train_start = time.perf_counter()
     hooks = list(callbacks)
     if time_limit is not None:
@@ -114,9 +159,11 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
                      and f"the time limit ({time_limit / 60:.3g} minutes)")
     if log_every:
         hooks.append(_progress_logger(backend, log_every, train_start))
+    if first_stage_share is not None:
+        cfg = replace(cfg, t0=cfg.t_max)  # the first stage lasts until the share of the time has passed
+        hooks.append(_time_stages(first_stage_share * time_limit, train_start))
     trainer = AugSA(backend, cfg, callbacks=hooks, checkpoint_path=checkpoint, progress=progress)
-    resume_from = checkpoint if (resume and checkpoint is not None and Path(checkpoint).is_file()) else None
-    result = trainer.fit(resume=resume_from)
+    result = trainer.fit(resume=checkpoint if resume else None)
     if checkpoint is not None:
         trainer.save_checkpoint(checkpoint)
     train_seconds = time.perf_counter() - train_start
@@ -132,7 +179,8 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
             "clustering_log_likelihood": clustering.log_likelihood.tolist(), "prep_seconds": prep_seconds,
             "train_seconds": trainer.elapsed, "time_sampling": result.time_sampling,
             "n_chains": n_chains, "n_samples": cfg.n_samples, "max_length": max_length,
-            "variance_floor": cfg.variance_floor, "zeta_refinement_iterations": refined,
+            "variance_floor": cfg.variance_floor, "lambda_step": cfg.lambda_step, "step_rule": step_rule,
+            "zeta_refinement_iterations": refined,
             "refine_seconds": time.perf_counter() - train_start - train_seconds,
             "guard_message": result.guard_message, "step_scale": result.step_scale, "sampler": sampler,
             "smc_particles": smc_particles if sampler == "smc" else None}
@@ -167,6 +215,77 @@ def _refuse_unpooled_long_sentences(train: EncodedCorpus, n_samples: int) -> Non
                          f"draws need {needed / 2**30:,.1f} GiB (this machine has {memory / 2**30:,.1f} GiB); pool "
                          f"the longer sentences into one sub-model (Sec. 5.4), e.g. --max-length {typical} (the "
                          "99th percentile of the training lengths), or split the over-long lines into sentences")
+class TrainedLM(NamedTuple):
+    """What :func:`train_and_check` returns: the model, the training's outcome and the dev check (None without a
+    dev text) with the number of dev sentences it left out (longer than ``m``, no pooled sub-model)."""
+
+    model: SentenceTRF
+    result: AugSAResult
+    dev_check: CheckedPerplexity | None
+    dev_left_out: int
+
+
+def train_and_check(train_path, *, valid_path=None, check: dict | None = None, valid_flag: str = "valid_path",
+                    out=None, save: Callable[[SentenceTRF], object] | None = None, **train_kw) -> TrainedLM:
+    """:func:`train_lm`, then the dev perplexity with checked normalisers (:func:`trf.lm.check.check_dev`, kept in
+    ``model.meta["dev_check"]``).
+
+    Parameters
+    ----------
+    train_path, valid_path : path
+        As in :func:`train_lm`; without ``valid_path`` there is no check.
+    check : dict, optional
+        Keywords of :func:`trf.lm.check.check_normalisers` (effort, seed ...); None: no check (the dev text still
+        serves the stop rule).
+    valid_flag : str
+        How errors name the dev text (``"--valid"`` from the command line); a dev text the check could not score is
+        refused before training.
+    out : path, optional
+        Write the model here as soon as training ends (so a failed or interrupted check loses no training) and
+        again with the check's summary.
+    save : callable, optional
+        ``save(model)`` instead of ``model.save(out)`` (the command line writes with a fallback file when the disk
+        is full).
+    **train_kw
+        The other keywords of :func:`train_lm`.
+
+    Returns
+    -------
+    TrainedLM
+    """
+    from trf.lm.check import check_dev
+
+    checking = valid_path is not None and check is not None
+    model, result = train_lm(train_path, valid_path=valid_path, valid_flag=valid_flag if checking else None,
+                             **train_kw)
+    write = (lambda m: m.save(out)) if save is None and out is not None else save
+    if write is not None:
+        write(model)
+    if not checking:
+        return TrainedLM(model, result, None, 0)
+    dev = encode_file(valid_path, model.vocab, encoding=train_kw.get("encoding", "utf-8"))
+    checked, left_out = check_dev(model, dev, flag=valid_flag, **check)
+    if write is not None:
+        write(model)
+    return TrainedLM(model, result, checked, left_out)
+
+
+def feature_step_scale(train: EncodedCorpus, features: SentenceFeatures) -> float:
+    """The lambda-rate factor of ``step_rule="features"``: ``min(1, a(w+c) / a(features))``, where ``a(S) = sum_i
+    p~[f_i]`` is the mean number of features of set ``S`` that fire in a training sentence (tied rows count once
+    per row).
+
+    Why: with the preconditioning of Sec. 5.2 each weight's step ``gamma sigma_i^-1 (p~[f_i] - p[f_i])`` is of order
+    ``gamma`` whatever the feature, so one step changes a sentence's score ``lambda . f(x)`` by about ``gamma``
+    times the number of features firing in it.  The schedules here were measured with ``w+c`` (8 template rows per
+    position); the paper's full set fires about three times as many, so the same rate moved scores three times as
+    far per step and the divergence guard fired (docs/trf-lm.md).  Dividing by the ratio keeps the step in score
+    space that of ``w+c``; ``w+c`` itself is unchanged."""
+    active = float(features.counts.sum())
+    if set(features.types) <= {"w", "c"} or active <= 0:
+        return 1.0
+    reference = SentenceFeatures.build(train, features.n_words, "w+c", word_class=features.word_class)
+    return min(1.0, float(reference.counts.sum()) / active)
 
 
 def refine_zeta(model: SentenceTRF, train: EncodedCorpus, *, seconds: float | None = None,
@@ -213,9 +332,19 @@ def refine_zeta(model: SentenceTRF, train: EncodedCorpus, *, seconds: float | No
     started = time.perf_counter()
     hooks = [] if seconds is None else [lambda trainer, t, record: time.perf_counter() - started > seconds]
     trainer = AugSA(backend, cfg, callbacks=hooks, progress=False)
-    trainer.lam, trainer.zeta, trainer.t = model.lam.copy(), model.zeta.copy(), start_t
+    trainer.state = trainer.init(model.lam, model.zeta, start_t)
     result = trainer.fit()
     return result.zeta, result.t - start_t
+
+
+def _time_stages(first_stage_seconds: float, start: float):
+    """A callback that ends AugSA's first stage (Eq. 24-25) once ``first_stage_seconds`` have passed."""
+    def switch(trainer, t, record):
+        if trainer.t0 >= trainer.config.t_max and time.perf_counter() - start >= first_stage_seconds:
+            trainer.end_first_stage()
+        return False
+
+    return switch
 
 
 def _progress_logger(backend: SentenceBackend, every: int, start: float):
@@ -226,8 +355,7 @@ def _progress_logger(backend: SentenceBackend, every: int, start: float):
             dev_text = "n/a" if dev is None else f"{dev:.3f}"
             moves = (f"smallest SMC end-of-sentence ESS {record['smc_min_ess']:.1f}" if "smc_min_ess" in record
                      else f"jump acceptance {record.get('jump_acceptance', float('nan')):.2f}")
-            print(f"iteration {t}: {rate:.2f} it/s, dev log-likelihood per sentence {dev_text}, {moves}",
-                  file=sys.stderr)
+            _log.info("iteration %d: %.2f it/s, dev log-likelihood per sentence %s, %s", t, rate, dev_text, moves)
         return False
 
     return log

@@ -6,8 +6,8 @@ import numpy as np
 from scipy.special import logsumexp
 
 from experiments.trf_lm.smc_check import exact_two_word, main
+from trf.lm.check import exact_log_z
 from trf.lm.corpus import EncodedCorpus, Vocabulary
-from trf.lm.evaluate import exact_log_z
 from trf.lm.features import SentenceFeatures
 from trf.lm.model import SentenceTRF, smoothed_length_law
 

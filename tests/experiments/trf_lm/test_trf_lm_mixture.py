@@ -11,9 +11,10 @@ import pytest
 import trf
 import trf.arpa
 from samplers.cli import main
+from trf.lm.check import log_prob_with_log_z
 from trf.lm.corpus import encode_file
-from trf.lm.evaluate import interpolate_linear, log_prob_with_log_z
 from trf.lm.ngram_cli import load_ngram
+from trf.lm.rescore import interpolate_linear
 from trf.ngram import perplexity
 
 TEXT = "\n".join(["the cat sat", "the dog sat", "a cat ran", "the cat ran home", "a dog sat down", "the end"] * 8)

@@ -1,0 +1,106 @@
+"""``mcsa trf train`` refuses what it cannot honour before any training, and its defaults work on a small corpus."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from samplers.cli import main
+from trf.io import read_npz
+
+TEXT = "\n".join(["the cat sat", "the dog sat", "a cat ran", "the cat ran home", "a dog sat down", "the end"] * 6)
+FAST = ["--samples", "10", "--chains", "2", "--t-c", "100", "--t0", "2", "--quiet", "--refine", "0"]
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    path = tmp_path / "train.txt"
+    path.write_text(TEXT + "\n")
+    return path
+
+
+def test_resume_needs_an_existing_readable_checkpoint(corpus, tmp_path, capsys):
+    """--resume never trains from scratch in silence: no --checkpoint, a missing one and a damaged one are refused
+    naming the flag (and no numpy advice to load a file with allow_pickle)."""
+    out = tmp_path / "m.npz"
+    base = ["trf", "train", "--train", str(corpus), "--out", str(out), "--max-iterations", "3", *FAST, "--resume"]
+    assert main(base) == 2
+    assert "--resume needs --checkpoint" in capsys.readouterr().err
+    assert main(base + ["--checkpoint", str(tmp_path / "none.ckpt")]) == 2
+    err = capsys.readouterr().err
+    assert "--resume: the --checkpoint file" in err and "does not exist" in err
+    damaged = tmp_path / "bad.ckpt"
+    damaged.write_bytes(b"\x80\x04 not a checkpoint at all")
+    assert main(base + ["--checkpoint", str(damaged)]) == 2
+    err = capsys.readouterr().err
+    assert "--checkpoint" in err and "cannot be resumed from" in err and "damaged" in err
+    assert "allow_pickle" not in err and "Traceback" not in err
+    assert not out.exists()  # refused before any training
+
+
+def test_a_valid_text_too_long_for_the_model_is_refused_before_training(corpus, tmp_path, capsys):
+    """Every dev sentence longer than the model's m (4 here): the check after training could score none, so the
+    command stops before training, naming --valid (it used to fail after training with numpy's 'zero-size array
+    to reduction operation minimum'); --no-check trains and keeps --valid for the stop rule."""
+    valid = tmp_path / "valid.txt"
+    valid.write_text("the cat sat on the mat\nthe dog ran home to the end\n")
+    out = tmp_path / "m.npz"
+    args = ["trf", "train", "--train", str(corpus), "--valid", str(valid), "--out", str(out), "--max-iterations", "3",
+            *FAST]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "--valid: none of its 2 sentences has at most m=4 words" in err and "zero-size" not in err
+    assert not out.exists()
+    assert main(args + ["--no-check"]) == 0 and out.exists()
+
+
+def test_stop_tol_must_be_positive(corpus, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["trf", "train", "--train", str(corpus), "--out", str(tmp_path / "m.npz"), "--stop-tol", "-1"])
+    assert exit_info.value.code == 2
+    assert "argument --stop-tol: expected a number > 0, got '-1'" in capsys.readouterr().err
+
+
+def test_defaults_train_on_a_small_corpus(corpus, tmp_path, capsys):
+    """No --classes on a 10-word vocabulary (nine words and <unk>): the default 200 is capped to the vocabulary,
+    with a note; the default features are w+c; the dev check's summary is kept in the model; --log-every's progress
+    (the library logs it) reaches stderr; a bad --check-effort is refused naming the flag."""
+    out = tmp_path / "m.npz"
+    assert main(["trf", "train", "--train", str(corpus), "--valid", str(corpus), "--out", str(out),
+                 "--max-iterations", "4", *FAST, "--check-effort", "10,100", "--log-every", "2"]) == 0
+    captured = capsys.readouterr()
+    assert "iteration 2: " in captured.err and "iteration 4: " in captured.err  # the library's log, on stderr
+    assert "--classes defaults to 200; the vocabulary has 10 words, so 10 classes" in captured.err
+    assert "dev perplexity" in captured.out
+    meta = read_npz(out, "trf-lm")[1]
+    assert meta["features_spec"] == "w+c" and meta["classes"] == 10 and meta["dev_check"]["perplexity"] > 1
+    with pytest.raises(SystemExit) as exit_info:
+        main(["trf", "eval", "--model", str(out), "--test", str(corpus), "--check-effort", "1,100"])
+    assert exit_info.value.code == 2 and "argument --check-effort:" in capsys.readouterr().err
+
+
+def test_eval_with_a_fixed_effort_states_it(corpus, tmp_path, capsys):
+    out = tmp_path / "m.npz"
+    assert main(["trf", "train", "--train", str(corpus), "--out", str(out), "--max-iterations", "4", *FAST,
+                 "--classes", "3"]) == 0
+    result = tmp_path / "e.json"
+    assert main(["trf", "eval", "--model", str(out), "--test", str(corpus), "--check-effort", "10,100,50",
+                 "--json", str(result)]) == 0
+    check = json.loads(result.read_text())["normaliser_check"]
+    assert check["effort"]["chains"] == 10 and check["effort"]["smc_particles"] in (0, 100)
+
+
+def test_a_time_limit_sets_the_stages(corpus, tmp_path):
+    """With a time limit and ``first_stage_share`` the first stage ends when that share of the time has passed,
+    whatever the iteration count: share 0 ends it after the first iteration, share 1 never (t0 = t_max)."""
+    from trf.lm.backend import lm_config
+    from trf.lm.train import train_lm
+
+    for share, t0 in ((0.0, 1), (1.0, 6)):
+        ckpt = tmp_path / f"c{share}.npz"
+        train_lm(corpus, classes=3, config=lm_config(n_samples=10, t_max=6, t0=2), n_chains=2, progress=False,
+                 refine=0, time_limit=600.0, first_stage_share=share, checkpoint=ckpt, checkpoint_every=100)
+        assert read_npz(ckpt, "augsa-checkpoint")[1]["t0"] == t0
+    with pytest.raises(ValueError, match="first_stage_share needs a time_limit"):
+        train_lm(corpus, first_stage_share=0.5)
