@@ -19,6 +19,7 @@ import json
 import logging
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
