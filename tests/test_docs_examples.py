@@ -67,9 +67,17 @@ def test_every_page_with_python_blocks_is_covered():
     assert "README.md" in pages and "docs/harness.md" in pages and "docs/samplers.md" in pages
 
 
+@pytest.fixture(scope="session")
+def fresh_numba_cache(tmp_path_factory) -> str:
+    """A Numba cache of the docs' scripts alone, as a new user has: the test run's shared cache also holds kernels
+    compiled for functions defined in test modules, whose index entries name the ``tests`` package, which a script
+    run outside the repository cannot import."""
+    return str(tmp_path_factory.mktemp("docs-numba-cache"))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("doc", DOCS)
-def test_doc_examples_run_as_scripts(doc, tmp_path):
+def test_doc_examples_run_as_scripts(doc, tmp_path, fresh_numba_cache):
     scripts, outputs, blocks = page_parts((ROOT / doc).read_text())
     if not blocks:
         pytest.skip(f"{doc} has no python examples")
@@ -78,7 +86,7 @@ def test_doc_examples_run_as_scripts(doc, tmp_path):
         pytest.importorskip("distributed")
     if "import torch" in needs or "import rdp" in needs or "from rdp" in needs:
         pytest.importorskip("torch")
-    env = {**os.environ, "PYTHONWARNINGS": "ignore::DeprecationWarning"}
+    env = {**os.environ, "PYTHONWARNINGS": "ignore::DeprecationWarning", "NUMBA_CACHE_DIR": fresh_numba_cache}
     printed = []
     for i, script in enumerate(scripts):
         path = tmp_path / f"example_{i}.py"
