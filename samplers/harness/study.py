@@ -16,7 +16,9 @@ at replicate 0's seed; every row of the cell reports that peak.  So a run's ``se
 study equal the same call timed alone, whatever the family.  Failures are data: a raising estimator, a raising ``exact()`` or an
 invalid estimate is recorded with its coordinates and seed, and the study continues (unless
 ``fail_fast``).  With a store, every finished run is appended to disk at once and runs already in
-the store are not repeated (resume).
+the store are not repeated (resume).  A Ctrl-C stops the study at once, also when it lands inside a
+Numba kernel and comes back as a ``SystemError`` chained to a ``KeyboardInterrupt``: finished runs
+stay in the store, the interrupted run is not recorded (a resume runs it).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ import numpy as np
 
 from ..validation import check_int
 from .problem import EVALUATIONS, split_exact
-from .records import error_text, normalise, user_stacklevel
+from .records import error_text, is_interrupt, normalise, user_stacklevel
 from .results import Results
 from .store import RunStore, read_records, run_key
 
@@ -137,6 +139,8 @@ def _execute(problem, estimator, budget: int, seed: int, warm: tuple[str, int, i
             try:
                 estimator.estimate(problem, warm[1], warm[2])
             except Exception as exc:  # the timed run will show whether it is persistent
+                if is_interrupt(exc):
+                    raise KeyboardInterrupt from exc
                 error = error_text(exc)
             out["warmup"] = {"seconds": clock() - start, "budget": int(warm[1]), "seed": int(warm[2]),
                              "error": error}
@@ -145,6 +149,8 @@ def _execute(problem, estimator, budget: int, seed: int, warm: tuple[str, int, i
         estimates = estimator.estimate(problem, budget, seed)
         seconds = clock() - start
     except Exception as exc:
+        if is_interrupt(exc):  # Ctrl-C inside a kernel: stop the study, never a failed run
+            raise KeyboardInterrupt from exc
         out.update(status="error", error=error_text(exc),
                    traceback="".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-3:]))
         return out
@@ -155,7 +161,9 @@ def _execute(problem, estimator, budget: int, seed: int, warm: tuple[str, int, i
             with meter:
                 estimator.estimate(problem, budget, seed)
             peak = int(meter.peak_bytes)
-        except Exception:  # the timed run succeeded; the peak stays unmeasured
+        except Exception as exc:  # the timed run succeeded; the peak stays unmeasured
+            if is_interrupt(exc):
+                raise KeyboardInterrupt from exc
             peak = None
     out.update(status="ok", estimates=estimates, seconds=seconds, peak_bytes=peak if memory else None,
                memory_kind=meter.kind)
@@ -302,6 +310,8 @@ class Study:
             try:
                 exact[problem.name] = self._exact_of(problem)
             except Exception as exc:  # failures are data: this problem's runs are recorded as failed
+                if is_interrupt(exc):
+                    raise KeyboardInterrupt from exc
                 if fail_fast:
                     raise
                 exact_errors[problem.name] = exc
