@@ -98,7 +98,7 @@ def _interrupting(chain: str):
                 if chain == "cause":
                     raise SystemError("CPUDispatcher(<function outside_kernel>) returned a result with an "
                                       "exception set") from ki
-                raise SystemError("CPUDispatcher(<function outside_kernel>) returned a result with an exception set")
+                raise SystemError("CPUDispatcher(<function outside_kernel>) returned a result with an exception set")  # noqa: B904 (the implicit __context__ is what is tested)
         return _coin(prob, n, s)
     return fn
 
