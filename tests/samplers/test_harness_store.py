@@ -67,11 +67,8 @@ def test_streams_every_run_and_writes_a_manifest(tmp_path):
     assert not [p for p in (tmp_path / "a").iterdir() if p.name.startswith(".")]
 
 
-def test_ctrl_c_then_resume_gives_identical_rows_and_repeats_no_run(tmp_path, capsys, monkeypatch):
-    assert _run(tmp_path / "full") == 0
-    full = _stable_rows(tmp_path / "full")
-    capsys.readouterr()
-
+def _register_interrupted(name: str) -> None:
+    """Register ``name``: the toy suite whose estimator is interrupted (Ctrl-C) at its 8th call."""
     def interrupted(prob, n, s):
         if len(CALLS) >= 7:
             raise KeyboardInterrupt
@@ -80,7 +77,15 @@ def test_ctrl_c_then_resume_gives_identical_rows_and_repeats_no_run(tmp_path, ca
     CALLS.clear()
     suite = _toy_suite()
     suite.estimators[0]._fn = interrupted
-    register_suite("store-toy-interrupted", lambda: suite, "test only", replace=True)
+    register_suite(name, lambda: suite, "test only", replace=True)
+
+
+def test_ctrl_c_then_resume_gives_identical_rows_and_repeats_no_run(tmp_path, capsys, monkeypatch):
+    assert _run(tmp_path / "full") == 0
+    full = _stable_rows(tmp_path / "full")
+    capsys.readouterr()
+
+    _register_interrupted("store-toy-interrupted")
     code = mcsa_main(["bench", "run", "--suite", "store-toy-interrupted", "--out", str(tmp_path / "cut"),
                       "--no-plots"])
     err = capsys.readouterr().err
@@ -255,15 +260,7 @@ def test_read_results_of_a_partial_then_resumed_folder_and_to_pandas(tmp_path, c
     assert _stable_rows(tmp_path / "full") == [tuple("" if r[c] is None else str(r[c]) for c in STABLE)
                                                for r in full.rows]
 
-    def interrupted(prob, n, s):
-        if len(CALLS) >= 7:
-            raise KeyboardInterrupt
-        return _draws(prob, n, s)
-
-    CALLS.clear()
-    suite = _toy_suite()
-    suite.estimators[0]._fn = interrupted
-    register_suite("store-toy-read", lambda: suite, "test only", replace=True)
+    _register_interrupted("store-toy-read")
     assert mcsa_main(["bench", "run", "--suite", "store-toy-read", "--out", str(tmp_path / "cut"), "--no-plots"]) \
         == 130
     partial = read_results(tmp_path / "cut")
