@@ -38,11 +38,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, NamedTuple, Sequence
 
+from rdp._torch import torch
+from rdp.chain import chain_entropy, chain_gumbel_sample
+from rdp.randomized_chain import randomized_chain_entropy, randomized_chain_gumbel_sample
 from samplers.validation import check_float, check_int
-
-from ._torch import torch
-from .chain import chain_entropy, chain_gumbel_sample
-from .randomized_chain import randomized_chain_entropy, randomized_chain_gumbel_sample
 
 nn = torch.nn
 
@@ -240,7 +239,7 @@ class StructuredVAE(nn.Module):
 
     Examples
     --------
-    >>> import torch, rdp.vae as V
+    >>> import torch, experiments.rdp_vae.model as V
     >>> vocab = V.Vocabulary(["a", "b"])
     >>> data = vocab.encode([["a", "b"], ["b"]])
     >>> model = V.StructuredVAE(len(vocab), n_states=4, state_dim=8, word_dim=8, hidden_size=8)
@@ -342,7 +341,7 @@ class StructuredVAE(nn.Module):
         """
         tokens, lengths = self.check_batch(tokens, lengths)
         if not isinstance(variant, Variant):
-            raise TypeError(f"variant must be a rdp.vae.Variant, got {type(variant).__name__}")
+            raise TypeError(f"variant must be a experiments.rdp_vae.model.Variant, got {type(variant).__name__}")
         variant.check(self.n_states)
         em = self.emissions(tokens, lengths)
         emb = self.state_embeddings
@@ -639,7 +638,7 @@ def train_vae(model: StructuredVAE, data: SentenceData, variant: Variant, config
     config = config or TrainConfig()
     config.check()
     if not isinstance(variant, Variant):
-        raise TypeError(f"variant must be a rdp.vae.Variant, got {type(variant).__name__}")
+        raise TypeError(f"variant must be a experiments.rdp_vae.model.Variant, got {type(variant).__name__}")
     variant.check(model.n_states)
     if len(data) == 0:
         raise ValueError("data is empty: nothing to train on")
