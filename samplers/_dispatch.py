@@ -62,10 +62,12 @@ def implements(operation: Callable, model_class: type, operations: Iterable[Call
         raise TypeError(f"model_class must be a NamedTuple class, got {model_class!r}")
 
     def decorator(fn: Callable) -> Callable:
-        cache = os.path.isfile(fn.__code__.co_filename)
-        kernel = jit(fn, cache=cache)
+        kernel = jit(fn, cache=os.path.isfile(fn.__code__.co_filename))
 
-        @overload(operation, jit_options={**_DEFAULTS, "cache": cache})
+        # the overload's one-line body is not cached on its own: its cache index (in this file's cache) would
+        # hold every model type of every caller, and one model defined in a module that another process
+        # cannot import (a test module) would make the whole index fail to load there
+        @overload(operation, jit_options={**_DEFAULTS, "cache": False})
         def _impl(model, *args):
             if isinstance(model, types.BaseNamedTuple) and model.instance_class is model_class:
                 return lambda model, *args: kernel(model, *args)
