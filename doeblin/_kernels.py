@@ -14,6 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 from samplers._jit import jit
+from samplers.models._kernels import gibbs_sweep
 
 from . import core
 from .core import draw_from_cdf, implements, move, restart, stage_move
@@ -45,6 +46,37 @@ def _finite_move(model, state):
 @implements(stage_move, FiniteStagedChain)
 def _finite_stage_move(model, stage, state):
     state[0] = draw_from_cdf(model.cdf_kernels[stage, state[0]])
+
+
+class GibbsSweepChain(NamedTuple):
+    """The Doeblin chain of a pairwise MRF (:mod:`doeblin.estimators`): ``u`` is the unary-only model
+    (cumulative rows ``cdf_unary`` (n_vars, K)), ``A`` one systematic-scan Gibbs sweep over the CSR
+    neighbour structure of :mod:`samplers.models._kernels`; ``logits`` (K,) is scratch.  A state is the
+    int64 configuration (n_vars,)."""
+
+    cdf_unary: np.ndarray
+    unary: np.ndarray
+    nbr_ptr: np.ndarray
+    nbr_var: np.ndarray
+    nbr_pot: np.ndarray
+    logits: np.ndarray
+
+
+@implements(restart, GibbsSweepChain)
+def _gibbs_restart(model, state):
+    for i in range(state.shape[0]):
+        state[i] = draw_from_cdf(model.cdf_unary[i])
+
+
+@implements(move, GibbsSweepChain)
+def _gibbs_move(model, state):
+    gibbs_sweep(state, model.unary, model.nbr_ptr, model.nbr_var, model.nbr_pot, 1.0, model.logits)
+
+
+@jit
+def gibbs_doeblin_draws(model, eps, size, seed):
+    """Exact draws of the Gibbs-sweep Doeblin chain (Prop. 3.2); returns ``(draws (size, n_vars), sweeps)``."""
+    return core.seeded_exact_draws(model, model.unary.shape[0], eps, size, seed)
 
 
 @jit
@@ -124,10 +156,7 @@ def simulate_plain(cdf_A, y0, n_steps, seed):
 @jit
 def exact_doeblin_draws(cdf_A, cdf_u, eps, size, seed):
     """Exact stationary draws (Prop. 3.2); returns ``(draws, steps)`` with ``steps[i] = T_i``."""
-    np.random.seed(seed)
-    out = np.empty((size, 1), dtype=np.int64)
-    steps = np.empty(size, dtype=np.int64)
-    core.exact_doeblin_draws(FiniteChain(cdf_A, cdf_u), np.zeros(1, dtype=np.int64), eps, out, steps)
+    out, steps = core.seeded_exact_draws(FiniteChain(cdf_A, cdf_u), 1, eps, size, seed)
     return out[:, 0], steps
 
 

@@ -97,12 +97,7 @@ def _sequence_move(model, y):
 @jit
 def seq_doeblin_draws(model, eps, size, seed):
     """Exact draws of pi~ by the geometric trick (Prop. 3.2); returns ``(draws (size, L), steps)``."""
-    np.random.seed(seed)
-    L = model.x.shape[0]
-    out = np.empty((size, L), dtype=np.int64)
-    steps = np.empty(size, dtype=np.int64)
-    core.exact_doeblin_draws(model, np.empty(L, dtype=np.int64), eps, out, steps)
-    return out, steps
+    return core.seeded_exact_draws(model, model.x.shape[0], eps, size, seed)
 
 
 @jit

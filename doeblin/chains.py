@@ -29,9 +29,39 @@ from .markov import (
 STATIONARY_METHODS = ("closed", "gth")
 
 
+#: Default bound on the expected kernel applications of one call that draws exact samples (``max_steps``).
+MAX_EXPECTED_STEPS = 10**9
+
+
 def check_eps(eps, name: str = "eps") -> float:
     """Validate a restart probability ``0 < eps <= 1``."""
     return check_float(eps, name, low=0.0, high=1.0, low_open=True)
+
+
+def check_draw_cost(steps_per_draw: float, size: int, max_steps, cause: str) -> int:
+    """Refuse up front exact draws whose expected cost exceeds ``max_steps`` kernel applications.
+
+    An exact draw of a strong Doeblin chain costs a Geometric number of kernel applications with mean
+    ``(1 - eps) / eps`` (Prop. 3.2); a tiny ``eps`` would make sampling run for hours with no sign of
+    progress.  ``cause`` names the argument that sets ``steps_per_draw`` (e.g. ``"eps = 1e-12"``).
+
+    Returns
+    -------
+    int
+        The validated ``max_steps``.
+
+    Raises
+    ------
+    ValueError
+        If ``size * steps_per_draw > max_steps``, naming ``cause`` and ``max_steps``.
+    """
+    max_steps = check_int(max_steps, "max_steps", low=1)
+    expected = size * steps_per_draw
+    if expected > max_steps:
+        raise ValueError(f"{cause} makes {size} exact draws cost about {expected:.3g} kernel applications "
+                         f"({steps_per_draw:.3g} per draw), more than max_steps = {max_steps}: raise the restart "
+                         "probability, draw fewer samples, or raise max_steps")
+    return max_steps
 
 
 class StrongDoeblinChain:
@@ -114,14 +144,17 @@ class StrongDoeblinChain:
         start = -1 if y0 is None else check_int(y0, "y0", low=0, high=self.n_states - 1)
         return simulate_doeblin(self._cdf_A, self._cdf_u, self.eps, start, n_steps, kernel_seed(seed))
 
-    def sample_stationary(self, size: int, *, seed=None, return_steps: bool = False):
+    def sample_stationary(self, size: int, *, seed=None, return_steps: bool = False,
+                          max_steps: int = MAX_EXPECTED_STEPS):
         """Exact i.i.d. draws from ``pi~`` (Prop. 3.2): ``y0 ~ u``, ``T ~ Geometric(eps)`` on
         {0, 1, ...}, then ``T`` steps of ``A``.
 
         Returns an int64 array (size,), plus the per-draw number of ``A`` steps when
-        ``return_steps`` is true.
+        ``return_steps`` is true.  Refused up front (ValueError) when the expected number of ``A``
+        steps, ``size (1 - eps) / eps``, exceeds ``max_steps`` (:func:`check_draw_cost`).
         """
         size = check_int(size, "size", low=0)
+        check_draw_cost((1.0 - self.eps) / self.eps, size, max_steps, f"eps = {self.eps:g}")
         draws, steps = exact_doeblin_draws(self._cdf_A, self._cdf_u, self.eps, size, kernel_seed(seed))
         return (draws, steps) if return_steps else draws
 
@@ -221,10 +254,26 @@ class StagedDoeblinChain:
         safe = np.where(rho > 0, rho, 1.0)
         C_rev = (self.C.T * rho[None, :]) / safe[:, None]
         C_rev[rho <= 0] = np.eye(self.n_stages)[rho <= 0]
+        self._C_rev = C_rev
         self._cdf_rho = cumulative_rows(rho)
         self._cdf_C = cumulative_rows(self.C)
         self._cdf_C_rev = cumulative_rows(C_rev)
         self._cdf_kernels = cumulative_rows(self.kernels)
+
+    def expected_draw_cost(self) -> float:
+        """Mean kernel applications of one exact draw (:meth:`sample_stationary`), the restart included.
+
+        ``1 + sum_z rho_z h_z`` with ``h`` the mean hitting time of the restart stage in the time-reversed
+        stage chain (``h_{z*} = 0``, ``h_z = 1 + sum_w C_rev[z, w] h_w``): the walk back from ``z_0 ~ rho``.
+        """
+        k, star = self.n_stages, self.restart_stage
+        rho = self.stage_stationary
+        others = np.array([z for z in range(k) if z != star and rho[z] > 0], dtype=np.int64)  # z_0 ~ rho
+        h = np.zeros(k)
+        if others.size:
+            sub = self._C_rev[np.ix_(others, others)]
+            h[others] = np.linalg.solve(np.eye(others.size) - sub, np.ones(others.size))
+        return float(1.0 + rho @ h)
 
     def transition_matrix(self) -> np.ndarray:
         """Joint kernel ``M[(z, y), (z', y')] = C[z, z'] A_{z'}[y, y']``, shape (k n, k n)."""
@@ -258,14 +307,19 @@ class StagedDoeblinChain:
                                kernel_seed(seed))
 
     def sample_stationary(self, size: int, *, seed=None, return_stages: bool = False,
-                          return_steps: bool = False):
+                          return_steps: bool = False, max_steps: int = MAX_EXPECTED_STEPS):
         """Exact i.i.d. draws from the stationary law: ``z_0 ~ rho``, walk the reversed stage chain
         back to the last visit of ``z*``, draw ``y ~ u`` there and run the stage kernels forward.
 
         Returns y (size,) int64; with ``return_stages`` also z; with ``return_steps`` also the
-        kernel applications per draw (the restart counts as one).
+        kernel applications per draw (the restart counts as one).  Refused up front (ValueError) when
+        the expected cost, ``size`` times :meth:`expected_draw_cost` kernel applications, exceeds
+        ``max_steps``.
         """
         size = check_int(size, "size", low=0)
+        check_draw_cost(self.expected_draw_cost(), size, max_steps,
+                        f"the stage chain C (restart stage {self.restart_stage}, stationary mass "
+                        f"{self.stage_stationary[self.restart_stage]:.3g})")
         z, y, steps = exact_staged_draws(self._cdf_rho, self._cdf_C_rev, self._cdf_kernels,
                                          self.restart_stage, size, kernel_seed(seed))
         out = [y]

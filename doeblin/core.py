@@ -59,26 +59,18 @@ after which ``doeblin_path(Walk(cdf_A, cdf_u), state, eps, path)`` runs the stro
 
 from __future__ import annotations
 
-import os
-import warnings
 from functools import partial
 from typing import Callable
 
 import numpy as np
-from numba import types
-from numba.core.errors import NumbaIRAssumptionWarning
-from numba.extending import overload
 
+from samplers._dispatch import implements as _implements
+from samplers._dispatch import numba_operation
 from samplers._jit import jit
 
 __all__ = ["restart", "move", "stage_move", "implements", "draw_from_cdf", "restart_step", "doeblin_path",
-           "exact_doeblin_draws", "exact_doeblin_budget", "restart_path", "next_stage", "staged_step",
+           "exact_doeblin_draws", "seeded_exact_draws", "exact_doeblin_budget", "restart_path", "next_stage", "staged_step",
            "staged_path", "walk_back_to_restart", "exact_staged_draws", "suffix_weights"]
-
-
-# Numba's IR inliner (used so that a model's kernels cost no call per step) emits a pedantic
-# "variable ... is not in scope" check warning for inlined kernels; it is harmless and only at compile time.
-warnings.filterwarnings("ignore", message=r"variable .* is not in scope", category=NumbaIRAssumptionWarning)
 
 
 #: The jit of the loop kernels: no reference counting (no allocation inside; see the module docstring).
@@ -87,57 +79,22 @@ loop_jit = partial(jit, _nrt=False)
 
 # --------------------------------------------------------------------------- the model's operations
 
-
-def restart(model, state):
-    """Draw ``state ~ u`` in place (implemented per model with :func:`implements`)."""
-    raise NotImplementedError("restart is a Numba-only operation; implement it for a model with implements()")
-
-
-def move(model, state):
-    """One step of the base kernel ``A`` on ``state`` in place (per model, :func:`implements`)."""
-    raise NotImplementedError("move is a Numba-only operation; implement it for a model with implements()")
-
-
-def stage_move(model, stage, state):
-    """One step of stage ``stage``'s kernel on ``state`` in place (per staged model, :func:`implements`)."""
-    raise NotImplementedError("stage_move is a Numba-only operation; implement it for a model with implements()")
-
-
-def _matches(model, model_class) -> bool:
-    return isinstance(model, types.BaseNamedTuple) and model.instance_class is model_class
+restart = numba_operation("restart", "Draw ``state ~ u`` in place (implemented per model with :func:`implements`).")
+move = numba_operation("move", "One step of the base kernel ``A`` on ``state`` in place (per model, :func:`implements`).")
+stage_move = numba_operation("stage_move", "One step of stage ``stage``'s kernel on ``state`` in place (per staged "
+                             "model, :func:`implements`).")
+OPERATIONS = (restart, move, stage_move)
 
 
 def implements(operation: Callable, model_class: type) -> Callable:
     """Decorator: the jitted function becomes ``operation`` (:func:`restart`, :func:`move` or
-    :func:`stage_move`) for models of NamedTuple class ``model_class``.
+    :func:`stage_move`) for models of NamedTuple class ``model_class`` (:func:`samplers._dispatch.implements`).
 
     The decorated Python function is compiled with the project's jit helper and returned, so it can
-    also be called directly from other kernels.
+    also be called directly from other kernels.  It runs inside the loop kernels, which count no
+    references: it must not allocate arrays (keep scratch in the model bundle).
     """
-    if operation not in (restart, move, stage_move):
-        raise ValueError("operation must be doeblin.core.restart, move or stage_move")
-    if not (isinstance(model_class, type) and issubclass(model_class, tuple) and hasattr(model_class, "_fields")):
-        raise TypeError(f"model_class must be a NamedTuple class, got {model_class!r}")
-
-    def decorator(fn: Callable) -> Callable:
-        # inlined into the generic kernels (no call per step); cached unless defined outside a file
-        # (a REPL or exec'd code, which Numba's cache cannot locate)
-        kernel = jit(fn, inline="always", cache=os.path.isfile(fn.__code__.co_filename))
-        if operation is stage_move:
-            @overload(operation, inline="always")
-            def _staged(model, stage, state):
-                if _matches(model, model_class):
-                    return lambda model, stage, state: kernel(model, stage, state)
-                return None
-        else:
-            @overload(operation, inline="always")
-            def _plain(model, state):
-                if _matches(model, model_class):
-                    return lambda model, state: kernel(model, state)
-                return None
-        return kernel
-
-    return decorator
+    return _implements(operation, model_class, OPERATIONS)
 
 
 # --------------------------------------------------------------------------- strong Doeblin chains
@@ -147,10 +104,7 @@ def implements(operation: Callable, model_class: type) -> Callable:
 def draw_from_cdf(cdf_row):
     """Index j with cdf[j-1] <= U * cdf[-1] < cdf[j] (binary search; cdf need not end at exactly 1)."""
     u = np.random.random() * cdf_row[cdf_row.shape[0] - 1]
-    j = np.searchsorted(cdf_row, u, side="right")
-    if j >= cdf_row.shape[0]:
-        j = cdf_row.shape[0] - 1
-    return j
+    return min(np.searchsorted(cdf_row, u, side="right"), cdf_row.shape[0] - 1)
 
 
 @jit(inline="always")
@@ -198,6 +152,17 @@ def exact_doeblin_draws(model, state, eps, out, steps):
             move(model, state)
         _store(out[i], state)
         steps[i] = T
+
+
+@jit
+def seeded_exact_draws(model, dim, eps, size, seed):
+    """:func:`exact_doeblin_draws` of ``size`` states of length ``dim`` after ``np.random.seed(seed)``;
+    returns ``(draws (size, dim), steps (size,))``."""
+    np.random.seed(seed)
+    out = np.empty((size, dim), dtype=np.int64)
+    steps = np.empty(size, dtype=np.int64)
+    exact_doeblin_draws(model, np.zeros(dim, dtype=np.int64), eps, out, steps)
+    return out, steps
 
 
 @loop_jit

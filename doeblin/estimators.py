@@ -35,23 +35,36 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from scipy.special import logsumexp
 
 from samplers.harness import KindEstimator
 from samplers.harness.problem import EVALUATIONS
 from samplers.models import PairwiseMRF
 from samplers.problems import CHAIN_CRF, FINITE_CHAIN, PAIRWISE_MRF
-from samplers.rng import as_generator, kernel_seed
+from samplers.rng import kernel_seed
 from samplers.validation import check_int
 
-from ._kernels import exact_doeblin_budget, simulate_doeblin, simulate_plain
-from .chains import StrongDoeblinChain, check_eps
+from ._kernels import GibbsSweepChain, exact_doeblin_budget, gibbs_doeblin_draws, simulate_doeblin, simulate_plain
+from .chains import MAX_EXPECTED_STEPS, StrongDoeblinChain, check_draw_cost, check_eps
 
 #: Largest joint state space :func:`doeblin_gibbs_stationary` builds the chain over.
 MAX_JOINT_STATES = 4096
 
 
-def doeblin_gibbs_draws(mrf: PairwiseMRF, n_draws: int, eps: float, seed: Any = None) -> tuple[np.ndarray, int]:
-    """Exact draws from ``pi_eps`` of the Gibbs-sweep Doeblin chain (module docstring).
+def doeblin_gibbs_draws(mrf: PairwiseMRF, n_draws: int, eps: float, seed: Any = None, *,
+                        max_steps: int = MAX_EXPECTED_STEPS) -> tuple[np.ndarray, int]:
+    """Exact draws from ``pi_eps`` of the Gibbs-sweep Doeblin chain (module docstring), through the one
+    exact-draw kernel :func:`doeblin.core.exact_doeblin_draws` (model :class:`doeblin._kernels.GibbsSweepChain`).
+
+    Parameters
+    ----------
+    mrf : PairwiseMRF
+    n_draws : int
+    eps : float
+        Restart probability in (0, 1].
+    seed : int, Generator or None
+    max_steps : int
+        Refuse (ValueError) when the expected number of sweeps, ``n_draws (1 - eps) / eps``, exceeds it.
 
     Returns
     -------
@@ -63,20 +76,14 @@ def doeblin_gibbs_draws(mrf: PairwiseMRF, n_draws: int, eps: float, seed: Any = 
         raise TypeError(f"mrf must be a PairwiseMRF, got {type(mrf).__name__}")
     n_draws = check_int(n_draws, "n_draws", low=1)
     eps = check_eps(eps)
-    gen = as_generator(seed)
-    x = mrf.sample_independent(n_draws, gen)
-    steps = gen.geometric(eps, size=n_draws) - 1  # P(T = k) = eps (1 - eps)^k, k >= 0
-    order = np.argsort(steps, kind="stable")
-    steps_sorted = steps[order]
-    x = x[order]
-    done = 0
-    for t in range(1, int(steps_sorted[-1]) + 1 if n_draws else 1):
-        done = int(np.searchsorted(steps_sorted, t, side="left"))  # draws with T < t are finished
-        active = x[done:]
-        x[done:] = mrf.gibbs_sample(1, active.shape[0], seed=gen, init=active)[:, -1]
-    out = np.empty_like(x)
-    out[order] = x
-    return out, int(steps.sum())
+    check_draw_cost((1.0 - eps) / eps, n_draws, max_steps, f"eps = {eps:g}")
+    unary = mrf.log_unary
+    probs = np.exp(unary - logsumexp(unary, axis=1, keepdims=True))
+    ptr, nbr, pot = mrf.neighbours
+    model = GibbsSweepChain(np.ascontiguousarray(np.cumsum(probs, axis=1)), unary, ptr, nbr, pot,
+                            np.empty(unary.shape[1]))
+    draws, steps = gibbs_doeblin_draws(model, eps, n_draws, kernel_seed(seed))
+    return draws, int(steps.sum())
 
 
 def gibbs_sweep_matrix(mrf: PairwiseMRF) -> np.ndarray:

@@ -1,6 +1,4 @@
-"""Strong and staged Doeblin chains over implicit (structured) state spaces.
-
-Two layers:
+"""Strong Doeblin chains over implicit (structured) state spaces: label sequences.
 
 * :class:`SequenceDoeblinChain` — the structured chain used for learning: sequences y in {0..K-1}^L
   with a tractable restart law ``u_theta(y | x) = prod_i softmax(x_i W_u)[y_i]`` and a random-scan
@@ -9,15 +7,14 @@ Two layers:
   Numba (:mod:`doeblin._seq_kernels`, run by the generic kernels of :mod:`doeblin.core`); exact stationary draws use the geometric trick (Prop. 3.2).
   :meth:`SequenceDoeblinChain.as_finite` enumerates the K^L states and returns the equivalent
   :class:`~doeblin.chains.StrongDoeblinChain` (tests compare the two).
-* :func:`implicit_doeblin_draws` / :func:`implicit_staged_draws` — the same constructions for any
-  state space given only Python callables ``restart(rng) -> y`` and ``step(y, rng) -> y`` (used by
-  the DNF experiment, where states are formulas).
+
+Any other state space plugs into the same Numba kernels through :func:`doeblin.core.implements` (the
+one implementation of the exact draws, Prop. 3.2; the DNF experiment's formulas are such a model).
 """
 
 from __future__ import annotations
 
 import itertools
-from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -25,8 +22,7 @@ from samplers.rng import as_generator, kernel_seed
 from samplers.validation import as_float_array, as_int_array, check_int
 
 from ._seq_kernels import gibbs_prob_grad, log_u_grad, seq_doeblin_draws, seq_simulate, sequence_chain
-from .chains import StrongDoeblinChain, check_eps
-from .markov import check_stochastic, stationary_gth
+from .chains import MAX_EXPECTED_STEPS, StrongDoeblinChain, check_draw_cost, check_eps
 
 MAX_ENUMERATION_STATES = 4096
 
@@ -141,9 +137,15 @@ class SequenceDoeblinChain:
     def length(self) -> int:
         return self.x.shape[0]
 
-    def sample_stationary(self, size: int, *, seed=None, return_steps: bool = False):
-        """Exact draws from ``pi~`` (geometric trick, Prop. 3.2); int64 (size, L)."""
+    def sample_stationary(self, size: int, *, seed=None, return_steps: bool = False,
+                          max_steps: int = MAX_EXPECTED_STEPS):
+        """Exact draws from ``pi~`` (geometric trick, Prop. 3.2); int64 (size, L).
+
+        Refused up front (ValueError) when the expected number of Gibbs steps, ``size (1 - eps) / eps``,
+        exceeds ``max_steps`` (:func:`doeblin.chains.check_draw_cost`).
+        """
         size = check_int(size, "size", low=0)
+        check_draw_cost((1.0 - self.eps) / self.eps, size, max_steps, f"eps = {self.eps:g}")
         m = self.model
         draws, steps = seq_doeblin_draws(sequence_chain(self.x, m.W_u, m.W_A, m.P), self.eps, size, kernel_seed(seed))
         return (draws, steps) if return_steps else draws
@@ -185,60 +187,3 @@ def _draw_u(chain: SequenceDoeblinChain, gen: np.random.Generator) -> np.ndarray
     m = chain.model
     draws, _ = seq_doeblin_draws(sequence_chain(chain.x, m.W_u, m.W_A, m.P), 1.0, 1, kernel_seed(gen))
     return draws[0]
-
-
-def implicit_doeblin_draws(restart: Callable[[np.random.Generator], Any],
-                           step: Callable[[Any, np.random.Generator], Any], eps: float, size: int, *,
-                           seed=None) -> tuple[list[Any], np.ndarray]:
-    """Exact draws of a strong Doeblin chain given only a restart sampler and a kernel step.
-
-    Prop. 3.2: ``y0 = restart(rng)``, ``T ~ Geometric(eps)`` on {0, 1, ...}, ``y = step(y, rng)``
-    T times.  Returns ``(draws, steps)``.
-    """
-    eps = check_eps(eps)
-    size = check_int(size, "size", low=0)
-    gen = as_generator(seed)
-    draws, steps = [], np.empty(size, dtype=np.int64)
-    for s in range(size):
-        y = restart(gen)
-        T = int(gen.geometric(eps)) - 1
-        for _ in range(T):
-            y = step(y, gen)
-        draws.append(y)
-        steps[s] = T
-    return draws, steps
-
-
-def implicit_staged_draws(C, restart_stage: int, restart: Callable[[np.random.Generator], Any],
-                          steps: Sequence[Callable[[Any, np.random.Generator], Any] | None], size: int, *,
-                          seed=None) -> tuple[list[Any], np.ndarray]:
-    """Exact stationary draws of a staged strong Doeblin chain (Sec. 3.1) with implicit stage kernels.
-
-    Draw ``z_0`` from the stationary law of ``C``, walk the time-reversed stage chain back to the last
-    visit of ``restart_stage``, draw ``y = restart(rng)`` there and apply ``steps[z]`` forward along
-    the stage path.  ``steps[restart_stage]`` is ignored (may be None).  Returns ``(draws, stages)``.
-    """
-    C = check_stochastic(C, "C")
-    k = C.shape[0]
-    restart_stage = check_int(restart_stage, "restart_stage", low=0, high=k - 1)
-    if len(steps) != k:
-        raise ValueError(f"steps must hold one callable per stage ({k}), got {len(steps)}")
-    size = check_int(size, "size", low=0)
-    rho = stationary_gth(C)
-    if rho[restart_stage] <= 0:
-        raise ValueError(f"C must visit the restart stage {restart_stage} (its stationary mass is 0)")
-    C_rev = (C.T * rho[None, :]) / np.where(rho > 0, rho, 1.0)[:, None]
-    gen = as_generator(seed)
-    draws, stages = [], np.empty(size, dtype=np.int64)
-    for s in range(size):
-        z = int(gen.choice(k, p=rho))
-        stages[s] = z
-        back = []
-        while z != restart_stage:
-            back.append(z)
-            z = int(gen.choice(k, p=C_rev[z] / C_rev[z].sum()))
-        y = restart(gen)
-        for zz in reversed(back):
-            y = steps[zz](y, gen)
-        draws.append(y)
-    return draws, stages

@@ -19,7 +19,7 @@ from samplers.rng import as_generator, kernel_seed
 from samplers.validation import check_float, check_int
 
 from ._seq_kernels import algorithm1_chains, log_u_grad, sequence_chain
-from .chains import check_eps
+from .chains import MAX_EXPECTED_STEPS, check_draw_cost, check_eps
 from .implicit import SequenceDoeblinChain, SequenceModel
 
 
@@ -34,7 +34,8 @@ class GradientEstimate:
     kernel_steps: int
 
 
-def sample_gradient(model: SequenceModel, x, y, eps: float, k: int, *, seed=None) -> GradientEstimate:
+def sample_gradient(model: SequenceModel, x, y, eps: float, k: int, *, seed=None,
+                    max_steps: int = MAX_EXPECTED_STEPS) -> GradientEstimate:
     """Algorithm 1 (SampleGradient): estimate ``d log p_theta(y | x) / d theta`` from ``k`` chains.
 
     Parameters
@@ -46,6 +47,9 @@ def sample_gradient(model: SequenceModel, x, y, eps: float, k: int, *, seed=None
         Restart probability in (0, 1].
     k : int
         Number of independent chains (samples of T).
+    seed : int, Generator or None
+    max_steps : int
+        Refuse (ValueError) when the expected Gibbs steps of the k paths, ``k (1 - eps) / eps``, exceed it.
 
     Notes
     -----
@@ -57,6 +61,7 @@ def sample_gradient(model: SequenceModel, x, y, eps: float, k: int, *, seed=None
     y = model.check_y(y, x.shape[0])
     eps = check_eps(eps)
     k = check_int(k, "k", low=1)
+    check_draw_cost((1.0 - eps) / eps, k, max_steps, f"eps = {eps:g}")  # k paths of Geometric(eps) length
     G, Z, steps = algorithm1_chains(sequence_chain(x, model.W_u, model.W_A, model.P), y, eps, k, kernel_seed(seed))
     total = Z.sum()
     if total <= 0:

@@ -41,7 +41,7 @@ from ._seq_kernels import (
     sequence_chain,
     sweep_prob,
 )
-from .chains import StagedDoeblinChain
+from .chains import MAX_EXPECTED_STEPS, StagedDoeblinChain, check_draw_cost
 from .implicit import SequenceDoeblinChain, SequenceModel
 from .markov import check_stochastic
 
@@ -130,14 +130,19 @@ class SequenceStagedDoeblinChain:
         return seq_staged_simulate(self._params(), self._stages._cdf_C, z0, y0, n_steps, kernel_seed(gen))
 
     def sample_stationary(self, size: int, *, seed=None, return_stages: bool = False,
-                          return_steps: bool = False):
+                          return_steps: bool = False, max_steps: int = MAX_EXPECTED_STEPS):
         """Exact i.i.d. draws from the stationary law (reversed stage walk to the last restart).
 
         Returns y (size, L) int64; with ``return_stages`` also z (size,); with ``return_steps``
-        also the kernel applications per draw (the restart counts as one).
+        also the kernel applications per draw (the restart counts as one).  Refused up front
+        (ValueError) when the expected cost exceeds ``max_steps`` kernel applications
+        (:meth:`doeblin.StagedDoeblinChain.expected_draw_cost`).
         """
         size = check_int(size, "size", low=0)
         st = self._stages
+        check_draw_cost(st.expected_draw_cost(), size, max_steps,
+                        f"the stage chain C (restart stage {self.restart_stage}, stationary mass "
+                        f"{st.stage_stationary[self.restart_stage]:.3g})")
         z, y, steps = seq_staged_draws(self._params(), st._cdf_rho, st._cdf_C_rev, self.restart_stage,
                                        size, kernel_seed(seed))
         out = [y]

@@ -285,6 +285,33 @@ def chain_log_partition(emissions: Any, transitions: Any = None, lengths: Any = 
     return log_partition_from_alpha(scaled_log_alpha(*fast), lengths)
 
 
+def chain_forward(emissions: Any, transitions: Any = None, lengths: Any = None, *, state_embeddings: Any = None,
+                  chunk_size: int = 512) -> tuple["torch.Tensor", "torch.Tensor"]:
+    """Exact log forward variables and log Z without gradient (Eq. 17 with all states), memory-lean.
+
+    Scaled space (:mod:`rdp.fast_chain`, one (B, N) x (N, N) product per step) when one step's transition
+    scores span less than :func:`rdp.fast_chain.max_safe_range`; otherwise the log-space recursion
+    :func:`chain_sweep` over chunks of ``chunk_size`` next states, so no (B, N, N) tensor is built.  For
+    samplers and evaluators that need log a_t itself (forward filtering, backward sampling).
+
+    Returns
+    -------
+    log_alpha : Tensor (B, T, N)
+        ``log a_t(i)``: log total weight of the prefixes ending in state i at step t.
+    log_z : Tensor (B,)
+        Log partition function at each sequence's length.
+    """
+    chunk_size = check_int(chunk_size, "chunk_size", low=1)
+    with torch.no_grad():
+        emissions, trans, lengths = prepare_chain(emissions, transitions, state_embeddings, lengths)
+        fast = _scaled_inputs(emissions, trans, "auto")
+        if fast is None:
+            log_alpha = torch.stack(_exact_sweep(emissions, trans, chunk_size=chunk_size).alphas, dim=1)
+        else:
+            log_alpha = scaled_log_alpha(*fast)
+        return log_alpha, log_partition_from_alpha(log_alpha, lengths)
+
+
 def chain_marginals(emissions: Any, transitions: Any = None, lengths: Any = None, *,
                     state_embeddings: Any = None, method: str = "auto") -> "torch.Tensor":
     """Exact node marginals p(x_t = i), the gradient of log Z with respect to the emissions

@@ -41,10 +41,10 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
-from numba import types
-from numba.extending import overload
 
-from samplers._jit import _DEFAULTS, jit
+from samplers._dispatch import implements as _implements
+from samplers._dispatch import numba_operation
+from samplers._jit import jit
 
 N_STATS = 6
 
@@ -52,45 +52,23 @@ N_STATS = 6
 # --------------------------------------------------------------------------- the backend's operations
 
 
-def _numba_only(name: str):
-    def op(*args):
-        raise NotImplementedError(f"{name} is a Numba-only operation; implement it for a model with implements()")
-    op.__name__ = op.__qualname__ = name
-    return op
-
-
-new_workspace = _numba_only("new_workspace")
-load_chain = _numba_only("load_chain")
-store_chain = _numba_only("store_chain")
-propose_append = _numba_only("propose_append")
-reject_append = _numba_only("reject_append")
-removal_log_ratio = _numba_only("removal_log_ratio")
-remove_last = _numba_only("remove_last")
-within_length_move = _numba_only("within_length_move")
+new_workspace = numba_operation("new_workspace", "Allocate a workspace (once per chain or per run).")
+load_chain = numba_operation("load_chain", "Copy a chain's symbols ``tokens_row[:length]`` into the workspace.")
+store_chain = numba_operation("store_chain", "Copy the workspace's sentence out into ``out_row``.")
+propose_append = numba_operation("propose_append", "Draw and place the appended symbol; return its log ratio.")
+reject_append = numba_operation("reject_append", "Undo :func:`propose_append`.")
+removal_log_ratio = numba_operation("removal_log_ratio", "The feature part of Eq. 21 for removing position k.")
+remove_last = numba_operation("remove_last", "Drop position k (the removal was accepted).")
+within_length_move = numba_operation("within_length_move", "One sweep of a move that leaves p(x^j | j) invariant.")
 
 OPERATIONS = {op.__name__: op for op in (new_workspace, load_chain, store_chain, propose_append, reject_append,
                                          removal_log_ratio, remove_last, within_length_move)}
 
 
 def implements(operation: Callable, model_class: type) -> Callable:
-    """Decorator: the jitted function becomes ``operation`` for models of NamedTuple class ``model_class``."""
-    if operation not in OPERATIONS.values():
-        raise ValueError(f"operation must be one of {sorted(OPERATIONS)}")
-    if not (isinstance(model_class, type) and issubclass(model_class, tuple) and hasattr(model_class, "_fields")):
-        raise TypeError(f"model_class must be a NamedTuple class, got {model_class!r}")
-
-    def decorator(fn: Callable) -> Callable:
-        kernel = jit(fn)
-
-        @overload(operation, jit_options=dict(_DEFAULTS))
-        def _impl(model, *args):
-            if isinstance(model, types.BaseNamedTuple) and model.instance_class is model_class:
-                return lambda model, *args: kernel(model, *args)
-            return None
-
-        return kernel
-
-    return decorator
+    """Decorator: the jitted function becomes ``operation`` for models of NamedTuple class ``model_class``
+    (:func:`samplers._dispatch.implements` over :data:`OPERATIONS`)."""
+    return _implements(operation, model_class, OPERATIONS.values())
 
 
 # --------------------------------------------------------------------------- the jump law (Eq. 19)

@@ -536,7 +536,7 @@ def conditional_logits(x, z, i, w, tables):
     return chain.logits
 
 
-@jit
+@core.loop_jit
 def _collect(chain, z, n_steps, eps, out, r):
     """``n_steps`` steps of :func:`doeblin.core.restart_step` (``eps = 0``: plain Gibbs sweeps) from
     ``z``; the states after the first ``n_steps // 2`` steps (burn-in) go to ``out[r:]``; returns the
@@ -545,7 +545,8 @@ def _collect(chain, z, n_steps, eps, out, r):
     for t in range(1, n_steps + 1):
         core.restart_step(chain, z, eps)
         if t > burn:
-            out[r] = z
+            for j in range(z.shape[0]):   # an explicit copy: the loop counts no references (core.loop_jit)
+                out[r, j] = z[j]
             r += 1
     return r
 

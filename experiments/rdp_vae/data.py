@@ -5,7 +5,7 @@ The same source as the TRF LM benchmark (``benchmarks/trf_lm.py``): the text fil
 fortune-anarchism``; nothing is fetched at run time, no corpus is committed).  Fortunes are split
 90/5/5 into train/dev/test by index, lower-cased, split into sentences at ``.!?`` and tokenised into
 words (numbers -> ``N``); sentences of 5-25 words are kept (the paper's MSCOCO captions are of that
-size); the vocabulary is the 10,000 most frequent training words (:class:`rdp.vae.Vocabulary`).
+size); the vocabulary is the 10,000 most frequent training words (:class:`experiments.rdp_vae.model.Vocabulary`).
 """
 
 from __future__ import annotations
@@ -44,9 +44,9 @@ def load_corpus(vocab_size: int = 10000, min_len: int = 5, max_len: int = 25, li
 
     Returns
     -------
-    (rdp.vae.Vocabulary, dict[str, rdp.vae.SentenceData])
+    (experiments.rdp_vae.model.Vocabulary, dict[str, experiments.rdp_vae.model.SentenceData])
     """
-    from rdp.vae import Vocabulary
+    from experiments.rdp_vae.model import Vocabulary
 
     splits = fortune_sentences(min_len, max_len)
     vocab = Vocabulary.build(splits["train"], max_size=vocab_size)

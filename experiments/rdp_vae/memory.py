@@ -18,8 +18,8 @@ import time
 
 
 def parse_variant(text: str):
-    """``full``, ``full:log`` (log-space exact DP), ``topk:K`` or ``rdp:K1:K2`` -> :class:`rdp.vae.Variant`."""
-    from rdp.vae import Variant
+    """``full``, ``full:log`` (log-space exact DP), ``topk:K`` or ``rdp:K1:K2`` -> :class:`experiments.rdp_vae.model.Variant`."""
+    from experiments.rdp_vae.model import Variant
 
     parts = text.split(":")
     try:
@@ -65,7 +65,7 @@ def main(argv=None) -> int:
         p.error("--n-states and --batch must be >= 1")
     import torch
 
-    from rdp.vae import StructuredVAE
+    from experiments.rdp_vae.model import StructuredVAE
 
     torch.set_num_threads(args.threads)
     vocab_size = 10003

@@ -17,11 +17,11 @@ from pathlib import Path
 
 
 def load_model(path: Path):
-    """A :class:`rdp.vae.StructuredVAE` with the weights of a ``train_vae`` checkpoint (default BiLSTM encoder
+    """A :class:`experiments.rdp_vae.model.StructuredVAE` with the weights of a ``train_vae`` checkpoint (default BiLSTM encoder
     of ``run.py``: 64 units per direction; the checkpoint records the weights, not the encoder class)."""
     import torch
 
-    from rdp.vae import StructuredVAE
+    from experiments.rdp_vae.model import StructuredVAE
 
     if not path.is_file():
         raise SystemExit(f"no checkpoint {path}")
@@ -44,7 +44,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     import torch
 
-    from rdp.vae import evaluate_nll
+    from experiments.rdp_vae.model import evaluate_nll
 
     from .data import load_corpus
 

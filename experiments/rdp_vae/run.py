@@ -1,9 +1,9 @@
 """Train and evaluate the structured VAE variants of Table 5 / Fig. 2 of the RDP paper on the fortunes corpus.
 
-Each (run, seed) trains with :func:`rdp.vae.train_vae` (checkpointed under ``OUT/ckpt``, resumed when
+Each (run, seed) trains with :func:`experiments.rdp_vae.model.train_vae` (checkpointed under ``OUT/ckpt``, resumed when
 interrupted), then writes ``OUT/results/<run>-s<seed>.json`` with dev and test NLL (importance
-sampling, :func:`rdp.vae.evaluate_nll`) and the aggregated posterior's state counts over the
-training subset (:func:`rdp.vae.aggregated_posterior`).  Finished (run, seed) pairs are skipped, so
+sampling, :func:`experiments.rdp_vae.model.evaluate_nll`) and the aggregated posterior's state counts over the
+training subset (:func:`experiments.rdp_vae.model.aggregated_posterior`).  Finished (run, seed) pairs are skipped, so
 the command can be re-run after an interruption.  ``python -m experiments.rdp_vae.table OUT`` prints
 the tables and draws the figure.
 
@@ -27,8 +27,8 @@ SHARES = {"TOPK": 1.0, "RDP": 0.5, "RDP-99/1": 0.99, "RDP-10/90": 0.10}
 
 
 def variant_of(run: str, n_small: int, n_large: int, budget_small: float, budget_large: float):
-    """(N, rdp.vae.Variant) of a run name in :data:`RUNS`."""
-    from rdp.vae import Variant
+    """(N, experiments.rdp_vae.model.Variant) of a run name in :data:`RUNS`."""
+    from experiments.rdp_vae.model import Variant
 
     if run not in RUNS:
         raise ValueError(f"run must be one of {RUNS}, got {run!r}")
@@ -77,7 +77,7 @@ def main(argv=None) -> int:
 
     import torch
 
-    from rdp.vae import StructuredVAE, TrainConfig, aggregated_posterior, evaluate_nll, train_vae
+    from experiments.rdp_vae.model import StructuredVAE, TrainConfig, aggregated_posterior, evaluate_nll, train_vae
 
     from .data import load_corpus
 

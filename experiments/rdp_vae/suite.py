@@ -2,7 +2,7 @@
 
 One problem is a corpus slice (the fortunes corpus of :mod:`experiments.rdp_vae.data`): the first
 ``train_sentences`` training and ``eval_sentences`` test sentences.  Its target ``test_nll`` (nats
-per sentence, importance-sampled, :func:`rdp.vae.evaluate_nll`) has no exact reference (``None``:
+per sentence, importance-sampled, :func:`experiments.rdp_vae.model.evaluate_nll`) has no exact reference (``None``:
 the harness records the estimates and their spread over replicates, no bias).  An estimator trains
 one variant for ``budget`` AdamW steps from the replicate's seed and returns the test NLL, its
 standard error over sentences and the number of inactive states of the aggregated posterior.
@@ -49,13 +49,13 @@ class CorpusProblem(Problem):
 
 
 class VAEEstimator(Estimator):
-    """Train a :class:`rdp.vae.StructuredVAE` with one variant for ``budget`` steps; report the test NLL."""
+    """Train a :class:`experiments.rdp_vae.model.StructuredVAE` with one variant for ``budget`` steps; report the test NLL."""
 
     budget_label = "training steps"
 
     def __init__(self, kind: str, budget_fraction: float = 0.2, k1_share: float = 0.5, *, n_samples: int = 20,
                  batch_size: int = 32, sizes: dict | None = None):
-        from rdp.vae import Variant
+        from experiments.rdp_vae.model import Variant
 
         Variant.from_fractions(kind, 10, budget_fraction, k1_share)  # validates the arguments
         self.kind, self.budget_fraction, self.k1_share = kind, budget_fraction, k1_share
@@ -65,7 +65,14 @@ class VAEEstimator(Estimator):
     def estimate(self, problem, budget: int, seed: int) -> dict[str, Any]:
         import torch
 
-        from rdp.vae import StructuredVAE, TrainConfig, Variant, aggregated_posterior, evaluate_nll, train_vae
+        from experiments.rdp_vae.model import (
+            StructuredVAE,
+            TrainConfig,
+            Variant,
+            aggregated_posterior,
+            evaluate_nll,
+            train_vae,
+        )
 
         vocab_size, train, test = problem.data
         variant = Variant.from_fractions(self.kind, problem.n_states, self.budget_fraction, self.k1_share)

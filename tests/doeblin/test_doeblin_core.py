@@ -162,3 +162,59 @@ def test_implements_rejects_bad_arguments():
 def test_python_stubs_say_they_are_numba_only():
     with pytest.raises(NotImplementedError, match="implements"):
         restart(None, None)
+
+
+def test_doeblin_and_trf_share_one_dispatch_helper():
+    """``implements`` is written once (samplers._dispatch); the families only name their operations."""
+    from samplers import _dispatch
+    from trf import _transms_skeleton as skeleton
+
+    with pytest.raises(ValueError, match=r"operation must be one of \['move', 'restart', 'stage_move'\]"):
+        implements(skeleton.propose_append, Walk)
+    with pytest.raises(ValueError, match="propose_append"):
+        skeleton.implements(move, Walk)
+    for module in (core, skeleton):  # neither registers overloads itself any more
+        assert "overload" not in vars(module) and vars(module)["_implements"] is _dispatch.implements
+
+
+_FRESH_MODEL = """
+import warnings
+from typing import NamedTuple
+import numpy as np
+from numba.core.errors import NumbaIRAssumptionWarning
+from doeblin import core
+from doeblin.core import draw_from_cdf, implements, stage_move
+from samplers._jit import jit
+import trf._transms_skeleton
+assert not [f for f in warnings.filters if f[2] is NumbaIRAssumptionWarning], "a global filter was installed"
+warnings.simplefilter("error", NumbaIRAssumptionWarning)
+
+class Fresh(NamedTuple):
+    cdf_stage: np.ndarray
+
+@implements(stage_move, Fresh)
+def fresh_stage_move(model, stage, state):
+    state[0] = draw_from_cdf(model.cdf_stage[stage, state[0]])
+
+@jit(cache=False)
+def draws(model, cdf_rho, cdf_C_rev, size):
+    np.random.seed(0)
+    zs, ys, steps = np.empty(size, np.int64), np.empty((size, 1), np.int64), np.empty(size, np.int64)
+    core.exact_staged_draws(model, cdf_rho, cdf_C_rev, 0, np.zeros(1, np.int64), zs, ys, steps)
+    return ys
+
+cdf = np.cumsum(np.full((2, 3, 3), 1 / 3), axis=-1)
+assert draws(Fresh(cdf), np.cumsum([0.5, 0.5]), np.cumsum(np.full((2, 2), 0.5), axis=-1), 5).shape == (5, 1)
+"""
+
+
+def test_no_global_warning_filters_and_no_inliner_warnings_when_compiling_a_fresh_model(tmp_path):
+    """Importing doeblin changed the user's warning filters (to hide Numba inliner warnings); now the import
+    leaves them alone, and compiling a model outside a file (no cache) emits no NumbaIRAssumptionWarning,
+    even as an error."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    subprocess.run([sys.executable, "-c", _FRESH_MODEL], check=True, env=env, timeout=600)

@@ -1,11 +1,11 @@
-"""Exact draws (chi-square against the closed form), simulation, implicit vs finite chains."""
+"""Exact draws (chi-square against the closed form), simulation, implicit vs finite chains, bounded cost."""
 
 import numpy as np
 import pytest
 
 from doeblin import StagedDoeblinChain, StrongDoeblinChain, cyclic_stage_chain
 from doeblin.examples import random_chain
-from doeblin.implicit import SequenceDoeblinChain, SequenceModel, implicit_doeblin_draws, implicit_staged_draws
+from doeblin.implicit import SequenceDoeblinChain, SequenceModel
 from samplers.testing import assert_frequencies_match, chi_square_gof
 
 N_DRAWS = 20000
@@ -78,21 +78,35 @@ def test_implicit_sequence_draws_match_finite(seq_chain):
     assert_frequencies_match(counts, seq_chain.as_finite().stationary(), what="Numba sequence Doeblin draws")
 
 
-def test_generic_implicit_draws_match_finite(chain):
-    """Python-callable implicit chains (restart sampler + kernel step) agree with the matrix form."""
-    draws, _ = implicit_doeblin_draws(lambda g: int(g.choice(6, p=chain.u)),
-                                      lambda y, g: int(g.choice(6, p=chain.A[y])), chain.eps, 4000, seed=5)
-    assert_frequencies_match(np.bincount(draws, minlength=6), chain.stationary(), what="implicit draws")
+def test_a_tiny_restart_probability_is_refused_up_front_not_left_to_hang(chain):
+    """Issue 29: eps = 1e-12 made sample_stationary run for hours with no message; the expected cost
+    (size (1 - eps) / eps kernel steps, Prop. 3.2) is now checked against max_steps before any work."""
+    tiny = StrongDoeblinChain(chain.A, chain.u, 1e-12)
+    with pytest.raises(ValueError, match=r"eps = 1e-12 makes 10 exact draws cost about 1e\+13 .*max_steps"):
+        tiny.sample_stationary(10, seed=0)
+    # a bound the caller raises is honoured, and a cheap call is untouched
+    assert StrongDoeblinChain(chain.A, chain.u, 1e-3).sample_stationary(5, seed=0, max_steps=10**4).shape == (5,)
+    with pytest.raises(ValueError, match="max_steps = 100"):
+        StrongDoeblinChain(chain.A, chain.u, 1e-3).sample_stationary(5, seed=0, max_steps=100)
+    with pytest.raises(ValueError, match="max_steps"):
+        chain.sample_stationary(5, max_steps=0)
+    x = np.zeros((3, 2))
+    model = SequenceModel(np.zeros((2, 2)), np.zeros((2, 2)), np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="eps = 1e-12"):
+        SequenceDoeblinChain(model, x, 1e-12).sample_stationary(3)
+
+
+def test_staged_draw_cost_is_the_mean_walk_back_and_is_bounded():
     rng = np.random.default_rng(6)
     A1, A2 = random_chain(4, seed=rng), random_chain(4, seed=rng)
     u = rng.dirichlet(np.ones(4))
-    C = cyclic_stage_chain([1.0, 0.5, 0.2])
-    staged = StagedDoeblinChain(C, [u, A1, A2], 0)
-    steps = [None, lambda y, g: int(g.choice(4, p=A1[y])), lambda y, g: int(g.choice(4, p=A2[y]))]
-    ys, zs = implicit_staged_draws(C, 0, lambda g: int(g.choice(4, p=u)), steps, 4000, seed=7)
-    counts = np.zeros((3, 4))
-    np.add.at(counts, (zs, np.array(ys)), 1)
-    assert_frequencies_match(counts.ravel(), staged.stationary(joint=True).ravel(), what="implicit staged")
+    staged = StagedDoeblinChain(cyclic_stage_chain([1.0, 0.5, 0.2]), [u, A1, A2], 0)
+    _, steps = staged.sample_stationary(20000, seed=3, return_steps=True)
+    se = steps.std() / np.sqrt(steps.size)
+    assert abs(steps.mean() - staged.expected_draw_cost()) < 4 * se   # the exact mean (linear solve) vs draws
+    rare = StagedDoeblinChain(cyclic_stage_chain([1.0, 1e-9, 0.5]), [u, A1, A2], 0)  # stage 1 holds ~1e9 steps
+    with pytest.raises(ValueError, match="stage chain C .*max_steps"):
+        rare.sample_stationary(10)
 
 
 def test_staged_simulation_matches_joint_law():

@@ -8,7 +8,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-import rdp.vae as V  # noqa: E402
+import experiments.rdp_vae.model as V  # noqa: E402
 from experiments.rdp_vae import data as D  # noqa: E402
 from experiments.rdp_vae import memory as M  # noqa: E402
 from experiments.rdp_vae import paired as P  # noqa: E402

@@ -24,7 +24,8 @@ Evaluation: test NLL by importance sampling with exact posterior samples of q as
 (Kim et al. 2019; Sec. 5.2) with standard errors (:func:`importance_log_likelihood`), and the
 aggregated posterior (state frequencies of posterior samples over a corpus, Fig. 2) with the number
 of inactive states (:func:`aggregated_posterior`).  Exact posterior sampling and log q use a
-no-grad forward pass chunked over the batch (:func:`crf_forward`), so they run at N = 2,000 on CPU.
+no-grad forward, rdp's exact chain forward (:func:`rdp.chain.chain_forward`, via :func:`crf_forward`),
+so they run at N = 2,000 on CPU.
 """
 
 from __future__ import annotations
@@ -38,11 +39,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, NamedTuple, Sequence
 
+from rdp._torch import torch
+from rdp.chain import chain_entropy, chain_forward, chain_gumbel_sample
+from rdp.randomized_chain import randomized_chain_entropy, randomized_chain_gumbel_sample
 from samplers.validation import check_float, check_int
-
-from ._torch import torch
-from .chain import chain_entropy, chain_gumbel_sample
-from .randomized_chain import randomized_chain_entropy, randomized_chain_gumbel_sample
 
 nn = torch.nn
 
@@ -240,7 +240,7 @@ class StructuredVAE(nn.Module):
 
     Examples
     --------
-    >>> import torch, rdp.vae as V
+    >>> import torch, experiments.rdp_vae.model as V
     >>> vocab = V.Vocabulary(["a", "b"])
     >>> data = vocab.encode([["a", "b"], ["b"]])
     >>> model = V.StructuredVAE(len(vocab), n_states=4, state_dim=8, word_dim=8, hidden_size=8)
@@ -342,7 +342,7 @@ class StructuredVAE(nn.Module):
         """
         tokens, lengths = self.check_batch(tokens, lengths)
         if not isinstance(variant, Variant):
-            raise TypeError(f"variant must be a rdp.vae.Variant, got {type(variant).__name__}")
+            raise TypeError(f"variant must be a experiments.rdp_vae.model.Variant, got {type(variant).__name__}")
         variant.check(self.n_states)
         em = self.emissions(tokens, lengths)
         emb = self.state_embeddings
@@ -369,15 +369,12 @@ def _check_crf(emissions: "torch.Tensor", state_embeddings: "torch.Tensor", leng
 
 
 def crf_forward(emissions: "torch.Tensor", state_embeddings: "torch.Tensor", lengths: "torch.Tensor", *,
-                max_bytes: int = 64 * 2**20) -> tuple["torch.Tensor", "torch.Tensor"]:
-    """Exact forward variables and log Z of the embedding CRF (Eq. 29-30), without gradient.
+                chunk_size: int = 512) -> tuple["torch.Tensor", "torch.Tensor"]:
+    """Exact forward variables and log Z of the embedding CRF (Eq. 29-30), without gradient, in float64.
 
-    Each step is a matrix product in scaled linear space (float64):
-    ``alpha_t(j) = phi_t(j) + m_a + m_j + log sum_i exp(alpha_{t-1}(i) - m_a) exp(e_i . e_j - m_j)`` with
-    ``m_a = max_i alpha_{t-1}(i)`` and ``m_j = max_i e_i . e_j``; rows where that sum underflows (a
-    spread of more than ~700 nats) are recomputed by log-sum-exp, chunked over the batch so that one
-    (b, N, N) block stays under ``max_bytes``.  Memory O(B T N + N^2 + max_bytes): exact posterior
-    sampling runs at N = 2,000.
+    rdp's one exact chain forward (:func:`rdp.chain.chain_forward`): scaled-space matrix products, or the
+    log-space recursion over chunks of ``chunk_size`` states when the transition scores span too many nats;
+    no (B, N, N) tensor is built, so exact posterior sampling runs at N = 2,000.
 
     Returns
     -------
@@ -387,28 +384,8 @@ def crf_forward(emissions: "torch.Tensor", state_embeddings: "torch.Tensor", len
         Log partition function at each sequence's length, float64.
     """
     _check_crf(emissions, state_embeddings, lengths)
-    with torch.no_grad():
-        em = emissions.detach().double()
-        emb = state_embeddings.detach().double()
-        batch, length, n = em.shape
-        trans = emb @ emb.T
-        col_max = trans.max(0).values
-        scaled = torch.exp(trans - col_max)
-        chunk = max(1, int(max_bytes // (n * n * 8)))
-        alphas = torch.empty_like(em)
-        alphas[:, 0] = em[:, 0]
-        for t in range(1, length):
-            prev = alphas[:, t - 1]
-            a_max = prev.max(-1, keepdim=True).values
-            total = torch.exp(prev - a_max) @ scaled
-            step = total.log() + a_max + col_max
-            bad = torch.nonzero(~torch.isfinite(step).all(-1)).flatten()
-            for s in range(0, bad.numel(), chunk):
-                rows = bad[s:s + chunk]
-                step[rows] = torch.logsumexp(prev[rows, :, None] + trans[None], dim=1)
-            alphas[:, t] = em[:, t] + step
-        last = alphas.gather(1, (lengths - 1)[:, None, None].expand(-1, 1, n)).squeeze(1)
-        return alphas, torch.logsumexp(last, dim=-1)
+    return chain_forward(emissions.detach().double(), lengths=lengths,
+                         state_embeddings=state_embeddings.detach().double(), chunk_size=chunk_size)
 
 
 def crf_score(states: "torch.Tensor", emissions: "torch.Tensor", state_embeddings: "torch.Tensor",
@@ -639,7 +616,7 @@ def train_vae(model: StructuredVAE, data: SentenceData, variant: Variant, config
     config = config or TrainConfig()
     config.check()
     if not isinstance(variant, Variant):
-        raise TypeError(f"variant must be a rdp.vae.Variant, got {type(variant).__name__}")
+        raise TypeError(f"variant must be a experiments.rdp_vae.model.Variant, got {type(variant).__name__}")
     variant.check(model.n_states)
     if len(data) == 0:
         raise ValueError("data is empty: nothing to train on")

@@ -1,4 +1,4 @@
-"""Tests of the structured VAE (rdp.vae; Sec. 4, Eq. 29-34 of the RDP paper).
+"""Tests of the structured VAE (experiments.rdp_vae.model; Sec. 4, Eq. 29-34 of the RDP paper).
 
 Oracles: the exact entropy DP / Gumbel-FFBS (FULL) for the RDP gradients at K1 + K2 = N, enumeration of
 all state sequences for log q and log p(y).  Statistical tolerances are stated next to each assert.
@@ -12,8 +12,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import experiments.rdp_vae.model as V  # noqa: E402
 import rdp  # noqa: E402
-import rdp.vae as V  # noqa: E402
 
 pytestmark = pytest.mark.torch
 WORDS = ["a", "b", "c", "d"]
