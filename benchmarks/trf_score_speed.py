@@ -1,7 +1,8 @@
 """Scoring speed: TRF ``log_prob`` vs modified Kneser-Ney 5-gram, sentences per second on one core.
 
 Issue 17, item 6: on a 0.79M-word corpus (mean 25 words per sentence) TRF scoring ran 15.0K sentences/s
-against KN5's 42.3K; issue 27 asks for the full feature set ``w+c+ws+cs+wsh+csh+tied`` at >= 1 x KN5.  This script measures both on the Debian fortunes test set (the corpus of
+against KN5's 42.3K; issue 27 asks for the full feature set ``w+c+ws+cs+wsh+csh+tied`` at >= 1 x KN5.
+This script measures both on the Debian fortunes test set (the corpus of
 ``experiments/trf_lm/benchmark.py``, ``apt-get install fortunes fortunes-min fortune-anarchism``) and on
 sentences of mean length 25 drawn from the unigram law of the training words (``--long``), with features built on the
 training text (the speed of scoring does not depend on the values of lambda, so no training is needed;

@@ -14,6 +14,12 @@ is shared, so absolute rates are noisy: read the ratios taken in the same run.
 
     .venv/bin/python benchmarks/trf_train_speed.py --train /tmp/mcsa-fortunes/train.txt
 
+``--reference REV`` adds, after the warm-up, one SMC run of the SMC kernel of git revision ``REV``
+(``trf/lm/_smc_kernels.py`` and ``trf/lm/_feature_kernels.py`` extracted with ``git show``; revisions from fcaa8dc on,
+whose kernel takes ``(model, n_particles, max_length, seed, out, ess, keep, stop, reference)``) against the current one
+on the same bundle per feature set: it checks that both give identical estimates, ESS and kept sentences, and prints
+the median time ratio over ``--repeats`` interleaved runs.
+
 The fortunes files are written by ``benchmarks/trf_score_speed.py`` (or ``experiments/trf_lm/benchmark.py``) from the
 Debian packages ``fortunes fortunes-min fortune-anarchism``; any text with one sentence per line serves.
 """
@@ -21,8 +27,11 @@ Debian packages ``fortunes fortunes-min fortune-anarchism``; any text with one s
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -50,6 +59,58 @@ def _block(trainer, n: int) -> tuple[float, float]:
     return time.perf_counter() - start, trainer.time_sampling - sampling
 
 
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _reference_kernel(rev: str, folder: Path):
+    """The SMC kernel module of revision ``rev``, importable beside the current one."""
+    for name, path, rewrites in (("ref_feature_kernels", "trf/lm/_feature_kernels.py", []),
+                                 ("ref_smc_kernels", "trf/lm/_smc_kernels.py",
+                                  [("from trf.lm._feature_kernels import", "from ref_feature_kernels import"),
+                                   ("from trf.lm._transms_kernels import HashedFeatures",
+                                    "from typing import NamedTuple as HashedFeatures")])):
+        text = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout
+        for old, new in rewrites:
+            text = text.replace(old, new)
+        (folder / f"{name}.py").write_text(text)
+    sys.path.insert(0, str(folder))
+    return importlib.import_module("ref_smc_kernels")
+
+
+def _kernel_ratio(ref, trainer, repeats: int, particles: int, n_keep: int = 100) -> tuple[bool, float]:
+    """Identical outputs and the median time ratio current / reference of one SMC run on the trainer's bundle."""
+    from trf.lm import _smc_kernels as sk
+    from trf.lm.smc import TABLE_CACHE_BYTES
+
+    smc = trainer.backend.smc
+    bundle, _ = smc.structure.bundle(trainer.lam)
+    m, stop, none = smc.m, np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64)
+
+    def outputs():
+        return np.zeros(m), np.zeros(m), np.zeros((m, n_keep, m), dtype=np.int64)
+
+    def run_ref():
+        out = outputs()
+        ref.smc_log_z(bundle, particles, m, 5, *out, stop, none)
+        return out
+
+    def run_new():
+        out = outputs()
+        sk.smc_log_z(bundle, sk.SMCRun(particles, m, 5, none, TABLE_CACHE_BYTES), sk.SMCOutput(*out), stop)
+        return out
+
+    same = all(np.array_equal(a, b) for a, b in zip(run_ref(), run_new()))
+    ratios = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run_ref()
+        middle = time.perf_counter()
+        run_new()
+        ratios.append((time.perf_counter() - middle) / (middle - start))
+    return same, float(np.median(ratios))
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--train", default="/tmp/mcsa-fortunes/train.txt", help="training text, one sentence a line")
@@ -63,6 +124,7 @@ def main(argv=None) -> int:
     parser.add_argument("--block", type=int, default=5, help="iterations per timed block")
     parser.add_argument("--repeats", type=int, default=5, help="interleaved rounds")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--reference", default=None, help="git revision whose SMC kernel to time against (A/B)")
     args = parser.parse_args(argv)
     if not Path(args.train).is_file():
         raise SystemExit(f"--train {args.train!r} is not a file; write the fortunes files with "
@@ -104,7 +166,18 @@ def main(argv=None) -> int:
         rates = np.array(run["rates"])
         print(f"| {run['spec']} ({run['feats'].rows.row_len.size}, {run['feats'].n_features:,}) | "
               f"{np.median(rates):.2f} | {np.median(run['draw_share']):.2f} | **{np.median(rates / base):.2f}** |")
-    return 0
+    if args.reference is None:
+        return 0
+    print(f"\nOne SMC run ({args.particles} particles, all lengths) on each trainer's bundle, current against "
+          f"{args.reference}, median of {args.repeats} interleaved runs:")
+    print("| features | identical outputs | time current / reference |")
+    print("|---|---|---|")
+    with tempfile.TemporaryDirectory() as folder:
+        ref = _reference_kernel(args.reference, Path(folder))
+        checks = [(run["spec"], *_kernel_ratio(ref, run["trainer"], args.repeats, args.particles)) for run in runs]
+    for spec, same, ratio in checks:
+        print(f"| {spec} | {same} | {ratio:.2f} |")
+    return 0 if all(same for _, same, _ in checks) else 1
 
 
 if __name__ == "__main__":
