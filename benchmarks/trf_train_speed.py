@@ -27,9 +27,7 @@ Debian packages ``fortunes fortunes-min fortune-anarchism``; any text with one s
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -59,23 +57,12 @@ def _block(trainer, n: int) -> tuple[float, float]:
     return time.perf_counter() - start, trainer.time_sampling - sampling
 
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _reference_kernel(rev: str, folder: Path):
-    """The SMC kernel module of revision ``rev``, importable beside the current one."""
-    for name, path, rewrites in (("ref_feature_kernels", "trf/lm/_feature_kernels.py", []),
-                                 ("ref_smc_kernels", "trf/lm/_smc_kernels.py",
-                                  [("from trf.lm._feature_kernels import", "from ref_feature_kernels import"),
-                                   ("from trf.lm._transms_kernels import HashedFeatures",
-                                    "from typing import NamedTuple as HashedFeatures")])):
-        text = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=ROOT, capture_output=True, text=True,
-                              check=True).stdout
-        for old, new in rewrites:
-            text = text.replace(old, new)
-        (folder / f"{name}.py").write_text(text)
-    sys.path.insert(0, str(folder))
-    return importlib.import_module("ref_smc_kernels")
+REFERENCE_FILES = {  # reference module name -> (path at REV, import rewrites), for trf_transms_speed.load_reference
+    "ref_feature_kernels": ("trf/lm/_feature_kernels.py", []),
+    "ref_smc_kernels": ("trf/lm/_smc_kernels.py", [
+        ("from trf.lm._feature_kernels import", "from ref_feature_kernels import"),
+        ("from trf.lm._transms_kernels import HashedFeatures", "from typing import NamedTuple as HashedFeatures")]),
+}
 
 
 def _kernel_ratio(ref, trainer, repeats: int, particles: int, n_keep: int = 100) -> tuple[bool, float]:
@@ -137,6 +124,7 @@ def main(argv=None) -> int:
         raise SystemExit(f"--warm-iterations must be >= 0, got {args.warm_iterations}")
 
     import numba
+    from trf_transms_speed import load_reference  # beside this script
 
     from trf.lm.cluster import exchange_clustering
     from trf.lm.corpus import Vocabulary, encode_file
@@ -173,7 +161,7 @@ def main(argv=None) -> int:
     print("| features | identical outputs | time current / reference |")
     print("|---|---|---|")
     with tempfile.TemporaryDirectory() as folder:
-        ref = _reference_kernel(args.reference, Path(folder))
+        ref = load_reference(args.reference, Path(folder), REFERENCE_FILES)["ref_smc_kernels"]
         checks = [(run["spec"], *_kernel_ratio(ref, run["trainer"], args.repeats, args.particles)) for run in runs]
     for spec, same, ratio in checks:
         print(f"| {spec} | {same} | {ratio:.2f} |")
