@@ -41,15 +41,18 @@ FILES = {  # reference module name -> (path at REV, import rewrites)
 }
 
 
-def load_reference(rev: str, folder: Path) -> dict:
-    for name, (path, rewrites) in FILES.items():
+def load_reference(rev: str, folder: Path, files: dict | None = None) -> dict:
+    """Modules ``files`` (name -> (path at REV, import rewrites); default :data:`FILES`) of revision ``rev``, written
+    to ``folder`` and imported beside the current ones."""
+    files = FILES if files is None else files
+    for name, (path, rewrites) in files.items():
         text = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=ROOT, capture_output=True, text=True,
                               check=True).stdout
         for old, new in rewrites:
             text = text.replace(old, new)
         (folder / f"{name}.py").write_text(text)
     sys.path.insert(0, str(folder))
-    return {name: importlib.import_module(name) for name in FILES}
+    return {name: importlib.import_module(name) for name in files}
 
 
 def median_times(fn_ref, fn_new, repeats: int) -> tuple[float, float]:

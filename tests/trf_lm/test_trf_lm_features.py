@@ -100,7 +100,8 @@ def test_feature_table_roundtrip_memory_and_bad_input(corpus):
 
 @pytest.mark.parametrize("spec", [ALL, "w+c+ws+cs+cpw", "w+c"])
 def test_pruned_scoring_equals_the_full_look_up(corpus, spec):
-    """Scoring skips rows whose parent n-gram is unseen (issue 17, faster scoring): on sentences full of
+    """Scoring skips rows whose parent n-gram is unseen (issue 17, faster scoring) and reads the small rows from
+    dense tables: on sentences full of
     unseen n-grams the scores equal f(x) . lambda from the oracle-checked feature vectors and the
     unpruned kernel; negative control: a plan whose parents are not sub-patterns gives different scores."""
     feats = SentenceFeatures.build(corpus, V, spec, word_class=WORD_CLASS)
@@ -113,11 +114,18 @@ def test_pruned_scoring_equals_the_full_look_up(corpus, spec):
     fk.corpus_scores(flat, feats.symbols(), lam, feats.hashed(), full)
     np.testing.assert_allclose(pruned, full, atol=1e-12)
     np.testing.assert_allclose(pruned, np.stack([feats.feature_vector(s) for s in fresh]) @ lam, atol=1e-12)
-    order, parents = feats.score_plan()
+    plan = feats.score_plan()
+    order, parents = plan.order, plan.parents
     assert sorted(order.tolist()) == list(range(order.size))
     position = {int(r): k for k, r in enumerate(order)}
     assert all(position[int(q)] < position[r] for r in range(parents.shape[0]) for q in parents[r] if q >= 0)
+    # the word and class unigrams and the class (skip-)bigrams read dense tables (issue 27: faster scoring)
+    assert int((plan.dense_base >= 0).sum()) == {ALL: 11, "w+c+ws+cs+cpw": 5, "w+c": 3}[spec]
     if spec == ALL:
+        hashed, symbols = feats.hashed(), feats.symbols()
         out = np.empty(len(fresh))  # parents shifted by one row: no longer sub-patterns
-        fk.corpus_scores_pruned(flat, feats.symbols(), lam, feats.hashed(), order, np.roll(parents, 1, axis=0), out)
+        fk.corpus_scores_pruned(flat, symbols, lam, hashed, plan._replace(parents=np.roll(parents, 1, axis=0)), out)
+        assert not np.allclose(out, full)
+        out = np.empty(len(fresh))  # dense tables shifted by one entry: other features
+        fk.corpus_scores_pruned(flat, symbols, lam, hashed, plan._replace(dense=np.roll(plan.dense, 1)), out)
         assert not np.allclose(out, full)

@@ -21,6 +21,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+from numba import types
+from numba.typed import Dict
 
 from samplers._jit import jit
 from samplers._kernels import logsumexp_1d
@@ -55,6 +57,7 @@ class SMCModel(NamedTuple):
     lam: np.ndarray
     features: HashedFeatures
     succ: SuccessorTables
+    succ_lam: np.ndarray     # lam[succ.succ_feature]: the successors' weights in successor order (read in sequence)
 
 
 class SMCRun(NamedTuple):
@@ -100,7 +103,7 @@ class SMCWork(NamedTuple):
     log_mass: np.ndarray  # (C,) log of each class's mass under the local law
 
 
-@jit
+@jit(inline="always")
 def context_key(r, p, w, c, rows):
     """Key of row ``r`` at position ``p`` with its last (offset 0) symbol left ``EMPTY``."""
     return pattern_key(r, p, w, c, rows, rows.row_len[r] - 1)
@@ -111,7 +114,9 @@ def local_tables(model, w, c, p, work):
     """Fill ``work`` with the local law at position ``p`` given ``w[:p]``, ``c[:p]``; return ``(log Z_loc,
     n_touched)``: ``log sum_w exp(s_p(w))`` over the vocabulary (relative to the shift of ``model.u``)."""
     fa = model.features
-    sc = model.succ
+    row_len, row_off, row_type = fa.row_len, fa.row_off, fa.row_type
+    ctx_hi, ctx_lo, ctx_slots, ctx_start, succ_symbol, _ = model.succ
+    succ_lam = model.succ_lam
     V = model.n_words
     C = model.n_classes
     dc = work.dc
@@ -120,18 +125,18 @@ def local_tables(model, w, c, p, work):
     touched = work.touched
     dc[:] = 0.0
     n_touched = 0
-    for r in range(fa.row_len.size):
-        L = fa.row_len[r]
-        if L == 1 or p + fa.row_off[r, 0] < 0:
+    for r in range(row_len.size):
+        L = row_len[r]
+        if L == 1 or p + row_off[r, 0] < 0:
             continue
         hi, lo = context_key(r, p, w, c, fa)
-        k = table_find(hi, lo, sc.ctx_hi, sc.ctx_lo, sc.ctx_slots)
+        k = table_find(hi, lo, ctx_hi, ctx_lo, ctx_slots)
         if k < 0:
             continue
-        word_final = fa.row_type[r, L - 1] == 0
-        for s in range(sc.ctx_start[k], sc.ctx_start[k + 1]):
-            sym = sc.succ_symbol[s]
-            val = model.lam[sc.succ_feature[s]]
+        word_final = row_type[r, L - 1] == 0
+        for s in range(ctx_start[k], ctx_start[k + 1]):
+            sym = succ_symbol[s]
+            val = succ_lam[s]
             if word_final:
                 if sym < V:
                     if not mark[sym]:
@@ -142,19 +147,19 @@ def local_tables(model, w, c, p, work):
             elif sym < C:
                 dc[sym] += val
     # class masses: U[k] plus the corrections of the touched words, in the log domain with dc
-    log_mass = work.log_mass
+    log_mass, class_mass, word_class, u = work.log_mass, model.class_mass, model.word_class, model.u
     for k in range(C):
-        log_mass[k] = model.class_mass[k]
+        log_mass[k] = class_mass[k]
     for t in range(n_touched):
         v = touched[t]
-        log_mass[model.word_class[v]] += np.exp(model.u[v]) * np.expm1(dw[v])
+        log_mass[word_class[v]] += np.exp(u[v]) * np.expm1(dw[v])
     for k in range(C):
         mass = log_mass[k]
-        if mass < 1e-9 * model.class_mass[k]:  # heavy cancellation: sum the class directly
+        if mass < 1e-9 * class_mass[k]:  # heavy cancellation: sum the class directly
             mass = 0.0
             for i in range(model.class_start[k], model.class_start[k + 1]):
                 v = model.class_words[i]
-                mass += np.exp(model.u[v] + dw[v])
+                mass += np.exp(u[v] + dw[v])
         log_mass[k] = (dc[k] + np.log(mass)) if mass > 0.0 else -np.inf
     return logsumexp_1d(log_mass), n_touched
 
@@ -308,9 +313,11 @@ def smc_log_z(model, run, output, stop):
     (the incremental weight of the locally optimal proposal), the particles are resampled systematically,
     and every child draws its next word from the local law.  ``Z_j`` is estimated by the product of the mean
     incremental weights up to ``j`` times the mean ``exp(end score)`` -- unbiased for ``Z_j``.  The local tables
-    that weigh a particle are the ones its children draw from: they are computed once per particle and position,
-    kept (within ``run.cache_bytes``) until the children have drawn, and recomputed only for particles that found
-    no room -- the draws are the same either way.
+    that weigh a particle are the ones its children draw from: they are computed once per position for each
+    distinct history (particles share one when they descend from one history and drew the same words: every
+    particle at ``p = 1``, and most at a word the model is sure of), kept (within ``run.cache_bytes``) until the
+    children have drawn, and recomputed only for histories that found no room -- the draws are the same either
+    way, as are the end scores shared by equal histories.
 
     ``run.reference`` (int64 words) of length ``max_length`` makes it *conditional* SMC (Andrieu, Doucet and
     Holenstein 2010): particle 0 is pinned to the reference sentence (it keeps its own ancestor and takes the
@@ -335,6 +342,9 @@ def smc_log_z(model, run, output, stop):
     work = SMCWork(np.zeros(C), np.zeros(V), np.zeros(V, dtype=np.bool_), np.zeros(V, dtype=np.int64),
                    np.zeros(C))
     cache = new_table_cache(run, C, V)
+    ident = np.zeros(n_particles, dtype=np.int64)  # particles with one identity have one history (all at p = 1)
+    ident_new = np.empty_like(ident)
+    first = np.zeros(n_particles, dtype=np.int64)  # the first particle of each identity
     log_w = np.empty(n_particles)
     ends = np.empty(n_particles)
     anc = np.empty(n_particles, dtype=np.int64)
@@ -346,7 +356,8 @@ def smc_log_z(model, run, output, stop):
             for n in range(n_particles):
                 if (n & 4095) == 4095 and stop[0] != 0:
                     return
-                ends[n] = end_score(model, w[n], c[n], p - 1)
+                f = first[ident[n]]
+                ends[n] = end_score(model, w[n], c[n], p - 1) if f == n else ends[f]
             out[p - 2] = log_prefix + log_mean_exp(ends)
             top = ends.max()
             s1 = 0.0
@@ -369,9 +380,13 @@ def smc_log_z(model, run, output, stop):
         for n in range(n_particles):
             if (n & 4095) == 4095 and stop[0] != 0:
                 return
-            log_w[n], n_touched = local_tables(model, w[n], c[n], p, work)
-            used = keep_tables(cache, work, n, n_touched, used)
-            clear_tables(work, n_touched)
+            i = ident[n]
+            if first[i] == n:
+                log_w[n], n_touched = local_tables(model, w[n], c[n], p, work)
+                used = keep_tables(cache, work, i, n_touched, used)
+                clear_tables(work, n_touched)
+            else:
+                log_w[n] = log_w[first[i]]
         log_prefix += log_mean_exp(log_w)
         if pinned:
             anc[0] = 0
@@ -379,27 +394,37 @@ def smc_log_z(model, run, output, stop):
         else:
             systematic_ancestors(log_w, anc)
         n_touched = 0
-        tables_of = -1  # the ancestor whose local law ``work`` holds
+        tables_of = -1  # the identity whose local law ``work`` holds
+        seen = Dict.empty(key_type=types.int64, value_type=types.int64)  # (identity, word) -> new identity
         for n in range(n_particles):
             if (n & 4095) == 4095 and stop[0] != 0:
                 return
             a = anc[n]
+            ia = ident[a]
             for q in range(p):
                 w_new[n, q] = w[a, q]
                 c_new[n, q] = c[a, q]
             if pinned and n == 0:
                 v = reference[p - 1]
             else:
-                if a != tables_of:
+                if ia != tables_of:
                     clear_tables(work, n_touched)
-                    if cache.count[a] >= 0:
-                        n_touched = restore_tables(cache, work, a)
+                    if cache.count[ia] >= 0:
+                        n_touched = restore_tables(cache, work, ia)
                     else:
                         _, n_touched = local_tables(model, w_new[n], c_new[n], p, work)
-                    tables_of = a
+                    tables_of = ia
                 v = draw_word(model, work, log_w[a])
             w_new[n, p] = v
             c_new[n, p] = model.word_class[v]
+            key = ia * (V + 1) + v
+            k = seen.get(key, -1)
+            if k < 0:
+                k = len(seen)
+                seen[key] = k
+                first[k] = n
+            ident_new[n] = k
         clear_tables(work, n_touched)
         w, w_new = w_new, w
         c, c_new = c_new, c
+        ident, ident_new = ident_new, ident

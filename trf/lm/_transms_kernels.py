@@ -82,7 +82,7 @@ class SentenceWork(NamedTuple):
     res: np.ndarray
 
 
-@jit
+@jit(inline="always")
 def checked_weight(model, work, r, p, j, d):
     """``lam`` of the feature row ``r`` fires at ``p = i + d``, with its index stored in ``work.res[d, r]`` (-1: none).
 
@@ -128,7 +128,7 @@ def touched_score(model, work, j, i, ptr, rows):
     return total
 
 
-@jit
+@jit(inline="always")
 def dense_class_weight(model, r, p, j, c):
     """``lam`` of the class unigram/(skip-)bigram row ``r`` at ``p``, read from its dense index table."""
     fa, base, dense = model.features, model.tables.proposal_base, model.tables.proposal_dense

@@ -64,6 +64,25 @@ def hash_table(key_hi: np.ndarray, key_lo: np.ndarray) -> np.ndarray:
     return slots
 
 
+def row_parents(rows: fk.Templates, n_parents: int = 2) -> np.ndarray:
+    """For each template row, up to ``n_parents`` other rows whose (offset, type) pattern is a proper
+    subset of its own (largest first; -1 pads), among rows of at least two elements.
+
+    Wherever a row fires, such a parent fires too with a sub-pattern of the same symbols, so an n-gram
+    of the row can only be an observed feature if the parent's n-gram is (unigram rows are excluded:
+    they do not fire at ``</s>``).  The scorers and samplers skip the look-up of a row whose parent is unseen.
+    """
+    _, row_len, row_off, row_type = rows
+    pattern = [frozenset((int(row_off[r, e]), int(row_type[r, e])) for e in range(row_len[r]))
+               for r in range(row_len.size)]
+    parents = np.full((row_len.size, n_parents), -1, dtype=np.int64)
+    for r, pat in enumerate(pattern):
+        subs = sorted((q for q, sub in enumerate(pattern) if len(sub) >= 2 and sub < pat),
+                      key=lambda q: (-len(pattern[q]), q))
+        parents[r, :len(subs[:n_parents])] = subs[:n_parents]
+    return parents
+
+
 def parse_feature_spec(spec: str) -> tuple[str, ...]:
     """Split ``"w+c+ws+cs+wsh+csh+tied"`` into known feature types (unknown ones raise ValueError)."""
     if not isinstance(spec, str) or not spec.strip():
@@ -189,26 +208,47 @@ class SentenceFeatures:
         if lam.size != self.n_features:
             raise ValueError(f"lam must have n_features={self.n_features} entries, got {lam.size}")
         out = np.empty(len(corpus))
-        order, parents = self.score_plan()
-        fk.corpus_scores_pruned(self._flat(corpus), self.symbols(), lam, self.hashed(), order, parents, out)
+        fk.corpus_scores_pruned(self._flat(corpus), self.symbols(), lam, self.hashed(), self.score_plan(), out)
         return out
 
-    def score_plan(self) -> tuple[np.ndarray, np.ndarray]:
-        """Row order (shorter patterns first) and up to two parent rows per row for pruned scoring: a row's
-        n-gram can only be observed if the n-gram of each parent (a proper sub-pattern of at least two
-        symbols, so it fires wherever the row does) is observed.  Cached."""
+    def score_plan(self) -> fk.ScorePlan:
+        """How :meth:`scores` visits the rows (cached): shorter patterns first, up to two parent rows per row
+        (:func:`row_parents`: a row's n-gram can only be observed if each parent's is), and the dense tables of
+        :meth:`dense_tables`."""
         if getattr(self, "_score_plan", None) is None:
-            _, row_len, row_off, row_type = self.rows
-            pattern = [frozenset((int(row_off[r, e]), int(row_type[r, e])) for e in range(row_len[r]))
-                       for r in range(row_len.size)]
-            parents = np.full((row_len.size, 2), -1, dtype=np.int64)
-            for r, pat in enumerate(pattern):
-                subs = sorted((q for q, sub in enumerate(pattern) if len(sub) >= 2 and sub < pat),
-                              key=lambda q: (-len(pattern[q]), q))[:2]
-                parents[r, :len(subs)] = subs
+            row_len = self.rows.row_len
             order = np.array(sorted(range(row_len.size), key=lambda r: (int(row_len[r]), r)), dtype=np.int64)
-            self._score_plan = (order, parents)
+            base, dense = self.dense_tables()
+            self._score_plan = fk.ScorePlan(order, row_parents(self.rows), base, dense, int(self.n_classes) + 2)
         return self._score_plan
+
+    def dense_tables(self) -> tuple[np.ndarray, np.ndarray]:
+        """Dense feature-index tables of the rows with small key spaces (cached): the word unigram over the
+        ``n_words + 2`` word symbols, and each class row of one or two symbols over the ``n_classes + 2`` class
+        symbols (``(s0, s1)`` at ``s0 * (n_classes + 2) + s1``).  ``base[r]`` is row ``r``'s start in ``dense``
+        (-1: hashed); entries are feature indices, -1 for unseen n-grams."""
+        if getattr(self, "_dense_tables", None) is None:
+            group, row_len, _, row_type = self.rows
+            n_class_sym = self.n_classes + 2
+            empty = np.int64(fk.EMPTY)
+            base = np.full(row_len.size, -1, dtype=np.int64)
+            blocks, start = [], 0
+            for r in range(row_len.size):
+                types = row_type[r, :row_len[r]]
+                if row_len[r] == 1:
+                    s0, s1 = np.arange(self.n_words + 2 if types[0] == 0 else n_class_sym, dtype=np.int64), empty
+                elif row_len[r] == 2 and np.all(types == 1):
+                    s0, s1 = (a.ravel().astype(np.int64) for a in np.meshgrid(np.arange(n_class_sym),
+                                                                               np.arange(n_class_sym), indexing="ij"))
+                else:
+                    continue
+                hi = (np.int64(group[r]) << 48) | (s0 << 24) | s1
+                lo = np.full(hi.size, (empty << 24) | empty)
+                blocks.append(fk.table_lookup_many(hi, lo, self.key_hi, self.key_lo, self.slots))
+                base[r], start = start, start + hi.size
+            dense = np.concatenate(blocks) if blocks else np.zeros(0, dtype=np.int64)
+            self._dense_tables = (base, dense)
+        return self._dense_tables
 
     def feature_vector(self, sentence) -> np.ndarray:
         """Dense ``f(x)`` of one sentence (for tests and small models)."""

@@ -87,10 +87,11 @@ class _Structure:
         u, _ = unigram_weights(feats, lam)
         shift = float(u.max())
         u = u - shift
+        lam = np.asarray(lam, dtype=np.float64)
         class_mass = np.bincount(feats.word_class, weights=np.exp(u), minlength=feats.n_classes)[:feats.n_classes]
         return SMCModel(int(feats.n_words), int(feats.n_classes), feats.word_class.astype(np.int64), self.class_start,
-                        self.class_words, u, class_mass.astype(np.float64), np.asarray(lam, dtype=np.float64),
-                        self.hashed, self.succ), shift
+                        self.class_words, u, class_mass.astype(np.float64), lam,
+                        self.hashed, self.succ, lam[self.succ.succ_feature]), shift
 
 
 def _structure(feats: SentenceFeatures) -> _Structure:

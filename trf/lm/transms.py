@@ -23,34 +23,14 @@ import numpy as np
 from samplers.rng import as_generator
 from samplers.validation import as_float_array, check_int
 from trf import transms_core
-from trf.lm import _feature_kernels
 from trf.lm._transms_kernels import SentenceModel, TouchTables, weighted_feature_sum
-from trf.lm.features import SentenceFeatures
+from trf.lm.features import SentenceFeatures, row_parents
 from trf.transms_core import ChainState, TransMSInfo
 
 __all__ = ["ChainState", "SamplerInfo", "SentenceModel", "SentenceSampler", "TransMSInfo"]
 
 SamplerInfo = TransMSInfo
 """Move counts of a run (the one :class:`trf.transms_core.TransMSInfo`; this name is kept for callers)."""
-
-
-def row_parents(rows, n_parents: int = 2) -> np.ndarray:
-    """For each template row, up to ``n_parents`` other rows whose (offset, type) pattern is a proper
-    subset of its own (largest first; -1 pads), among rows of at least two elements.
-
-    Wherever a row fires, such a parent fires too with a sub-pattern of the same symbols, so an n-gram
-    of the row can only be an observed feature if the parent's n-gram is (unigram rows are excluded:
-    they do not fire at ``</s>``).  The samplers skip the look-up of a row whose parent is unseen.
-    """
-    _, row_len, row_off, row_type = rows
-    pattern = [frozenset((int(row_off[r, e]), int(row_type[r, e])) for e in range(row_len[r]))
-               for r in range(row_len.size)]
-    parents = np.full((row_len.size, n_parents), -1, dtype=np.int64)
-    for r, pat in enumerate(pattern):
-        subs = sorted((q for q, sub in enumerate(pattern) if len(sub) >= 2 and sub < pat),
-                      key=lambda q: (-len(pattern[q]), q))
-        parents[r, :len(subs[:n_parents])] = subs[:n_parents]
-    return parents
 
 
 def touch_tables(rows, span: int) -> tuple[np.ndarray, ...]:
@@ -85,22 +65,9 @@ def proposal_tables(features: SentenceFeatures, span: int) -> tuple[np.ndarray, 
     use it consistently, and the full class rows enter through the target.  Restricting it to dense
     rows makes drawing a class cost ``C`` array reads per row instead of ``C`` hash look-ups per row.
     """
-    group, row_len, row_off, row_type = features.rows
-    n_sym = features.n_classes + 2
+    _, row_len, row_off, row_type = features.rows
     dense_rows = [r for r in range(row_len.size) if row_len[r] <= 2 and np.all(row_type[r, :row_len[r]] == 1)]
-    base = np.full(row_len.size, -1, dtype=np.int64)
-    blocks, start = [], 0
-    empty = np.int64(_feature_kernels.EMPTY)
-    for r in dense_rows:
-        if row_len[r] == 1:
-            s0, s1 = np.arange(n_sym, dtype=np.int64), np.full(n_sym, empty)
-        else:
-            s0, s1 = (a.ravel().astype(np.int64) for a in np.meshgrid(np.arange(n_sym), np.arange(n_sym), indexing="ij"))
-        hi = (np.int64(group[r]) << 48) | (s0 << 24) | s1
-        lo = np.full(hi.size, (empty << 24) | empty)
-        blocks.append(_feature_kernels.table_lookup_many(hi, lo, features.key_hi, features.key_lo, features.slots))
-        base[r], start = start, start + hi.size
-    dense = np.concatenate(blocks) if blocks else np.zeros(0, dtype=np.int64)
+    base, dense = features.dense_tables()
     lists = [[r for r in dense_rows if -d in row_off[r, :row_len[r]]] for d in range(span + 1)]
     ptr = np.concatenate(([0], np.cumsum([len(x) for x in lists]))).astype(np.int64)
     return ptr, np.array([r for x in lists for r in x], dtype=np.int64), base, dense

@@ -1,0 +1,172 @@
+"""Training speed: AugSA iterations per second of a TRF LM with ``w+c`` against the paper's full feature set.
+
+Issue 27, item 2: training with ``w+c+ws+cs+wsh+csh+tied`` (Table 3's best set) should run at >= 0.5 x the
+iterations per second of ``w+c`` on the same corpus and sampler.  For each feature set the script builds the
+features on ``--train`` (one sentence per line; the same vocabulary and exchange classes for every set), makes
+the sentence backend with the default sampler (SMC, one run per Numba thread, so both cores work) and an AugSA
+trainer with the documented fast schedule (K = ``--samples``, ``t_c`` 500, ``beta_lambda`` 0), and first trains
+``--warm-iterations`` untimed iterations, so that lambda has left 0 and the sampler meets the contexts of a model
+that is learning (the cost of an SMC table grows with the successor lists of the contexts it visits; at lambda = 0
+the particles write uniform words, whose contexts are rare).  Then ``--repeats`` rounds time ``--block`` iterations
+of each set in turn (A B A B ...; Numba compiled before), and the table prints the median iterations per second,
+the median share of the time spent drawing, and the median of the per-round ratios full / ``w+c``.  The machine
+is shared, so absolute rates are noisy: read the ratios taken in the same run.
+
+    .venv/bin/python benchmarks/trf_train_speed.py --train /tmp/mcsa-fortunes/train.txt
+
+``--reference REV`` adds, after the warm-up, one SMC run of the SMC kernel of git revision ``REV``
+(``trf/lm/_smc_kernels.py`` and ``trf/lm/_feature_kernels.py`` extracted with ``git show``; revisions from fcaa8dc on,
+whose kernel takes ``(model, n_particles, max_length, seed, out, ess, keep, stop, reference)``) against the current one
+on the same bundle per feature set: it checks that both give identical estimates, ESS and kept sentences, and prints
+the median time ratio over ``--repeats`` interleaved runs.
+
+The fortunes files are written by ``benchmarks/trf_score_speed.py`` (or ``experiments/trf_lm/benchmark.py``) from the
+Debian packages ``fortunes fortunes-min fortune-anarchism``; any text with one sentence per line serves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def _trainer(train, vocab_size: int, word_class: np.ndarray, spec: str, args):
+    from trf.augsa import AugSA
+    from trf.lm.backend import SentenceBackend, lm_config
+    from trf.lm.features import SentenceFeatures
+
+    feats = SentenceFeatures.build(train, vocab_size, spec, word_class=word_class)
+    backend = SentenceBackend(train, feats, None, sampler="smc", smc_particles=args.particles)
+    config = lm_config(n_samples=args.samples, t_c=500.0, beta_lambda=0.0, t0=10 ** 9, stop_window=None,
+                       guard_every=0, seed=args.seed)
+    return feats, AugSA(backend, config, progress=False)
+
+
+def _block(trainer, n: int) -> tuple[float, float]:
+    """Seconds of ``n`` iterations and the seconds spent drawing in them."""
+    sampling = trainer.time_sampling
+    start = time.perf_counter()
+    for _ in range(n):
+        trainer.step()
+    return time.perf_counter() - start, trainer.time_sampling - sampling
+
+
+REFERENCE_FILES = {  # reference module name -> (path at REV, import rewrites), for trf_transms_speed.load_reference
+    "ref_feature_kernels": ("trf/lm/_feature_kernels.py", []),
+    "ref_smc_kernels": ("trf/lm/_smc_kernels.py", [
+        ("from trf.lm._feature_kernels import", "from ref_feature_kernels import"),
+        ("from trf.lm._transms_kernels import HashedFeatures", "from typing import NamedTuple as HashedFeatures")]),
+}
+
+
+def _kernel_ratio(ref, trainer, repeats: int, particles: int, n_keep: int = 100) -> tuple[bool, float]:
+    """Identical outputs and the median time ratio current / reference of one SMC run on the trainer's bundle."""
+    from trf.lm import _smc_kernels as sk
+    from trf.lm.smc import TABLE_CACHE_BYTES
+
+    smc = trainer.backend.smc
+    bundle, _ = smc.structure.bundle(trainer.lam)
+    m, stop, none = smc.m, np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64)
+
+    def outputs():
+        return np.zeros(m), np.zeros(m), np.zeros((m, n_keep, m), dtype=np.int64)
+
+    def run_ref():
+        out = outputs()
+        ref.smc_log_z(bundle, particles, m, 5, *out, stop, none)
+        return out
+
+    def run_new():
+        out = outputs()
+        sk.smc_log_z(bundle, sk.SMCRun(particles, m, 5, none, TABLE_CACHE_BYTES), sk.SMCOutput(*out), stop)
+        return out
+
+    same = all(np.array_equal(a, b) for a, b in zip(run_ref(), run_new()))
+    ratios = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run_ref()
+        middle = time.perf_counter()
+        run_new()
+        ratios.append((time.perf_counter() - middle) / (middle - start))
+    return same, float(np.median(ratios))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--train", default="/tmp/mcsa-fortunes/train.txt", help="training text, one sentence a line")
+    parser.add_argument("--vocab", type=int, default=10000)
+    parser.add_argument("--classes", type=int, default=200)
+    parser.add_argument("--features", nargs="+", default=["w+c", "w+c+ws+cs+wsh+csh+tied"],
+                        help="feature sets; ratios are against the first")
+    parser.add_argument("--samples", type=int, default=100, help="K draws per iteration")
+    parser.add_argument("--particles", type=int, default=300, help="particles per SMC run")
+    parser.add_argument("--warm-iterations", type=int, default=100, help="untimed iterations first")
+    parser.add_argument("--block", type=int, default=5, help="iterations per timed block")
+    parser.add_argument("--repeats", type=int, default=5, help="interleaved rounds")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--reference", default=None, help="git revision whose SMC kernel to time against (A/B)")
+    args = parser.parse_args(argv)
+    if not Path(args.train).is_file():
+        raise SystemExit(f"--train {args.train!r} is not a file; write the fortunes files with "
+                         "benchmarks/trf_score_speed.py (apt-get install fortunes fortunes-min fortune-anarchism) "
+                         "or give any text with one sentence per line")
+    for name in ("vocab", "classes", "samples", "particles", "block", "repeats"):
+        if getattr(args, name) < 1:
+            raise SystemExit(f"--{name} must be >= 1, got {getattr(args, name)}")
+    if args.warm_iterations < 0:
+        raise SystemExit(f"--warm-iterations must be >= 0, got {args.warm_iterations}")
+
+    import numba
+    from trf_transms_speed import load_reference  # beside this script
+
+    from trf.lm.cluster import exchange_clustering
+    from trf.lm.corpus import Vocabulary, encode_file
+
+    vocab = Vocabulary.build(args.train, max_size=args.vocab)
+    train = encode_file(args.train, vocab)
+    word_class = exchange_clustering(train, len(vocab), args.classes, seed=0, max_passes=2).classes
+    runs = []
+    for spec in args.features:
+        feats, trainer = _trainer(train, len(vocab), word_class, spec, args)
+        warm_start = time.perf_counter()
+        _block(trainer, max(1, args.warm_iterations))   # compiles, then lets lambda leave 0
+        runs.append({"spec": spec, "feats": feats, "trainer": trainer, "warm": time.perf_counter() - warm_start,
+                     "rates": [], "draw_share": []})
+    for _ in range(args.repeats):
+        for run in runs:
+            seconds, sampling = _block(run["trainer"], args.block)
+            run["rates"].append(args.block / seconds)
+            run["draw_share"].append(sampling / seconds)
+    base = np.array(runs[0]["rates"])
+    print(f"{len(train)} sentences, vocabulary {len(vocab)}, {args.classes} classes; SMC {args.particles} particles x "
+          f"{numba.get_num_threads()} runs, K = {args.samples}; {args.warm_iterations} untimed iterations, then "
+          f"{args.repeats} interleaved rounds of {args.block}; load average {os.getloadavg()[0]:.1f}")
+    print(f"| features (rows, features) | it/s (median) | drawing share | it/s / {runs[0]['spec']} (median of rounds) |")
+    print("|---|---|---|---|")
+    for run in runs:
+        rates = np.array(run["rates"])
+        print(f"| {run['spec']} ({run['feats'].rows.row_len.size}, {run['feats'].n_features:,}) | "
+              f"{np.median(rates):.2f} | {np.median(run['draw_share']):.2f} | **{np.median(rates / base):.2f}** |")
+    if args.reference is None:
+        return 0
+    print(f"\nOne SMC run ({args.particles} particles, all lengths) on each trainer's bundle, current against "
+          f"{args.reference}, median of {args.repeats} interleaved runs:")
+    print("| features | identical outputs | time current / reference |")
+    print("|---|---|---|")
+    with tempfile.TemporaryDirectory() as folder:
+        ref = load_reference(args.reference, Path(folder), REFERENCE_FILES)["ref_smc_kernels"]
+        checks = [(run["spec"], *_kernel_ratio(ref, run["trainer"], args.repeats, args.particles)) for run in runs]
+    for spec, same, ratio in checks:
+        print(f"| {spec} | {same} | {ratio:.2f} |")
+    return 0 if all(same for _, same, _ in checks) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
