@@ -74,6 +74,7 @@ def read_npz(path: str | os.PathLike, expected_kind: str | tuple[str, ...] | Non
     Parameters
     ----------
     path : path-like
+        The ``.npz`` file.
     expected_kind : str or tuple of str, optional
         Accepted kinds; ``None`` accepts any kind.
 

@@ -151,14 +151,17 @@ class PCFGPruningModel:
         return self._indicator(sample_trees(self.grammar, self.words, 1, inside=ins, seed=rng)[0])
 
     def mask(self, selected: np.ndarray, positive: np.ndarray) -> np.ndarray:
+        """Span mask of the spans ``selected`` (kept where ``positive``), shape (n + 1, n + 1)."""
         return create_mask(self.n, self.spans[selected], positive)
 
     def expectations(self, mask: np.ndarray):
+        """Expectations under ``mask``: (span posteriors, rule counts, lexical counts), inside chart, kept fraction."""
         ins = inside_chart(self.grammar, self.words, mask)
         e = expectations_from_inside(self.grammar, ins)
         return (e.span_posteriors, e.binary_counts, e.lexical_counts), ins, kept_fraction(mask)
 
     def resample(self, ins, seed: int) -> np.ndarray:
+        """One tree drawn from the masked inside chart ``ins``, as a span indicator vector."""
         return self._indicator(sample_trees(self.grammar, self.words, 1, inside=ins, seed=seed)[0])
 
 
@@ -207,10 +210,15 @@ def randomized_pruning(grammar: Grammar, words, n_masks: int, *, seed=None, burn
     Parameters
     ----------
     grammar : Grammar
+        The (CNF) PCFG.
     words : str or sequence of str
+        The sentence (a string is split on whitespace).
     n_masks : int
         Number of masks averaged (N in Sec. 3.3), after ``burn_in`` discarded iterations.
     seed : int, Generator or None
+        Seed of the chain over masks.
+    burn_in : int
+        Iterations drawn and discarded before averaging.
     coarse : Grammar, optional
         Cheaper model whose span posteriors define the high-confidence set M'
         (default: :func:`~samplers.pruning.masks.default_coarse`).
