@@ -85,6 +85,7 @@ def exchange_clustering(corpus: EncodedCorpus, vocab_size: int, n_classes: int, 
     corpus : EncodedCorpus
         Training sentences (ids in ``[0, vocab_size)``).
     vocab_size : int
+        Number of word ids V (ids absent from ``corpus`` still get a class).
     n_classes : int
         Number of classes, ``1 <= n_classes <= vocab_size`` (200 in Sec. 7 of the TRF paper).
     seed : int, Generator or None
