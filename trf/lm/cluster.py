@@ -70,7 +70,7 @@ def bigram_graph(corpus: EncodedCorpus, vocab_size: int):
     return (succ_ptr, nxt, cnt.astype(np.float64), pred_ptr, prev[order], cnt[order].astype(np.float64))
 
 
-def _word_term(pred_ptr, pred_cnt) -> tuple[np.ndarray, np.ndarray, float]:
+def _word_term(pred_ptr, pred_cnt) -> tuple[np.ndarray, float]:
     right = np.add.reduceat(pred_cnt, pred_ptr[:-1]) * (np.diff(pred_ptr) > 0)
     nz = right[right > 0]
     return right, float(np.sum(nz * np.log(nz)))
