@@ -74,7 +74,7 @@ class ChainResult(NamedTuple):
     """Averaged soft counts and the per-iteration trace of :func:`run_auxvar_chain`."""
 
     averages: tuple
-    trace: dict[str, np.ndarray]
+    trace: dict[str, Any]  # per-iteration arrays, and "soft_counts" (a list of tuples) when recorded
     final_state: ChainState
 
 
@@ -94,9 +94,9 @@ def run_auxvar_chain(model: PruningModel, candidates: np.ndarray, n_masks: int, 
     candidates = np.asarray(candidates, dtype=np.int64)
     assignment = model.initial_assignment(rng)
     selected = selection_init(rng, candidates)
-    sums = None
+    sums: list[np.ndarray] | None = None
     total = n_masks + burn_in
-    trace = {"kept_fraction": np.empty(total), "n_selected": np.empty(total, dtype=np.int64),
+    trace: dict[str, Any] = {"kept_fraction": np.empty(total), "n_selected": np.empty(total, dtype=np.int64),
              "n_positive": np.empty(total, dtype=np.int64), "seconds": np.empty(total)}
     soft = []
     disable = (not sys.stderr.isatty()) if progress is None else not progress
@@ -119,6 +119,7 @@ def run_auxvar_chain(model: PruningModel, candidates: np.ndarray, n_masks: int, 
         trace["n_positive"][it] = int(assignment[selected].sum())
     if record:
         trace["soft_counts"] = soft
+    assert sums is not None  # n_masks >= 1 (checked by randomized_pruning / itg_randomized_pruning)
     averages = tuple(s / n_masks for s in sums)
     sel_mask = np.zeros(model.n_aux, dtype=bool)
     sel_mask[selected] = True
