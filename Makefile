@@ -8,7 +8,7 @@ EXTRAS ?= rdp,data,dask,bench,test
 export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
 PYTEST_ARGS ?= -n 2
 
-.PHONY: demo test lint install clean
+.PHONY: demo test lint check contracts types bench bench-smoke install clean
 
 $(BIN)/activate:
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,23 @@ demo: install
 
 lint: install
 	$(BIN)/ruff check .
+
+# The layering of DESIGN.md (.ci/contracts.py: samplers imports no family, the harness no kind, benchmarks no
+# experiments, no circle) and the type check (mypy over samplers/ and trf/, configured in pyproject.toml).
+check: contracts types
+
+contracts: install
+	$(BIN)/python .ci/contracts.py
+
+types: install
+	$(BIN)/mypy
+
+# Every benchmark script in benchmarks/, one table each (tens of minutes); bench-smoke: tiny sizes (CI, ~2 min).
+bench: install
+	$(BIN)/python -m benchmarks
+
+bench-smoke: install
+	$(BIN)/python -m benchmarks --smoke
 
 test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -396,6 +396,14 @@ def chain_gumbel_sample(emissions: Any, transitions: Any = None, lengths: Any = 
 
     Parameters
     ----------
+    emissions : Tensor (B, T, N)
+        Emission log potentials (initial scores folded into t = 0).
+    transitions : Tensor (N, N) or (B, T-1, N, N), optional
+        Transition log potentials; or give ``state_embeddings`` (N, D) for ``e_i . e_j``.
+    lengths : LongTensor (B,), optional
+        Sequence lengths of a ragged batch (default: all T).
+    state_embeddings : Tensor (N, D), optional
+        Low-rank transitions ``e_i . e_j`` instead of ``transitions``.
     tau : float
         Temperature of the relaxed sample, > 0.
     generator : torch.Generator, optional

@@ -102,6 +102,7 @@ class ScaledForward(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, emissions, trans, shift):
+        """Scaled forward pass; saves the log scales for :meth:`backward`; returns log a_t, shape (B, T, N)."""
         batch, length, n = emissions.shape
         log_alpha = torch.empty_like(emissions)
         log_s = torch.zeros_like(emissions)  # log S_t (t >= 1), saved for the backward pass
@@ -123,6 +124,7 @@ class ScaledForward(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     def backward(ctx, grad):
+        """Backward recursion in scaled space: gradients of emissions (B, T, N) and transitions; none for the shift."""
         trans, shift, log_alpha, log_s = ctx.saved_tensors
         batch, length, n = log_alpha.shape
         shared = trans.dim() == 2

@@ -51,6 +51,7 @@ class SyntheticChainProblem(_SyntheticProblem):
     method = "exact forward and entropy DP (rdp.chain_exact_reference, chunked)"
 
     def compute_exact(self) -> dict[str, Any]:
+        """Exact log Z and entropy by the chunked forward and entropy DPs."""
         ref = chain_exact_reference(self.instance.emissions, state_embeddings=self.instance.state_embeddings)
         return {"log_partition": float(ref["log_partition"][0]), "entropy": float(ref["entropy"][0])}
 
@@ -67,6 +68,7 @@ class TreeCRFProblem(_SyntheticProblem):
     method = "exact inside (rdp.tree_log_partition)"
 
     def compute_exact(self) -> dict[str, Any]:
+        """Exact log Z by the inside algorithm."""
         with torch.no_grad():
             return {"log_partition": float(tree_log_partition(self.instance.span_potentials)[0])}
 

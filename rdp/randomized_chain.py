@@ -64,6 +64,8 @@ def randomized_chain_log_partition(emissions: Any, transitions: Any = None, *, s
         Emission log potentials (initial scores folded into t = 0).
     transitions : Tensor (N, N) or (B, T-1, N, N), optional
         Transition log potentials; or give ``state_embeddings`` (N, D) for ``e_i . e_j``.
+    state_embeddings : Tensor (N, D), optional
+        Low-rank transitions ``e_i . e_j`` instead of ``transitions``.
     k1, k2 : int
         Top states and sampled states (with replacement) per step; ``1 <= k1 + k2 <= N``.
         ``k2 = 0`` is Top-K summation; ``k1 + k2 = N`` is exact.

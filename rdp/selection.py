@@ -115,6 +115,15 @@ def select_uniform(lead: tuple[int, ...], n: int, k1: int, k2: int, generator: "
         Number of states and budget, already checked (``1 <= k1 + k2 <= n``).
     generator : torch.Generator, optional
         Source of the K2 draws (on ``device``).
+    dtype : torch.dtype
+        Floating dtype of the log weights.
+    device : torch.device or str, optional
+        Device of the index sets and weights (None: torch's default device).
+
+    Returns
+    -------
+    IndexSets
+        As :func:`select_indices` returns them.
     """
     with torch.no_grad():
         top = torch.arange(k1, device=device).expand(*lead, k1)

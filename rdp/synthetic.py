@@ -71,6 +71,7 @@ class SyntheticChain:
 
     @property
     def n_states(self) -> int:
+        """Number of states N (the last axis of ``emissions``)."""
         return int(self.emissions.shape[-1])
 
 

@@ -55,10 +55,12 @@ class ChainTransitions:
 
     @property
     def dtype(self):
+        """Floating dtype of the transition tensor."""
         return self.tensor.dtype
 
     @property
     def device(self):
+        """Device of the transition tensor."""
         return self.tensor.device
 
     def block(self, t: int, rows: "torch.Tensor | None", cols: "slice | torch.Tensor") -> "torch.Tensor":

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import expit, logsumexp
 
 from .models import PairwiseMRF
@@ -174,7 +175,7 @@ def ais_log_partition(mrf: PairwiseMRF, n_temperatures: int = 100, n_chains: int
 
 
 def run_ais(sample_initial: Callable[[int, np.random.Generator], Any],
-            log_ratio: Callable[[Any], np.ndarray],
+            log_ratio: Callable[[Any], ArrayLike],
             transition: Callable[[Any, float, np.random.Generator], Any],
             n_temperatures: int = 100, n_chains: int = 100, seed: Any = None, *,
             schedule: str | Any = "linear", log_partition_start: float = 0.0) -> AISResult:
@@ -222,7 +223,7 @@ def run_ais(sample_initial: Callable[[int, np.random.Generator], Any],
 
 
 def run_reverse_ais(target_states: Any,
-                    log_ratio: Callable[[Any], np.ndarray],
+                    log_ratio: Callable[[Any], ArrayLike],
                     transition: Callable[[Any, float, np.random.Generator], Any],
                     n_temperatures: int = 100, seed: Any = None, *,
                     schedule: str | Any = "linear", log_partition_start: float = 0.0) -> AISResult:
@@ -252,7 +253,7 @@ def run_reverse_ais(target_states: Any,
     betas = annealing_schedule(n_temperatures, schedule)
     gen = as_generator(seed)
     x = target_states
-    log_w = None
+    log_w: np.ndarray | None = None
     for t in range(betas.size - 1, 0, -1):
         ratio = np.asarray(log_ratio(x), dtype=np.float64)
         if log_w is None:
@@ -264,6 +265,7 @@ def run_reverse_ais(target_states: Any,
         log_w += (betas[t - 1] - betas[t]) * ratio
         if t > 1:
             x = transition(x, float(betas[t - 1]), gen)
+    assert log_w is not None  # annealing_schedule gives at least two temperatures, so the loop ran
     log_mean, ess, stderr = summarize_log_weights(log_w)
     log_w.flags.writeable = False
     return AISResult(log_partition=log_z0 - log_mean, log_weights=log_w, log_partition_start=log_z0, betas=betas,
@@ -301,7 +303,7 @@ class BidirectionalResult:
 
 
 def run_bidirectional_ais(sample_initial: Callable[[int, np.random.Generator], Any],
-                          log_ratio: Callable[[Any], np.ndarray],
+                          log_ratio: Callable[[Any], ArrayLike],
                           transition: Callable[[Any, float, np.random.Generator], Any],
                           n_temperatures: int = 100, n_chains: int = 100, seed: Any = None, *,
                           schedule: str | Any = "linear", log_partition_start: float = 0.0,

@@ -103,7 +103,10 @@ def sample_chain(log_density: LogDensity, n_states: Any, x0: Any, n_steps: int, 
         Initial state.
     n_steps : int
         Moves to apply (sweeps for ``"gibbs"``, single-site steps for ``"metropolis"``).
+    seed : int, Generator or None
+        Seed of the chain (SPEC 7: an int, a ``np.random.Generator`` or None).
     move : {"gibbs", "metropolis"}
+        Systematic-scan Gibbs sweeps or single-site Metropolis steps.
     burn_in, thin : int
         Discard the first ``burn_in`` states, then keep every ``thin``-th.
 

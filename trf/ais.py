@@ -26,7 +26,9 @@ def ais_log_partition(features: FeatureSet, lam: np.ndarray, m: int, n_temperatu
     Parameters
     ----------
     features : FeatureSet
+        The word model's n-gram features.
     lam : ndarray, shape (d,)
+        Feature weights.
     m : int
         Maximum length.
     n_temperatures : int
@@ -34,6 +36,7 @@ def ais_log_partition(features: FeatureSet, lam: np.ndarray, m: int, n_temperatu
     n_particles : int
         Independent AIS runs per length.
     seed : int, Generator or None
+        Seed of the AIS runs.
 
     Returns
     -------

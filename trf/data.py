@@ -38,12 +38,15 @@ class Alphabet:
 
     @property
     def size(self) -> int:
+        """Number of symbols."""
         return len(self.symbols)
 
     def index(self) -> dict[str, int]:
+        """Map from symbol to its integer code."""
         return {c: k for k, c in enumerate(self.symbols)}
 
     def decode(self, seq: Iterable[int]) -> str:
+        """The string of the integer codes ``seq``."""
         return "".join(self.symbols[int(k)] for k in seq)
 
 
@@ -73,6 +76,7 @@ class WordData:
 
     @property
     def lengths(self) -> np.ndarray:
+        """Word lengths, shape (n,), int64."""
         return np.diff(self.offsets).astype(np.int64)
 
     def length_counts(self) -> np.ndarray:
@@ -80,9 +84,11 @@ class WordData:
         return np.bincount(self.lengths - 1, minlength=self.m)[: self.m].astype(np.int64)
 
     def word(self, i: int) -> str:
+        """Word ``i`` as a string."""
         return self.alphabet.decode(self.tokens[self.offsets[i]: self.offsets[i + 1]])
 
     def subset(self, index: np.ndarray) -> "WordData":
+        """The words at positions ``index``, as a new :class:`WordData` (same alphabet and m)."""
         words = [self.tokens[self.offsets[i]: self.offsets[i + 1]] for i in np.asarray(index)]
         return WordData(*_flatten(words), alphabet=self.alphabet, m=self.m)
 
@@ -103,6 +109,7 @@ def encode_words(words: Iterable[str], alphabet: Alphabet, m: int, *, on_unknown
     words : iterable of str
         One word per item; surrounding whitespace is stripped and empty items are ignored.
     alphabet : Alphabet
+        The symbols words are spelled in.
     m : int
         Maximum word length (>= 1).
     on_unknown : {"error", "skip", "lower"}

@@ -57,13 +57,16 @@ def log_partition(features: FeatureSet, lam: np.ndarray, m: int) -> np.ndarray:
     Parameters
     ----------
     features : FeatureSet
+        The word model's n-gram features.
     lam : ndarray, shape (d,)
+        Feature weights.
     m : int
         Maximum length.
 
     Returns
     -------
     ndarray, shape (m,)
+        ``log Z_j`` for j = 1..m.
     """
     lam = features.check_lambda(lam)
     m = check_int(m, "m", low=1)

@@ -59,7 +59,8 @@ def atomic_write_npz(path: str | os.PathLike, arrays: dict[str, Any], meta: dict
     header = json.dumps({"format_version": FORMAT_VERSION, "kind": kind, "meta": meta})
     payload[HEADER_KEY] = np.frombuffer(header.encode("utf-8"), dtype=np.uint8)
     path.parent.mkdir(parents=True, exist_ok=True)
-    return atomic_write(path, lambda handle: np.savez(handle, **payload))
+    # numpy's stubs let **payload fill the bool allow_pickle; the keys here are array names only
+    return atomic_write(path, lambda handle: np.savez(handle, **payload))  # type: ignore[arg-type]
 
 
 def read_header(path: str | os.PathLike) -> dict[str, Any]:
@@ -74,6 +75,7 @@ def read_npz(path: str | os.PathLike, expected_kind: str | tuple[str, ...] | Non
     Parameters
     ----------
     path : path-like
+        The ``.npz`` file.
     expected_kind : str or tuple of str, optional
         Accepted kinds; ``None`` accepts any kind.
 

@@ -339,6 +339,7 @@ class KneserNey(NGramModel):
         self.discounts: dict[int, np.ndarray] = {}
 
     def fit(self, sentences: Iterable[Sequence[int]], vocab_size: int) -> "KneserNey":
+        """Count n-grams of ``sentences`` (ids below ``vocab_size``) and estimate the modified KN discounts."""
         self.discounts = {}
         return super().fit(sentences, vocab_size)
 
@@ -392,6 +393,7 @@ class KneserNey(NGramModel):
         return np.bincount(prefix, weights=self._discount_of(k, weight), minlength=n_ctx)
 
     def to_arrays(self):
+        """Arrays and metadata for :func:`trf.io` storage, the discounts included."""
         arrays, meta = super().to_arrays()
         meta["discounts"] = {str(k): v.tolist() for k, v in self.discounts.items()}
         return arrays, meta

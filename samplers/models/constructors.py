@@ -55,6 +55,8 @@ def potts_grid(rows: int, cols: int, n_states: int = 3, coupling: float = 0.5, f
 
     Parameters
     ----------
+    rows, cols : int
+        Grid shape, each at least 1; variable ``r * cols + c`` sits at row r, column c.
     n_states : int
         Number of colours, at least 2.
     coupling : float

@@ -312,6 +312,7 @@ class PairwiseMRF:
         Parameters
         ----------
         method : {"auto", "enumeration", "elimination"}
+            The exact algorithm; ``"auto"`` picks as :meth:`exact_method` does.
         max_states : int
             Refusal threshold of enumeration (joint states, default ``2**22``).
         max_table_entries : int

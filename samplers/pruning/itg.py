@@ -299,9 +299,11 @@ class ITGPruningModel:
         return itg_sample_alignment(self.itg, ins, rng).ravel()
 
     def mask(self, selected: np.ndarray, positive: np.ndarray):
+        """Span-pair mask of the links ``selected`` (kept where ``positive``), as ``(keep, pair_keep)``."""
         return alignment_mask(self.p, self.q, self.links[selected], positive)
 
     def expectations(self, mask):
+        """Bitext expectations under ``mask``: (count arrays, inside chart, kept fraction of valid cells)."""
         keep, pair_keep = mask
         ins = itg_inside(self.itg, self.e, self.f, keep, pair_keep)
         ex = itg_expectations_from_inside(self.itg, ins)
@@ -309,6 +311,7 @@ class ITGPruningModel:
         return (ex.alignment, ex.null_e, ex.null_f, ex.straight_counts, ex.inverted_counts), ins, frac
 
     def resample(self, ins: ITGChart, seed: int) -> np.ndarray:
+        """One alignment drawn from the masked inside chart ``ins``, as a flat indicator vector."""
         return itg_sample_alignment(self.itg, ins, seed).ravel()
 
 
@@ -347,10 +350,15 @@ def itg_randomized_pruning(itg: ITG, e, f, n_masks: int, *, seed=None, burn_in: 
     Parameters
     ----------
     itg : ITG
-    e, f : sequences of int word ids (lengths p and q)
+        The inversion transduction grammar.
+    e, f : sequences of int
+        Word ids of the two sentences (lengths p and q).
     n_masks : int
         Masks averaged after ``burn_in`` discarded ones.
     seed : int, Generator or None
+        Seed of the chain over masks.
+    burn_in : int
+        Masks drawn and discarded before averaging.
     confidence : float in [0, 1]
         Minimum link score for M'.
     record, progress : bool

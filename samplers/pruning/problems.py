@@ -38,6 +38,7 @@ class ITGPairProblem(KindProblem):
         self.provenance = "exact bitext inside-outside (no mask)"
 
     def compute_exact(self) -> dict[str, Any]:
+        """Exact expected counts by bitext inside-outside (no mask)."""
         return {"counts": itg_expectations(self.itg, self.e, self.f).vector()}
 
     def exact_evaluations(self) -> int:
@@ -46,4 +47,5 @@ class ITGPairProblem(KindProblem):
         return p * (p + 1) // 2 * (q * (q + 1) // 2) * self.itg.n_nonterminals
 
     def size(self) -> dict[str, int]:
+        """Sentence lengths ``p``, ``q`` and the number of nonterminals."""
         return {"p": len(self.e), "q": len(self.f), "nonterminals": self.itg.n_nonterminals}

@@ -74,7 +74,7 @@ class ChainResult(NamedTuple):
     """Averaged soft counts and the per-iteration trace of :func:`run_auxvar_chain`."""
 
     averages: tuple
-    trace: dict[str, np.ndarray]
+    trace: dict[str, Any]  # per-iteration arrays, and "soft_counts" (a list of tuples) when recorded
     final_state: ChainState
 
 
@@ -94,9 +94,9 @@ def run_auxvar_chain(model: PruningModel, candidates: np.ndarray, n_masks: int, 
     candidates = np.asarray(candidates, dtype=np.int64)
     assignment = model.initial_assignment(rng)
     selected = selection_init(rng, candidates)
-    sums = None
+    sums: list[np.ndarray] | None = None
     total = n_masks + burn_in
-    trace = {"kept_fraction": np.empty(total), "n_selected": np.empty(total, dtype=np.int64),
+    trace: dict[str, Any] = {"kept_fraction": np.empty(total), "n_selected": np.empty(total, dtype=np.int64),
              "n_positive": np.empty(total, dtype=np.int64), "seconds": np.empty(total)}
     soft = []
     disable = (not sys.stderr.isatty()) if progress is None else not progress
@@ -119,6 +119,7 @@ def run_auxvar_chain(model: PruningModel, candidates: np.ndarray, n_masks: int, 
         trace["n_positive"][it] = int(assignment[selected].sum())
     if record:
         trace["soft_counts"] = soft
+    assert sums is not None  # n_masks >= 1 (checked by randomized_pruning / itg_randomized_pruning)
     averages = tuple(s / n_masks for s in sums)
     sel_mask = np.zeros(model.n_aux, dtype=bool)
     sel_mask[selected] = True
@@ -151,14 +152,17 @@ class PCFGPruningModel:
         return self._indicator(sample_trees(self.grammar, self.words, 1, inside=ins, seed=rng)[0])
 
     def mask(self, selected: np.ndarray, positive: np.ndarray) -> np.ndarray:
+        """Span mask of the spans ``selected`` (kept where ``positive``), shape (n + 1, n + 1)."""
         return create_mask(self.n, self.spans[selected], positive)
 
     def expectations(self, mask: np.ndarray):
+        """Expectations under ``mask``: (span posteriors, rule counts, lexical counts), inside chart, kept fraction."""
         ins = inside_chart(self.grammar, self.words, mask)
         e = expectations_from_inside(self.grammar, ins)
         return (e.span_posteriors, e.binary_counts, e.lexical_counts), ins, kept_fraction(mask)
 
     def resample(self, ins, seed: int) -> np.ndarray:
+        """One tree drawn from the masked inside chart ``ins``, as a span indicator vector."""
         return self._indicator(sample_trees(self.grammar, self.words, 1, inside=ins, seed=seed)[0])
 
 
@@ -207,10 +211,15 @@ def randomized_pruning(grammar: Grammar, words, n_masks: int, *, seed=None, burn
     Parameters
     ----------
     grammar : Grammar
+        The (CNF) PCFG.
     words : str or sequence of str
+        The sentence (a string is split on whitespace).
     n_masks : int
         Number of masks averaged (N in Sec. 3.3), after ``burn_in`` discarded iterations.
     seed : int, Generator or None
+        Seed of the chain over masks.
+    burn_in : int
+        Iterations drawn and discarded before averaging.
     coarse : Grammar, optional
         Cheaper model whose span posteriors define the high-confidence set M'
         (default: :func:`~samplers.pruning.masks.default_coarse`).

@@ -15,12 +15,14 @@ DEFAULT_SEED = 20261123
 
 
 def pytest_addoption(parser) -> None:
+    """Add ``--mcsa-seed`` (the base seed of the ``rng`` / ``mcsa_seed`` fixtures) to pytest's options."""
     group = parser.getgroup("mcsa", "mcsa convergence helpers")
     group.addoption("--mcsa-seed", action="store", type=int, default=DEFAULT_SEED,
                     help=f"base seed for the rng/mcsa_seed fixtures (default {DEFAULT_SEED})")
 
 
 def pytest_report_header(config) -> str:
+    """Print the session's ``--mcsa-seed`` in pytest's header, so a failure can be replayed."""
     return f"mcsa: --mcsa-seed={config.getoption('--mcsa-seed')}"
 
 

@@ -170,9 +170,11 @@ class SentenceBackend:
         return None if log_p is None or log_p.size == 0 else float(np.mean(log_p))
 
     def get_state(self) -> dict[str, np.ndarray]:
+        """The chains' state (tokens (n_chains, m) and lengths (n_chains,)), for a checkpoint."""
         return {"tokens": self.state.tokens, "lengths": self.state.lengths}
 
     def set_state(self, state: dict[str, np.ndarray]) -> None:
+        """Restore the chains from :meth:`get_state`'s output, checking its shapes."""
         tokens = np.asarray(state["tokens"], dtype=np.int64)
         if tokens.ndim != 2 or tokens.shape[1] != self.sampler.m:
             raise ValueError(f"chain state has shape {tokens.shape}, expected (n_chains, {self.sampler.m})")

@@ -70,7 +70,7 @@ def bigram_graph(corpus: EncodedCorpus, vocab_size: int):
     return (succ_ptr, nxt, cnt.astype(np.float64), pred_ptr, prev[order], cnt[order].astype(np.float64))
 
 
-def _word_term(pred_ptr, pred_cnt) -> tuple[np.ndarray, np.ndarray, float]:
+def _word_term(pred_ptr, pred_cnt) -> tuple[np.ndarray, float]:
     right = np.add.reduceat(pred_cnt, pred_ptr[:-1]) * (np.diff(pred_ptr) > 0)
     nz = right[right > 0]
     return right, float(np.sum(nz * np.log(nz)))
@@ -85,6 +85,7 @@ def exchange_clustering(corpus: EncodedCorpus, vocab_size: int, n_classes: int, 
     corpus : EncodedCorpus
         Training sentences (ids in ``[0, vocab_size)``).
     vocab_size : int
+        Number of word ids V (ids absent from ``corpus`` still get a class).
     n_classes : int
         Number of classes, ``1 <= n_classes <= vocab_size`` (200 in Sec. 7 of the TRF paper).
     seed : int, Generator or None

@@ -35,6 +35,7 @@ class ReadStats:
     path: str = ""
 
     def summary(self) -> str:
+        """One line: sentences, tokens (plus end-of-sentence symbols) and empty lines skipped."""
         return (f"{self.path}: {self.sentences} sentences, {self.tokens} tokens "
                 f"(+{self.sentences} end-of-sentence), {self.empty_lines} empty lines skipped")
 
@@ -161,6 +162,7 @@ class EncodedCorpus:
 
     @property
     def lengths(self) -> np.ndarray:
+        """Sentence lengths, shape (n,)."""
         return np.diff(self.offsets)
 
     @property
@@ -170,6 +172,7 @@ class EncodedCorpus:
 
     @classmethod
     def from_sentences(cls, sentences: Iterable[Sequence[int]]) -> "EncodedCorpus":
+        """Flatten sentences of word ids into one token array with offsets."""
         tokens, offsets = array("i"), array("q", [0])
         for s in sentences:
             tokens.extend(int(t) for t in s)
