@@ -3,7 +3,7 @@
 Issue 17, item 6: on a 0.79M-word corpus (mean 25 words per sentence) TRF scoring ran 15.0K sentences/s
 against KN5's 42.3K; issue 27 asks for the full feature set ``w+c+ws+cs+wsh+csh+tied`` at >= 1 x KN5.
 This script measures both on the Debian fortunes test set (the corpus of
-``experiments/trf_lm/benchmark.py``, ``apt-get install fortunes fortunes-min fortune-anarchism``) and on
+``python -m experiments.trf_lm.benchmark --prepare-only`` writes it; ``apt-get install fortunes fortunes-min fortune-anarchism``) and on
 sentences of mean length 25 drawn from the unigram law of the training words (``--long``), with features built on the
 training text (the speed of scoring does not depend on the values of lambda, so no training is needed;
 lambda is random).  Warm-up first (Numba compile excluded), then ``--repeats`` interleaved timings of
@@ -31,8 +31,7 @@ def _timed(fn, arg) -> float:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data-dir", default="/tmp/mcsa-fortunes")
-    parser.add_argument("--max-len", type=int, default=40)
+    parser.add_argument("--data-dir", default="/tmp/mcsa-fortunes", help="folder holding train.txt and test.txt")
     parser.add_argument("--vocab", type=int, default=10000)
     parser.add_argument("--classes", type=int, default=200)
     parser.add_argument("--features", nargs="+", default=["w+c", "w+c+ws+cs+wsh+csh+tied"],
@@ -42,14 +41,18 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args(argv)
 
-    from experiments.trf_lm.benchmark import prepare_corpus
     from trf.lm.cluster import exchange_clustering
     from trf.lm.corpus import EncodedCorpus, Vocabulary, encode_file
     from trf.lm.features import SentenceFeatures
     from trf.lm.model import SentenceTRF, smoothed_length_law
     from trf.ngram import KneserNey
 
-    paths = prepare_corpus(Path(args.data_dir), args.max_len)
+    paths = {name: Path(args.data_dir) / f"{name}.txt" for name in ("train", "test")}
+    missing = [str(path) for path in paths.values() if not path.is_file()]
+    if missing:
+        raise SystemExit(f"--data-dir {args.data_dir!r} lacks {', '.join(missing)}: write the fortunes split with "
+                         "`python -m experiments.trf_lm.benchmark --prepare-only --data-dir DIR` (apt-get install "
+                         "fortunes fortunes-min fortune-anarchism), or give a folder with any train.txt / test.txt")
     vocab = Vocabulary.build(paths["train"], max_size=args.vocab)
     train, test = encode_file(paths["train"], vocab), encode_file(paths["test"], vocab)
     classes = exchange_clustering(train, len(vocab), args.classes, seed=0, max_passes=2).classes

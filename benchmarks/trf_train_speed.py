@@ -115,7 +115,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if not Path(args.train).is_file():
         raise SystemExit(f"--train {args.train!r} is not a file; write the fortunes files with "
-                         "benchmarks/trf_score_speed.py (apt-get install fortunes fortunes-min fortune-anarchism) "
+                         "`python -m experiments.trf_lm.benchmark --prepare-only` (apt-get install fortunes fortunes-min "
+                         "fortune-anarchism) "
                          "or give any text with one sentence per line")
     for name in ("vocab", "classes", "samples", "particles", "block", "repeats"):
         if getattr(args, name) < 1:

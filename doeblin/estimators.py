@@ -59,10 +59,13 @@ def doeblin_gibbs_draws(mrf: PairwiseMRF, n_draws: int, eps: float, seed: Any = 
     Parameters
     ----------
     mrf : PairwiseMRF
+        The model whose Gibbs sweep is the chain's base kernel ``A``.
     n_draws : int
+        Number of independent exact draws.
     eps : float
         Restart probability in (0, 1].
     seed : int, Generator or None
+        Randomness (SPEC 7).
     max_steps : int
         Refuse (ValueError) when the expected number of sweeps, ``n_draws (1 - eps) / eps``, exceeds it.
 

@@ -109,7 +109,13 @@ def main(argv=None) -> int:
     parser.add_argument("--ais-lengths", type=int, default=12, help="AIS for lengths 1..this")
     parser.add_argument("--out", default="/tmp/mcsa-fortunes/trf-lm.npz")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--prepare-only", action="store_true",
+                        help="write the train/valid/test split under --data-dir and stop (benchmarks/trf_*_speed.py read it)")
     args = parser.parse_args(argv)
+    if args.prepare_only:
+        for name, path in prepare_corpus(Path(args.data_dir), args.max_len).items():
+            print(f"{name}: {path}")
+        return 0
 
     from trf.augsa import AugSA  # noqa: F401  (imported here so --help works without numba)
     from trf.lm.backend import lm_config

@@ -160,6 +160,7 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
     if log_every:
         hooks.append(_progress_logger(backend, log_every, train_start))
     if first_stage_share is not None:
+        assert time_limit is not None  # checked above: a share needs a time limit
         cfg = replace(cfg, t0=cfg.t_max)  # the first stage lasts until the share of the time has passed
         hooks.append(_time_stages(first_stage_share * time_limit, train_start))
     trainer = AugSA(backend, cfg, callbacks=hooks, checkpoint_path=checkpoint, progress=progress)
@@ -261,7 +262,7 @@ def train_and_check(train_path, *, valid_path=None, check: dict | None = None, v
     write = (lambda m: m.save(out)) if save is None and out is not None else save
     if write is not None:
         write(model)
-    if not checking:
+    if not checking or check is None:
         return TrainedLM(model, result, None, 0)
     dev = encode_file(valid_path, model.vocab, encoding=train_kw.get("encoding", "utf-8"))
     checked, left_out = check_dev(model, dev, flag=valid_flag, **check)
