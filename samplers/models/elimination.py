@@ -1,38 +1,62 @@
-"""Exact inference in pairwise MRFs by variable elimination and a junction (elimination) tree.
+"""Exact inference in discrete factor graphs by variable elimination and a junction (elimination) tree.
 
 Variable elimination (Zhang & Poole 1994; Koller & Friedman 2009, Alg. 9.1) sums the variables out
-one at a time in log space.  Eliminating variable ``v`` multiplies every factor whose scope holds
-``v`` into one *cluster* table ``psi_v`` over ``C_v = {v} u N(v)`` (its neighbours not yet
-eliminated) and sends the message ``m_v = logsumexp_v psi_v`` to the cluster of the first variable
-of ``C_v \\ {v}`` to be eliminated.  The clusters with these messages form a junction tree
-(K&F Thm. 10.4); a downward (Hugin) pass
+one at a time in log space.  Eliminating variable ``v`` adds every log factor whose scope holds ``v``
+(and whose other variables are eliminated later) and the messages sent to ``v`` into one *cluster*
+table ``psi_v`` over ``C_v = {v} u N(v)`` and sends the message ``m_v = logsumexp_v psi_v`` to the
+cluster of the first variable of ``C_v \\ {v}`` to be eliminated.  The clusters with these messages
+form a junction tree (K&F Thm. 10.4); a downward (Hugin) pass
 
     belief_v = psi_v + delta_{parent -> v},    delta_{v -> c} = logsumexp_{C_v \\ S_c} belief_v - m_c,
 
-calibrates every cluster (K&F Sec. 10.3), so each belief is the unnormalised joint of its cluster
-and the single-site marginals follow by summing out the others.  ``0 / 0 = 0`` (``-inf - -inf``) is
-the Hugin convention.
+calibrates every cluster (K&F Sec. 10.3), so each belief is the unnormalised joint of its cluster and
+every single-variable marginal follows from its own cluster.  ``0 / 0 = 0`` (``-inf - -inf``) is the
+Hugin convention.  Only ``log Z`` asked: the upward pass alone, keeping no cluster table.
 
-Cost is ``sum_v prod_{u in C_v} n_states[u]`` table entries: exponential in the width of the order
-(``max_v |C_v| - 1``, an upper bound of the graph's treewidth), linear in the number of variables.
-Orders are chosen greedily (min-fill, min-degree, and the given variable order, which is optimal on
-a row-major grid: width = the number of columns); the one with the smallest largest table is used.
+All tables keep their axes sorted by elimination position, so a cluster's first axis is the variable
+it eliminates and every factor or message broadcasts into it by a reshape (no transposes); the
+log-sum-exp over that axis runs in place (max, subtract, exp, sum over the leading axis).
+
+Cost is ``sum_v prod_{u in C_v} cards[u]`` table entries (the *total work*).  Orders are greedy
+min-fill, weighted min-fill (fill edges weighted by the product of their end cardinalities) and
+min-degree (:mod:`samplers.models._order_kernels`), and the variables' own order; the one of least
+total work is used.
 """
 
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import logsumexp
 
-#: Default cap on the entries of the largest cluster table (2^24 doubles = 128 MiB).
-MAX_TABLE_ENTRIES = 2**24
-#: Default cap on all tables kept for the marginals pass (2^26 doubles = 512 MiB).
-MAX_TOTAL_ENTRIES = 2**26
+from ._order_kernels import GIVEN, MIN_DEGREE, MIN_FILL, WEIGHTED_MIN_FILL, greedy_order
 
-ORDER_HEURISTICS = ("min-fill", "min-degree", "natural")
+#: The greedy heuristics, and ``"natural"``: the variables' own order (optimal on a row-major grid).
+ORDER_HEURISTICS = {"min-fill": MIN_FILL, "weighted-min-fill": WEIGHTED_MIN_FILL, "min-degree": MIN_DEGREE,
+                    "natural": GIVEN}
+_BYTES = 8  # float64 tables
+
+
+class ZeroPartitionError(ValueError):
+    """The model (with its evidence) has ``Z = 0``: every configuration has a zero factor value."""
+
+
+class TooWideError(ValueError):
+    """Exact inference refused: the junction tree's tables exceed the memory cap."""
+
+
+def default_memory_cap() -> int:
+    """Bytes exact inference may use by default: a quarter of this machine's physical memory."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4
+
+
+def _format_bytes(n: float) -> str:
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{int(n)} B"
 
 
 @dataclass(frozen=True)
@@ -42,15 +66,18 @@ class EliminationPlan:
     Attributes
     ----------
     order : tuple of int
-        Variables in elimination order.
+        Variables in elimination order (shorter than ``n_vars`` when ``complete`` is false).
     heuristic : str
-        Which heuristic produced it (one of :data:`ORDER_HEURISTICS`).
+        Which heuristic produced it (a key of :data:`ORDER_HEURISTICS`).
     width : int
-        ``max_v |C_v| - 1``: the induced width of the order, an upper bound of the treewidth.
+        ``max_v |C_v| - 1``: the induced width of the order (an upper bound of the treewidth); when
+        ``complete`` is false, a lower bound of the order's width.
     max_table_entries : int
         Entries of the largest cluster table.
     total_table_entries : int
-        Entries of all cluster tables together (the memory of the marginals pass).
+        Entries of all cluster tables together (the total work, and the memory of the marginals pass).
+    complete : bool
+        False when the order was abandoned because a cluster already exceeded every memory cap.
     """
 
     order: tuple
@@ -58,171 +85,187 @@ class EliminationPlan:
     width: int
     max_table_entries: int
     total_table_entries: int
+    complete: bool = True
+
+    def bytes_needed(self, marginals: bool) -> int:
+        """Bytes of the elimination: the largest cluster twice (table and exp workspace) for ``log Z``;
+        all cluster tables plus that for the calibrated tree."""
+        peak = 2 * self.max_table_entries
+        return _BYTES * (peak + (self.total_table_entries if marginals else 0))
+
+    def check_memory(self, memory_cap: int, marginals: bool) -> None:
+        """Raise :class:`TooWideError` (naming the width and the bytes needed) when over ``memory_cap``."""
+        need = self.bytes_needed(marginals)
+        if need > memory_cap or not self.complete:
+            what = "log Z and the marginals" if marginals else "log Z"
+            width = f"width {self.width}" if self.complete else f"width at least {self.width}"
+            need_s = _format_bytes(need) if self.complete else f"more than {_format_bytes(need)}"
+            raise TooWideError(
+                f"exact inference refused: the best elimination order found ({self.heuristic}) has induced "
+                f"{width}; {what} would need {need_s} of tables (largest cluster {self.max_table_entries} "
+                f"entries), over the memory cap of {_format_bytes(memory_cap)} (default: a quarter of this "
+                "machine's memory; pass memory_cap / --memory-cap to change it)")
 
 
-def _adjacency(n_vars: int, edges: np.ndarray) -> list[set]:
-    adj: list[set] = [set() for _ in range(n_vars)]
-    for u, v in edges:
-        adj[int(u)].add(int(v))
-        adj[int(v)].add(int(u))
+def interaction_bits(n_vars: int, scopes) -> np.ndarray:
+    """The interaction graph of the scopes as a bit matrix ``(n_vars, ceil(n_vars / 64))`` of uint64."""
+    words = (n_vars + 63) // 64
+    adj = np.zeros((n_vars, words), dtype=np.uint64)
+    pairs = [(u, v) for sc in scopes for u in sc for v in sc if u != v]
+    if pairs:
+        p = np.unique(np.array(pairs, dtype=np.int64), axis=0)
+        np.bitwise_or.at(adj, (p[:, 0], p[:, 1] >> 6), np.left_shift(np.uint64(1), (p[:, 1] & 63).astype(np.uint64)))
     return adj
 
 
-def _greedy_order(n_vars: int, edges: np.ndarray, cards: np.ndarray, heuristic: str) -> list[int]:
-    """Greedy min-fill or min-degree order (ties broken by weighted cluster size, then index)."""
-    adj = _adjacency(n_vars, edges)
-    remaining = set(range(n_vars))
-    order = []
-    logc = np.log(cards.astype(np.float64))
-    while remaining:
-        best, best_key = -1, None
-        for v in remaining:
-            nb = adj[v]
-            if heuristic == "min-fill":
-                nbl = list(nb)
-                fill = sum(1 for i in range(len(nbl)) for j in range(i + 1, len(nbl)) if nbl[j] not in adj[nbl[i]])
-                key = (fill, logc[v] + sum(logc[u] for u in nb), v)
-            else:
-                key = (len(nb), logc[v] + sum(logc[u] for u in nb), v)
-            if best_key is None or key < best_key:
-                best, best_key = v, key
-        nb = adj[best]
-        for u in nb:
-            adj[u].update(nb - {u})
-            adj[u].discard(best)
-        remaining.discard(best)
-        order.append(best)
-    return order
+def plan_elimination(cards, scopes, *, heuristics=tuple(ORDER_HEURISTICS), memory_cap: int | None = None
+                     ) -> EliminationPlan:
+    """The order of least total work (then smallest largest table) among ``heuristics``.
 
+    Parameters
+    ----------
+    cards : array_like of int (n_vars,)
+    scopes : sequence of sequences of int
+        Factor scopes (only which variables share a factor matters).
+    heuristics : sequence of str
+        Keys of :data:`ORDER_HEURISTICS`.
+    memory_cap : int, optional
+        Bytes; a heuristic whose clusters outgrow 64 times this (far beyond any use) is abandoned
+        early, so planning a hopelessly wide model stays fast.  Default: :func:`default_memory_cap`.
 
-def order_cost(n_vars: int, edges: np.ndarray, cards: np.ndarray, order) -> tuple[int, int, int]:
-    """``(width, max_table_entries, total_table_entries)`` of eliminating in ``order``."""
-    adj = _adjacency(n_vars, edges)
-    width, biggest, total = 0, 0, 0
-    for v in order:
-        nb = adj[v]
-        size = int(cards[v]) * math.prod(int(cards[u]) for u in nb)
-        width, biggest, total = max(width, len(nb)), max(biggest, size), total + size
-        for u in nb:
-            adj[u].update(nb - {u})
-            adj[u].discard(v)
-    return width, biggest, total
-
-
-def plan_elimination(n_vars: int, edges, cards) -> EliminationPlan:
-    """The cheapest of the min-fill, min-degree and natural orders: smallest largest table, then
-    fewest table entries in all."""
-    edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    Returns
+    -------
+    EliminationPlan
+    """
     cards = np.asarray(cards, dtype=np.int64)
+    unknown = [h for h in heuristics if h not in ORDER_HEURISTICS]
+    if unknown or not heuristics:
+        raise ValueError(f"heuristics must be among {sorted(ORDER_HEURISTICS)}, got {list(heuristics)}")
+    cap = default_memory_cap() if memory_cap is None else memory_cap
+    log_entry_cap = math.log(64 * cap / _BYTES)
+    bits = interaction_bits(cards.size, scopes)
     best = None
-    for heuristic in ORDER_HEURISTICS:
-        order = list(range(n_vars)) if heuristic == "natural" else _greedy_order(n_vars, edges, cards, heuristic)
-        width, biggest, total = order_cost(n_vars, edges, cards, order)
-        plan = EliminationPlan(tuple(order), heuristic, width, biggest, total)
-        if best is None or (plan.max_table_entries, plan.total_table_entries) < (best.max_table_entries,
-                                                                                 best.total_table_entries):
+    for name in heuristics:
+        order, widths, log_sizes, complete = greedy_order(bits.copy(), cards, ORDER_HEURISTICS[name], log_entry_cap,
+                                                          np.arange(cards.size, dtype=np.int64))
+        sizes = [int(round(math.exp(x))) for x in log_sizes]
+        plan = EliminationPlan(tuple(int(v) for v in order), name, int(widths.max(initial=0)), max(sizes, default=0),
+                               sum(sizes), bool(complete))
+        key = (not plan.complete, plan.total_table_entries, plan.max_table_entries)
+        if best is None or key < (not best.complete, best.total_table_entries, best.max_table_entries):
             best = plan
     return best
 
 
-def _expand(scope: tuple, table: np.ndarray, target: tuple, cards) -> np.ndarray:
-    """Reshape ``table`` (axes = sorted ``scope``) to broadcast against sorted ``target``."""
-    s = set(scope)
-    return table.reshape([int(cards[v]) if v in s else 1 for v in target])
-
-
-def _combine(factors: list, cards) -> tuple[tuple, np.ndarray]:
-    """Log-space product (sum) of factors ``(scope, table)``; scopes sorted, result scope sorted."""
-    scope = tuple(sorted(set().union(*[f[0] for f in factors])))
-    total = np.zeros([int(cards[v]) for v in scope])
-    for sc, tab in factors:
-        total = total + _expand(sc, tab, scope, cards)
-    return scope, total
-
-
-def _sum_out(scope: tuple, table: np.ndarray, keep: tuple) -> np.ndarray:
-    """logsumexp of ``table`` over the variables of ``scope`` not in ``keep`` (result axes = sorted keep)."""
-    axes = tuple(i for i, v in enumerate(scope) if v not in set(keep))
-    if not axes:
-        return table
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return logsumexp(table, axis=axes)
-
-
-def _hugin_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a - b`` in log space with ``-inf - -inf = -inf`` (0 / 0 = 0)."""
+def _logsumexp_leading(table: np.ndarray, inplace: bool) -> np.ndarray:
+    """``log sum_k exp(table[k, ...])``; destroys ``table`` when ``inplace``."""
+    work = table if inplace else table.copy()
+    m = work.max(axis=0)
+    finite = np.isfinite(m)
+    shift = np.where(finite, m, 0.0)
     with np.errstate(invalid="ignore"):
-        out = a - b
-    out[np.isneginf(b)] = -np.inf
-    return out
+        np.subtract(work, shift, out=work)
+    np.exp(work, out=work)
+    s = work.sum(axis=0)
+    with np.errstate(divide="ignore"):
+        return np.log(s) + shift
 
 
-def eliminate(log_unary: np.ndarray, edges: np.ndarray, pairwise: np.ndarray, n_states: np.ndarray,
-              plan: EliminationPlan, *, marginals: bool = True) -> tuple[float, np.ndarray | None]:
-    """Exact ``log Z`` (and single-site marginals) of a pairwise MRF by elimination along ``plan.order``.
+def _logsumexp_axes(table: np.ndarray, axes: tuple) -> np.ndarray:
+    """``logsumexp`` of ``table`` over ``axes`` (``-inf`` where every entry is ``-inf``)."""
+    if not axes:
+        return table.copy()
+    m = table.max(axis=axes, keepdims=True)
+    shift = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(invalid="ignore"):
+        work = np.exp(table - shift)
+    s = work.sum(axis=axes)
+    with np.errstate(divide="ignore"):
+        return np.log(s) + shift.reshape(s.shape)
+
+
+def eliminate(cards, scopes, log_tables, plan: EliminationPlan, *, marginals: bool, memory_cap: int
+              ) -> tuple[float, list | None]:
+    """Exact ``log Z`` (and all single-variable marginals) by elimination along ``plan.order``.
 
     Parameters
     ----------
-    log_unary : ndarray (n_vars, K)
-        Unary log potentials (entries beyond ``n_states[i]`` are ignored).
-    edges : ndarray of int (E, 2)
-    pairwise : ndarray (E, K, K)
-    n_states : ndarray of int (n_vars,)
+    cards : ndarray of int (n_vars,)
+    scopes : sequence of tuples of int
+    log_tables : sequence of ndarray
+        ``log_tables[f]`` has one axis per variable of ``scopes[f]``, in that order.
     plan : EliminationPlan
+        From :func:`plan_elimination` on the same ``cards`` and ``scopes``.
     marginals : bool
-        Also run the downward pass and return the marginals ``(n_vars, K)`` (zero beyond ``n_states``).
+        Also calibrate the tree (downward pass) and return the marginals.
+    memory_cap : int
+        Bytes; :class:`TooWideError` before any work when ``plan`` needs more.
 
     Returns
     -------
-    (float, ndarray or None)
+    (float, list of ndarray or None)
+        ``log Z`` (``-inf`` when ``Z = 0``) and, when asked, ``marginals[v]`` of shape ``(cards[v],)``.
+
+    Raises
+    ------
+    TooWideError
+        The plan's tables exceed ``memory_cap``.
+    ZeroPartitionError
+        Marginals asked of a model with ``Z = 0``.
     """
-    n_vars, k_max = log_unary.shape
-    cards = n_states
+    plan.check_memory(memory_cap, marginals)
+    n_vars = len(cards)
     position = np.empty(n_vars, dtype=np.int64)
     position[list(plan.order)] = np.arange(n_vars)
     bucket: list[list] = [[] for _ in range(n_vars)]
-    for i in range(n_vars):
-        bucket[i].append(((i,), np.array(log_unary[i, :cards[i]], dtype=np.float64)))
-    for e, (u, v) in enumerate(edges):
-        u, v = int(u), int(v)
-        tab = pairwise[e, :cards[u], :cards[v]]
-        scope, tab = ((u, v), tab) if u < v else ((v, u), tab.T)
-        first = u if position[u] < position[v] else v
-        bucket[first].append((scope, np.array(tab, dtype=np.float64)))
-    incoming: list[list] = [[] for _ in range(n_vars)]  # (child, scope, message)
-    clusters: dict[int, tuple] = {}
-    parent = np.full(n_vars, -1, dtype=np.int64)
-    message_of: dict[int, tuple] = {}
     log_z = 0.0
+    for sc, tab in zip(scopes, log_tables):
+        if not sc:
+            log_z += float(tab)
+            continue
+        axes = sorted(range(len(sc)), key=lambda a: position[sc[a]])
+        sorted_scope = tuple(sc[a] for a in axes)
+        bucket[sorted_scope[0]].append((sorted_scope, np.array(np.transpose(tab, axes), order="C")))
+    clusters: dict[int, tuple] = {}
+    children: list[list] = [[] for _ in range(n_vars)]  # (child, message scope, message)
     for v in plan.order:
-        factors = bucket[v] + [(sc, m) for _, sc, m in incoming[v]]
-        scope, psi = _combine(factors, cards)
-        rest = tuple(u for u in scope if u != v)
-        msg = _sum_out(scope, psi, rest)
+        factors = bucket[v]
+        bucket[v] = []
+        scope = tuple(sorted(set().union(*[f[0] for f in factors]) | {v}, key=lambda u: position[u]))
+        shape = tuple(int(cards[u]) for u in scope)
+        psi = np.zeros(shape)
+        for sc, tab in factors:
+            members = set(sc)
+            psi += tab.reshape([int(cards[u]) if u in members else 1 for u in scope])
+        rest = scope[1:]
+        msg = _logsumexp_leading(psi, inplace=not marginals)
         if marginals:
             clusters[v] = (scope, psi)
-        else:
-            bucket[v] = []
-            incoming[v] = []
         if rest:
-            p = min(rest, key=lambda u: position[u])
-            parent[v] = p
-            incoming[p].append((v, rest, msg))
-            message_of[v] = (rest, msg)
+            bucket[rest[0]].append((rest, msg))
+            children[rest[0]].append((v, rest, msg))
         else:
             log_z += float(msg)
     if not marginals:
         return log_z, None
-    out = np.zeros((n_vars, k_max))
-    down: dict[int, tuple] = {}
+    if log_z == -np.inf:
+        raise ZeroPartitionError("Z = 0: every configuration has a zero factor value (with evidence: the "
+                                 "evidence has probability zero)")
+    out: list = [None] * n_vars
+    down: dict[int, np.ndarray] = {}
     for v in reversed(plan.order):
         scope, belief = clusters.pop(v)
         if v in down:
-            sc, delta = down.pop(v)
-            belief = belief + _expand(sc, delta, scope, cards)
-        with np.errstate(divide="ignore"):
-            site = _sum_out(scope, belief, (v,))
-        out[v, :cards[v]] = np.exp(site - logsumexp(site))
-        for child, sc, msg in incoming[v]:
-            down[child] = (sc, _hugin_divide(_sum_out(scope, belief, sc), msg))
+            delta = down.pop(v)
+            belief += delta.reshape((1,) + delta.shape)
+        site = _logsumexp_axes(belief, tuple(range(1, belief.ndim)))
+        out[v] = np.exp(site - _logsumexp_leading(site, inplace=False))
+        for child, sc, msg in children[v]:
+            members = set(sc)
+            summed = _logsumexp_axes(belief, tuple(a for a, u in enumerate(scope) if u not in members))
+            # Hugin division with 0 / 0 = 0
+            with np.errstate(invalid="ignore"):
+                delta = summed - msg
+            delta[np.isneginf(msg)] = -np.inf
+            down[child] = delta
     return log_z, out
