@@ -158,8 +158,8 @@ def plan_elimination(cards, scopes, *, heuristics=tuple(ORDER_HEURISTICS), memor
 
 
 def _logsumexp_leading(table: np.ndarray, inplace: bool) -> np.ndarray:
-    """``log sum_k exp(table[k, ...])``; destroys ``table`` when ``inplace``."""
-    work = table if inplace else table.copy()
+    """``log sum_k exp(table[k, ...])`` (shape ``table.shape[1:]``); destroys ``table`` when ``inplace``."""
+    work = (table if inplace else table.copy()).reshape(table.shape[0], -1)  # C-contiguous: a view
     m = work.max(axis=0)
     finite = np.isfinite(m)
     shift = np.where(finite, m, 0.0)
@@ -168,20 +168,61 @@ def _logsumexp_leading(table: np.ndarray, inplace: bool) -> np.ndarray:
     np.exp(work, out=work)
     s = work.sum(axis=0)
     with np.errstate(divide="ignore"):
-        return np.log(s) + shift
+        return (np.log(s) + shift).reshape(table.shape[1:])
 
 
-def _logsumexp_axes(table: np.ndarray, axes: tuple) -> np.ndarray:
-    """``logsumexp`` of ``table`` over ``axes`` (``-inf`` where every entry is ``-inf``)."""
-    if not axes:
-        return table.copy()
-    m = table.max(axis=axes, keepdims=True)
-    shift = np.where(np.isfinite(m), m, 0.0)
-    with np.errstate(invalid="ignore"):
-        work = np.exp(table - shift)
-    s = work.sum(axis=axes)
-    with np.errstate(divide="ignore"):
-        return np.log(s) + shift.reshape(s.shape)
+def _merged_shapes(target: tuple, scopes: list, cards) -> tuple[list, list]:
+    """Shapes that view tables over ``scopes`` (subsets of ``target``, all sorted by position) as
+    broadcastable arrays with the fewest axes: runs of consecutive target variables that every table
+    either holds or lacks become one axis.  NumPy then loops over long rows, not over axes of size 2.
+
+    Returns ``(shape of target, [shape of each table])``.
+    """
+    groups: list = []  # [membership pattern, size]
+    for u in target:
+        pattern = tuple(u in sc for sc in scopes)
+        if groups and groups[-1][0] == pattern:
+            groups[-1][1] *= int(cards[u])
+        else:
+            groups.append([pattern, int(cards[u])])
+    return [g[1] for g in groups], [[g[1] if g[0][i] else 1 for g in groups] for i in range(len(scopes))]
+
+
+def _add_into(psi: np.ndarray, scope: tuple, sc: tuple, tab: np.ndarray, cards) -> None:
+    """``psi += tab`` in place, ``tab`` over ``sc`` (a subset of ``scope``) broadcast."""
+    shape, (shape_psi, shape_tab) = _merged_shapes(scope, [set(scope), set(sc)], cards)
+    psi.reshape(shape_psi)[...] += tab.reshape(shape_tab)
+
+
+def _combine(v: int, factors: list, cards, position: np.ndarray) -> tuple[tuple, np.ndarray]:
+    """The cluster table ``psi_v``: the sum of ``factors`` (scope, log table; scopes sorted by
+    position) over the union of their scopes and ``{v}``.
+
+    The table grows one factor at a time, cheapest growth first, and every factor whose scope the
+    table already covers is added at once, so factors are added while the table is small (a
+    variable with forty pairwise factors costs about two passes over its cluster, not forty).
+    """
+    scope: tuple = (v,)
+    psi = np.zeros(int(cards[v]))
+    pending = list(factors)
+    while pending:
+        members = set(scope)
+        rest = []
+        for sc, tab in pending:
+            if members.issuperset(sc):
+                _add_into(psi, scope, sc, tab, cards)
+            else:
+                rest.append((sc, tab))
+        if not rest:
+            break
+        growth = [math.prod(int(cards[u]) for u in sc if u not in members) for sc, _ in rest]
+        sc, tab = rest.pop(int(np.argmin(growth)))
+        target = tuple(sorted(members.union(sc), key=lambda u: position[u]))
+        shape, (shape_psi, shape_tab) = _merged_shapes(target, [members, set(sc)], cards)
+        psi = (psi.reshape(shape_psi) + tab.reshape(shape_tab)).reshape([int(cards[u]) for u in target])
+        scope = target
+        pending = rest
+    return scope, psi
 
 
 def eliminate(cards, scopes, log_tables, plan: EliminationPlan, *, marginals: bool, memory_cap: int
@@ -231,12 +272,7 @@ def eliminate(cards, scopes, log_tables, plan: EliminationPlan, *, marginals: bo
     for v in plan.order:
         factors = bucket[v]
         bucket[v] = []
-        scope = tuple(sorted(set().union(*[f[0] for f in factors]) | {v}, key=lambda u: position[u]))
-        shape = tuple(int(cards[u]) for u in scope)
-        psi = np.zeros(shape)
-        for sc, tab in factors:
-            members = set(sc)
-            psi += tab.reshape([int(cards[u]) if u in members else 1 for u in scope])
+        scope, psi = _combine(v, factors, cards, position)
         rest = scope[1:]
         msg = _logsumexp_leading(psi, inplace=not marginals)
         if marginals:
@@ -257,15 +293,21 @@ def eliminate(cards, scopes, log_tables, plan: EliminationPlan, *, marginals: bo
         scope, belief = clusters.pop(v)
         if v in down:
             delta = down.pop(v)
-            belief += delta.reshape((1,) + delta.shape)
-        site = _logsumexp_axes(belief, tuple(range(1, belief.ndim)))
-        out[v] = np.exp(site - _logsumexp_leading(site, inplace=False))
+            belief.reshape(belief.shape[0], -1)[...] += delta.reshape(1, -1)
+        # the calibrated belief is proportional to the cluster's joint law, so one shift (its maximum)
+        # loses only entries below 1e-308 of the largest, whose share of any marginal is as small
+        shift = belief.max()
+        np.subtract(belief, shift, out=belief)
+        np.exp(belief, out=belief)
+        site = belief.reshape(belief.shape[0], -1).sum(axis=1)
+        out[v] = site / site.sum()
         for child, sc, msg in children[v]:
-            members = set(sc)
-            summed = _logsumexp_axes(belief, tuple(a for a, u in enumerate(scope) if u not in members))
+            _, (shape_b, shape_s) = _merged_shapes(scope, [set(scope), set(sc)], cards)
+            summed = belief.reshape(shape_b).sum(axis=tuple(a for a, n in enumerate(shape_s) if n == 1 and
+                                                            shape_b[a] > 1)).reshape(msg.shape)
             # Hugin division with 0 / 0 = 0
-            with np.errstate(invalid="ignore"):
-                delta = summed - msg
+            with np.errstate(divide="ignore", invalid="ignore"):
+                delta = np.log(summed) + shift - msg
             delta[np.isneginf(msg)] = -np.inf
             down[child] = delta
     return log_z, out
