@@ -11,7 +11,9 @@ form a junction tree (K&F Thm. 10.4); a downward (Hugin) pass
 
 calibrates every cluster (K&F Sec. 10.3), so each belief is the unnormalised joint of its cluster and
 every single-variable marginal follows from its own cluster.  ``0 / 0 = 0`` (``-inf - -inf``) is the
-Hugin convention.  Only ``log Z`` asked: the upward pass alone, keeping no cluster table.
+Hugin convention.  Only ``log Z`` asked: the upward pass alone.  No cluster table is kept between the
+passes: the downward pass rebuilds each cluster from its factors and messages, so the calibrated tree
+costs two passes of work but only the messages' memory.
 
 All tables keep their axes sorted by elimination position, so a cluster's first axis is the variable
 it eliminates and every factor or message broadcasts into it by a reshape (no transposes); the
@@ -37,6 +39,8 @@ from ._order_kernels import GIVEN, MIN_DEGREE, MIN_FILL, WEIGHTED_MIN_FILL, gree
 ORDER_HEURISTICS = {"min-fill": MIN_FILL, "weighted-min-fill": WEIGHTED_MIN_FILL, "min-degree": MIN_DEGREE,
                     "natural": GIVEN}
 _BYTES = 8  # float64 tables
+#: Clusters above this many entries are summed out in slabs of at most this many (fits a CPU cache).
+CHUNK_ENTRIES = 2**16
 
 
 class ZeroPartitionError(ValueError):
@@ -75,9 +79,11 @@ class EliminationPlan:
     max_table_entries : int
         Entries of the largest cluster table.
     total_table_entries : int
-        Entries of all cluster tables together (the total work, and the memory of the marginals pass).
+        Entries of all cluster tables together (the total work of one pass).
     complete : bool
         False when the order was abandoned because a cluster already exceeded every memory cap.
+    message_entries : int
+        Entries of all messages together (what the calibrated tree keeps between its passes).
     """
 
     order: tuple
@@ -86,12 +92,13 @@ class EliminationPlan:
     max_table_entries: int
     total_table_entries: int
     complete: bool = True
+    message_entries: int = 0
 
     def bytes_needed(self, marginals: bool) -> int:
-        """Bytes of the elimination: the largest cluster twice (table and exp workspace) for ``log Z``;
-        all cluster tables plus that for the calibrated tree."""
-        peak = 2 * self.max_table_entries
-        return _BYTES * (peak + (self.total_table_entries if marginals else 0))
+        """Bytes of the elimination: the largest cluster twice (table and workspace) for ``log Z``; for
+        the calibrated tree also every message and every downward message (cluster tables are rebuilt
+        in the downward pass, not kept)."""
+        return _BYTES * (2 * self.max_table_entries + (2 * self.message_entries if marginals else 0))
 
     def check_memory(self, memory_cap: int, marginals: bool) -> None:
         """Raise :class:`TooWideError` (naming the width and the bytes needed) when over ``memory_cap``."""
@@ -149,17 +156,18 @@ def plan_elimination(cards, scopes, *, heuristics=tuple(ORDER_HEURISTICS), memor
         order, widths, log_sizes, complete = greedy_order(bits.copy(), cards, ORDER_HEURISTICS[name], log_entry_cap,
                                                           np.arange(cards.size, dtype=np.int64))
         sizes = [int(round(math.exp(x))) for x in log_sizes]
+        messages = sum(size // int(cards[v]) for size, v in zip(sizes, order))
         plan = EliminationPlan(tuple(int(v) for v in order), name, int(widths.max(initial=0)), max(sizes, default=0),
-                               sum(sizes), bool(complete))
+                               sum(sizes), bool(complete), messages)
         key = (not plan.complete, plan.total_table_entries, plan.max_table_entries)
         if best is None or key < (not best.complete, best.total_table_entries, best.max_table_entries):
             best = plan
     return best
 
 
-def _logsumexp_leading(table: np.ndarray, inplace: bool) -> np.ndarray:
-    """``log sum_k exp(table[k, ...])`` (shape ``table.shape[1:]``); destroys ``table`` when ``inplace``."""
-    work = (table if inplace else table.copy()).reshape(table.shape[0], -1)  # C-contiguous: a view
+def _logsumexp_leading(table: np.ndarray) -> np.ndarray:
+    """``log sum_k exp(table[k, ...])`` (shape ``table.shape[1:]``); destroys ``table``."""
+    work = table.reshape(table.shape[0], -1)  # C-contiguous: a view
     m = work.max(axis=0)
     finite = np.isfinite(m)
     shift = np.where(finite, m, 0.0)
@@ -194,9 +202,10 @@ def _add_into(psi: np.ndarray, scope: tuple, sc: tuple, tab: np.ndarray, cards) 
     psi.reshape(shape_psi)[...] += tab.reshape(shape_tab)
 
 
-def _combine(v: int, factors: list, cards, position: np.ndarray) -> tuple[tuple, np.ndarray]:
+def _combine(v: int, factors: list, cards, position: np.ndarray, buffers: list) -> tuple[tuple, np.ndarray]:
     """The cluster table ``psi_v``: the sum of ``factors`` (scope, log table; scopes sorted by
-    position) over the union of their scopes and ``{v}``.
+    position) over the union of their scopes and ``{v}``, written into one of the two ``buffers``
+    (each as large as the largest cluster; reused for every cluster, so the memory is touched once).
 
     The table grows one factor at a time, cheapest growth first, and every factor whose scope the
     table already covers is added at once, so factors are added while the table is small (a
@@ -204,6 +213,7 @@ def _combine(v: int, factors: list, cards, position: np.ndarray) -> tuple[tuple,
     """
     scope: tuple = (v,)
     psi = np.zeros(int(cards[v]))
+    current = 1  # the buffer psi is in (psi starts outside both)
     pending = list(factors)
     while pending:
         members = set(scope)
@@ -219,10 +229,38 @@ def _combine(v: int, factors: list, cards, position: np.ndarray) -> tuple[tuple,
         sc, tab = rest.pop(int(np.argmin(growth)))
         target = tuple(sorted(members.union(sc), key=lambda u: position[u]))
         shape, (shape_psi, shape_tab) = _merged_shapes(target, [members, set(sc)], cards)
-        psi = (psi.reshape(shape_psi) + tab.reshape(shape_tab)).reshape([int(cards[u]) for u in target])
+        current = 1 - current
+        out = buffers[current][:math.prod(shape)]
+        np.add(psi.reshape(shape_psi), tab.reshape(shape_tab), out=out.reshape(shape))
+        psi = out.reshape([int(cards[u]) for u in target])
         scope = target
         pending = rest
     return scope, psi
+
+
+def _message(v: int, factors: list, cards, position: np.ndarray, buffers: list) -> tuple[tuple, np.ndarray]:
+    """``(C_v, m_v)``: the cluster's scope and its message ``logsumexp_v psi_v`` (over ``C_v \\ {v}``).
+
+    A cluster above :data:`CHUNK_ENTRIES` entries is never built whole: it is summed slab by slab over
+    its first variables after ``v`` (each slab small enough for the CPU cache), every factor sliced at
+    the slab's states.
+    """
+    scope = tuple(sorted(set().union(*[sc for sc, _ in factors]) | {v}, key=lambda u: position[u]))
+    shape = [int(cards[u]) for u in scope]
+    n_chunk_vars = 0
+    while math.prod(shape[1 + n_chunk_vars:]) > CHUNK_ENTRIES and 1 + n_chunk_vars < len(scope):
+        n_chunk_vars += 1
+    if n_chunk_vars == 0:
+        _, psi = _combine(v, factors, cards, position, buffers)
+        return scope, _logsumexp_leading(psi)
+    chunk = {u: i for i, u in enumerate(scope[1:1 + n_chunk_vars])}
+    msg = np.empty(shape[1:])
+    for idx in np.ndindex(*shape[1:1 + n_chunk_vars]):
+        sliced = [(tuple(u for u in sc if u not in chunk),
+                   tab[tuple(idx[chunk[u]] if u in chunk else slice(None) for u in sc)]) for sc, tab in factors]
+        _, psi = _combine(v, sliced, cards, position, buffers)
+        msg[idx] = _logsumexp_leading(psi)
+    return scope, msg
 
 
 def eliminate(cards, scopes, log_tables, plan: EliminationPlan, *, marginals: bool, memory_cap: int
@@ -267,16 +305,17 @@ def eliminate(cards, scopes, log_tables, plan: EliminationPlan, *, marginals: bo
         axes = sorted(range(len(sc)), key=lambda a: position[sc[a]])
         sorted_scope = tuple(sc[a] for a in axes)
         bucket[sorted_scope[0]].append((sorted_scope, np.array(np.transpose(tab, axes), order="C")))
-    clusters: dict[int, tuple] = {}
+    size = plan.max_table_entries if marginals else min(plan.max_table_entries, CHUNK_ENTRIES * int(max(cards)))
+    buffers = [np.empty(size), np.empty(size)]
+    kept: dict[int, list] = {}  # the factors of each cluster, to rebuild it in the downward pass
     children: list[list] = [[] for _ in range(n_vars)]  # (child, message scope, message)
     for v in plan.order:
         factors = bucket[v]
         bucket[v] = []
-        scope, psi = _combine(v, factors, cards, position)
+        scope, msg = _message(v, factors, cards, position, buffers)
         rest = scope[1:]
-        msg = _logsumexp_leading(psi, inplace=not marginals)
         if marginals:
-            clusters[v] = (scope, psi)
+            kept[v] = factors
         if rest:
             bucket[rest[0]].append((rest, msg))
             children[rest[0]].append((v, rest, msg))
@@ -290,7 +329,7 @@ def eliminate(cards, scopes, log_tables, plan: EliminationPlan, *, marginals: bo
     out: list = [None] * n_vars
     down: dict[int, np.ndarray] = {}
     for v in reversed(plan.order):
-        scope, belief = clusters.pop(v)
+        scope, belief = _combine(v, kept.pop(v), cards, position, buffers)
         if v in down:
             delta = down.pop(v)
             belief.reshape(belief.shape[0], -1)[...] += delta.reshape(1, -1)
