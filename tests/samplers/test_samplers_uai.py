@@ -248,6 +248,9 @@ def test_solve_says_so_when_evidence_is_impossible_and_when_too_wide(tmp_path, c
     assert main(["uai", "solve", str(tmp_path / "z.uai"), "--out", str(tmp_path)]) == 2
     assert "Z = 0 (the evidence has probability zero)" in capsys.readouterr().err
     assert not (tmp_path / "z.uai.PR").exists()
+    (tmp_path / "c.uai").write_text("MARKOV\n1\n2\n2\n1 0\n0\n2\n1 1\n1\n0\n")   # a constant factor 0
+    assert main(["uai", "solve", str(tmp_path / "c.uai"), "--out", str(tmp_path)]) == 2
+    assert "Z = 0 (it has constant (arity-0) factors of value 0)" in capsys.readouterr().err
     grid = FactorGraph([2] * 64, [(i, j) for i in range(64) for j in range(i + 1, 64) if j - i in (1, 8)],
                        [np.zeros((2, 2))] * sum(1 for i in range(64) for j in range(i + 1, 64) if j - i in (1, 8)))
     write_uai(grid, tmp_path / "g.uai")
