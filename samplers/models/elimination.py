@@ -81,7 +81,8 @@ class EliminationPlan:
     total_table_entries : int
         Entries of all cluster tables together (the total work of one pass).
     complete : bool
-        False when the order was abandoned because a cluster already exceeded every memory cap.
+        False when the order was abandoned because a cluster's message alone exceeded the memory cap
+        it was planned for.
     message_entries : int
         Entries of all messages together (what the calibrated tree keeps between its passes).
     max_states : int
@@ -144,8 +145,9 @@ def plan_elimination(cards, scopes, *, heuristics=tuple(ORDER_HEURISTICS), memor
     heuristics : sequence of str
         Keys of :data:`ORDER_HEURISTICS`.
     memory_cap : int, optional
-        Bytes; a heuristic whose clusters outgrow 64 times this (far beyond any use) is abandoned
-        early, so planning a hopelessly wide model stays fast.  Default: :func:`default_memory_cap`.
+        Bytes; a heuristic with a cluster whose message alone would exceed this is abandoned there
+        (``complete=False``: refused at this cap), so planning a hopelessly wide model stays fast.
+        Default: :func:`default_memory_cap`.
 
     Returns
     -------
@@ -156,7 +158,9 @@ def plan_elimination(cards, scopes, *, heuristics=tuple(ORDER_HEURISTICS), memor
     if unknown or not heuristics:
         raise ValueError(f"heuristics must be among {sorted(ORDER_HEURISTICS)}, got {list(heuristics)}")
     cap = default_memory_cap() if memory_cap is None else memory_cap
-    log_entry_cap = math.log(64 * cap / _BYTES)
+    # a cluster this large sends a message (>= cluster / largest cardinality entries) over the cap on its
+    # own: any order reaching it is refused at this cap, so it is abandoned there
+    log_entry_cap = math.log(cap / _BYTES) + math.log(max(int(cards.max(initial=1)), 1))
     bits = interaction_bits(cards.size, scopes)
     best = None
     for name in heuristics:

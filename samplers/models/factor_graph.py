@@ -399,6 +399,14 @@ class FactorGraph:
         (:func:`samplers.models.elimination.plan_elimination`)."""
         return plan_elimination(self.cards, self.scopes)
 
+    def _plan_for(self, memory_cap: int) -> EliminationPlan:
+        """:attr:`elimination_plan`, planned again when it was abandoned at the default cap and a larger
+        ``memory_cap`` is given."""
+        plan = self.elimination_plan
+        if not plan.complete and memory_cap > default_memory_cap():
+            plan = plan_elimination(self.cards, self.scopes, memory_cap=memory_cap)
+        return plan
+
     def log_partition_exact(self, *, memory_cap: int | None = None) -> float:
         """Exact ``log Z`` by variable elimination along :attr:`elimination_plan` (no marginals pass).
 
@@ -419,8 +427,9 @@ class FactorGraph:
             When the order's largest table does not fit ``memory_cap`` (the message names the width
             and the bytes needed); raised before any table is built.
         """
-        return eliminate(self.cards, self.scopes, self.log_tables, self.elimination_plan,
-                         marginals=False, memory_cap=default_memory_cap() if memory_cap is None else memory_cap)[0]
+        cap = default_memory_cap() if memory_cap is None else memory_cap
+        return eliminate(self.cards, self.scopes, self.log_tables, self._plan_for(cap), marginals=False,
+                         memory_cap=cap)[0]
 
     def marginals_exact(self, *, memory_cap: int | None = None) -> np.ndarray:
         """All single-variable marginals ``(n_vars, max_states)`` (zero-padded) from one calibrated
@@ -438,8 +447,9 @@ class FactorGraph:
 
     def solve(self, *, memory_cap: int | None = None) -> tuple[float, np.ndarray]:
         """``(log Z, marginals)`` from one upward and one downward pass (see :meth:`marginals_exact`)."""
-        log_z, marg = eliminate(self.cards, self.scopes, self.log_tables, self.elimination_plan, marginals=True,
-                                memory_cap=default_memory_cap() if memory_cap is None else memory_cap)
+        cap = default_memory_cap() if memory_cap is None else memory_cap
+        log_z, marg = eliminate(self.cards, self.scopes, self.log_tables, self._plan_for(cap), marginals=True,
+                                memory_cap=cap)
         out = np.zeros((self.n_vars, self.max_states))
         for v, m in enumerate(marg):
             out[v, :m.size] = m

@@ -242,3 +242,16 @@ def test_clusters_summed_in_slabs_equal_enumeration(seed, chunk):
     assert got == pytest.approx(exact, abs=1e-10) if exact > -np.inf else got == -np.inf
     if marg is not None:
         np.testing.assert_allclose(marg, fg.marginals_enumerate(), atol=1e-10)
+
+
+def test_order_abandoned_at_the_default_cap_is_planned_again_for_a_larger_cap(monkeypatch):
+    from samplers.models import elimination, factor_graph
+
+    expected = FactorGraph.from_pairwise(ising_grid(8, 8, coupling=0.3)).log_partition_exact()
+    monkeypatch.setattr(elimination, "default_memory_cap", lambda: 1024)
+    monkeypatch.setattr(factor_graph, "default_memory_cap", lambda: 1024)
+    fg = FactorGraph.from_pairwise(ising_grid(8, 8, coupling=0.3))
+    assert not fg.elimination_plan.complete        # planned for a 1 KiB default: abandoned
+    with pytest.raises(TooWideError, match="width at least"):
+        fg.log_partition_exact()
+    assert fg.log_partition_exact(memory_cap=2**26) == pytest.approx(expected, abs=1e-10)
