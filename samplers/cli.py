@@ -3,7 +3,7 @@
 Command groups register through the entry point group ``mcsa.commands``: each entry point loads a
 callable ``register(subparsers)`` that adds its parsers with ``set_defaults(func=handler)`` (and
 imports nothing heavy: handlers import torch or Numba code only when they run).  mcsa's own groups
-(``bench``, ``trf``, ``ngram``) are declared the same way in its pyproject.toml; a third-party
+(``bench``, ``trf``, ``ngram``, ``uai``) are declared the same way in its pyproject.toml; a third-party
 package adds a group by declaring one more entry point.  A group whose module is missing from this
 installation is skipped, so ``mcsa bench list`` works without torch.
 """
@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "samplers.harness.cli",  # mcsa bench list | run
     "trf.cli",               # mcsa trf train | eval | score
     "trf.lm.ngram_cli",      # mcsa ngram train | eval
+    "samplers.models.uai_cli",  # mcsa uai solve
 )
 
 

@@ -20,7 +20,10 @@ from scipy.special import logsumexp
 from ..rng import as_generator, kernel_seed, kernel_seeds
 from ..validation import as_float_array, as_int_array, check_float, check_int
 from ._kernels import gibbs_chains
-from .elimination import MAX_TABLE_ENTRIES, MAX_TOTAL_ENTRIES, EliminationPlan, eliminate, plan_elimination
+from .elimination import EliminationPlan, default_memory_cap, eliminate, plan_elimination
+
+#: Default refusal threshold of ``method="elimination"``: entries of the largest cluster table.
+MAX_TABLE_ENTRIES = 2**24
 
 #: Default refusal threshold of the enumeration methods (number of joint states).
 MAX_ENUMERATION_STATES = 2**22
@@ -253,11 +256,21 @@ class PairwiseMRF:
         marg.flags.writeable = False
         return log_z, marg
 
+    @property
+    def factors(self) -> tuple[list, list]:
+        """``(scopes, log_tables)``: one unary factor per variable, one pairwise factor per edge (the
+        factor-graph view the elimination runs on)."""
+        k = self.n_states
+        scopes = [(i,) for i in range(self.n_vars)] + [(int(u), int(v)) for u, v in self.edges]
+        tables = [self.unary[i, :k[i]] for i in range(self.n_vars)]
+        tables += [self.pairwise[e, :k[u], :k[v]] for e, (u, v) in enumerate(self.edges)]
+        return scopes, tables
+
     @cached_property
     def elimination_plan(self) -> EliminationPlan:
-        """The cheapest elimination order found (min-fill, min-degree or natural), with its width and
-        table sizes (:func:`samplers.models.elimination.plan_elimination`)."""
-        return plan_elimination(self.n_vars, self.edges, self.n_states)
+        """The elimination order of least total work among min-fill, weighted min-fill and min-degree,
+        with its width and table sizes (:func:`samplers.models.elimination.plan_elimination`)."""
+        return plan_elimination(self.n_states, self.factors[0])
 
     def exact_method(self, *, method: str = "auto", max_states: int = MAX_ENUMERATION_STATES,
                      max_table_entries: int = MAX_TABLE_ENTRIES) -> str:
@@ -290,16 +303,21 @@ class PairwiseMRF:
                 f"enumeration would need {_count(self.n_configurations)} joint states; use AIS or Gibbs instead")
         return "elimination"
 
-    @cached_property
-    def _eliminated(self) -> tuple[float, np.ndarray]:
-        """(log Z, marginals) by the junction tree along :attr:`elimination_plan` (unchecked size)."""
-        if self.elimination_plan.total_table_entries > MAX_TOTAL_ENTRIES:
-            log_z, _ = eliminate(self.unary, self.edges, self.pairwise, self.n_states, self.elimination_plan,
-                                 marginals=False)
-            return log_z, None
-        log_z, marg = eliminate(self.unary, self.edges, self.pairwise, self.n_states, self.elimination_plan)
-        marg.flags.writeable = False
-        return log_z, marg
+    def _eliminated(self, marginals: bool) -> tuple[float, np.ndarray | None]:
+        """(log Z, marginals or None) by elimination along :attr:`elimination_plan`, cached per kind;
+        the marginals pass refuses (naming width and memory) beyond a quarter of the machine's memory."""
+        key = "_eliminated_marginals" if marginals else "_eliminated_log_z"
+        if key not in self.__dict__:
+            log_z, marg = eliminate(self.n_states, *self.factors, self.elimination_plan, marginals=marginals,
+                                    memory_cap=default_memory_cap())
+            if marginals:
+                padded = np.zeros((self.n_vars, self.max_states))
+                for v, m in enumerate(marg):
+                    padded[v, :m.size] = m
+                padded.flags.writeable = False
+                marg = padded
+            self.__dict__[key] = (log_z, marg)
+        return self.__dict__[key]
 
     def log_partition_exact(self, *, method: str = "auto", max_states: int = MAX_ENUMERATION_STATES,
                             max_table_entries: int = MAX_TABLE_ENTRIES) -> float:
@@ -321,7 +339,9 @@ class PairwiseMRF:
         if self.exact_method(method=method, max_states=max_states, max_table_entries=max_table_entries) == \
                 "enumeration":
             return self._exact[0]
-        return self._eliminated[0]
+        if "_eliminated_marginals" in self.__dict__:
+            return self.__dict__["_eliminated_marginals"][0]
+        return self._eliminated(marginals=False)[0]
 
     def marginals_exact(self, *, method: str = "auto", max_states: int = MAX_ENUMERATION_STATES,
                         max_table_entries: int = MAX_TABLE_ENTRIES) -> np.ndarray:
@@ -329,17 +349,13 @@ class PairwiseMRF:
 
         Entries for states a variable cannot take are 0.  Same method choice as
         :meth:`log_partition_exact` (the two share one cached pass); elimination runs the junction
-        tree's downward pass too, and refuses when all its tables together exceed ``2**26`` entries.
+        tree's downward pass too, and refuses (naming the width and the memory needed) when all its tables
+        together exceed a quarter of the machine's memory.
         """
         if self.exact_method(method=method, max_states=max_states, max_table_entries=max_table_entries) == \
                 "enumeration":
             return self._exact[1].copy()
-        marg = self._eliminated[1]
-        if marg is None:
-            raise ValueError(f"exact marginals refused: the junction tree of width {self.elimination_plan.width} "
-                             f"needs {self.elimination_plan.total_table_entries} table entries in all, more than "
-                             f"{MAX_TOTAL_ENTRIES}; log_partition_exact still works")
-        return marg.copy()
+        return self._eliminated(marginals=True)[1].copy()
 
     def sample_exact(self, n_samples: int, seed: Any = None, *,
                      max_states: int = MAX_ENUMERATION_STATES) -> np.ndarray:

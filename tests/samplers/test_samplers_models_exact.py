@@ -1,10 +1,7 @@
-"""Exact MRF inference beyond enumeration (variable elimination / junction tree) and the UAI
-``.uai`` / ``.PR`` formats, checked against enumeration, transfer matrices and hand computation."""
+"""Exact MRF inference beyond enumeration (variable elimination / junction tree), checked against
+enumeration and transfer matrices (the UAI formats: tests/samplers/test_samplers_uai.py)."""
 
 from __future__ import annotations
-
-import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,18 +12,10 @@ from scipy.special import logsumexp
 from samplers.models import (
     PairwiseMRF,
     ising_grid,
-    parse_uai,
     plan_elimination,
     potts_grid,
     random_mrf,
-    read_pr,
-    read_uai,
-    uai_answer,
-    write_pr,
-    write_uai,
 )
-
-DATA = Path(__file__).parent / "data"
 
 
 # -- elimination equals enumeration ----------------------------------------------------------------
@@ -163,55 +152,5 @@ def test_refusal_names_the_treewidth():
 
 def test_plan_prefers_the_narrow_side_of_a_grid():
     from samplers.models import grid_edges
-    plan = plan_elimination(60, grid_edges(20, 3), np.full(60, 2))
-    assert plan.width == 3
-
-
-# -- UAI format ----------------------------------------------------------------------------------------
-def test_hand_written_uai_file_gives_its_partition_function():
-    # x0 in {0,1}, x1 in {0,1}, x2 in {0,1,2}; factors f0(x0) = (1, 2), f01 = [[3, 1], [1, 3]],
-    # f12 = [[1, 2, 4], [.5, .5, 1]], constant 10.  Z = 10 * sum_{x0,x1} f0 f01 * (sum_x2 f12(x1, .)):
-    # row sums of f12 are 7 and 2, so Z = 10 * (1 * (3*7 + 1*2) + 2 * (1*7 + 3*2)) = 10 * (23 + 26) = 490.
-    model = read_uai(DATA / "two_spins.uai")
-    assert model.mrf.n_vars == 3 and list(model.mrf.n_states) == [2, 2, 3]
-    assert model.log_constant == pytest.approx(math.log(10))
-    assert uai_answer(model) == pytest.approx(math.log(490.0), abs=1e-12)
-    assert uai_answer(model, method="elimination") == pytest.approx(math.log(490.0), abs=1e-12)
-
-
-def test_uai_round_trip(tmp_path):
-    rng = np.random.default_rng(5)
-    mrf = PairwiseMRF(rng.normal(size=(5, 3)), [[0, 1], [1, 2], [2, 0], [3, 4]], rng.normal(size=(4, 3, 3)),
-                      n_states=[3, 2, 3, 1, 3])
-    write_uai(mrf, tmp_path / "m.uai", log_constant=0.25)
-    back = read_uai(tmp_path / "m.uai")
-    assert back.log_constant == pytest.approx(0.25, abs=1e-15)
-    np.testing.assert_array_equal(back.mrf.edges, mrf.edges)
-    np.testing.assert_array_equal(back.mrf.n_states, mrf.n_states)
-    np.testing.assert_allclose(back.mrf.log_unary[np.isfinite(mrf.log_unary)],
-                               mrf.log_unary[np.isfinite(mrf.log_unary)], atol=1e-14)
-    assert uai_answer(back) == pytest.approx(mrf.log_partition_exact() + 0.25, abs=1e-12)
-    write_pr(tmp_path / "m.PR", uai_answer(back))
-    assert (tmp_path / "m.PR").read_text().split()[0] == "PR"
-    assert float((tmp_path / "m.PR").read_text().split()[1]) == pytest.approx(uai_answer(back) / math.log(10))
-    assert read_pr(tmp_path / "m.PR") == pytest.approx(uai_answer(back), abs=1e-12)
-
-
-@pytest.mark.parametrize("text, message", [
-    ("BAYES\n1\n2\n1\n1 0\n2\n0.5 0.5\n", "only MARKOV"),
-    ("MARKOV\n3\n2 2 2\n1\n3 0 1 2\n8\n1 1 1 1 1 1 1 1\n", "arity 3"),
-    ("MARKOV\n2\n2 2\n1\n2 0 1\n4\n1 0 1 1\n", "entry 1 of factor 0 is 0.0"),
-    ("MARKOV\n2\n2 2\n1\n2 0 1\n3\n1 1 1\n", "must have 4 entries"),
-    ("MARKOV\n2\n2 2\n1\n2 0 5\n", "names variable 5"),
-    ("MARKOV\n2\n2 2\n1\n2 0 1\n4\n1 1", "file ends early"),
-    ("MARKOV\n2\n2 x\n", "cardinality of variable 1"),
-])
-def test_bad_uai_files_are_named(text, message):
-    with pytest.raises(ValueError, match=message):
-        parse_uai(text)
-
-
-def test_bad_pr_file(tmp_path):
-    (tmp_path / "x.PR").write_text("MAR\n1.0\n")
-    with pytest.raises(ValueError, match="PR"):
-        read_pr(tmp_path / "x.PR")
+    plan = plan_elimination(np.full(60, 2), [tuple(e) for e in grid_edges(20, 3)])
+    assert plan.width == 3 and plan.complete
