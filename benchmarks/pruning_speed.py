@@ -15,8 +15,8 @@ import time
 import numpy as np
 
 from samplers.pruning import Grammar, expected_counts, randomized_pruning
-from samplers.pruning.bench import sentence_pair_problems
 from samplers.pruning.itg import itg_expectations, itg_randomized_pruning
+from samplers.pruning.suites import sentence_pair_problems
 
 SETTINGS = {"default": {}, "aggressive": {"confidence": 0.0, "max_candidates": 10**9, "compatible": False}}
 

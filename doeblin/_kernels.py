@@ -1,7 +1,7 @@
 """Numba kernels for finite-state (strong and staged) Doeblin chains: the finite models of :mod:`doeblin.core`.
 
 Plain arrays in, plain arrays out, no validation (the wrappers in :mod:`doeblin.chains` and
-:mod:`doeblin.bench` validate).  Convention everywhere: transition matrices are **row-stochastic**,
+:mod:`doeblin.estimators` validate).  Convention everywhere: transition matrices are **row-stochastic**,
 ``A[i, j] = P(next = j | current = i)``; kernels that draw take cumulative rows (``cdf[i, j] =
 sum_{l <= j} A[i, l]``) so a draw is one uniform and a binary search.  A state is an int64 array of
 length 1 holding the state index (the core's kernels update states in place).

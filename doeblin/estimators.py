@@ -1,4 +1,16 @@
-"""Strong Doeblin chains over Gibbs sweeps as cross-family estimators of MRF / chain-CRF marginals.
+"""Doeblin estimators, one class per method.
+
+On finite chains (``"finite-chain"`` problems, :mod:`doeblin.problems`) every estimator spends the
+same number of kernel applications (the budget; a restart draw from ``u`` counts as one):
+
+* :class:`PlainMCMCEstimator` — one run of the base kernel A from ``y0 ~ u``; visit frequencies
+  estimate ``pi_base``;
+* :class:`DoeblinErgodicEstimator` — one run of ``A~``; visit frequencies estimate ``pi_doeblin``
+  (and, as an approximation, ``pi_base``);
+* :class:`DoeblinExactEstimator` — exact i.i.d. draws of ``pi~`` (Prop. 3.2) until the budget is spent.
+
+On pairwise MRFs and chain CRFs, :class:`DoeblinGibbsEstimator` runs strong Doeblin chains over
+Gibbs sweeps, as follows.
 
 The base kernel ``A`` is one systematic-scan Gibbs sweep of the model (sites 0, 1, ..., n-1, as in
 :meth:`samplers.models.PairwiseMRF.gibbs_sample`) and the restart law ``u`` is the unary-only model
@@ -24,12 +36,14 @@ from typing import Any
 
 import numpy as np
 
-from samplers.harness.cross import KindEstimator
+from samplers.harness import KindEstimator
 from samplers.harness.problem import EVALUATIONS
 from samplers.models import PairwiseMRF
-from samplers.rng import as_generator
+from samplers.problems import CHAIN_CRF, FINITE_CHAIN, PAIRWISE_MRF
+from samplers.rng import as_generator, kernel_seed
 from samplers.validation import check_int
 
+from ._kernels import exact_doeblin_budget, simulate_doeblin, simulate_plain
 from .chains import StrongDoeblinChain, check_eps
 
 #: Largest joint state space :func:`doeblin_gibbs_stationary` builds the chain over.
@@ -116,7 +130,7 @@ class DoeblinGibbsEstimator(KindEstimator):
 
     family = "doeblin"
     budget_label = "draws"
-    kinds = {"pairwise-mrf": ("marginals",), "chain-crf": ("marginals",)}
+    kinds = {PAIRWISE_MRF: ("marginals",), CHAIN_CRF: ("marginals",)}
     quick_budgets = (20, 100)
     budgets = (20, 100, 400)
 
@@ -131,5 +145,62 @@ class DoeblinGibbsEstimator(KindEstimator):
 
 
 def doeblin_estimators() -> list[DoeblinGibbsEstimator]:
-    """Doeblin-Gibbs marginals at restart probabilities 0.05 and 0.2."""
+    """The cross estimators: Doeblin-Gibbs marginals at restart probabilities 0.05 and 0.2."""
     return [DoeblinGibbsEstimator(0.05), DoeblinGibbsEstimator(0.2)]
+
+
+def _frequencies(states: np.ndarray, n: int) -> np.ndarray:
+    if states.shape[0] == 0:
+        return np.full(n, 1.0 / n)
+    return np.bincount(states, minlength=n) / states.shape[0]
+
+
+class _FiniteChainEstimator(KindEstimator):
+    """Base: the budget is kernel applications, also reported as ``evaluations`` (machine-independent)."""
+
+    family = "doeblin"
+    budget_label = "kernel applications"
+    kinds = {FINITE_CHAIN: ("pi_doeblin", "pi_base")}
+
+
+class PlainMCMCEstimator(_FiniteChainEstimator):
+    """Visit frequencies of one run of the base kernel A (``budget`` steps, start ``y0 ~ u``): ``pi_base``."""
+
+    name = "plain-mcmc"
+    kinds = {FINITE_CHAIN: ("pi_base",)}
+
+    def _estimate(self, problem, budget, seed, targets):
+        c = problem.chain
+        gen = np.random.default_rng(seed)
+        y0 = int(gen.choice(c.n_states, p=c.u))
+        path = simulate_plain(c._cdf_A, y0, budget - 1, kernel_seed(gen))
+        return {"pi_base": _frequencies(path, c.n_states), EVALUATIONS: budget}
+
+
+class DoeblinErgodicEstimator(_FiniteChainEstimator):
+    """Visit frequencies of one run of ``A~`` (``budget`` kernel applications)."""
+
+    name = "doeblin-ergodic"
+
+    def _estimate(self, problem, budget, seed, targets):
+        c = problem.chain
+        path, _ = simulate_doeblin(c._cdf_A, c._cdf_u, c.eps, -1, budget - 1, kernel_seed(seed))
+        freq = _frequencies(path, c.n_states)
+        return {"pi_doeblin": freq, "pi_base": freq, EVALUATIONS: budget}
+
+
+class DoeblinExactEstimator(_FiniteChainEstimator):
+    """Frequencies of exact draws of ``pi~`` (Prop. 3.2) within ``budget`` kernel applications."""
+
+    name = "doeblin-exact"
+
+    def _estimate(self, problem, budget, seed, targets):
+        c = problem.chain
+        draws = exact_doeblin_budget(c._cdf_A, c._cdf_u, c.eps, budget, kernel_seed(seed))
+        freq = _frequencies(draws, c.n_states)
+        return {"pi_doeblin": freq, "pi_base": freq, EVALUATIONS: budget}
+
+
+def chain_estimators() -> list[_FiniteChainEstimator]:
+    """Plain MCMC, Doeblin ergodic averages and exact Doeblin draws on finite chains."""
+    return [PlainMCMCEstimator(), DoeblinErgodicEstimator(), DoeblinExactEstimator()]

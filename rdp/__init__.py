@@ -10,43 +10,53 @@ Randomization", ICML 2022), with the exact algorithms it approximates.
   :mod:`rdp.randomized_pcfg`): randomized Forward (Alg. 1), Inside (Alg. 2), entropy (Alg. 3), Gumbel
   backward sampling on chains (Alg. 4) and top-down on trees; Top-K is ``k2 = 0``;
 * proposals (:mod:`rdp.proposals`), synthetic problems with controlled entropy (:mod:`rdp.synthetic`),
-  a torch memory meter (:mod:`rdp.memory`) and harness suites (:mod:`rdp.bench`).
+  a torch memory meter (:mod:`rdp.memory`), harness problems, estimators and suites (:mod:`rdp.problems`,
+  :mod:`rdp.estimators`, :mod:`rdp.suites`).
 
 Everything is device-agnostic: tensors stay on the device of the potentials.
-Needs torch: ``pip install "mcsa[rdp]"`` (or ``pip install torch``).
+Needs torch: ``pip install "mcsa[rdp]"`` (or ``pip install torch``).  ``import rdp`` itself does not
+import torch (so rdp can register its suites and estimators with the harness cheaply); the first
+use of a function (``rdp.chain_log_partition`` ...) imports it, and raises an ImportError naming
+the extra when torch is missing.
 """
 
-from ._torch import torch  # noqa: F401  (raises an ImportError naming the extra when torch is missing)
-from .chain import (
-    GumbelSample,
-    chain_entropy,
-    chain_exact_reference,
-    chain_gumbel_sample,
-    chain_log_partition,
-    chain_marginals,
-    chain_viterbi,
-)
-from .pcfg import pcfg_entropy, pcfg_gumbel_sample, pcfg_log_partition, pcfg_marginals, pcfg_viterbi
-from .proposals import resolve_proposal
-from .randomized_chain import randomized_chain_entropy, randomized_chain_gumbel_sample, randomized_chain_log_partition
-from .randomized_pcfg import randomized_pcfg_entropy, randomized_pcfg_gumbel_sample, randomized_pcfg_log_partition
-from .randomized_tree import randomized_tree_entropy, randomized_tree_gumbel_sample, randomized_tree_log_partition
-from .selection import IndexSets, select_indices
-from .tree import (
-    TreeSample,
-    TreeViterbi,
-    tree_entropy,
-    tree_gumbel_sample,
-    tree_log_partition,
-    tree_marginals,
-    tree_viterbi,
-)
+from __future__ import annotations
 
-__all__ = ["GumbelSample", "IndexSets", "chain_entropy", "chain_exact_reference", "chain_gumbel_sample",
-           "chain_log_partition", "chain_marginals", "chain_viterbi", "pcfg_entropy", "pcfg_gumbel_sample",
-           "pcfg_log_partition", "pcfg_marginals", "pcfg_viterbi", "randomized_pcfg_gumbel_sample",
-           "randomized_chain_entropy", "randomized_chain_gumbel_sample",
-           "randomized_chain_log_partition", "randomized_pcfg_entropy", "randomized_pcfg_log_partition",
-           "randomized_tree_entropy", "randomized_tree_gumbel_sample", "randomized_tree_log_partition", "resolve_proposal",
-           "select_indices", "TreeSample", "tree_entropy", "tree_gumbel_sample", "tree_log_partition",
-           "tree_marginals", "TreeViterbi", "tree_viterbi"]
+import importlib
+from typing import Any
+
+#: Public name -> the submodule that defines it (imported on first access, with torch).
+_EXPORTS = {
+    "chain": ("GumbelSample", "chain_entropy", "chain_exact_reference", "chain_gumbel_sample", "chain_log_partition",
+              "chain_marginals", "chain_viterbi"),
+    "pcfg": ("pcfg_entropy", "pcfg_gumbel_sample", "pcfg_log_partition", "pcfg_marginals", "pcfg_viterbi"),
+    "proposals": ("resolve_proposal",),
+    "randomized_chain": ("randomized_chain_entropy", "randomized_chain_gumbel_sample",
+                         "randomized_chain_log_partition"),
+    "randomized_pcfg": ("randomized_pcfg_entropy", "randomized_pcfg_gumbel_sample", "randomized_pcfg_log_partition"),
+    "randomized_tree": ("randomized_tree_entropy", "randomized_tree_gumbel_sample", "randomized_tree_log_partition"),
+    "selection": ("IndexSets", "select_indices"),
+    "tree": ("TreeSample", "TreeViterbi", "tree_entropy", "tree_gumbel_sample", "tree_log_partition",
+             "tree_marginals", "tree_viterbi"),
+}
+_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    """Import the submodule defining ``name`` (and torch) on first access (PEP 562)."""
+    module = _WHERE.get(name)
+    if module is None:
+        if name == "torch":
+            from ._torch import torch
+
+            return torch
+        raise AttributeError(f"module 'rdp' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))

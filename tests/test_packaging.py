@@ -21,11 +21,23 @@ def test_torch_free_packages_do_not_import_torch():
     assert proc.returncode == 0, proc.stderr
 
 
-def test_rdp_without_torch_says_how_to_install_it():
-    # a None entry in sys.modules makes `import torch` raise ImportError, as on a machine without torch
-    proc = _python("import sys; sys.modules['torch'] = None\nimport rdp\n")
-    assert proc.returncode != 0
+def test_rdp_without_torch_registers_and_says_how_to_install_it():
+    # a None entry in sys.modules makes `import torch` raise ImportError, as on a machine without torch;
+    # `import rdp` and its registration import no torch, the first use of a function names the extra
+    proc = _python("import sys; sys.modules['torch'] = None\nimport rdp, rdp._register\n"
+                   "rdp._register.suites(); rdp._register.estimators()\nprint('registered')\n"
+                   "from rdp import chain_log_partition\n")
+    assert proc.returncode != 0 and "registered" in proc.stdout
     assert "ImportError" in proc.stderr and "mcsa[rdp]" in proc.stderr, proc.stderr
+    proc = _python("import sys; sys.modules['torch'] = None\nimport rdp\nrdp.tree_log_partition\n")
+    assert proc.returncode != 0 and "mcsa[rdp]" in proc.stderr, proc.stderr
+
+
+def test_rdp_functions_load_on_first_access():
+    proc = _python("import sys, rdp\nassert 'torch' not in sys.modules\nf = rdp.chain_log_partition\n"
+                   "assert 'torch' in sys.modules and f.__module__ == 'rdp.chain'\n"
+                   "assert set(rdp.__all__) <= set(dir(rdp))\n")
+    assert proc.returncode == 0, proc.stderr
 
 
 def test_console_script_and_pytest_plugin_are_registered():

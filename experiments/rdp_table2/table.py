@@ -77,7 +77,8 @@ def main(argv=None) -> None:
         for n in sorted({int(r["problem"].split("-N")[1].split("-")[0]) for r in rows}):
             print(table(rows, n) + "\n")
         return
-    from rdp.bench import TreeProblem, rdp_table2_suite
+    from rdp.problems import TreeCRFProblem as TreeProblem
+    from rdp.suites import rdp_table2_suite
     from samplers.harness import run_suite
 
     suite = rdp_table2_suite(args.n_states, args.chain_length, args.tree_length, args.replicates)

@@ -7,7 +7,7 @@
 * ``rdp-proposals`` (Table 4): MSE of the randomized Forward with the four proposals of Sec. 4
   (uniform, local, global, local + global, Eq. 34) on dense / intermediate / long-tailed chains.
 
-Problems are :class:`rdp.bench.ChainProblem` (synthetic chains with controlled entropy, exact log Z
+Problems are :class:`rdp.problems.SyntheticChainProblem` (synthetic chains with controlled entropy, exact log Z
 by the chunked exact forward in float64).  Estimates use the public
 :func:`rdp.randomized_chain_log_partition` with the potentials requiring grad (memory column = autograd
 state a training step would hold).
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rdp.bench import split_budget
+from rdp.estimators import split_budget
 from samplers.harness import Estimator, Suite
 
 PROPOSALS = ("uniform", "local", "global", "local+global")
@@ -43,7 +43,7 @@ class ForwardEstimator(Estimator):
         self.memory_meter = TorchMemoryMeter
 
     def supports(self, problem) -> bool:
-        return getattr(problem, "kind", None) == "chain"
+        return getattr(problem, "kind", None) == "synthetic-chain"
 
     def estimate(self, problem, budget: int, seed: int) -> dict[str, Any]:
         import torch
@@ -64,7 +64,7 @@ class ForwardEstimator(Estimator):
 def bias_variance_suite(n_states: int = 2000, chain_length: int = 50, replicates: int = 100,
                         regimes: tuple[str, ...] = ("dense", "long-tail")) -> Suite:
     """Table 3: bias and variance of randomized Forward log Z vs K (Top-K 20/50%, RDP 1/10/20% of N)."""
-    from rdp.bench import ChainProblem
+    from rdp.problems import SyntheticChainProblem as ChainProblem
 
     problems = [ChainProblem(n_states, chain_length, r) for r in regimes]
     estimators = [ForwardEstimator(split="topk"), ForwardEstimator(split="k2=1"), ForwardEstimator(split="k1=k2")]
@@ -76,7 +76,7 @@ def bias_variance_suite(n_states: int = 2000, chain_length: int = 50, replicates
 def proposals_suite(n_states: int = 2000, chain_length: int = 50, replicates: int = 100, budget: int = 10,
                     regimes: tuple[str, ...] = ("dense", "intermediate", "long-tail")) -> Suite:
     """Table 4: MSE of randomized Forward log Z with the four proposals, K = ``budget``% of N, two splits."""
-    from rdp.bench import ChainProblem
+    from rdp.problems import SyntheticChainProblem as ChainProblem
 
     problems = [ChainProblem(n_states, chain_length, r) for r in regimes]
     estimators = [ForwardEstimator(p, split) for split in ("k2=1", "k1=k2") for p in PROPOSALS]

@@ -29,8 +29,21 @@ def register(subparsers) -> None:
     sub = bench.add_subparsers(dest="bench_command", metavar="BENCH_COMMAND")
 
     p_list = sub.add_parser("list", help="list the registered suites (imports none of them)",
-                            description="List the registered suites; imports no suite module (and never torch).")
-    p_list.set_defaults(func=cmd_list)
+                            description="List the registered suites (or estimator / problem factories); imports "
+                                        "no suite, estimator or problem module (and never torch).")
+    what = p_list.add_mutually_exclusive_group()
+    what.add_argument("--estimators", dest="what", action="store_const", const="estimators",
+                      help="list the registered estimator factories instead")
+    what.add_argument("--problems", dest="what", action="store_const", const="problems",
+                      help="list the registered problem factories instead")
+    p_list.set_defaults(func=cmd_list, what="suites")
+
+    p_board = sub.add_parser("leaderboard", help="print the cross-family leaderboard of a finished study folder",
+                             description="Print, per problem kind and target, each estimator's pooled score and "
+                                         "RMSE at the best budget within each cost cap, from FOLDER/summary.csv "
+                                         "and FOLDER/results.json (e.g. after `mcsa bench run --suite cross`).")
+    p_board.add_argument("folder", type=Path, help="output folder of a finished `mcsa bench run`")
+    p_board.set_defaults(func=cmd_leaderboard)
 
     p_run = sub.add_parser(
         "run", help="run a suite, streaming runs to --out and writing summaries and plots",
@@ -66,12 +79,26 @@ def register(subparsers) -> None:
 
 
 def cmd_list(args) -> int:
-    from .registry import list_suites
+    from .registry import list_estimators, list_problems, list_suites
 
-    suites = list_suites()
-    width = max(len(n) for n in suites)
-    for name, desc in suites.items():
+    entries = {"suites": list_suites, "estimators": list_estimators, "problems": list_problems}[args.what]()
+    if not entries:
+        print(f"mcsa: no {args.what} are registered", file=sys.stderr)
+        return 1
+    width = max(len(n) for n in entries)
+    for name, desc in entries.items():
         print(f"{name:<{width}}  {desc}")
+    return 0
+
+
+def cmd_leaderboard(args) -> int:
+    from .summary import leaderboard_from_dir
+
+    try:
+        print(leaderboard_from_dir(args.folder))
+    except ValueError as exc:
+        print(f"mcsa: error: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

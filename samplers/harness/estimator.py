@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from .memory import MemoryMeter, TracemallocMeter
+from .problem import EVALUATIONS
 
 
 class Estimator(ABC):
@@ -77,3 +78,64 @@ class FunctionEstimator(Estimator):
 
     def supports(self, problem) -> bool:
         return True if self._supports is None else bool(self._supports(problem))
+
+
+class KindEstimator(Estimator):
+    """An estimator that declares the problem kinds and targets it handles.
+
+    The engine knows kinds only as strings: a problem's ``kind`` attribute and, optionally, its
+    ``targets`` (the targets it asks for; see :mod:`samplers.problems`).
+
+    Attributes
+    ----------
+    kinds : dict
+        ``{kind: (target, ...)}``: the targets estimated for problems of each kind.
+    family : str
+        The package that implements it (``"samplers"``, ``"rdp"``, ``"doeblin"``, ``"trf"``, ``"pruning"``).
+    quick_budgets, budgets : sequence of int
+        Budgets of the ``cross-quick`` and ``cross`` suites.
+
+    Notes
+    -----
+    Results carry ``"evaluations"``, a machine-independent cost whose unit each estimator states in
+    its docstring (single-site conditional updates for MCMC/AIS/Doeblin, table or chart entries for
+    the dynamic programs): comparable within a family, only indicative across families.
+    """
+
+    kinds: dict[str, tuple] = {}
+    family: str = "samplers"
+    quick_budgets: Sequence[int] = (1,)
+    budgets: Sequence[int] = (1,)
+
+    def only(self, targets: Sequence[str]) -> "KindEstimator":
+        """Restrict this estimator to ``targets`` (in place; returns self), e.g. AIS for log Z only."""
+        keep = tuple(targets)
+        self.kinds = {k: tuple(t for t in v if t in keep) for k, v in self.kinds.items()}
+        self.kinds = {k: v for k, v in self.kinds.items() if v}
+        if not self.kinds:
+            raise ValueError(f"estimator {self.name!r} estimates none of the targets {keep}")
+        return self
+
+    def supports(self, problem) -> bool:
+        return getattr(problem, "kind", None) in self.kinds and bool(self.targets_for(problem))
+
+    def targets_for(self, problem) -> tuple:
+        """The targets this estimator returns for ``problem`` (those of its kind the problem asks for)."""
+        wanted = self.kinds.get(getattr(problem, "kind", None), ())
+        have = getattr(problem, "targets", None)
+        if have is None:
+            return tuple(wanted)
+        have = tuple(have) + tuple(getattr(problem, "measured", ()))
+        return tuple(t for t in wanted if t in have)
+
+    def estimate(self, problem, budget: int, seed: int) -> dict[str, Any]:
+        if not self.supports(problem):
+            raise ValueError(f"estimator {self.name!r} does not support problems of kind "
+                             f"{getattr(problem, 'kind', None)!r}; it handles {sorted(self.kinds)}")
+        targets = self.targets_for(problem)
+        out = self._estimate(problem, int(budget), int(seed), targets)
+        return {k: v for k, v in out.items() if k in targets or k == EVALUATIONS}
+
+    @abstractmethod
+    def _estimate(self, problem, budget: int, seed: int, targets: tuple) -> dict[str, Any]:
+        """Estimates of ``targets`` (extra keys are dropped; ``"evaluations"`` is kept)."""

@@ -11,9 +11,7 @@ to an uninterrupted run.
 
 from __future__ import annotations
 
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -24,13 +22,13 @@ from .store import (
     MANIFEST,
     RUNS,
     RunStore,
-    move_into_place,
     now,
     prepare_output_dir,
     versions,
     write_json_atomic,
 )
 from .study import Study
+from .writers import write_outputs
 
 
 def _studies(suite: Suite, replicates: int | None, seed: int, budgets: Sequence[int] | None,
@@ -103,21 +101,8 @@ def run_suite(suite: Suite | str, *, replicates: int | None = None, seed: int = 
         results = Results.concat([s.run(n_jobs=n_jobs, progress=progress, store=store, fail_fast=fail_fast)
                                   for s in studies])
     results.meta["suite"] = name
-    for leftover in folder.glob(".partial-*"):  # a save interrupted earlier
-        shutil.rmtree(leftover, ignore_errors=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".partial-", dir=folder))
-    try:
-        summary = results.summary()
-        results.to_csv(tmp / "results.csv")
-        results.summary_to_csv(tmp / "summary.csv", summary)
-        results.to_json(tmp / "results.json", summary)
-        (tmp / "summary.md").write_text(results.report_markdown(f"mcsa bench run --suite {name} (seed {seed})",
-                                                                summary))
-        if plots:
-            results.plot(tmp, summary=summary)
-        written = move_into_place(tmp, folder, stale=list(manifest["files"]))
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    written = write_outputs(results, folder, title=f"mcsa bench run --suite {name} (seed {seed})", plots=plots,
+                            stale=list(manifest["files"]))
     manifest.update(status="complete", finished=now(), files=sorted(written), failed=len(results.failures),
                     references={p: {t: r.get("provenance", "") for t, r in refs.items()}
                                 for p, refs in results.meta.get("references", {}).items()})

@@ -9,7 +9,11 @@ study.  Runs are dispatched through :class:`joblib.Parallel`; inside
 Discipline (asv/benchopt style): before its first timed run in a process, every (problem,
 estimator) pair gets one untimed warm-up call at the estimator's smallest budget with a seed
 outside the replicate streams (:func:`warmup_seed`), so compilation does not count as cost; its
-time is recorded separately.  Failures are data: a raising estimator, a raising ``exact()`` or an
+time is recorded separately.  Time and memory are measured in separate calls (asv/pyperf style): the
+timed call runs under no meter, and the estimator's memory meter (tracemalloc by default, which slows
+Python-heavy code several-fold) wraps one further untimed call per cell (problem, estimator, budget),
+at replicate 0's seed; every row of the cell reports that peak.  So a run's ``seconds`` inside a
+study equal the same call timed alone, whatever the family.  Failures are data: a raising estimator, a raising ``exact()`` or an
 invalid estimate is recorded with its coordinates and seed, and the study continues (unless
 ``fail_fast``).  With a store, every finished run is appended to disk at once and runs already in
 the store are not repeated (resume).
@@ -17,7 +21,6 @@ the store are not repeated (resume).
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 import time
@@ -33,7 +36,8 @@ import joblib
 import numpy as np
 
 from ..validation import check_int
-from .problem import EVALUATIONS, as_target_value, split_exact
+from .problem import EVALUATIONS, split_exact
+from .records import error_text, normalise, user_stacklevel
 from .results import Results
 from .store import RunStore, read_records, run_key
 
@@ -110,89 +114,52 @@ def _check_budgets(values: Any, what: str) -> list[int]:
 _WARMED: set[tuple[str, str, str]] = set()
 
 
-def user_stacklevel() -> int:
-    """``stacklevel`` for :func:`warnings.warn` (called by the caller of this function) that points
-    at the first frame outside ``samplers.harness``: the user's code."""
-    frame, level = sys._getframe(1), 1
-    while frame is not None and frame.f_globals.get("__name__", "").startswith("samplers.harness"):
-        frame, level = frame.f_back, level + 1
-    return level
-
-
-def _error_text(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
+#: The clock of the timed call (a module attribute so that tests can inject a fake one).
+clock = time.perf_counter
 
 
 def _execute(problem, estimator, budget: int, seed: int, warm: tuple[str, int, int] | None = None,
-             index: int = -1) -> dict[str, Any]:
-    """Run one estimate under timing and the estimator's memory meter (executes in a worker).
+             index: int = -1, memory: bool = False) -> dict[str, Any]:
+    """Run one timed estimate, then (``memory``) the same call again, untimed, under the estimator's
+    memory meter (executes in a worker).
 
     ``warm = (token, budget, seed)`` asks for the pair's untimed warm-up call first, unless this
-    process already made it for this study run.  Exceptions are caught and returned as data.
+    process already made it for this study run.  Exceptions are caught and returned as data; a
+    failing memory call leaves the peak unmeasured (None).
     """
     out: dict[str, Any] = {"index": index, "warmup": None, "pid": os.getpid()}
     if warm is not None:
         key = (warm[0], problem.name, estimator.name)
         if key not in _WARMED:
             _WARMED.add(key)
-            start = time.perf_counter()
+            start = clock()
             error = None
             try:
                 estimator.estimate(problem, warm[1], warm[2])
             except Exception as exc:  # the timed run will show whether it is persistent
-                error = _error_text(exc)
-            out["warmup"] = {"seconds": time.perf_counter() - start, "budget": int(warm[1]), "seed": int(warm[2]),
+                error = error_text(exc)
+            out["warmup"] = {"seconds": clock() - start, "budget": int(warm[1]), "seed": int(warm[2]),
                              "error": error}
-    meter = estimator.memory_meter()
     try:
-        with meter:
-            start = time.perf_counter()
-            estimates = estimator.estimate(problem, budget, seed)
-            seconds = time.perf_counter() - start
+        start = clock()
+        estimates = estimator.estimate(problem, budget, seed)
+        seconds = clock() - start
     except Exception as exc:
-        out.update(status="error", error=_error_text(exc),
+        out.update(status="error", error=error_text(exc),
                    traceback="".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-3:]))
         return out
-    out.update(status="ok", estimates=estimates, seconds=seconds, peak_bytes=int(meter.peak_bytes),
+    meter = estimator.memory_meter()
+    peak = None
+    if memory and meter.kind != "none":
+        try:
+            with meter:
+                estimator.estimate(problem, budget, seed)
+            peak = int(meter.peak_bytes)
+        except Exception:  # the timed run succeeded; the peak stays unmeasured
+            peak = None
+    out.update(status="ok", estimates=estimates, seconds=seconds, peak_bytes=peak if memory else None,
                memory_kind=meter.kind)
     return out
-
-
-def _normalise(estimates: Any, exact: Mapping[str, tuple], who: str) -> tuple[dict[str, Any], float | None]:
-    """Validate an estimator's output against the problem's targets: (estimates, evaluations)."""
-    if not isinstance(estimates, Mapping):
-        raise TypeError(f"{who} returned {type(estimates).__name__}, expected a dict of target -> value")
-    estimates = dict(estimates)
-    evaluations = None
-    if EVALUATIONS in estimates:
-        raw = estimates.pop(EVALUATIONS)
-        if isinstance(raw, bool) or not isinstance(raw, (int, float, np.integer, np.floating)) \
-                or not math.isfinite(raw) or raw < 0:
-            raise ValueError(f"{who} reported evaluations={raw!r}; expected a finite number >= 0")
-        evaluations = float(raw)
-    if not estimates:
-        raise ValueError(f"{who} returned no estimates")
-    out = {}
-    for target, raw in estimates.items():
-        if target not in exact:
-            raise ValueError(f"{who} returned unknown target {target!r}; the problem's targets are {sorted(exact)}")
-        value = as_target_value(raw, target, who)
-        truth = exact[target][0]
-        if truth is not None:
-            if isinstance(truth, float) and not isinstance(value, float):
-                raise ValueError(f"{who} returned an array for scalar target {target!r}")
-            if not isinstance(truth, float) and (isinstance(value, float) or value.shape != truth.shape):
-                shape = "a scalar" if isinstance(value, float) else f"shape {value.shape}"
-                raise ValueError(f"{who} returned {shape} for target {target!r}, expected shape {truth.shape}")
-        if not np.all(np.isfinite(value)):
-            warnings.warn(f"{who} gave a non-finite estimate for target {target!r}; it will appear as NaN in "
-                          f"the summary", RuntimeWarning, stacklevel=user_stacklevel())
-        out[target] = value
-    return out, evaluations
-
-
-class _Failed(Exception):
-    """Raised under ``fail_fast`` after the failing run has been recorded."""
 
 
 class Study:
@@ -365,7 +332,7 @@ class Study:
                 exc = exact_errors[problem.name]
                 record(self._base_record(s) | {"status": "error",
                                                "error": f"exact() of problem {problem.name!r} failed: "
-                                                        f"{_error_text(exc)}"})
+                                                        f"{error_text(exc)}"})
             else:
                 todo.append(i)
 
@@ -381,7 +348,7 @@ class Study:
             if getattr(est, "warmup", True):
                 b0 = min(self.budgets[est.name])
                 warm = (token, b0, warmup_seed(self.seed, problem.name, est.name, b0))
-            work.append((problem, est, s.budget, s.seed, warm, i))
+            work.append((problem, est, s.budget, s.seed, warm, i, s.replicate == 0))
         if n_jobs == 1 and backend is None:
             outputs = (_execute(*args) for args in work)
         else:
@@ -395,10 +362,15 @@ class Study:
             self._consume(outputs, specs, exact, warmups, record, store, bar, fail_fast)
 
         results = Results()
+        peaks = {(r["problem"], r["estimator"], r["budget"]): r["peak_bytes"] for r in records.values()
+                 if r.get("status") == "ok" and r.get("peak_bytes") is not None}
         for i, k in enumerate(keys):
             s = specs[i]
             problem = self.problems[s.problem_index]
-            results.add_record(records[k], exact.get(problem.name, {}))
+            rec = records[k]
+            if rec.get("status") == "ok" and rec.get("peak_bytes") is None:  # the cell's memory call
+                rec = {**rec, "peak_bytes": peaks.get((rec["problem"], rec["estimator"], rec["budget"]))}
+            results.add_record(rec, exact.get(problem.name, {}))
         results.warmups = [w for w in warmups if w.get("study", "") == self.name]
         results.meta.update({
             "seed": self.seed, "replicates": self.replicates,
@@ -409,6 +381,7 @@ class Study:
             "references": {p: {t: {"stderr": v[1], "provenance": v[2]} for t, v in ex.items()}
                            for p, ex in exact.items()},
             "sizes": {p.name: dict(p.size()) if hasattr(p, "size") else {} for p in self.problems},
+            "kinds": {p.name: getattr(p, "kind", None) for p in self.problems},
             "skipped": [list(pair) for pair in self.skipped_pairs()],
             "baseline": {p.name: self.baseline for p in self.problems} if self.baseline else {},
             "runs": len(specs), "resumed": len(specs) - len(pending)})
@@ -435,7 +408,7 @@ class Study:
                     who = (f"estimator {est.name!r} on problem {problem.name!r} "
                            f"(budget={s.budget}, replicate={s.replicate}, seed={s.seed})")
                     try:
-                        estimates, evaluations = _normalise(out["estimates"], exact[problem.name], who)
+                        estimates, evaluations = normalise(out["estimates"], exact[problem.name], who)
                     except (TypeError, ValueError) as exc:
                         error = exc
                         rec.update(status="error", error=str(exc))

@@ -8,17 +8,25 @@
 
 from .chain_crf import ChainCRF
 from .kinds import (
-                    CHAIN_CRF,
-                    KINDS,
-                    PAIRWISE_MRF,
-                    PCFG,
-                    TRF,
-                    ChainCRFProblem,
-                    KindProblem,
-                    PairwiseMRFProblem,
-                    PCFGProblem,
-                    span_vector,
+    CHAIN_CRF,
+    FINITE_CHAIN,
+    ITG_PAIR,
+    KINDS,
+    PAIRWISE_MRF,
+    PCFG,
+    SYNTHETIC_CHAIN,
+    TREE_CRF,
+    TRF,
+    ChainCRFProblem,
+    KindProblem,
+    PairwiseMRFProblem,
+    PCFGProblem,
+    chart_rule_entries,
+    pcfg_targets,
+    register_kind,
+    span_vector,
 )
 
-__all__ = ["CHAIN_CRF", "KINDS", "PAIRWISE_MRF", "PCFG", "TRF", "ChainCRF", "ChainCRFProblem", "KindProblem",
-           "PCFGProblem", "PairwiseMRFProblem", "span_vector"]
+__all__ = ["CHAIN_CRF", "FINITE_CHAIN", "ITG_PAIR", "KINDS", "PAIRWISE_MRF", "PCFG", "SYNTHETIC_CHAIN", "TREE_CRF",
+           "TRF", "ChainCRF", "ChainCRFProblem", "KindProblem", "PCFGProblem", "PairwiseMRFProblem",
+           "chart_rule_entries", "pcfg_targets", "register_kind", "span_vector"]

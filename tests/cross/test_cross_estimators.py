@@ -9,12 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from samplers.harness.cross import (
+from samplers.harness import (
     KindEstimator,
     estimators_for,
     list_estimators,
     load_estimators,
-    register_estimator,
+    register_estimators,
     run_all,
 )
 from samplers.models import random_mrf
@@ -73,9 +73,9 @@ def test_registry_lists_without_importing_and_refuses_duplicates():
     names = list_estimators()
     assert {"samplers", "rdp", "doeblin", "pruning", "trf"} <= set(names)
     with pytest.raises(ValueError, match="already registered"):
-        register_estimator("rdp", "rdp.estimators:rdp_estimators", "rdp")
+        register_estimators("rdp", "rdp.estimators:other", "rdp")
     with pytest.raises(ValueError, match="module:function"):
-        register_estimator("x-test", "nocolon", "x")
+        register_estimators("x-test", "nocolon", "x")
     with pytest.raises(ValueError, match="unknown estimator factory"):
         load_estimators(["nope"])
 
@@ -122,7 +122,7 @@ def test_ais_log_partition_unbiased_in_linear_space(make):
 def test_ais_weighted_marginals_consistent(make):
     """Self-normalised AIS weights are consistent with a bias O(1 / n_chains) per run, which averaging
     replicates does not remove: with 1000 chains per run it is small against the se of 10 runs."""
-    from samplers.harness.cross import AISEstimator
+    from samplers.estimators import AISEstimator
 
     problem = make()
     values = replicates(AISEstimator(n_chains=1000), problem, 10, 10, "marginals")

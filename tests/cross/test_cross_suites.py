@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from samplers.cli import main as mcsa_main
 from samplers.harness import Study, list_suites, load_suite
-from samplers.harness.cross_suites import leaderboard, main
+from samplers.harness.summary import leaderboard
 
 
 def test_cross_suites_are_registered_and_build():
@@ -54,10 +55,28 @@ def test_leaderboard_pools_scores_over_problems():
 
 
 def test_leaderboard_cli_errors(tmp_path, capsys):
-    assert main([str(tmp_path)]) == 2
-    assert "no summary.csv" in capsys.readouterr().err
-    assert main([str(tmp_path), "nope"]) == 2
-    assert main([]) == 2
+    assert mcsa_main(["bench", "leaderboard", str(tmp_path)]) == 2
+    assert "no finished study" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        mcsa_main(["bench", "leaderboard"])
+    assert exc.value.code == 2
+
+
+def test_leaderboard_from_a_study_folder(tmp_path, capsys):
+    """`mcsa bench leaderboard DIR` reads the kinds from the study's own metadata (results.json)."""
+    from samplers.harness import Suite, register_suite
+
+    full = load_suite("cross-quick")
+    problems = [p for p in full.problems if p.kind == "pairwise-mrf"]
+    estimators = [e for e in full.estimators if e.name in ("trivial", "gibbs")]
+    register_suite("cross-tiny-test", lambda: Suite(problems, estimators, {"trivial": [1], "gibbs": [50]},
+                                                     replicates=2, baseline="trivial"), "test only", replace=True)
+    out = tmp_path / "out"
+    assert mcsa_main(["bench", "run", "--suite", "cross-tiny-test", "--out", str(out), "--no-plots"]) == 0
+    capsys.readouterr()
+    assert mcsa_main(["bench", "leaderboard", str(out)]) == 0
+    table = capsys.readouterr().out
+    assert "### pairwise-mrf: marginals" in table and "| gibbs |" in table
 
 
 def test_cross_modules_do_not_import_torch():
@@ -66,10 +85,11 @@ def test_cross_modules_do_not_import_torch():
     import sys
 
     code = ("import sys\n"
-            "import samplers.problems, samplers.harness.cross, samplers.harness.cross_suites\n"
+            "import samplers.problems, samplers.estimators, samplers.suites, rdp, rdp._register\n"
             "import samplers.pruning.estimators, doeblin.estimators, trf.estimators, samplers.models.uai\n"
-            "from samplers.harness.cross import load_estimators\n"
+            "from samplers.harness import load_estimators, load_problems\n"
             "load_estimators(families=('samplers', 'doeblin', 'pruning', 'trf'))\n"
+            "load_problems('cross-quick')\n"
             "assert 'torch' not in sys.modules, 'torch imported'\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr

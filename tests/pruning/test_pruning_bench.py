@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from samplers.harness import Study, load_suite
-from samplers.pruning.bench import level_threshold
+from samplers.pruning.estimators import level_threshold
 
 
 @pytest.mark.slow  # compiles every chart and ITG kernel on a cold Numba cache

@@ -8,8 +8,11 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import rdp  # noqa: E402
-from rdp.bench import ChainProblem, RDPEstimator, TreeProblem, rdp_quick_suite, split_budget  # noqa: E402
+from rdp.estimators import RDPEstimator, split_budget  # noqa: E402
 from rdp.memory import TorchMemoryMeter, measure, note_output  # noqa: E402
+from rdp.problems import SyntheticChainProblem as ChainProblem  # noqa: E402
+from rdp.problems import TreeCRFProblem as TreeProblem  # noqa: E402
+from rdp.suites import rdp_quick_suite  # noqa: E402
 from rdp.synthetic import describe, make_chain, make_tree  # noqa: E402
 from samplers.harness import Study, load_suite  # noqa: E402
 
@@ -69,7 +72,7 @@ def test_rdp_beats_topk_on_a_dense_chain():
     """RDP at 10% of N has lower MSE than Top-K at 50% of N on a dense chain (Table 2's claim), over
     20 replicates; Top-K's error is pure bias (about -3.3 nats here), RDP's RMSE is well below 1."""
     problem = ChainProblem(200, 20, "dense")
-    res = Study([problem], [RDPEstimator("k1=k2"), RDPEstimator("topk")],
+    res = Study([problem], [RDPEstimator("k1=k2", "RDP (K1=K2)"), RDPEstimator("topk", "TopK")],
                 {"RDP (K1=K2)": [10], "TopK": [50]}, replicates=20, seed=1).run(progress=False)
     mse = {(r["estimator"], r["target"]): r["mse"] for r in res.summary()}
     assert mse[("RDP (K1=K2)", "log_partition")] < mse[("TopK", "log_partition")]

@@ -83,9 +83,9 @@ def test_a_package_outside_mcsa_registers_a_suite_and_a_command(plugin_path, tmp
     assert "| coin | mean | mc | 100 | budget | 3 |" in ran.stdout
     hello = _mcsa(["hello", "--name", "plug-ins"], plugin_path)
     assert hello.returncode == 0 and hello.stdout.strip() == "hello plug-ins"
-    # listing imports neither the plug-in's suite module nor torch nor any family's bench module
+    # listing imports neither the plug-in's suite module nor torch nor any family's suites module
     code = ("import sys\nfrom samplers.cli import main\nmain(['bench', 'list'])\n"
-            "bad = {'torch', 'mcsa_plugin_demo.suite', 'rdp', 'rdp.bench', 'trf.bench', 'doeblin.bench'} & "
+            "bad = {'torch', 'mcsa_plugin_demo.suite', 'rdp.suites', 'rdp.chain', 'trf.suites', 'doeblin.suites', 'samplers.suites'} & "
             "set(sys.modules)\nassert not bad, bad\n")
     env = {**os.environ, "PYTHONPATH": str(plugin_path)}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
@@ -94,7 +94,10 @@ def test_a_package_outside_mcsa_registers_a_suite_and_a_command(plugin_path, tmp
 
 def test_mcsa_registers_its_own_suites_and_commands_through_entry_points():
     suites = {ep.name: ep.value for ep in metadata.entry_points(group="mcsa.suites")}
-    assert suites["samplers"] == "samplers.harness.builtin:register_samplers" and "rdp" in suites
+    assert suites["samplers"] == "samplers._register:suites" and suites["rdp"] == "rdp._register:suites"
+    for group in ("mcsa.estimators", "mcsa.problems"):
+        eps = {ep.name: ep.value for ep in metadata.entry_points(group=group)}
+        assert eps["samplers"] == f"samplers._register:{group.split('.')[1]}" and "trf" in eps
     commands = {ep.name: ep.value for ep in metadata.entry_points(group="mcsa.commands")}
     assert commands["bench"] == "samplers.harness.cli:register" and commands["trf"] == "trf.cli:register"
     assert {"quick", "mrf-quick", "rdp-quick", "doeblin-quick", "pruning-quick", "trf-quick"} <= set(list_suites())
@@ -126,7 +129,7 @@ def test_a_broken_or_conflicting_plugin_warns_and_listing_still_works(monkeypatc
     messages = [str(w.message) for w in caught]
     assert any("'broken'" in m and "plugin bug" in m for m in messages)
     assert any("'conflicting'" in m and "already registered" in m for m in messages)
-    assert "mrf-quick" in list_suites() and registry._SUITES["mrf-quick"][0].startswith("samplers.harness")
+    assert "mrf-quick" in list_suites() and registry._SUITES["mrf-quick"][0].startswith("samplers.suites")
 
 
 #: Commands whose options must all have help text (mcsa's own groups are added as they comply).

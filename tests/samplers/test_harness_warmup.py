@@ -71,7 +71,8 @@ def test_warmup_uses_smallest_budget_and_a_seed_outside_the_replicate_streams():
     est = FunctionEstimator("e", lambda p, n, s: calls.append((n, s)) or {"m": 0.0})
     problem = FunctionProblem("p", lambda: {"m": 0.0})
     res = Study([problem], [est], budgets=[30, 10, 20], replicates=4, seed=9).run(progress=False)
-    assert calls[0] == (10, warmup_seed(9, "p", "e", 10)) and len(calls) == 1 + 3 * 4
+    # one warm-up, 3 x 4 timed runs, and per budget one untimed memory call (replicate 0's seed again)
+    assert calls[0] == (10, warmup_seed(9, "p", "e", 10)) and len(calls) == 1 + 3 * 4 + 3
     replicate_seeds = {run_seed(9, "p", "e", b, r) for b in (10, 20, 30) for r in range(4)}
     assert calls[0][1] not in replicate_seeds and {s for _, s in calls[1:]} == replicate_seeds
     assert len(res.warmups) == 1 and res.warmups[0]["budget"] == 10
@@ -79,7 +80,7 @@ def test_warmup_uses_smallest_budget_and_a_seed_outside_the_replicate_streams():
     calls.clear()
     est.warmup = False
     res2 = Study([problem], [est], budgets=[30, 10, 20], replicates=4, seed=9).run(progress=False)
-    assert len(calls) == 12 and res2.warmups == []
+    assert len(calls) == 12 + 3 and res2.warmups == []
     assert [r["seed"] for r in res2.rows] == [r["seed"] for r in res.rows]
 
 
@@ -96,3 +97,42 @@ def test_warmup_failure_is_recorded_and_the_runs_still_happen():
     assert "budget 1 is too small" in res.warmups[0]["error"]
     assert len(res.rows) == 2 and {r["budget"] for r in res.rows} == {5}
     assert "failed: ValueError: budget 1 is too small" in res.report_markdown()
+
+
+def test_time_and_memory_come_from_separate_calls(monkeypatch):
+    """The timed call runs with no memory meter (tracemalloc off), under the study's clock, which is
+    read exactly twice around it; the peak comes from one further untimed call per cell, which the
+    estimator sees with tracemalloc on.  A fake clock that advances 1 s per reading makes every run's
+    seconds exactly 1 (the timed region holds nothing but the call)."""
+    import tracemalloc
+
+    import numpy as np
+
+    from samplers.harness import Exact
+    from samplers.harness import study as study_module
+
+    readings = []
+
+    def fake_clock():
+        readings.append(len(readings))
+        return float(len(readings))
+
+    monkeypatch.setattr(study_module, "clock", fake_clock)
+    seen = []
+
+    def est_fn(p, n, s):
+        seen.append((n, s, tracemalloc.is_tracing()))
+        buf = np.ones(n * 1024)  # n KiB x 8 of NumPy memory for the meter to see
+        return {"m": float(buf.sum() * 0), "tracing": float(tracemalloc.is_tracing())}
+
+    est = FunctionEstimator("e", est_fn, warmup=False)
+    problem = FunctionProblem("p", lambda: {"m": 0.0, "tracing": Exact(None)})
+    res = Study([problem], [est], budgets=[16, 64], replicates=3, seed=2).run(progress=False)
+    timed = [r for r in res.rows if r["target"] == "tracing"]
+    assert all(r["estimate"] == 0.0 for r in timed), "tracemalloc was on during a timed call"
+    assert all(r["seconds"] == 1.0 for r in res.rows) and len(readings) == 2 * 6
+    metered = [c for c in seen if c[2]]
+    assert [(n, s) for n, s, _ in metered] == [(b, run_seed(2, "p", "e", b, 0)) for b in (16, 64)]
+    peaks = {r["budget"]: r["peak_bytes"] for r in res.rows}
+    assert peaks[16] >= 16 * 1024 * 8 and peaks[64] >= 64 * 1024 * 8 > peaks[16]
+    assert all(r["memory_kind"] == "tracemalloc" for r in res.rows)

@@ -6,9 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from samplers.estimators import AISEstimator
+from samplers.estimators import GibbsEstimator as GibbsMarginalsEstimator
 from samplers.harness import FunctionProblem, Suite, load_suite, registry, run_suite
-from samplers.harness.suites import AISEstimator, GibbsMarginalsEstimator, MRFProblem, mrf_quick_suite, quick_suite
 from samplers.models import ising_grid
+from samplers.problems import PairwiseMRFProblem as MRFProblem
+from samplers.suites import mrf_quick_suite, quick_suite
 
 
 def test_mrf_quick_suite_contents():
@@ -76,7 +79,7 @@ def test_mrf_quick_suite_same_estimates_for_any_n_jobs():
 
 def test_ais_ising_suite_reports_stderr_beside_the_error():
     from samplers.harness import Study
-    from samplers.harness.suites import ais_ising_suite
+    from samplers.suites import ais_ising_suite
 
     suite = ais_ising_suite(n_chains=50, temperatures=(20,), replicates=8)
     assert [p.name for p in suite.problems] == ["ising-4x4", "ising-4x5"]

@@ -35,7 +35,7 @@ def test_ais_converges_with_temperatures(tiny_model):
 @pytest.mark.slow
 def test_quick_suite_estimates_improve_with_budget():
     from samplers.harness import Study
-    from trf.bench import trf_quick_suite
+    from trf.suites import trf_quick_suite
 
     suite = trf_quick_suite()
     problem = suite.problems[0]

@@ -14,7 +14,7 @@ from experiments.rdp_tables import table as T  # noqa: E402
 @pytest.mark.torch
 @pytest.mark.parametrize("proposal", S.PROPOSALS)
 def test_forward_estimator_is_exact_at_full_budget_and_topk_is_a_lower_bound(proposal):
-    from rdp.bench import ChainProblem
+    from rdp.problems import SyntheticChainProblem as ChainProblem
 
     problem = ChainProblem(30, 6, "dense")
     exact = problem.exact()["log_partition"]

@@ -1,0 +1,59 @@
+"""Run records: validating an estimator's output against a problem's targets, and the helpers the
+engine's modules share (warning stack levels, error text)."""
+
+from __future__ import annotations
+
+import math
+import sys
+import warnings
+from typing import Any, Mapping
+
+import numpy as np
+
+from .problem import EVALUATIONS, as_target_value
+
+
+def user_stacklevel() -> int:
+    """``stacklevel`` for :func:`warnings.warn` (called by the caller of this function) that points
+    at the first frame outside ``samplers.harness``: the user's code."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("samplers.harness"):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def error_text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def normalise(estimates: Any, exact: Mapping[str, tuple], who: str) -> tuple[dict[str, Any], float | None]:
+    """Validate an estimator's output against the problem's targets: (estimates, evaluations)."""
+    if not isinstance(estimates, Mapping):
+        raise TypeError(f"{who} returned {type(estimates).__name__}, expected a dict of target -> value")
+    estimates = dict(estimates)
+    evaluations = None
+    if EVALUATIONS in estimates:
+        raw = estimates.pop(EVALUATIONS)
+        if isinstance(raw, bool) or not isinstance(raw, (int, float, np.integer, np.floating)) \
+                or not math.isfinite(raw) or raw < 0:
+            raise ValueError(f"{who} reported evaluations={raw!r}; expected a finite number >= 0")
+        evaluations = float(raw)
+    if not estimates:
+        raise ValueError(f"{who} returned no estimates")
+    out = {}
+    for target, raw in estimates.items():
+        if target not in exact:
+            raise ValueError(f"{who} returned unknown target {target!r}; the problem's targets are {sorted(exact)}")
+        value = as_target_value(raw, target, who)
+        truth = exact[target][0]
+        if truth is not None:
+            if isinstance(truth, float) and not isinstance(value, float):
+                raise ValueError(f"{who} returned an array for scalar target {target!r}")
+            if not isinstance(truth, float) and (isinstance(value, float) or value.shape != truth.shape):
+                shape = "a scalar" if isinstance(value, float) else f"shape {value.shape}"
+                raise ValueError(f"{who} returned {shape} for target {target!r}, expected shape {truth.shape}")
+        if not np.all(np.isfinite(value)):
+            warnings.warn(f"{who} gave a non-finite estimate for target {target!r}; it will appear as NaN in "
+                          f"the summary", RuntimeWarning, stacklevel=user_stacklevel())
+        out[target] = value
+    return out, evaluations
