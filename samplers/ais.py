@@ -30,8 +30,9 @@ from typing import Any, Callable
 import numpy as np
 from scipy.special import expit, logsumexp
 
-from .models import PairwiseMRF
+from .models import FactorGraph, PairwiseMRF
 from .models._kernels import gibbs_chains
+from .models.factor_gibbs import gibbs_move, higher_order_log_weights, unary_log_partition, unary_sample
 from .rng import _MAX_KERNEL_SEED, as_generator
 from .validation import as_float_array, check_float, check_int
 
@@ -177,7 +178,8 @@ def run_ais(sample_initial: Callable[[int, np.random.Generator], Any],
             log_ratio: Callable[[Any], np.ndarray],
             transition: Callable[[Any, float, np.random.Generator], Any],
             n_temperatures: int = 100, n_chains: int = 100, seed: Any = None, *,
-            schedule: str | Any = "linear", log_partition_start: float = 0.0) -> AISResult:
+            schedule: str | Any = "linear", log_partition_start: float = 0.0,
+            zero_weights: bool = False) -> AISResult:
     """Generic AIS along the geometric path ``log f_beta = log f_0 + beta * log_ratio`` (vectorised over chains).
 
     The same algorithm as :func:`ais_log_partition` (Neal 2001, Sec. 2-3) for any model, in Python:
@@ -197,6 +199,10 @@ def run_ais(sample_initial: Callable[[int, np.random.Generator], Any],
         Randomness (SPEC 7), passed to the callbacks as one ``np.random.Generator``.
     log_partition_start : float
         ``log Z_0`` (exact), added to the estimate.
+    zero_weights : bool
+        Accept ``log_ratio = -inf`` (a state the target gives zero weight, e.g. a hard zero of a factor
+        graph): that chain's importance weight is zero, which keeps ``E[w] = Z_1 / Z_0``.  Refused
+        (``ValueError``) when every chain's weight is zero.
 
     Returns
     -------
@@ -210,11 +216,16 @@ def run_ais(sample_initial: Callable[[int, np.random.Generator], Any],
     log_w = np.zeros(n_chains)
     for t in range(1, betas.size):
         ratio = np.asarray(log_ratio(x), dtype=np.float64)
-        if ratio.shape != (n_chains,) or not np.all(np.isfinite(ratio)):
-            raise ValueError(f"log_ratio must return {n_chains} finite values, got shape {ratio.shape}")
+        ok = (np.isfinite(ratio) | (ratio == -np.inf)) if zero_weights else np.isfinite(ratio)
+        if ratio.shape != (n_chains,) or not np.all(ok):
+            raise ValueError(f"log_ratio must return {n_chains} finite values{' (or -inf)' if zero_weights else ''}, "
+                             f"got shape {ratio.shape}")
         log_w += (betas[t] - betas[t - 1]) * ratio
         if t < betas.size - 1:
             x = transition(x, float(betas[t]), gen)
+    if not np.any(np.isfinite(log_w)):
+        raise ValueError(f"every one of the {n_chains} AIS chains has weight zero (each met a zero of the target); "
+                         "use more chains or temperatures")
     log_mean, ess, stderr = summarize_log_weights(log_w)
     log_w.flags.writeable = False
     return AISResult(log_partition=log_z0 + log_mean, log_weights=log_w, log_partition_start=log_z0, betas=betas,
@@ -350,3 +361,44 @@ def run_bidirectional_ais(sample_initial: Callable[[int, np.random.Generator], A
     reverse = run_reverse_ais(target_states, log_ratio, transition, n_temperatures=n_temperatures, seed=gen,
                               schedule=schedule, log_partition_start=log_partition_start)
     return BidirectionalResult(forward, reverse)
+
+
+def ais_factor_graph(fg: FactorGraph, n_temperatures: int = 100, n_chains: int = 100, seed: Any = None, *,
+                     schedule: str | Any = "linear") -> tuple[AISResult, np.ndarray]:
+    """AIS for ``log Z`` of a factor graph, from its unary-only model (Neal 2001), by :func:`run_ais`.
+
+    The path is ``log f_beta = unary + constants + beta * (factors of arity >= 2)``; ``f_0`` is sampled
+    exactly (:func:`samplers.models.factor_gibbs.unary_sample`) and the moves are Numba Gibbs sweeps over
+    the flat factor bundle (:func:`samplers.models.factor_gibbs.gibbs_move`).  Hard zeros stay zeros
+    at every ``beta > 0``: a chain drawn from ``f_0`` at a zero gets importance weight zero
+    (``zero_weights=True``), so AIS stays unbiased for ``Z`` but loses chains on tightly constrained
+    models (see ``ess``).
+
+    Parameters
+    ----------
+    fg : FactorGraph
+        The model (condition it on evidence first: :meth:`FactorGraph.condition`).
+    n_temperatures, n_chains, seed, schedule
+        As in :func:`ais_log_partition`.
+
+    Returns
+    -------
+    (AISResult, ndarray (n_chains, n_vars))
+        The estimate and the chains' final states (properly weighted by ``exp(log_weights)``).
+    """
+    if not isinstance(fg, FactorGraph):
+        raise TypeError(f"fg must be a FactorGraph, got {type(fg).__name__}")
+    last: list = []
+
+    def initial(n, gen):
+        last[:] = [unary_sample(fg, n, gen)]
+        return last[0]
+
+    def move(x, beta, gen):
+        last[:] = [gibbs_move(fg, x, beta, gen)]
+        return last[0]
+
+    res = run_ais(initial, lambda x: higher_order_log_weights(fg, x), move, n_temperatures=n_temperatures,
+                  n_chains=n_chains, seed=seed, schedule=schedule, log_partition_start=unary_log_partition(fg),
+                  zero_weights=True)
+    return res, last[0]

@@ -21,6 +21,23 @@ def _jobs(text: str) -> int:
     return value
 
 
+def _suite_arg(text: str) -> tuple[str, str]:
+    key, eq, value = text.partition("=")
+    if not eq or not key.isidentifier():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE with KEY a Python name, got {text!r}")
+    return key, value
+
+
+def suite_options(args) -> dict[str, str]:
+    """The suite factory's keyword arguments from ``--suite-arg KEY=VALUE`` and ``--instances DIR``."""
+    options = dict(args.suite_args)
+    if args.instances is not None:
+        if options.get("instances", args.instances) != args.instances:
+            raise ValueError("--instances and --suite-arg instances=... disagree")
+        options["instances"] = args.instances
+    return options
+
+
 def register(subparsers) -> None:
     """Add ``bench list`` and ``bench run`` to the ``mcsa`` sub-commands."""
     bench = subparsers.add_parser("bench", help="list and run evaluation-harness suites",
@@ -59,6 +76,11 @@ def register(subparsers) -> None:
     p_run.add_argument("--seed", type=nonnegative_int, default=0, help="study seed; every run's seed derives from it")
     p_run.add_argument("--budgets", type=positive_int, nargs="+", default=None,
                        help="override every estimator's budgets (default: the suite's)")
+    p_run.add_argument("--suite-arg", dest="suite_args", action="append", default=[], type=_suite_arg,
+                       metavar="KEY=VALUE", help="keyword argument of the suite's factory (repeatable), e.g. "
+                                                 "--suite-arg instances=DIR for --suite uai")
+    p_run.add_argument("--instances", default=None, metavar="DIR",
+                       help="folder of problem instances (the same as --suite-arg instances=DIR; --suite uai)")
     p_run.add_argument("--baseline", default=None,
                        help="estimator scored 0 in the UAI-style 0-100 score (default: the suite's baseline)")
     mode = p_run.add_mutually_exclusive_group()
@@ -109,6 +131,14 @@ def cmd_run(args) -> int:
 
     if not suite_exists(args.suite):
         load_suite(args.suite)  # the unknown-suite error, listing the known ones
+    suite = args.suite
+    try:
+        options = suite_options(args)
+        if options:
+            suite = load_suite(args.suite, **options)
+    except (TypeError, ValueError) as exc:
+        print(f"mcsa: error: --suite-arg: suite {args.suite!r}: {exc}", file=sys.stderr)
+        return 2
     from .study import RunFailedWarning
 
     if args.jobs != 1:
@@ -121,7 +151,7 @@ def cmd_run(args) -> int:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RunFailedWarning)  # failures are reported below
-            results = run_suite(args.suite, replicates=args.replicates, seed=args.seed, n_jobs=args.jobs,
+            results = run_suite(suite, replicates=args.replicates, seed=args.seed, n_jobs=args.jobs,
                                 budgets=args.budgets, progress=args.progress, out=args.out, resume=args.resume,
                                 force=args.force, fail_fast=args.fail_fast, plots=not args.no_plots,
                                 baseline=args.baseline)
@@ -140,6 +170,7 @@ def cmd_run(args) -> int:
             again += f" --replicates {args.replicates}"
         if args.budgets is not None:
             again += " --budgets " + " ".join(map(str, args.budgets))
+        again += "".join(f" --suite-arg {k}={v}" for k, v in suite_options(args).items())
         print(f"mcsa: interrupted; finished runs are kept in {args.out}/runs.jsonl. Resume with: {again} --resume",
               file=sys.stderr)
         return 130

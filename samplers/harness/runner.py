@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from .registry import Suite, load_suite
 from .results import Results
@@ -53,7 +53,7 @@ def _studies(suite: Suite, replicates: int | None, seed: int, budgets: Sequence[
 def run_suite(suite: Suite | str, *, replicates: int | None = None, seed: int = 0, n_jobs: int = 1,
               budgets: Sequence[int] | None = None, progress: bool | None = None, out: str | Path | None = None,
               resume: bool = False, force: bool = False, fail_fast: bool = False, plots: bool = True,
-              baseline: str | None = None) -> Results:
+              baseline: str | None = None, suite_options: Mapping[str, Any] | None = None) -> Results:
     """Run a suite (or a registered suite name) and return its results.
 
     A suite with ``parts`` (like ``quick``) runs each part as its own study, so estimators meet only
@@ -74,6 +74,8 @@ def run_suite(suite: Suite | str, *, replicates: int | None = None, seed: int = 
         Write the PNG plots (with ``out``).
     baseline : str, optional
         Estimator name for the UAI-style score, overriding the suite's ``baseline``.
+    suite_options : mapping, optional
+        Keyword arguments of a registered suite's factory (``mcsa bench run --suite-arg KEY=VALUE``).
     """
     name = suite if isinstance(suite, str) else (suite.name or "suite")
     folder = previous = None
@@ -85,7 +87,7 @@ def run_suite(suite: Suite | str, *, replicates: int | None = None, seed: int = 
                 load_suite(suite)  # raises the unknown-suite error listing the known ones
         folder, previous = prepare_output_dir(out, suite=name, seed=seed, resume=resume, force=force)
     if isinstance(suite, str):
-        suite = load_suite(suite)
+        suite = load_suite(suite, **dict(suite_options or {}))
     studies = _studies(suite, replicates, seed, budgets, baseline)
     if folder is None:
         return Results.concat([s.run(n_jobs=n_jobs, progress=progress, fail_fast=fail_fast) for s in studies])

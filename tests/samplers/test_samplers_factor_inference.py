@@ -8,35 +8,14 @@ import pytest
 
 from samplers.models import FactorGraph
 from samplers.models.belief_propagation import loopy_belief_propagation
+from samplers.models.constructors import random_factor_graph
 from samplers.models.factor_gibbs import feasible_states, gibbs_marginals
 
 
 def random_graph(seed: int, n_vars: int = 6, n_factors: int = 7, max_arity: int = 4, zero_rate: float = 0.1,
                  scale: float = 1.0, tree: bool = False) -> FactorGraph:
-    """A random factor graph; ``tree=True`` joins each new factor to one earlier variable and new ones
-    (a factor graph without cycles), plus unary and constant factors."""
-    rng = np.random.default_rng(seed)
-    cards = rng.integers(2, 4, size=n_vars)
-    scopes: list = [()]
-    if tree:
-        placed = 1
-        while placed < n_vars:
-            fresh = int(rng.integers(1, min(max_arity - 1, n_vars - placed) + 1))
-            scopes.append((int(rng.integers(placed)),) + tuple(range(placed, placed + fresh)))
-            placed += fresh
-        scopes += [(int(v),) for v in rng.choice(n_vars, 3, replace=False)]
-    else:
-        for _ in range(n_factors):
-            arity = int(rng.integers(1, max_arity + 1))
-            scopes.append(tuple(int(v) for v in rng.choice(n_vars, arity, replace=False)))
-    tables = []
-    for sc in scopes:
-        t = rng.normal(scale=scale, size=tuple(int(cards[v]) for v in sc))
-        if sc:
-            t[rng.random(t.shape) < zero_rate] = -np.inf
-            t.flat[int(rng.integers(t.size))] = 0.0  # never an all-zero factor
-        tables.append(t)
-    return FactorGraph(cards, scopes, tables)
+    return random_factor_graph(n_vars, n_factors=n_factors, max_arity=max_arity, zero_rate=zero_rate, scale=scale,
+                               tree=tree, seed=seed)
 
 
 # -- loopy BP ------------------------------------------------------------------------------------------
