@@ -12,11 +12,12 @@ import pytest
 from samplers.ais import ais_factor_graph
 from samplers.cli import main as mcsa_main
 from samplers.harness import Exact, estimators_for, run_suite
-from samplers.models import FactorGraph, TooWideError, write_evid, write_uai
+from samplers.models import FactorGraph, TooWideError, write_evid, write_mar, write_uai
 from samplers.models.constructors import random_factor_graph
 from samplers.problems import FACTOR_GRAPH, FactorGraphProblem
 from samplers.problems.factor_graph import printed_half_unit
 from samplers.suites import uai_suite
+from samplers.uai_scores import competition_scores, hellinger
 
 
 def random_graph(seed: int, n_vars: int = 6, n_factors: int = 7, zero_rate: float = 0.1, scale: float = 1.0):
@@ -148,3 +149,31 @@ def test_cli_instances_flag_and_its_errors(tmp_path, capsys):
     assert mcsa_main(["bench", "run", "--suite", "uai", "--suite-arg", "colour=red", "--out",
                       str(tmp_path / "o4")]) == 2
     assert "colour" in capsys.readouterr().err
+
+
+def test_competition_scores_pr_and_mar(tmp_path, capsys):
+    """PR = |log10 error|, MAR = mean Hellinger over unobserved variables; exact ~ 0, trivial marked worst."""
+    folder = tmp_path / "inst"
+    folder.mkdir()
+    fg = random_graph(4, n_vars=5, zero_rate=0.05)
+    cond = fg.condition({0: 1})
+    z = cond.graph.log_partition_enumerate()
+    path = _instance(folder, "m", fg, {0: 1}, f"{z / math.log(10):.9f}")
+    marg = cond.expand_marginals(cond.graph.marginals_enumerate(), fg.max_states)
+    write_mar(f"{path}.MAR", [marg[v, :k] for v, k in enumerate(fg.cards)], fg.cards)
+    out = tmp_path / "out"
+    assert mcsa_main(["bench", "run", "--suite", "uai", "--instances", str(folder), "--suite-arg", "scale=quick",
+                      "--replicates", "2", "--out", str(out), "--no-plots", "--no-progress"]) == 0
+    capsys.readouterr()
+    rows = {(r["estimator"], r["target"]): r for r in competition_scores(out, folder)
+            if r["budget"] == max(q["budget"] for q in competition_scores(out, folder)
+                                  if q["estimator"] == r["estimator"])}
+    assert rows[("exact-elimination", "log_partition")]["score"] < 1e-8
+    assert rows[("exact-elimination", "marginals")]["score"] < 1e-6
+    assert rows[("trivial", "marginals")]["score"] > rows[("loopy-bp", "marginals")]["score"]
+    assert mcsa_main(["uai", "scores", str(out), "--instances", str(folder)]) == 0
+    text = capsys.readouterr().out
+    assert "### PR:" in text and "### MAR: mean Hellinger" in text and "gibbs-factor" in text
+    p, q = np.array([[0.5, 0.5]]), np.array([[1.0, 0.0]])
+    assert hellinger(p, q)[0] == pytest.approx(math.sqrt(0.5 * ((math.sqrt(0.5) - 1) ** 2 + 0.5)))
+    assert mcsa_main(["uai", "scores", str(tmp_path / "none")]) == 2
