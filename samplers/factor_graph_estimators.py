@@ -4,7 +4,9 @@
   (deterministic; budget = iterations at most);
 * :class:`FactorGibbsEstimator` (``gibbs-factor``) -- Rao-Blackwellised Gibbs marginals (budget = sweeps);
 * :class:`FactorAISEstimator` (``ais-factor``) -- AIS from the unary-only model, ``log Z`` and AIS-weighted
-  marginals (budget = temperatures).
+  marginals (budget = temperatures);
+* :class:`FactorSMCEstimator` (``smc-factor``) -- annealed SMC along the same path with resampling,
+  ``log Z`` (budget = temperatures).
 
 Each works on the problem's conditioned model (:attr:`FactorGraphProblem.model`: evidence clamped by
 conditioning) and returns marginals of every variable (observed ones as point masses).  The trivial
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ais import SCHEDULES, ais_factor_graph
+from .ais import SCHEDULES, ais_factor_graph, smc_factor_graph
 from .harness import KindEstimator
 from .harness.problem import EVALUATIONS
 from .models.belief_propagation import loopy_belief_propagation
@@ -94,6 +96,34 @@ class FactorAISEstimator(KindEstimator):
                 EVALUATIONS: (n_temps - 2) * self.n_chains * model.n_vars}
 
 
+class FactorSMCEstimator(KindEstimator):
+    """Annealed SMC on the factor graph (:func:`samplers.ais.smc_factor_graph`: AIS's path and Gibbs moves,
+    systematic resampling when a group's ESS falls below half); ``log_partition`` (log of the mean of
+    ``n_groups`` independent groups' unbiased estimates); budget = temperatures.  ``evaluations`` =
+    single-site updates: particles x (temperatures - 2) x n_vars."""
+
+    name = "smc-factor"
+    budget_label = "temperatures"
+    kinds = {FACTOR_GRAPH: ("log_partition",)}
+    quick_budgets = (10, 50)
+    budgets = (10, 100, 1000)
+
+    def __init__(self, n_particles: int = 25, n_groups: int = 4, schedule: str = "sigmoid"):
+        if schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+        self.n_particles = check_int(n_particles, "n_particles", low=2)
+        self.n_groups = check_int(n_groups, "n_groups", low=2)
+        self.schedule = schedule
+
+    def _estimate(self, problem, budget, seed, targets):
+        model = problem.model
+        n_temps = max(budget, 2)
+        res = smc_factor_graph(model, n_temperatures=n_temps, n_particles=self.n_particles, seed=seed,
+                               schedule=self.schedule, n_groups=self.n_groups)
+        return {"log_partition": res.log_partition,
+                EVALUATIONS: (n_temps - 2) * self.n_particles * self.n_groups * model.n_vars}
+
+
 def factor_graph_estimators() -> list[KindEstimator]:
-    """The ``mcsa.estimators`` factory of the factor-graph estimators (loopy BP, Gibbs, AIS)."""
-    return [LoopyBPEstimator(), FactorGibbsEstimator(), FactorAISEstimator()]
+    """The ``mcsa.estimators`` factory of the factor-graph estimators (loopy BP, Gibbs, AIS, SMC)."""
+    return [LoopyBPEstimator(), FactorGibbsEstimator(), FactorAISEstimator(), FactorSMCEstimator()]

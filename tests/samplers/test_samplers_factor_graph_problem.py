@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from samplers.ais import ais_factor_graph
+from samplers.ais import ais_factor_graph, smc_factor_graph
 from samplers.cli import main as mcsa_main
 from samplers.harness import Exact, estimators_for, run_suite
 from samplers.models import FactorGraph, TooWideError, write_evid, write_mar, write_uai
@@ -98,7 +98,7 @@ def test_every_factor_graph_estimator_runs_and_is_close_on_a_small_graph():
     p = FactorGraphProblem("small", fg, evidence={3: 1})
     ex = p.exact()
     names = {e.name: e for e in estimators_for(p, families=("samplers",))}
-    assert {"trivial", "exact-elimination", "loopy-bp", "gibbs-factor", "ais-factor"} <= set(names)
+    assert {"trivial", "exact-elimination", "loopy-bp", "gibbs-factor", "ais-factor", "smc-factor"} <= set(names)
     errors = {}
     for name, budget in [("trivial", 1), ("loopy-bp", 200), ("gibbs-factor", 2000), ("ais-factor", 200)]:
         out = names[name].estimate(p, budget, seed=0)
@@ -177,3 +177,23 @@ def test_competition_scores_pr_and_mar(tmp_path, capsys):
     p, q = np.array([[0.5, 0.5]]), np.array([[1.0, 0.0]])
     assert hellinger(p, q)[0] == pytest.approx(math.sqrt(0.5 * ((math.sqrt(0.5) - 1) ** 2 + 0.5)))
     assert mcsa_main(["uai", "scores", str(tmp_path / "none")]) == 2
+
+
+@pytest.mark.parametrize("seed", [0, 1, 5])
+def test_annealed_smc_on_factor_graphs_within_standard_errors(seed):  # seeds whose groups resample
+    """SMC log Z within 4 group standard errors (+ the Jensen bias stderr^2) of enumeration (zeros, evidence);
+    resampling happens."""
+    fg = random_graph(seed, n_vars=6, zero_rate=0.1, scale=1.5)
+    g = fg.condition({2: 0}).graph
+    res = smc_factor_graph(g, n_temperatures=30, n_particles=200, seed=seed, n_groups=8)
+    assert abs(res.log_partition - g.log_partition_enumerate()) <= 4 * res.stderr + res.stderr ** 2
+    assert res.n_resamples > 0 and res.group_log_partitions.shape == (8,) and res.stderr < 0.3
+
+
+def test_smc_refuses_bad_arguments_and_dead_groups():
+    g = random_graph(0, n_vars=4)
+    with pytest.raises(ValueError, match="n_groups"):
+        smc_factor_graph(g, n_groups=1)
+    same = np.array([[0.0, -np.inf], [-np.inf, 0.0]])
+    with pytest.raises(ValueError, match="weight zero"):
+        smc_factor_graph(FactorGraph([2, 2], [(0, 1), (0, 1)], [same, same[::-1]]), n_temperatures=5, seed=0)
