@@ -73,6 +73,9 @@ def register(subparsers) -> None:
     p_run.add_argument("--replicates", type=positive_int, default=None,
                        help="replicates per cell (default: the suite's)")
     p_run.add_argument("--jobs", type=_jobs, default=1, help="parallel workers (joblib; -1 = all cores)")
+    p_run.add_argument("--dask", default=None, metavar="SCHEDULER_ADDRESS",
+                       help="send the runs to this Dask scheduler (e.g. tcp://host:8786; needs mcsa[dask]); they "
+                            "stream into --out as they finish, and --resume works as without it")
     p_run.add_argument("--seed", type=nonnegative_int, default=0, help="study seed; every run's seed derives from it")
     p_run.add_argument("--budgets", type=positive_int, nargs="+", default=None,
                        help="override every estimator's budgets (default: the suite's)")
@@ -148,10 +151,25 @@ def cmd_run(args) -> int:
         quiet = "ignore:resource_tracker:UserWarning"
         previous = os.environ.get("PYTHONWARNINGS")
         os.environ["PYTHONWARNINGS"] = f"{previous},{quiet}" if previous else quiet
+    client = None
+    if args.dask is not None:
+        try:
+            from distributed import Client
+        except ImportError:
+            print("mcsa: error: --dask needs dask.distributed: pip install 'mcsa[dask]'", file=sys.stderr)
+            return 2
+        try:
+            client = Client(args.dask, timeout=10)
+        except (OSError, TimeoutError, ValueError) as exc:
+            print(f"mcsa: error: --dask {args.dask}: cannot reach the scheduler ({type(exc).__name__}: {exc})",
+                  file=sys.stderr)
+            return 2
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RunFailedWarning)  # failures are reported below
-            results = run_suite(suite, replicates=args.replicates, seed=args.seed, n_jobs=args.jobs,
+            results = run_suite(suite, backend=None if client is None else "dask",
+                                n_jobs=-1 if client is not None and args.jobs == 1 else args.jobs,
+                                replicates=args.replicates, seed=args.seed,
                                 budgets=args.budgets, progress=args.progress, out=args.out, resume=args.resume,
                                 force=args.force, fail_fast=args.fail_fast, plots=not args.no_plots,
                                 baseline=args.baseline)
@@ -171,9 +189,14 @@ def cmd_run(args) -> int:
         if args.budgets is not None:
             again += " --budgets " + " ".join(map(str, args.budgets))
         again += "".join(f" --suite-arg {k}={v}" for k, v in suite_options(args).items())
+        if args.dask is not None:
+            again += f" --dask {args.dask}"
         print(f"mcsa: interrupted; finished runs are kept in {args.out}/runs.jsonl. Resume with: {again} --resume",
               file=sys.stderr)
         return 130
+    finally:
+        if client is not None:
+            client.close()
     print(results.to_markdown())
     if results.failures:
         print(f"mcsa: {len(results.failures)} runs failed (listed in {args.out}/summary.md); the first: "

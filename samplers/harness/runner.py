@@ -53,7 +53,8 @@ def _studies(suite: Suite, replicates: int | None, seed: int, budgets: Sequence[
 def run_suite(suite: Suite | str, *, replicates: int | None = None, seed: int = 0, n_jobs: int = 1,
               budgets: Sequence[int] | None = None, progress: bool | None = None, out: str | Path | None = None,
               resume: bool = False, force: bool = False, fail_fast: bool = False, plots: bool = True,
-              baseline: str | None = None, suite_options: Mapping[str, Any] | None = None) -> Results:
+              baseline: str | None = None, suite_options: Mapping[str, Any] | None = None,
+              backend: str | None = None) -> Results:
     """Run a suite (or a registered suite name) and return its results.
 
     A suite with ``parts`` (like ``quick``) runs each part as its own study, so estimators meet only
@@ -76,6 +77,9 @@ def run_suite(suite: Suite | str, *, replicates: int | None = None, seed: int = 
         Estimator name for the UAI-style score, overriding the suite's ``baseline``.
     suite_options : mapping, optional
         Keyword arguments of a registered suite's factory (``mcsa bench run --suite-arg KEY=VALUE``).
+    backend : str, optional
+        joblib backend of the studies (``"dask"``: the current ``distributed.Client``'s cluster; see
+        :meth:`Study.run`).
     """
     name = suite if isinstance(suite, str) else (suite.name or "suite")
     folder = previous = None
@@ -90,7 +94,8 @@ def run_suite(suite: Suite | str, *, replicates: int | None = None, seed: int = 
         suite = load_suite(suite, **dict(suite_options or {}))
     studies = _studies(suite, replicates, seed, budgets, baseline)
     if folder is None:
-        return Results.concat([s.run(n_jobs=n_jobs, progress=progress, fail_fast=fail_fast) for s in studies])
+        return Results.concat([s.run(n_jobs=n_jobs, progress=progress, fail_fast=fail_fast, backend=backend)
+                               for s in studies])
 
     manifest: dict[str, Any] = {
         "format": FORMAT, "suite": name, "description": suite.description, "seed": seed,
@@ -100,7 +105,8 @@ def run_suite(suite: Suite | str, *, replicates: int | None = None, seed: int = 
         "runs": sum(len(s.runs()) for s in studies), "files": (previous or {}).get("files", [])}
     write_json_atomic(folder / MANIFEST, manifest)
     with RunStore(folder / RUNS) as store:
-        results = Results.concat([s.run(n_jobs=n_jobs, progress=progress, store=store, fail_fast=fail_fast)
+        results = Results.concat([s.run(n_jobs=n_jobs, progress=progress, store=store, fail_fast=fail_fast,
+                                        backend=backend)
                                   for s in studies])
     results.meta["suite"] = name
     written = write_outputs(results, folder, title=f"mcsa bench run --suite {name} (seed {seed})", plots=plots,
