@@ -78,7 +78,7 @@ def mcsa_log_z(graph: FactorGraph, evidence: dict, cap: int) -> tuple[float | No
     return log_z, cond.graph.elimination_plan, time.process_time() - cpu, time.perf_counter() - wall
 
 
-def mcsa_marginal_error(mar_dir: Path | None, name: str, cap: int) -> tuple[float, float] | None:
+def mcsa_marginal_error(mar_dir: Path | None, name: str, cap: int) -> tuple[str, float | None] | None:
     if mar_dir is None or not (mar_dir / f"{name}.uai.MAR").exists():
         return None
     model = mar_dir / f"{name}.uai"
@@ -88,11 +88,12 @@ def mcsa_marginal_error(mar_dir: Path | None, name: str, cap: int) -> tuple[floa
     try:
         _, marg = cond.graph.solve(memory_cap=cap)
     except TooWideError:
-        return None
+        need = cond.graph.elimination_plan.bytes_needed(marginals=True)
+        return f"refused (needs {need / 2**30:.3g} GiB)", None
     seconds = time.process_time() - start
     full = cond.expand_marginals(marg, graph.max_states)
     ref = read_mar(mar_dir / f"{name}.uai.MAR")
-    return max(float(np.abs(full[v, :r.size] - r).max()) for v, r in enumerate(ref)), seconds
+    return f"{max(float(np.abs(full[v, :r.size] - r).max()) for v, r in enumerate(ref)):.1e}", seconds
 
 
 def _pygms_worker(path: str, evidence: dict, cap: int, queue) -> None:
@@ -101,7 +102,11 @@ def _pygms_worker(path: str, evidence: dict, cap: int, queue) -> None:
     import pygms
 
     warnings.simplefilter("ignore")
-    factors = pygms.readUai(path)
+    try:
+        factors = pygms.readUai(path)
+    except Exception as exc:  # pyGMs' own reader fails on some files
+        queue.put(("failed", f"pygms.readUai: {type(exc).__name__}: {exc}"))
+        return
     start = time.process_time()
     model = pygms.GraphModel([f.log() for f in factors], isLog=True)
     model.condition(evidence)
@@ -173,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         mar = mcsa_marginal_error(args.mar_dir, name, cap)
         row += [str(plan.width), f"{plan.total_table_entries:.3g}", f"{log_z / LN10:.6f}",
                 "" if pub is None else f"{pub[0]:g}", diff,
-                "" if mar is None else f"{mar[0]:.1e}", f"{seconds:.3f}", "" if mar is None else f"{mar[1]:.3f}"]
+                "" if mar is None else mar[0], f"{seconds:.3f}", "" if mar is None or mar[1] is None else f"{mar[1]:.3f}"]
         if args.no_peer:
             row += ["", "", ""]
         else:

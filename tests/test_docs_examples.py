@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = ["README.md", "docs/harness.md", "docs/samplers.md"]
+DOCS = ["README.md", "docs/harness.md", "docs/samplers.md", "docs/uai.md"]
 
 
 def python_blocks(path: Path) -> list[str]:

@@ -74,6 +74,16 @@ def _score(adj, u, heuristic, log_cards, cards, buf):
 
 
 @jit
+def _mark(x, dirty, dirty_list, n_dirty):
+    """Add ``x`` to the variables to rescore (once); return the new count."""
+    if not dirty[x]:
+        dirty[x] = True
+        dirty_list[n_dirty] = x
+        n_dirty += 1
+    return n_dirty
+
+
+@jit
 def greedy_order(adj, cards, heuristic, log_entry_cap, given):
     """Greedy elimination order (``heuristic == GIVEN``: the order ``given``, only costed); ``adj`` is
     modified (it ends empty).
@@ -125,23 +135,16 @@ def greedy_order(adj, cards, heuristic, log_entry_cap, given):
                 _set(adj, y, x)
         for w in range(adj.shape[1]):
             adj[v, w] = np.uint64(0)
+        if heuristic == GIVEN:
+            continue
         n_dirty = 0
         for a in range(d):
             x = nb[a]
-            if not dirty[x]:
-                dirty[x] = True
-                dirty_list[n_dirty] = x
-                n_dirty += 1
+            n_dirty = _mark(x, dirty, dirty_list, n_dirty)
             if heuristic == MIN_FILL or heuristic == WEIGHTED_MIN_FILL:
                 k = _neighbours(adj, x, buf)
                 for c in range(k):
-                    y = buf[c]
-                    if not dirty[y]:
-                        dirty[y] = True
-                        dirty_list[n_dirty] = y
-                        n_dirty += 1
-        if heuristic == GIVEN:
-            continue
+                    n_dirty = _mark(buf[c], dirty, dirty_list, n_dirty)
         for a in range(n_dirty):
             x = dirty_list[a]
             dirty[x] = False

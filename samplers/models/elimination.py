@@ -84,6 +84,8 @@ class EliminationPlan:
         False when the order was abandoned because a cluster already exceeded every memory cap.
     message_entries : int
         Entries of all messages together (what the calibrated tree keeps between its passes).
+    max_states : int
+        Largest cardinality of a variable (bounds the slabs of the upward pass).
     """
 
     order: tuple
@@ -93,16 +95,21 @@ class EliminationPlan:
     total_table_entries: int
     complete: bool = True
     message_entries: int = 0
+    max_states: int = 1
 
     def bytes_needed(self, marginals: bool) -> int:
-        """Bytes of the elimination: the largest cluster twice (table and workspace) for ``log Z``; for
-        the calibrated tree also every message and every downward message (cluster tables are rebuilt
-        in the downward pass, not kept)."""
-        return _BYTES * (2 * self.max_table_entries + (2 * self.message_entries if marginals else 0))
+        """Bytes of the elimination, an upper bound: for ``log Z`` every message (as if all were alive
+        at once) and two slab buffers; for the calibrated tree every message, every downward message and
+        two buffers of the largest cluster (cluster tables are rebuilt in the downward pass, not kept)."""
+        if marginals:
+            return _BYTES * (2 * self.message_entries + 2 * self.max_table_entries)
+        slab = min(self.max_table_entries, CHUNK_ENTRIES * self.max_states)
+        return _BYTES * (self.message_entries + 2 * slab)
 
     def check_memory(self, memory_cap: int, marginals: bool) -> None:
         """Raise :class:`TooWideError` (naming the width and the bytes needed) when over ``memory_cap``."""
-        need = self.bytes_needed(marginals)
+        # an abandoned order's message of its largest cluster alone is this large
+        need = self.bytes_needed(marginals) if self.complete else _BYTES * self.max_table_entries // self.max_states
         if need > memory_cap or not self.complete:
             what = "log Z and the marginals" if marginals else "log Z"
             width = f"width {self.width}" if self.complete else f"width at least {self.width}"
@@ -158,7 +165,7 @@ def plan_elimination(cards, scopes, *, heuristics=tuple(ORDER_HEURISTICS), memor
         sizes = [int(round(math.exp(x))) for x in log_sizes]
         messages = sum(size // int(cards[v]) for size, v in zip(sizes, order))
         plan = EliminationPlan(tuple(int(v) for v in order), name, int(widths.max(initial=0)), max(sizes, default=0),
-                               sum(sizes), bool(complete), messages)
+                               sum(sizes), bool(complete), messages, int(cards.max(initial=1)))
         key = (not plan.complete, plan.total_table_entries, plan.max_table_entries)
         if best is None or key < (not best.complete, best.total_table_entries, best.max_table_entries):
             best = plan
@@ -305,7 +312,7 @@ def eliminate(cards, scopes, log_tables, plan: EliminationPlan, *, marginals: bo
         axes = sorted(range(len(sc)), key=lambda a: position[sc[a]])
         sorted_scope = tuple(sc[a] for a in axes)
         bucket[sorted_scope[0]].append((sorted_scope, np.array(np.transpose(tab, axes), order="C")))
-    size = plan.max_table_entries if marginals else min(plan.max_table_entries, CHUNK_ENTRIES * int(max(cards)))
+    size = plan.max_table_entries if marginals else min(plan.max_table_entries, CHUNK_ENTRIES * plan.max_states)
     buffers = [np.empty(size), np.empty(size)]
     kept: dict[int, list] = {}  # the factors of each cluster, to rebuild it in the downward pass
     children: list[list] = [[] for _ in range(n_vars)]  # (child, message scope, message)

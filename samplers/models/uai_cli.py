@@ -94,8 +94,9 @@ def run_solve(args: argparse.Namespace) -> int:
     if args.task == "PR":
         log_z = cond.graph.log_partition_exact(memory_cap=cap)
         if log_z == -float("inf"):
-            raise ZeroPartitionError(f"{args.model}: Z = 0" + (" (the evidence has probability zero)" if evidence
-                                                               else " (every configuration has a zero factor)"))
+            why = ("it has constant (arity-0) factors of value 0" if graph.log_constant == -float("inf") else
+                   "the evidence has probability zero" if evidence else "every configuration has a zero factor")
+            raise ZeroPartitionError(f"{args.model}: Z = 0 ({why})")
         write_pr(path, log_z)
         summary = f"log10 Z = {log_z / 2.302585092994046:.10g}"
     else:

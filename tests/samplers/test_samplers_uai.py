@@ -65,11 +65,12 @@ def test_hand_written_markov_file_keeps_its_constant_factor():
     assert fg.log_partition_enumerate() == pytest.approx(math.log(490.0), abs=1e-12)
 
 
-def test_issue_three_line_example_constant_is_not_dropped():
-    # one binary variable with factor (e^1, e^2) and a constant factor e^3: ln Z = 3 + ln(e + e^2)
-    text = "MARKOV\n1\n2\n2\n1 0\n0\n2\n2.718281828459045 7.38905609893065\n1\n20.085536923187668\n"
-    fg = parse_uai(text)
-    assert fg.log_partition_exact() == pytest.approx(3 + math.log(math.e + math.e**2), abs=1e-12)
+def test_constant_factor_of_a_file_is_not_dropped():
+    # one binary variable with factor (7, 10) and a constant factor 10: ln Z = ln 170 = 5.136, where
+    # dropping the constant (as PairwiseMRFProblem did, issue 28) gives ln 17 = 2.833
+    fg = parse_uai("MARKOV\n1\n2\n2\n1 0\n0\n2\n7 10\n1\n10\n")
+    assert fg.log_partition_exact() == pytest.approx(math.log(170), abs=1e-12)
+    assert round(fg.log_partition_exact(), 3) == 5.136
 
 
 def test_bayes_file_against_its_joint_table():
@@ -248,6 +249,9 @@ def test_solve_says_so_when_evidence_is_impossible_and_when_too_wide(tmp_path, c
     assert main(["uai", "solve", str(tmp_path / "z.uai"), "--out", str(tmp_path)]) == 2
     assert "Z = 0 (the evidence has probability zero)" in capsys.readouterr().err
     assert not (tmp_path / "z.uai.PR").exists()
+    (tmp_path / "c.uai").write_text("MARKOV\n1\n2\n2\n1 0\n0\n2\n1 1\n1\n0\n")   # a constant factor 0
+    assert main(["uai", "solve", str(tmp_path / "c.uai"), "--out", str(tmp_path)]) == 2
+    assert "Z = 0 (it has constant (arity-0) factors of value 0)" in capsys.readouterr().err
     grid = FactorGraph([2] * 64, [(i, j) for i in range(64) for j in range(i + 1, 64) if j - i in (1, 8)],
                        [np.zeros((2, 2))] * sum(1 for i in range(64) for j in range(i + 1, 64) if j - i in (1, 8)))
     write_uai(grid, tmp_path / "g.uai")
