@@ -215,11 +215,7 @@ def run_ais(sample_initial: Callable[[int, np.random.Generator], Any],
     x = sample_initial(n_chains, gen)
     log_w = np.zeros(n_chains)
     for t in range(1, betas.size):
-        ratio = np.asarray(log_ratio(x), dtype=np.float64)
-        ok = (np.isfinite(ratio) | (ratio == -np.inf)) if zero_weights else np.isfinite(ratio)
-        if ratio.shape != (n_chains,) or not np.all(ok):
-            raise ValueError(f"log_ratio must return {n_chains} finite values{' (or -inf)' if zero_weights else ''}, "
-                             f"got shape {ratio.shape}")
+        ratio = _checked_ratio(log_ratio, x, n_chains, zero_weights)
         log_w += (betas[t] - betas[t - 1]) * ratio
         if t < betas.size - 1:
             x = transition(x, float(betas[t]), gen)
@@ -230,6 +226,16 @@ def run_ais(sample_initial: Callable[[int, np.random.Generator], Any],
     log_w.flags.writeable = False
     return AISResult(log_partition=log_z0 + log_mean, log_weights=log_w, log_partition_start=log_z0, betas=betas,
                      ess=ess, stderr=stderr)
+
+
+def _checked_ratio(log_ratio: Callable[[Any], np.ndarray], x: Any, n: int, zero_weights: bool) -> np.ndarray:
+    """``log_ratio(x)`` as ``n`` floats, finite (or ``-inf`` when ``zero_weights``), else ``ValueError``."""
+    ratio = np.asarray(log_ratio(x), dtype=np.float64)
+    ok = (np.isfinite(ratio) | (ratio == -np.inf)) if zero_weights else np.isfinite(ratio)
+    if ratio.shape != (n,) or not np.all(ok):
+        raise ValueError(f"log_ratio must return {n} finite values{' (or -inf)' if zero_weights else ''}, "
+                         f"got shape {ratio.shape}")
+    return ratio
 
 
 def run_reverse_ais(target_states: Any,
@@ -483,11 +489,7 @@ def run_annealed_smc(sample_initial: Callable[[int, np.random.Generator], np.nda
     log_z = np.zeros(n_groups)
     resamples = 0
     for t in range(1, betas.size):
-        ratio = np.asarray(log_ratio(x), dtype=np.float64)
-        ok = (np.isfinite(ratio) | (ratio == -np.inf)) if zero_weights else np.isfinite(ratio)
-        if ratio.shape != (total,) or not np.all(ok):
-            raise ValueError(f"log_ratio must return {total} finite values{' (or -inf)' if zero_weights else ''}, "
-                             f"got shape {ratio.shape}")
+        ratio = _checked_ratio(log_ratio, x, total, zero_weights)
         log_w += (betas[t] - betas[t - 1]) * ratio.reshape(n_groups, n_particles)
         if np.any(np.all(log_w == -np.inf, axis=1)):
             raise ValueError("every particle of an SMC group has weight zero (each met a zero of the target); use "

@@ -5,7 +5,8 @@
   ``sqrt(1/2 sum_k (sqrt p_k - sqrt q_k)^2)`` between the published and the estimated marginal.
 
 Each cell is the mean over replicates at an estimator's largest budget that ran, printed beside
-the estimator's budget; estimators whose score is no better than the trivial baseline's on an
+the estimator's budget (an unfinished study is scored from the runs stored so far, with
+``--instances``); estimators whose score is no better than the trivial baseline's on an
 instance are marked.  ``mcsa uai scores FOLDER [--instances DIR]`` (``--instances`` is needed for MAR
 only: the published marginals are read again from ``DIR/NAME.uai.MAR``).
 """
@@ -48,24 +49,33 @@ def competition_scores(folder: str | Path, instances: str | Path | None = None) 
 
     folder = Path(folder)
     runs = _runs(folder)
-    rows = {r["problem"]: r for r in json.loads((folder / "results.json").read_text())["rows"]
-            if r["target"] == "log_partition"} if (folder / "results.json").is_file() else {}
-    truths: dict[str, Any] = {}
+    references: dict[str, dict] = {}
+
+    def reference(problem: str) -> dict:  # the published (or mcsa) answers of one instance, read once
+        if problem not in references:
+            p = FactorGraphProblem.from_uai(Path(instances) / f"{problem}.uai")
+            ex = {t: getattr(v, "value", v) for t, v in p.exact().items()}
+            references[problem] = {**ex, "kept": p.conditioned.kept}
+        return references[problem]
+
+    stored = {}
+    if (folder / "results.json").is_file():
+        stored = {r["problem"]: r["exact"] for r in json.loads((folder / "results.json").read_text())["rows"]
+                  if r["target"] == "log_partition"}
+    elif instances is None:
+        raise ValueError(f"{folder} holds an unfinished study (no results.json): pass --instances DIR to score it")
     cells: dict[tuple, list[float]] = defaultdict(list)
     for rec in runs:
         prob = rec["problem"]
         for target, value in rec["estimates"].items():
             if target == "log_partition":
-                truth = rows.get(prob, {}).get("exact")
+                truth = stored[prob] if prob in stored else reference(prob).get("log_partition")
                 if truth is None:
                     continue
                 score = abs(float(value) - float(truth)) / math.log(10)
             elif target == "marginals" and instances is not None:
-                if prob not in truths:
-                    p = FactorGraphProblem.from_uai(Path(instances) / f"{prob}.uai")
-                    ref = p.exact().get("marginals")
-                    truths[prob] = (getattr(ref, "value", ref), p.conditioned.kept)
-                truth, kept = truths[prob]
+                ref = reference(prob)
+                truth, kept = ref.get("marginals"), ref["kept"]
                 if truth is None:
                     continue
                 score = float(hellinger(np.asarray(value)[kept], truth[kept]).mean()) if kept.size else 0.0

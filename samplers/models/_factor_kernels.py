@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import jit
-from .._kernels import logaddexp
+from .._kernels import categorical_from_probs, logaddexp
 
 
 @jit
@@ -61,20 +61,7 @@ def gibbs_sweep_factors(x, beta, zero_as, cards, scope_ptr, scope_vars, strides,
         for k in range(n):
             logits[k] = np.exp(logits[k] - top)
             total += logits[k]
-        u = np.random.random() * total
-        acc = 0.0
-        pick = -1
-        last = 0
-        for k in range(n):
-            if logits[k] > 0.0:
-                last = k
-            acc += logits[k]
-            if u < acc:
-                pick = k
-                break
-        if pick < 0:  # rounding at the top end
-            pick = last
-        x[i] = pick
+        x[i] = categorical_from_probs(logits[:n])
         if accumulate:
             for k in range(n):
                 cond_sum[i, k] += logits[k] / total
