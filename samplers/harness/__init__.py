@@ -25,13 +25,13 @@ from .registry import (
     register_suite,
     run_all,
 )
-from .results import Results
+from .results import Results, read_results
 from .runner import run_suite
-from .store import OutputDirError, RunStore
+from .store import OutputDirError, OutputLock, RunStore
 from .study import RunFailedWarning, RunSpec, Study, run_seed, warmup_seed
 
 __all__ = ["EVALUATIONS", "Estimator", "Exact", "FunctionEstimator", "FunctionProblem", "KindEstimator",
-           "MemoryMeter", "OutputDirError", "Problem", "Results", "RunFailedWarning", "RunSpec", "RunStore", "Study",
+           "MemoryMeter", "OutputDirError", "OutputLock", "Problem", "Results", "RunFailedWarning", "RunSpec", "RunStore", "Study",
            "Suite", "TracemallocMeter", "estimators_for", "list_estimators", "list_problems", "list_suites",
            "load_estimators", "load_problems", "load_suite", "register_estimators", "register_problems",
-           "register_suite", "run_all", "run_seed", "run_suite", "warmup_seed"]
+           "read_results", "register_suite", "run_all", "run_seed", "run_suite", "warmup_seed"]

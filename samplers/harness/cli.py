@@ -127,6 +127,28 @@ def cmd_leaderboard(args) -> int:
     return 0
 
 
+def resume_command(args) -> str:
+    """The ``mcsa bench run ... --resume`` line that continues this run with every flag that shapes the
+    study or its outputs (the manifest stores replicates, budgets and baseline too)."""
+    import shlex
+
+    again = ["mcsa", "bench", "run", "--suite", args.suite, "--out", str(args.out), "--seed", str(args.seed)]
+    if args.replicates is not None:
+        again += ["--replicates", str(args.replicates)]
+    if args.budgets is not None:
+        again += ["--budgets", *map(str, args.budgets)]
+    if args.baseline is not None:
+        again += ["--baseline", args.baseline]
+    if args.jobs != 1:
+        again += ["--jobs", str(args.jobs)]
+    again += [flag for flag, on in (("--fail-fast", args.fail_fast), ("--no-plots", args.no_plots)) if on]
+    for key, value in suite_options(args).items():
+        again += ["--suite-arg", f"{key}={value}"]
+    if args.dask is not None:
+        again += ["--dask", args.dask]
+    return " ".join(shlex.quote(a) for a in again) + " --resume"
+
+
 def cmd_run(args) -> int:
     from .registry import load_suite, suite_exists
     from .runner import run_suite
@@ -183,16 +205,8 @@ def cmd_run(args) -> int:
               file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        again = f"mcsa bench run --suite {args.suite} --out {args.out} --seed {args.seed}"
-        if args.replicates is not None:
-            again += f" --replicates {args.replicates}"
-        if args.budgets is not None:
-            again += " --budgets " + " ".join(map(str, args.budgets))
-        again += "".join(f" --suite-arg {k}={v}" for k, v in suite_options(args).items())
-        if args.dask is not None:
-            again += f" --dask {args.dask}"
-        print(f"mcsa: interrupted; finished runs are kept in {args.out}/runs.jsonl. Resume with: {again} --resume",
-              file=sys.stderr)
+        print(f"mcsa: interrupted; finished runs are kept in {args.out}/runs.jsonl. Resume with: "
+              f"{resume_command(args)}", file=sys.stderr)
         return 130
     finally:
         if client is not None:

@@ -22,6 +22,19 @@ def user_stacklevel() -> int:
     return level
 
 
+def is_interrupt(exc: BaseException) -> bool:
+    """Whether ``exc`` is, or was caused by, a Ctrl-C: ``KeyboardInterrupt`` itself, or an exception
+    whose ``__cause__`` / ``__context__`` chain holds one (a Ctrl-C landing inside a Numba kernel comes
+    back as ``SystemError: CPUDispatcher(...) returned a result with an exception set``)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 

@@ -10,7 +10,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from . import writers
-from .problem import split_exact
+from .problem import Exact, split_exact
 from .records import normalise
 from .summary import scores, summarise
 
@@ -99,6 +99,22 @@ class Results:
                          "replicate": replicate, "seed": seed, "estimates": values, "evaluations": evaluations,
                          "seconds": seconds, "peak_bytes": peak_bytes, "memory_kind": memory_kind,
                          "budget_label": budget_label}, ex)
+
+    @classmethod
+    def from_records(cls, records: Iterable[Mapping[str, Any]], exact: Mapping[str, Mapping[str, tuple]]
+                     ) -> "Results":
+        """Results of run records (in row order) given each problem's exact entries ``{problem: {target:
+        (value or None, stderr, provenance)}}``.  A run whose peak memory was not measured (every
+        replicate but the cell's memory call) gets its cell's peak."""
+        records = list(records)
+        peaks = {(r["problem"], r["estimator"], r["budget"]): r["peak_bytes"] for r in records
+                 if r.get("status") == "ok" and r.get("peak_bytes") is not None}
+        out = cls()
+        for rec in records:
+            if rec.get("status") == "ok" and rec.get("peak_bytes") is None:
+                rec = {**rec, "peak_bytes": peaks.get((rec["problem"], rec["estimator"], rec["budget"]))}
+            out.add_record(rec, exact.get(rec["problem"], {}))
+        return out
 
     @classmethod
     def concat(cls, parts: Iterable["Results"]) -> "Results":
@@ -205,9 +221,89 @@ class Results:
         names = writers.write_outputs(self, out_dir, title=title, plots=plots)
         return {name: Path(out_dir) / name for name in names}
 
+    def to_pandas(self, which: str = "rows") -> "Any":
+        """The tidy rows (``which="rows"``, the columns of results.csv plus ``study``-free array targets'
+        estimates as arrays in ``estimate_array``) or the summary (``which="summary"``) as a
+        :class:`pandas.DataFrame`.  Needs pandas: ``pip install "mcsa[analysis]"``.
+
+        Examples
+        --------
+        >>> from samplers.harness import FunctionEstimator, FunctionProblem, Study
+        >>> res = Study([FunctionProblem("c", lambda: {"m": 0.5})],
+        ...             [FunctionEstimator("e", lambda p, n, s: {"m": 0.5})], [1], replicates=2).run(progress=False)
+        >>> res.to_pandas().shape[0], list(res.to_pandas("summary")["rmse"])  # doctest: +SKIP
+        (2, [0.0])
+        """
+        if which not in ("rows", "summary"):
+            raise ValueError(f"which must be 'rows' or 'summary', got {which!r}")
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ImportError('Results.to_pandas needs pandas, which is not installed; install the extra with '
+                              'pip install "mcsa[analysis]" (or pip install pandas)') from None
+        if which == "summary":
+            return pd.DataFrame(self.summary(), columns=list(writers.SUMMARY_FIELDS))
+        frame = pd.DataFrame(self.rows, columns=list(writers.ROW_FIELDS))
+        frame["estimate_array"] = [self.arrays[i][0] if i in self.arrays else None for i in range(len(self.rows))]
+        return frame
+
     def __len__(self) -> int:
         return len(self.rows)
 
     def __repr__(self) -> str:
         failed = f", {len(self.failures)} failed runs" if self.failures else ""
         return f"Results({len(self.rows)} rows{failed})"
+
+
+def read_results(folder: str | Path) -> Results:
+    """The results of a study folder written by ``mcsa bench run --out`` / ``run_suite(out=...)``,
+    finished or not (interrupted, or still running), rebuilt from its run store alone.
+
+    Every finished run's rows come back exactly as the study returned them (the store keeps the
+    problems' exact answers and the study's metadata beside the runs), so a partial folder can be
+    analysed before it is resumed, e.g. with :meth:`Results.to_pandas`.  ``meta["status"]`` is the
+    manifest's ``complete`` / ``incomplete``.
+
+    Raises
+    ------
+    ValueError
+        If the folder holds no run store, or one written before the store kept exact answers.
+    """
+    from .store import MANIFEST, RUNS, read_manifest, read_records, run_key
+
+    folder = Path(folder)
+    if not (folder / RUNS).is_file():
+        raise ValueError(f"{folder} holds no run store ({RUNS}); is it the --out folder of `mcsa bench run`?")
+    manifest = read_manifest(folder) if (folder / MANIFEST).exists() else None
+    studies: dict[str, dict[str, Any]] = {}
+    for rec in read_records(folder / RUNS):
+        st = studies.setdefault(rec.get("study", ""), {"meta": None, "exact": {}, "runs": {}, "warmups": []})
+        kind = rec.get("type")
+        if kind == "study":
+            st["meta"] = {k: v for k, v in rec.items() if k not in ("type", "study")}
+        elif kind == "exact":
+            st["exact"][rec["problem"]] = {
+                t: split_exact(Exact(e["value"], e["stderr"], e.get("provenance", "")), t, f"{RUNS}")
+                for t, e in rec["targets"].items()}
+        elif kind == "warmup":
+            st["warmups"].append(rec)
+        elif kind == "run":
+            key = run_key(rec)
+            if rec.get("status") == "ok" or st["runs"].get(key, {}).get("status") != "ok":
+                st["runs"][key] = rec
+    parts = []
+    for st in studies.values():
+        if st["meta"] is None:
+            raise ValueError(f"{folder / RUNS} was written by an older mcsa that did not store exact answers; "
+                             "rerun the study (or read its results.csv)")
+        res = Results.from_records(st["runs"].values(), st["exact"])
+        res.warmups = st["warmups"]
+        res.meta.update(st["meta"])
+        res.meta["runs_read"] = len(st["runs"])
+        parts.append(res)
+    out = Results.concat(parts)
+    out.meta["status"] = (manifest or {}).get("status", "incomplete")
+    if manifest is not None:
+        out.meta["suite"] = manifest.get("suite")
+    return out
+

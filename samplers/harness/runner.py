@@ -21,6 +21,7 @@ from .store import (
     FORMAT,
     MANIFEST,
     RUNS,
+    OutputLock,
     RunStore,
     now,
     prepare_output_dir,
@@ -68,7 +69,10 @@ def run_suite(suite: Suite | str, *, replicates: int | None = None, seed: int = 
         ``manifest.json``, ``results.csv``, ``summary.csv``, ``summary.md``, ``results.json`` and the
         plots (see :mod:`samplers.harness.store`).  Without it nothing is written.
     resume, force : bool
-        Continue the study already in ``out`` (finished runs are kept), or replace it.
+        Continue the study already in ``out`` (finished runs are kept), or replace it.  A resume
+        takes ``replicates``, ``budgets`` and ``baseline`` from the folder's manifest unless given.
+        The folder is locked while the study runs (:class:`~samplers.harness.store.OutputLock`): a
+        second run or resume on it is refused at once with ``OutputDirError``.
     fail_fast : bool
         Stop at the first failed run instead of recording it and continuing.
     plots : bool
@@ -82,26 +86,40 @@ def run_suite(suite: Suite | str, *, replicates: int | None = None, seed: int = 
         :meth:`Study.run`).
     """
     name = suite if isinstance(suite, str) else (suite.name or "suite")
-    folder = previous = None
-    if out is not None:
+    if out is None:
         if isinstance(suite, str):
-            from .registry import suite_exists
-
-            if not suite_exists(suite):
-                load_suite(suite)  # raises the unknown-suite error listing the known ones
-        folder, previous = prepare_output_dir(out, suite=name, seed=seed, resume=resume, force=force)
-    if isinstance(suite, str):
-        suite = load_suite(suite, **dict(suite_options or {}))
-    studies = _studies(suite, replicates, seed, budgets, baseline)
-    if folder is None:
+            suite = load_suite(suite, **dict(suite_options or {}))
+        studies = _studies(suite, replicates, seed, budgets, baseline)
         return Results.concat([s.run(n_jobs=n_jobs, progress=progress, fail_fast=fail_fast, backend=backend)
                                for s in studies])
+    if isinstance(suite, str):
+        from .registry import suite_exists
 
+        if not suite_exists(suite):
+            load_suite(suite)  # raises the unknown-suite error listing the known ones
+    with OutputLock(out):  # a second run or resume on this folder is refused while this one runs
+        folder, previous = prepare_output_dir(out, suite=name, seed=seed, resume=resume, force=force)
+        if previous is not None:  # a resume keeps the flags that shaped the study unless they are given again
+            replicates = previous.get("replicates") if replicates is None else replicates
+            budgets = previous.get("budgets") if budgets is None else budgets
+            baseline = previous.get("baseline") if baseline is None else baseline
+        return _run_in(folder, previous,
+                       suite if not isinstance(suite, str) else load_suite(suite, **dict(suite_options or {})), name,
+                       replicates=replicates, seed=seed, n_jobs=n_jobs, budgets=budgets, progress=progress,
+                       fail_fast=fail_fast, plots=plots, baseline=baseline, backend=backend)
+
+
+def _run_in(folder: Path, previous: dict[str, Any] | None, suite: Suite, name: str, *, replicates: int | None,
+            seed: int, n_jobs: int, budgets: Sequence[int] | None, progress: bool | None, fail_fast: bool,
+            plots: bool, baseline: str | None, backend: str | None = None) -> Results:
+    """Run ``suite``'s studies streaming into ``folder`` (locked and prepared), then write the outputs."""
+    studies = _studies(suite, replicates, seed, budgets, baseline)
     manifest: dict[str, Any] = {
         "format": FORMAT, "suite": name, "description": suite.description, "seed": seed,
-        "replicates": replicates, "budgets": None if budgets is None else list(budgets), "n_jobs": n_jobs,
-        "status": "incomplete", "started": (previous or {}).get("started", now()), "resumed": previous is not None,
-        "versions": versions(), "command": " ".join(sys.argv) if sys.argv and sys.argv[0] else "",
+        "replicates": replicates, "budgets": None if budgets is None else list(budgets), "baseline": baseline,
+        "n_jobs": n_jobs, "status": "incomplete", "started": (previous or {}).get("started", now()),
+        "resumed": previous is not None, "versions": versions(),
+        "command": " ".join(sys.argv) if sys.argv and sys.argv[0] else "",
         "runs": sum(len(s.runs()) for s in studies), "files": (previous or {}).get("files", [])}
     write_json_atomic(folder / MANIFEST, manifest)
     with RunStore(folder / RUNS) as store:

@@ -7,6 +7,8 @@ Layout of an output folder (``mcsa bench run --out DIR``)::
                          each run finishes; the source of truth from which everything else is derived
     DIR/results.csv, summary.csv, summary.md, results.json, *.png   written at the end, through a
                          temporary folder, then moved into place
+    DIR/.mcsa-lock       while a study runs: the pid, host and start time of the process running it
+                         (:class:`OutputLock`), so a second run or resume on the folder is refused
 
 A run record is ``{"type": "run", "study", "problem", "estimator", "budget", "replicate", "seed",
 "status": "ok"|"error", "estimates": {target: number or nested list}, "evaluations", "seconds",
@@ -31,6 +33,8 @@ import numpy as np
 
 MANIFEST = "manifest.json"
 RUNS = "runs.jsonl"
+#: The lock file of a folder a study is running in (removed when the run ends).
+LOCK = ".mcsa-lock"
 #: Files the harness writes at the end of a study (plots are listed in the manifest).
 SUMMARY_FILES = ("results.csv", "summary.csv", "summary.md", "results.json")
 FORMAT = 1
@@ -197,7 +201,8 @@ def prepare_output_dir(out: str | Path, *, suite: str, seed: int, resume: bool =
         except OutputDirError:
             if not force:
                 raise
-        if previous is None and any(out.iterdir()) and not force and not (out / RUNS).exists():
+        if previous is None and any(p.name != LOCK for p in out.iterdir()) and not force \
+                and not (out / RUNS).exists():
             raise OutputDirError(f"{out} is not empty and holds no mcsa study; choose an empty or new folder "
                                  "(or pass --force to write into it anyway)")
         if previous is not None and not force:
@@ -247,3 +252,115 @@ def move_into_place(tmp_dir: Path, out: Path, stale: list[str]) -> list[str]:
             path.unlink()
     shutil.rmtree(tmp_dir, ignore_errors=True)
     return moved
+
+
+def _process_start(pid: int) -> str | None:
+    """The start time of process ``pid`` (Linux ``/proc/<pid>/stat`` field 22), to tell a live lock
+    holder from a later process that reuses its pid; None where it cannot be read."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def _alive(holder: dict[str, Any]) -> bool:
+    """Whether the process that wrote a lock is still running (on this host; another host's lock is
+    taken to be alive; an unreadable lock, cut short while being written, is not)."""
+    if not holder:
+        return False
+    if holder.get("host") != platform.node():
+        return True
+    pid = holder.get("pid")
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        pass
+    start = holder.get("process_start")
+    return start is None or _process_start(pid) in (None, start)
+
+
+class OutputLock:
+    """An exclusive lock on a study's output folder: a ``.mcsa-lock`` file created atomically
+    (``O_EXCL``) holding the pid, host and start time of the running process.
+
+    A second run (or ``--resume``) on a locked folder is refused at once with
+    :class:`OutputDirError` naming the holder; a lock left by a process that no longer runs (killed,
+    crashed) is detected by its pid and taken over.  Use as a context manager; the lock file is
+    removed on exit (also on Ctrl-C).
+
+    Parameters
+    ----------
+    folder : str or Path
+        The output folder (created if missing).
+    """
+
+    def __init__(self, folder: str | Path):
+        self.folder = Path(folder)
+        self.path = self.folder / LOCK
+        self._held = False
+
+    def acquire(self) -> "OutputLock":
+        if self.folder.exists() and not self.folder.is_dir():
+            raise OutputDirError(f"{self.folder} exists and is not a directory; give a folder for the results")
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OutputDirError(f"cannot write to {self.folder}: {exc.strerror or exc}") from None
+        me = {"pid": os.getpid(), "host": platform.node(), "process_start": _process_start(os.getpid()),
+              "started": now(), "command": " ".join(sys.argv)}
+        for _ in range(3):
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                holder = self._holder()
+                if holder is not None and _alive(holder):
+                    raise OutputDirError(
+                        f"{self.folder} is in use by another mcsa run (pid {holder.get('pid')} on "
+                        f"{holder.get('host')}, started {holder.get('started')}); wait for it to finish or stop "
+                        f"it (a lock left by a killed run is taken over automatically)") from None
+                self._take_over()
+                continue
+            except OSError as exc:
+                raise OutputDirError(f"cannot write to {self.folder}: {exc.strerror or exc}") from None
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(json.dumps(me))
+            self._held = True
+            return self
+        raise OutputDirError(f"{self.folder}: could not take the lock {self.path} (other runs keep racing for it)")
+
+    def _holder(self) -> dict[str, Any] | None:
+        try:
+            doc = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError):  # a lock cut short by a kill while being written: stale
+            return {}
+        return doc if isinstance(doc, dict) else {}
+
+    def _take_over(self) -> None:
+        """Remove a stale lock: renamed away first, so that of two processes taking it over at once
+        only one removes it and both then race fairly on ``O_EXCL``."""
+        stale = self.path.with_name(f"{LOCK}.stale-{os.getpid()}")
+        try:
+            os.replace(self.path, stale)
+        except FileNotFoundError:
+            return
+        stale.unlink(missing_ok=True)
+
+    def release(self) -> None:
+        if self._held:
+            self._held = False
+            holder = self._holder()
+            if holder and holder.get("pid") == os.getpid():
+                self.path.unlink(missing_ok=True)
+
+    def __enter__(self) -> "OutputLock":
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()

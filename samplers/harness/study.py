@@ -16,11 +16,14 @@ at replicate 0's seed; every row of the cell reports that peak.  So a run's ``se
 study equal the same call timed alone, whatever the family.  Failures are data: a raising estimator, a raising ``exact()`` or an
 invalid estimate is recorded with its coordinates and seed, and the study continues (unless
 ``fail_fast``).  With a store, every finished run is appended to disk at once and runs already in
-the store are not repeated (resume).
+the store are not repeated (resume).  A Ctrl-C stops the study at once, also when it lands inside a
+Numba kernel and comes back as a ``SystemError`` chained to a ``KeyboardInterrupt``: finished runs
+stay in the store, the interrupted run is not recorded (a resume runs it).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -37,9 +40,9 @@ import numpy as np
 
 from ..validation import check_int
 from .problem import EVALUATIONS, split_exact
-from .records import error_text, normalise, user_stacklevel
+from .records import error_text, is_interrupt, normalise, user_stacklevel
 from .results import Results
-from .store import RunStore, read_records, run_key
+from .store import RunStore, dumps, read_records, run_key
 
 
 @dataclass(frozen=True)
@@ -137,6 +140,8 @@ def _execute(problem, estimator, budget: int, seed: int, warm: tuple[str, int, i
             try:
                 estimator.estimate(problem, warm[1], warm[2])
             except Exception as exc:  # the timed run will show whether it is persistent
+                if is_interrupt(exc):
+                    raise KeyboardInterrupt from exc
                 error = error_text(exc)
             out["warmup"] = {"seconds": clock() - start, "budget": int(warm[1]), "seed": int(warm[2]),
                              "error": error}
@@ -145,6 +150,8 @@ def _execute(problem, estimator, budget: int, seed: int, warm: tuple[str, int, i
         estimates = estimator.estimate(problem, budget, seed)
         seconds = clock() - start
     except Exception as exc:
+        if is_interrupt(exc):  # Ctrl-C inside a kernel: stop the study, never a failed run
+            raise KeyboardInterrupt from exc
         out.update(status="error", error=error_text(exc),
                    traceback="".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-3:]))
         return out
@@ -155,7 +162,9 @@ def _execute(problem, estimator, budget: int, seed: int, warm: tuple[str, int, i
             with meter:
                 estimator.estimate(problem, budget, seed)
             peak = int(meter.peak_bytes)
-        except Exception:  # the timed run succeeded; the peak stays unmeasured
+        except Exception as exc:  # the timed run succeeded; the peak stays unmeasured
+            if is_interrupt(exc):
+                raise KeyboardInterrupt from exc
             peak = None
     out.update(status="ok", estimates=estimates, seconds=seconds, peak_bytes=peak if memory else None,
                memory_kind=meter.kind)
@@ -303,12 +312,16 @@ class Study:
             try:
                 exact[problem.name] = self._exact_of(problem)
             except Exception as exc:  # failures are data: this problem's runs are recorded as failed
+                if is_interrupt(exc):
+                    raise KeyboardInterrupt from exc
                 if fail_fast:
                     raise
                 exact_errors[problem.name] = exc
 
         records: dict[tuple, dict[str, Any]] = {}
         warmups: list[dict[str, Any]] = []
+        stored_exact: set[str] = set()
+        stored_meta: dict[str, Any] | None = None
         if store is not None:
             for rec in read_records(store.path):
                 if rec.get("study", "") != self.name:
@@ -317,6 +330,19 @@ class Study:
                     warmups.append(rec)
                 elif rec.get("type") == "run" and rec.get("status") == "ok":
                     records[run_key(rec)] = rec
+                elif rec.get("type") == "exact":
+                    stored_exact.add(rec["problem"])
+                elif rec.get("type") == "study":
+                    stored_meta = rec
+            # what a reader of the folder needs to rebuild the rows without the suite's code (once)
+            meta = json.loads(dumps({"type": "study", "study": self.name, **self._meta(exact)}))
+            if meta != stored_meta:
+                store.append(meta)
+            for name, ex in exact.items():
+                if name not in stored_exact:
+                    store.append({"type": "exact", "study": self.name, "problem": name,
+                                  "targets": {t: {"value": v[0], "stderr": v[1], "provenance": v[2]}
+                                              for t, v in ex.items()}})
         keys = [self._key(s) for s in specs]
         pending = [i for i, k in enumerate(keys) if k not in records]
 
@@ -362,18 +388,17 @@ class Study:
             warnings.filterwarnings("ignore", message=".*adjusting the input task iterator", category=UserWarning)
             self._consume(outputs, specs, exact, warmups, record, store, bar, fail_fast)
 
-        results = Results()
-        peaks = {(r["problem"], r["estimator"], r["budget"]): r["peak_bytes"] for r in records.values()
-                 if r.get("status") == "ok" and r.get("peak_bytes") is not None}
-        for i, k in enumerate(keys):
-            s = specs[i]
-            problem = self.problems[s.problem_index]
-            rec = records[k]
-            if rec.get("status") == "ok" and rec.get("peak_bytes") is None:  # the cell's memory call
-                rec = {**rec, "peak_bytes": peaks.get((rec["problem"], rec["estimator"], rec["budget"]))}
-            results.add_record(rec, exact.get(problem.name, {}))
+        results = Results.from_records([records[k] for k in keys], exact)
         results.warmups = [w for w in warmups if w.get("study", "") == self.name]
-        results.meta.update({
+        results.meta.update({**self._meta(exact), "runs": len(specs), "resumed": len(specs) - len(pending)})
+        if results.failures:
+            warnings.warn(f"{len(results.failures)} of {len(specs)} runs failed (see Results.failures); the "
+                          f"first: {results.failures[0]['error']}", RunFailedWarning, stacklevel=user_stacklevel())
+        return results
+
+    def _meta(self, exact: Mapping[str, Mapping[str, tuple]]) -> dict[str, Any]:
+        """The study's metadata (what :attr:`Results.meta` and the store's study record hold)."""
+        return {
             "seed": self.seed, "replicates": self.replicates,
             "problems": [p.name for p in self.problems], "estimators": [e.name for e in self.estimators],
             "budgets": {k: list(v) for k, v in self.budgets.items()},
@@ -384,12 +409,7 @@ class Study:
             "sizes": {p.name: dict(p.size()) if hasattr(p, "size") else {} for p in self.problems},
             "kinds": {p.name: getattr(p, "kind", None) for p in self.problems},
             "skipped": [list(pair) for pair in self.skipped_pairs()],
-            "baseline": {p.name: self.baseline for p in self.problems} if self.baseline else {},
-            "runs": len(specs), "resumed": len(specs) - len(pending)})
-        if results.failures:
-            warnings.warn(f"{len(results.failures)} of {len(specs)} runs failed (see Results.failures); the "
-                          f"first: {results.failures[0]['error']}", RunFailedWarning, stacklevel=user_stacklevel())
-        return results
+            "baseline": {p.name: self.baseline for p in self.problems} if self.baseline else {}}
 
     def _consume(self, outputs, specs, exact, warmups, record, store, bar, fail_fast) -> None:
         """Record each run output as it arrives (validated), appending it to the store."""

@@ -19,6 +19,8 @@ from .records import user_stacklevel
 
 #: Mark of a leaderboard cell whose estimator is no better than the baseline (score 0).
 NO_BETTER = " (<= baseline)"
+#: Errors within this multiple of float64's eps (relative to the reference's scale) count as zero.
+ROUNDOFF = 64 * float(np.finfo(np.float64).eps)
 #: Cost caps (seconds per run, warm) of the leaderboard's matched-cost columns.
 COST_CAPS = (0.003, 0.03, 0.3, 3.0, 30.0)
 SUMMARY_FIELDS = ("problem", "estimator", "budget", "budget_label", "target", "n", "exact", "exact_stderr",
@@ -81,6 +83,10 @@ def summarise(rows: Sequence[Mapping[str, Any]], arrays: Mapping[int, tuple], wa
                 cell["mean_estimate"] = float("nan")
             out.append(cell)
             continue
+        # errors at float roundoff (an exact method recomputed) are zero, not 1e-16 with an interval [0, 0]
+        roundoff = bool(np.max(np.abs(est - truth)) <= ROUNDOFF * max(1.0, float(np.max(np.abs(truth)))))
+        if roundoff:
+            est = np.broadcast_to(np.asarray(truth, dtype=float), est.shape).copy()
         if is_array:
             mean_est = est.mean(axis=0)
             cell["bias"] = float(np.linalg.norm(mean_est - truth))
@@ -89,11 +95,14 @@ def summarise(rows: Sequence[Mapping[str, Any]], arrays: Mapping[int, tuple], wa
             cell["mean_estimate"] = float(est.mean())
             cell["bias"] = cell["mean_estimate"] - truth
             cell["variance"] = float(est.var(ddof=1)) if n > 1 else 0.0
-        mse = float(np.mean([r["sq_error"] for r in cell_rows]))
+        mse = 0.0 if roundoff else float(np.mean([r["sq_error"] for r in cell_rows]))
         cell.update(mse=mse, rmse=math.sqrt(mse))
         if n > 1:
             bias_b, mse_b = _bootstrap_bias_mse(est, truth, stderr, n_boot, rng, confidence)
-            cell["bias_lo"], cell["bias_hi"] = _expanded_percentile(bias_b, n, confidence)
+            lo, hi = _expanded_percentile(bias_b, n, confidence)
+            # an L2 norm's bootstrap distribution lies above the norm of the mean when the bias is near 0:
+            # the interval is widened to contain its own point estimate
+            cell["bias_lo"], cell["bias_hi"] = min(lo, cell["bias"]), max(hi, cell["bias"])
             cell["mse_lo"], cell["mse_hi"] = _expanded_percentile(mse_b, n, confidence)
             cell["rmse_lo"] = math.sqrt(max(cell["mse_lo"], 0.0))
             cell["rmse_hi"] = math.sqrt(max(cell["mse_hi"], 0.0))

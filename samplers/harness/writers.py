@@ -74,7 +74,8 @@ def to_markdown(summary: Sequence[Mapping[str, Any]], digits: int = 4) -> str:
     cols = ["problem", "target", "estimator", "budget", "unit", "n"]
     if has_measured:
         cols.append("mean [95% CI]")
-    cols += ["bias [95% CI]", "RMSE [95% CI]"]
+    has_array = any(r["exact"] is None and r["bias"] is not None for r in summary)
+    cols += ["bias [95% CI]" + (" (L2 norm for array targets)" if has_array else ""), "RMSE [95% CI]"]
     if has_score:
         cols.append("score")
     cols.append("seconds")
@@ -96,7 +97,10 @@ def to_markdown(summary: Sequence[Mapping[str, Any]], digits: int = 4) -> str:
         if has_measured:
             cells.append(ci(r["mean_estimate"], r["mean_lo"], r["mean_hi"]) if r["exact"] is None
                          and r["bias"] is None else "")
-        cells += [ci(r["bias"], r["bias_lo"], r["bias_hi"]), ci(r["rmse"], r["rmse_lo"], r["rmse_hi"])]
+        bias = ci(r["bias"], r["bias_lo"], r["bias_hi"])
+        if r["exact"] is None and r["bias"] is not None:  # an array target: the bias is ||mean - exact||_2
+            bias = f"L2 {bias}"
+        cells += [bias, ci(r["rmse"], r["rmse_lo"], r["rmse_hi"])]
         if has_score:
             cells.append("" if r["score"] is None else f"{r['score']:.1f}")
         cells.append(num(r["mean_seconds"]))
@@ -161,6 +165,18 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "plot"
 
 
+def legible_log_ticks(axis: Any) -> None:
+    """Plain tick labels on a log axis: labelled ticks at 1, 2 and 5 per decade (at most about eight,
+    written like ``0.002`` or ``3e+04``), unlabelled minor ticks.  Matplotlib's default labels the minor
+    ticks of an axis spanning less than a decade, which overlap as ``3x10^4x10^-2``."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    axis.set_major_locator(LogLocator(base=10.0, subs=(1.0, 2.0, 5.0), numticks=8))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.3g}"))
+    axis.set_minor_locator(LogLocator(base=10.0, subs=tuple(range(2, 10)), numticks=12))
+    axis.set_minor_formatter(NullFormatter())
+
+
 def plot_error_vs_cost(summary: Sequence[dict[str, Any]], out_dir: str | Path, *, prefix: str = "",
                        dpi: int = 110) -> list[Path]:
     """One PNG per (problem, target): log-log MSE against cost, with 95% bootstrap error bars.
@@ -221,8 +237,10 @@ def plot_error_vs_cost(summary: Sequence[dict[str, Any]], out_dir: str | Path, *
         ylabel = f"mean {target} (95% CI)" if measured else f"MSE of {target} (95% CI)"
         for ax in axes:
             ax.set_xscale("log")
+            legible_log_ticks(ax.xaxis)
             if not measured:
                 ax.set_yscale("log")
+                legible_log_ticks(ax.yaxis)
             ax.set_ylabel(ylabel)
             ax.grid(True, which="both", alpha=0.3)
         axes[0].set_xlabel("mean warm wall seconds per run")

@@ -67,11 +67,8 @@ def test_streams_every_run_and_writes_a_manifest(tmp_path):
     assert not [p for p in (tmp_path / "a").iterdir() if p.name.startswith(".")]
 
 
-def test_ctrl_c_then_resume_gives_identical_rows_and_repeats_no_run(tmp_path, capsys, monkeypatch):
-    assert _run(tmp_path / "full") == 0
-    full = _stable_rows(tmp_path / "full")
-    capsys.readouterr()
-
+def _register_interrupted(name: str) -> None:
+    """Register ``name``: the toy suite whose estimator is interrupted (Ctrl-C) at its 8th call."""
     def interrupted(prob, n, s):
         if len(CALLS) >= 7:
             raise KeyboardInterrupt
@@ -80,7 +77,15 @@ def test_ctrl_c_then_resume_gives_identical_rows_and_repeats_no_run(tmp_path, ca
     CALLS.clear()
     suite = _toy_suite()
     suite.estimators[0]._fn = interrupted
-    register_suite("store-toy-interrupted", lambda: suite, "test only", replace=True)
+    register_suite(name, lambda: suite, "test only", replace=True)
+
+
+def test_ctrl_c_then_resume_gives_identical_rows_and_repeats_no_run(tmp_path, capsys, monkeypatch):
+    assert _run(tmp_path / "full") == 0
+    full = _stable_rows(tmp_path / "full")
+    capsys.readouterr()
+
+    _register_interrupted("store-toy-interrupted")
     code = mcsa_main(["bench", "run", "--suite", "store-toy-interrupted", "--out", str(tmp_path / "cut"),
                       "--no-plots"])
     err = capsys.readouterr().err
@@ -240,3 +245,54 @@ def test_force_replaces_an_old_study_and_keeps_foreign_files(tmp_path):
     assert _run(out, "--resume") == 0  # complete study: nothing to do, same files
     with pytest.raises(SystemExit):
         mcsa_main(["bench", "run", "--suite", "store-toy", "--out", str(out), "--resume", "--force"])
+
+
+def test_read_results_of_a_partial_then_resumed_folder_and_to_pandas(tmp_path, capsys):
+    """read_results rebuilds a folder's rows from its run store alone: on an interrupted study it gives
+    the finished runs (exactly the rows an uninterrupted study has for them), after --resume all of
+    them; to_pandas gives the tidy rows and the summary as DataFrames."""
+    pd = pytest.importorskip("pandas")
+    from samplers.harness import read_results
+
+    assert _run(tmp_path / "full") == 0
+    full = read_results(tmp_path / "full")
+    assert full.meta["status"] == "complete" and len(full.rows) == 2 * 2 * 3 * 2
+    assert _stable_rows(tmp_path / "full") == [tuple("" if r[c] is None else str(r[c]) for c in STABLE)
+                                               for r in full.rows]
+
+    _register_interrupted("store-toy-read")
+    assert mcsa_main(["bench", "run", "--suite", "store-toy-read", "--out", str(tmp_path / "cut"), "--no-plots"]) \
+        == 130
+    partial = read_results(tmp_path / "cut")
+    assert partial.meta["status"] == "incomplete" and 0 < len(partial.rows) < len(full.rows)
+    key = ("problem", "estimator", "budget", "replicate", "target")
+    by_key = {tuple(r[k] for k in key): r for r in full.rows}
+    for r in partial.rows:  # every finished run's rows, as the full study has them (timings apart)
+        assert {c: r[c] for c in STABLE} == {c: by_key[tuple(r[k] for k in key)][c] for c in STABLE}
+    register_suite("store-toy-read", _toy_suite, "test only", replace=True)
+    capsys.readouterr()
+    assert mcsa_main(["bench", "run", "--suite", "store-toy-read", "--out", str(tmp_path / "cut"), "--no-plots",
+                      "--resume"]) == 0
+    resumed = read_results(tmp_path / "cut")
+    assert resumed.meta["status"] == "complete"
+    assert sorted(tuple(r[c] for c in STABLE) for r in resumed.rows) == \
+        sorted(tuple(r[c] for c in STABLE) for r in full.rows)
+
+    rows, summary = resumed.to_pandas(), resumed.to_pandas("summary")
+    assert isinstance(rows, pd.DataFrame) and len(rows) == len(full.rows)
+    assert set(rows["target"]) == {"mean", "moments"} and rows["estimate_array"].notna().sum() == len(rows) // 2
+    assert len(summary) == len(resumed.summary()) and {"bias", "rmse_lo", "rmse_hi"} <= set(summary.columns)
+    np.testing.assert_allclose(summary["rmse"].to_numpy(dtype=float),
+                               [c["rmse"] for c in full.summary()], rtol=0, atol=0)
+    with pytest.raises(ValueError, match="which must be"):
+        resumed.to_pandas("cells")
+    with pytest.raises(ValueError, match="no run store"):
+        read_results(tmp_path)
+
+
+def test_to_pandas_without_pandas_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    res = Study([FunctionProblem("c", lambda: {"m": 0.5})], [FunctionEstimator("e", lambda p, n, s: {"m": 0.5})],
+                [1]).run(progress=False)
+    with pytest.raises(ImportError, match=r"mcsa\[analysis\]"):
+        res.to_pandas()

@@ -142,7 +142,8 @@ def test_writers_produce_csv_markdown_json_and_plots(tmp_path):
             "peak_bytes"} <= set(rows[0])
     md = (tmp_path / "summary.md").read_text()
     table = res.to_markdown()
-    assert table.startswith("| problem | target | estimator | budget | unit | n | bias [95% CI] |")
+    assert table.startswith("| problem | target | estimator | budget | unit | n | bias [95% CI] (L2 norm for array "
+                            "targets) |")
     assert table.count("\n") == 2 + len(res.summary()) and table in md
     assert "Budget units" in md and "`tracemalloc` = peak of Python/NumPy allocations" in md
     assert not list(tmp_path.glob(".partial-*")), "the temporary folder is moved into place and removed"
