@@ -9,8 +9,8 @@ same number of kernel applications (the budget; a restart draw from ``u`` counts
   (and, as an approximation, ``pi_base``);
 * :class:`DoeblinExactEstimator` — exact i.i.d. draws of ``pi~`` (Prop. 3.2) until the budget is spent.
 
-On pairwise MRFs and chain CRFs, :class:`DoeblinGibbsEstimator` runs strong Doeblin chains over
-Gibbs sweeps, as follows.
+On pairwise MRFs, chain CRFs and factor graphs, :class:`DoeblinGibbsEstimator` runs strong Doeblin
+chains over Gibbs sweeps, as follows (on factor graphs: :func:`doeblin_factor_draws`).
 
 The base kernel ``A`` is one systematic-scan Gibbs sweep of the model (sites 0, 1, ..., n-1, as in
 :meth:`samplers.models.PairwiseMRF.gibbs_sample`) and the restart law ``u`` is the unary-only model
@@ -39,9 +39,10 @@ from scipy.special import logsumexp
 
 from samplers.harness import KindEstimator
 from samplers.harness.problem import EVALUATIONS
-from samplers.models import PairwiseMRF
-from samplers.problems import CHAIN_CRF, FINITE_CHAIN, PAIRWISE_MRF
-from samplers.rng import kernel_seed
+from samplers.models import FactorGraph, PairwiseMRF
+from samplers.models.factor_gibbs import gibbs_move, unary_sample
+from samplers.problems import CHAIN_CRF, FACTOR_GRAPH, FINITE_CHAIN, PAIRWISE_MRF
+from samplers.rng import as_generator, kernel_seed
 from samplers.validation import check_int
 
 from ._kernels import GibbsSweepChain, exact_doeblin_budget, gibbs_doeblin_draws, simulate_doeblin, simulate_plain
@@ -87,6 +88,37 @@ def doeblin_gibbs_draws(mrf: PairwiseMRF, n_draws: int, eps: float, seed: Any = 
                             np.empty(unary.shape[1]))
     draws, steps = gibbs_doeblin_draws(model, eps, n_draws, kernel_seed(seed))
     return draws, int(steps.sum())
+
+
+def doeblin_factor_draws(fg: FactorGraph, n_draws: int, eps: float, seed: Any = None, *,
+                         max_steps: int = MAX_EXPECTED_STEPS) -> tuple[np.ndarray, int]:
+    """Exact draws from ``pi_eps`` of the Doeblin chain over Gibbs sweeps of a factor graph: restart law
+    ``u`` = its unary-only model (:func:`samplers.models.factor_gibbs.unary_sample`), base kernel ``A`` =
+    one Numba sweep over the factor bundle (:func:`samplers.models.factor_gibbs.gibbs_move`).
+
+    With hard zeros in factors of arity >= 2, a restart may land on an impossible configuration that
+    the sweep need not leave (a variable with no possible state keeps its own), so ``pi_eps`` can put
+    mass there: the bias then includes configurations of probability zero.
+    """
+    if not isinstance(fg, FactorGraph):
+        raise TypeError(f"fg must be a FactorGraph, got {type(fg).__name__}")
+    n_draws = check_int(n_draws, "n_draws", low=1)
+    eps = check_eps(eps)
+    check_draw_cost((1.0 - eps) / eps, n_draws, max_steps, f"eps = {eps:g}")
+    gen = as_generator(seed)
+    # Prop. 3.2 vectorised over the draws: y0 ~ u, T ~ Geometric(eps) on {0, 1, ...}, then T sweeps of the
+    # draws still running (the pairwise MRF goes through the one Numba kernel doeblin.core.exact_doeblin_draws)
+    x = unary_sample(fg, n_draws, gen)
+    steps = gen.geometric(eps, size=n_draws) - 1  # P(T = k) = eps (1 - eps)^k, k >= 0
+    order = np.argsort(steps, kind="stable")
+    steps_sorted = steps[order]
+    x = x[order]
+    for t in range(1, int(steps_sorted[-1]) + 1):
+        done = int(np.searchsorted(steps_sorted, t, side="left"))  # draws with T < t are finished
+        x[done:] = gibbs_move(fg, x[done:], 1.0, gen)
+    out = np.empty_like(x)
+    out[order] = x
+    return out, int(steps.sum())
 
 
 def gibbs_sweep_matrix(mrf: PairwiseMRF) -> np.ndarray:
@@ -140,7 +172,7 @@ class DoeblinGibbsEstimator(KindEstimator):
 
     family = "doeblin"
     budget_label = "draws"
-    kinds = {PAIRWISE_MRF: ("marginals",), CHAIN_CRF: ("marginals",)}
+    kinds = {PAIRWISE_MRF: ("marginals",), CHAIN_CRF: ("marginals",), FACTOR_GRAPH: ("marginals",)}
     quick_budgets = (20, 100)
     budgets = (20, 100, 400)
 
@@ -149,6 +181,11 @@ class DoeblinGibbsEstimator(KindEstimator):
         self.name = f"doeblin-gibbs-eps{self.eps:g}"
 
     def _estimate(self, problem, budget: int, seed: int, targets: tuple) -> dict[str, Any]:
+        if problem.kind == FACTOR_GRAPH:
+            model = problem.model
+            draws, sweeps = doeblin_factor_draws(model, budget, self.eps, seed)
+            marg = np.stack([np.bincount(draws[:, i], minlength=model.max_states) for i in range(model.n_vars)])
+            return {"marginals": problem.expand(marg / budget), EVALUATIONS: (sweeps + budget) * model.n_vars}
         draws, sweeps = doeblin_gibbs_draws(problem.mrf, budget, self.eps, seed)
         return {"marginals": problem.mrf.marginals_from_samples(draws),
                 EVALUATIONS: (sweeps + budget) * problem.mrf.n_vars}  # single-site updates and restart draws

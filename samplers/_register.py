@@ -9,7 +9,7 @@ from .harness import register_estimators, register_problems, register_suite
 
 
 def suites() -> None:
-    """``quick`` (make demo), ``mrf-quick``, ``ais-ising``, ``cross-quick``, ``cross``."""
+    """``quick`` (make demo), ``mrf-quick``, ``ais-ising``, ``cross-quick``, ``cross``, ``uai``."""
     register_suite("quick", "samplers.suites:quick_suite", "every family's quick problems (make demo)")
     register_suite("mrf-quick", "samplers.suites:mrf_quick_suite", "AIS vs Gibbs on small Ising/Potts MRFs")
     register_suite("ais-ising", "samplers.suites:ais_ising_suite",
@@ -18,6 +18,9 @@ def suites() -> None:
                    "every family's estimators on one small problem of each kind (make demo)")
     register_suite("cross", "samplers.suites:cross_suite",
                    "cross-family leaderboard: every estimator on chain CRFs, MRFs, PCFGs, TRFs (~30 min)")
+    register_suite("uai", "samplers.suites:uai_suite",
+                   "every applicable estimator on a folder of UAI .uai instances (--instances DIR) against their "
+                   "published .PR/.MAR answers")
 
 
 def estimators() -> None:

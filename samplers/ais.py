@@ -31,8 +31,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import expit, logsumexp
 
-from .models import PairwiseMRF
+from .models import FactorGraph, PairwiseMRF
 from .models._kernels import gibbs_chains
+from .models.factor_gibbs import gibbs_move, higher_order_log_weights, unary_log_partition, unary_sample
 from .rng import _MAX_KERNEL_SEED, as_generator
 from .validation import as_float_array, check_float, check_int
 
@@ -178,7 +179,8 @@ def run_ais(sample_initial: Callable[[int, np.random.Generator], Any],
             log_ratio: Callable[[Any], ArrayLike],
             transition: Callable[[Any, float, np.random.Generator], Any],
             n_temperatures: int = 100, n_chains: int = 100, seed: Any = None, *,
-            schedule: str | Any = "linear", log_partition_start: float = 0.0) -> AISResult:
+            schedule: str | Any = "linear", log_partition_start: float = 0.0,
+            zero_weights: bool = False) -> AISResult:
     """Generic AIS along the geometric path ``log f_beta = log f_0 + beta * log_ratio`` (vectorised over chains).
 
     The same algorithm as :func:`ais_log_partition` (Neal 2001, Sec. 2-3) for any model, in Python:
@@ -198,6 +200,10 @@ def run_ais(sample_initial: Callable[[int, np.random.Generator], Any],
         Randomness (SPEC 7), passed to the callbacks as one ``np.random.Generator``.
     log_partition_start : float
         ``log Z_0`` (exact), added to the estimate.
+    zero_weights : bool
+        Accept ``log_ratio = -inf`` (a state the target gives zero weight, e.g. a hard zero of a factor
+        graph): that chain's importance weight is zero, which keeps ``E[w] = Z_1 / Z_0``.  Refused
+        (``ValueError``) when every chain's weight is zero.
 
     Returns
     -------
@@ -210,16 +216,27 @@ def run_ais(sample_initial: Callable[[int, np.random.Generator], Any],
     x = sample_initial(n_chains, gen)
     log_w = np.zeros(n_chains)
     for t in range(1, betas.size):
-        ratio = np.asarray(log_ratio(x), dtype=np.float64)
-        if ratio.shape != (n_chains,) or not np.all(np.isfinite(ratio)):
-            raise ValueError(f"log_ratio must return {n_chains} finite values, got shape {ratio.shape}")
+        ratio = _checked_ratio(log_ratio, x, n_chains, zero_weights)
         log_w += (betas[t] - betas[t - 1]) * ratio
         if t < betas.size - 1:
             x = transition(x, float(betas[t]), gen)
+    if not np.any(np.isfinite(log_w)):
+        raise ValueError(f"every one of the {n_chains} AIS chains has weight zero (each met a zero of the target); "
+                         "use more chains or temperatures")
     log_mean, ess, stderr = summarize_log_weights(log_w)
     log_w.flags.writeable = False
     return AISResult(log_partition=log_z0 + log_mean, log_weights=log_w, log_partition_start=log_z0, betas=betas,
                      ess=ess, stderr=stderr)
+
+
+def _checked_ratio(log_ratio: Callable[[Any], np.ndarray], x: Any, n: int, zero_weights: bool) -> np.ndarray:
+    """``log_ratio(x)`` as ``n`` floats, finite (or ``-inf`` when ``zero_weights``), else ``ValueError``."""
+    ratio = np.asarray(log_ratio(x), dtype=np.float64)
+    ok = (np.isfinite(ratio) | (ratio == -np.inf)) if zero_weights else np.isfinite(ratio)
+    if ratio.shape != (n,) or not np.all(ok):
+        raise ValueError(f"log_ratio must return {n} finite values{' (or -inf)' if zero_weights else ''}, "
+                         f"got shape {ratio.shape}")
+    return ratio
 
 
 def run_reverse_ais(target_states: Any,
@@ -352,3 +369,157 @@ def run_bidirectional_ais(sample_initial: Callable[[int, np.random.Generator], A
     reverse = run_reverse_ais(target_states, log_ratio, transition, n_temperatures=n_temperatures, seed=gen,
                               schedule=schedule, log_partition_start=log_partition_start)
     return BidirectionalResult(forward, reverse)
+
+
+def ais_factor_graph(fg: FactorGraph, n_temperatures: int = 100, n_chains: int = 100, seed: Any = None, *,
+                     schedule: str | Any = "linear") -> tuple[AISResult, np.ndarray]:
+    """AIS for ``log Z`` of a factor graph, from its unary-only model (Neal 2001), by :func:`run_ais`.
+
+    The path is ``log f_beta = unary + constants + beta * (factors of arity >= 2)``; ``f_0`` is sampled
+    exactly (:func:`samplers.models.factor_gibbs.unary_sample`) and the moves are Numba Gibbs sweeps over
+    the flat factor bundle (:func:`samplers.models.factor_gibbs.gibbs_move`).  Hard zeros stay zeros
+    at every ``beta > 0``: a chain drawn from ``f_0`` at a zero gets importance weight zero
+    (``zero_weights=True``), so AIS stays unbiased for ``Z`` but loses chains on tightly constrained
+    models (see ``ess``).
+
+    Parameters
+    ----------
+    fg : FactorGraph
+        The model (condition it on evidence first: :meth:`FactorGraph.condition`).
+    n_temperatures, n_chains, seed, schedule
+        As in :func:`ais_log_partition`.
+
+    Returns
+    -------
+    (AISResult, ndarray (n_chains, n_vars))
+        The estimate and the chains' final states (properly weighted by ``exp(log_weights)``).
+    """
+    if not isinstance(fg, FactorGraph):
+        raise TypeError(f"fg must be a FactorGraph, got {type(fg).__name__}")
+    last: list = []
+
+    def initial(n, gen):
+        last[:] = [unary_sample(fg, n, gen)]
+        return last[0]
+
+    def move(x, beta, gen):
+        last[:] = [gibbs_move(fg, x, beta, gen)]
+        return last[0]
+
+    res = run_ais(initial, lambda x: higher_order_log_weights(fg, x), move, n_temperatures=n_temperatures,
+                  n_chains=n_chains, seed=seed, schedule=schedule, log_partition_start=unary_log_partition(fg),
+                  zero_weights=True)
+    return res, last[0]
+
+
+@dataclass(frozen=True)
+class SMCResult:
+    """Outcome of :func:`run_annealed_smc`.
+
+    Attributes
+    ----------
+    log_partition : float
+        ``log`` of the mean of the groups' normaliser estimates (each unbiased for ``Z_1``).
+    stderr : float
+        Delta-method standard error of ``log_partition`` from the spread of the independent groups'
+        estimates, ``sd(Z_g) / (sqrt(G) mean(Z_g))``.
+    group_log_partitions : ndarray (n_groups,)
+        Each independent particle system's ``log Z`` estimate.
+    n_resamples : int
+        Resampling steps summed over the groups.
+    betas : ndarray
+        The inverse temperatures.
+    """
+
+    log_partition: float
+    stderr: float
+    group_log_partitions: np.ndarray
+    n_resamples: int
+    betas: np.ndarray
+
+
+def _systematic_resample(log_w: np.ndarray, gen: np.random.Generator) -> np.ndarray:
+    w = np.exp(log_w - log_w.max())
+    cdf = np.cumsum(w / w.sum())
+    u = (gen.random() + np.arange(log_w.size)) / log_w.size
+    return np.minimum(np.searchsorted(cdf, u), log_w.size - 1)
+
+
+def run_annealed_smc(sample_initial: Callable[[int, np.random.Generator], np.ndarray],
+                     log_ratio: Callable[[np.ndarray], np.ndarray],
+                     transition: Callable[[np.ndarray, float, np.random.Generator], np.ndarray],
+                     n_temperatures: int = 100, n_particles: int = 100, seed: Any = None, *,
+                     schedule: str | Any = "linear", log_partition_start: float = 0.0, n_groups: int = 4,
+                     ess_threshold: float = 0.5, zero_weights: bool = False) -> SMCResult:
+    """Annealed SMC (Del Moral, Doucet & Jasra 2006): AIS along the same path as :func:`run_ais`, with
+    systematic resampling whenever a group's effective sample size falls below ``ess_threshold`` times
+    its size.
+
+    Each of ``n_groups`` independent particle systems of ``n_particles`` particles gives the unbiased
+    normaliser estimate ``Z_0 prod_k mean_k(w)`` (the product over resampling epochs of the mean
+    incremental weight, Del Moral 2004); ``log_partition`` is the log of their mean and ``stderr`` its
+    delta-method standard error from their spread.  States are arrays with one row per particle
+    (``n_groups * n_particles`` rows, group after group).
+
+    Parameters
+    ----------
+    sample_initial, log_ratio, transition, n_temperatures, schedule, log_partition_start, zero_weights
+        As in :func:`run_ais` (``zero_weights``: ``-inf`` ratios are zero weights; such particles die at
+        the next resampling).
+    n_particles : int
+        Particles per group (>= 2).
+    seed : int, Generator or None
+        Randomness (SPEC 7).
+    n_groups : int
+        Independent particle systems (>= 2), for the standard error.
+    ess_threshold : float
+        Resample a group when its ESS is below ``ess_threshold * n_particles`` (0 < ... <= 1).
+
+    Returns
+    -------
+    SMCResult
+    """
+    n_particles = check_int(n_particles, "n_particles", low=2)
+    n_groups = check_int(n_groups, "n_groups", low=2)
+    ess_threshold = check_float(ess_threshold, "ess_threshold", low=0.0, high=1.0, low_open=True)
+    log_z0 = check_float(log_partition_start, "log_partition_start")
+    betas = annealing_schedule(n_temperatures, schedule)
+    gen = as_generator(seed)
+    total = n_groups * n_particles
+    x = sample_initial(total, gen)
+    log_w = np.zeros((n_groups, n_particles))
+    log_z = np.zeros(n_groups)
+    resamples = 0
+    for t in range(1, betas.size):
+        ratio = _checked_ratio(log_ratio, x, total, zero_weights)
+        log_w += (betas[t] - betas[t - 1]) * ratio.reshape(n_groups, n_particles)
+        if np.any(np.all(log_w == -np.inf, axis=1)):
+            raise ValueError("every particle of an SMC group has weight zero (each met a zero of the target); use "
+                             "more particles or temperatures")
+        if t == betas.size - 1:
+            break
+        index = np.arange(total)
+        for g in range(n_groups):
+            w = np.exp(log_w[g] - log_w[g].max())
+            if w.sum() ** 2 / np.sum(w * w) < ess_threshold * n_particles:
+                log_z[g] += float(logsumexp(log_w[g]) - np.log(n_particles))
+                index[g * n_particles:(g + 1) * n_particles] = g * n_particles + _systematic_resample(log_w[g], gen)
+                log_w[g] = 0.0
+                resamples += 1
+        x = transition(x[index], float(betas[t]), gen)
+    log_z += logsumexp(log_w, axis=1) - np.log(n_particles)
+    log_mean, _, stderr = summarize_log_weights(log_z)
+    return SMCResult(log_partition=log_z0 + log_mean, stderr=stderr, group_log_partitions=log_z0 + log_z,
+                     n_resamples=resamples, betas=betas)
+
+
+def smc_factor_graph(fg: FactorGraph, n_temperatures: int = 100, n_particles: int = 100, seed: Any = None, *,
+                     schedule: str | Any = "linear", n_groups: int = 4) -> SMCResult:
+    """Annealed SMC (:func:`run_annealed_smc`) for ``log Z`` of a factor graph, along the path and with the
+    Gibbs moves of :func:`ais_factor_graph`; ``n_groups`` independent systems of ``n_particles``."""
+    if not isinstance(fg, FactorGraph):
+        raise TypeError(f"fg must be a FactorGraph, got {type(fg).__name__}")
+    return run_annealed_smc(lambda n, gen: unary_sample(fg, n, gen), lambda x: higher_order_log_weights(fg, x),
+                            lambda x, beta, gen: gibbs_move(fg, x, beta, gen), n_temperatures=n_temperatures,
+                            n_particles=n_particles, seed=seed, schedule=schedule,
+                            log_partition_start=unary_log_partition(fg), n_groups=n_groups, zero_weights=True)

@@ -25,10 +25,22 @@ from typing import Any, Sequence
 import numpy as np
 
 from .ais import SCHEDULES, ais_log_partition, run_ais
+from .factor_graph_estimators import factor_graph_estimators
 from .harness import KindEstimator
 from .harness.problem import EVALUATIONS
 from .models import PairwiseMRF
-from .problems import CHAIN_CRF, KINDS, PAIRWISE_MRF, PCFG, TRF, KindProblem, chart_rule_entries, span_vector
+from .models.factor_gibbs import unary_log_partition, unary_log_tables
+from .problems import (
+    CHAIN_CRF,
+    FACTOR_GRAPH,
+    KINDS,
+    PAIRWISE_MRF,
+    PCFG,
+    TRF,
+    KindProblem,
+    chart_rule_entries,
+    span_vector,
+)
 from .validation import check_float, check_int
 
 
@@ -40,15 +52,25 @@ class TrivialEstimator(KindEstimator):
     * PCFG: the Viterbi tree (max-product instead of sum-product): its log weight as
       ``log_probability`` (a lower bound), its constituents as ``span_posteriors`` and its rules as
       ``rule_counts``;
-    * TRF: ``zeta`` of the model with lambda = 0, ``zeta_j = (j - 1) log V``.
+    * TRF: ``zeta`` of the model with lambda = 0, ``zeta_j = (j - 1) log V``;
+    * factor graph: the model of its unary and constant factors (higher-order factors dropped; with
+      evidence conditioned in): its exact ``log_partition`` and ``marginals``.
     """
 
     name = "trivial"
     budget_label = "none"
     kinds = {PAIRWISE_MRF: ("log_partition", "marginals"), CHAIN_CRF: ("log_partition", "marginals", "entropy"),
-             PCFG: ("log_probability", "span_posteriors", "rule_counts"), TRF: ("zeta",)}
+             PCFG: ("log_probability", "span_posteriors", "rule_counts"), TRF: ("zeta",),
+             FACTOR_GRAPH: ("log_partition", "marginals")}
 
     def _estimate(self, problem, budget, seed, targets):
+        if problem.kind == FACTOR_GRAPH:
+            model = problem.model
+            lu = unary_log_tables(model)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                p = np.exp(lu - np.logaddexp.reduce(lu, axis=1, keepdims=True))
+            return {"log_partition": unary_log_partition(model), "marginals": problem.expand(np.nan_to_num(p)),
+                    EVALUATIONS: int(model.cards.sum())}
         if problem.kind in (PAIRWISE_MRF, CHAIN_CRF):
             mrf = problem.mrf
             lu = mrf.log_unary
@@ -225,6 +247,8 @@ class GibbsEstimator(KindEstimator):
 
 
 def samplers_estimators() -> list[KindEstimator]:
-    """The core's cross estimators: the trivial baseline, exact forward, exact junction tree, AIS, Gibbs."""
+    """The core's cross estimators: the trivial baseline, exact forward, exact junction tree, AIS, Gibbs, and
+    on factor graphs exact elimination, loopy BP, Gibbs and AIS (:mod:`samplers.factor_graph_estimators`)."""
     return [TrivialEstimator(), ExactEstimator("exact-forward", (CHAIN_CRF,)), ExactJunctionTreeEstimator(),
-            AISEstimator(), GibbsEstimator()]
+            AISEstimator(), GibbsEstimator(), ExactEstimator("exact-elimination", (FACTOR_GRAPH,)),
+            *factor_graph_estimators()]

@@ -127,3 +127,48 @@ def cross_quick_suite(replicates: int = CROSS_QUICK_REPLICATES) -> Suite:
 def cross_suite(replicates: int = CROSS_REPLICATES) -> Suite:
     """The cross leaderboard: every problem registered with the tag ``cross``; four budgets per estimator."""
     return _cross("cross", replicates)
+
+
+def uai_suite(instances: str | None = None, replicates: int = 3, scale: str = "full") -> Suite:
+    """Every applicable estimator on a folder of UAI instances, scored against the trivial baseline.
+
+    Each ``DIR/*.uai`` becomes a :class:`~samplers.problems.FactorGraphProblem`
+    (:meth:`~samplers.problems.FactorGraphProblem.from_uai`: ``.evid`` evidence applied, the published
+    ``.PR`` / ``.MAR`` answers as references with their provenance, targets those with a published
+    answer).  ``mcsa bench run --suite uai --instances DIR`` (``--instances`` is
+    ``--suite-arg instances=DIR``).
+
+    Parameters
+    ----------
+    instances : str
+        The folder of ``.uai`` files (required).
+    replicates : int
+        Replicates of each randomized run.
+    scale : {"full", "quick"}
+        Each estimator's ``budgets`` or its (smaller) ``quick_budgets``.
+    """
+    from pathlib import Path
+
+    from .problems import FactorGraphProblem
+
+    if instances is None:
+        raise ValueError("the uai suite needs a folder of .uai files: --instances DIR")
+    folder = Path(instances)
+    if not folder.is_dir():
+        raise ValueError(f"--instances: {folder} is not a folder")
+    paths = sorted(folder.glob("*.uai"))
+    if not paths:
+        raise ValueError(f"--instances: {folder} holds no .uai file")
+    if scale not in ("full", "quick"):
+        raise ValueError(f"scale must be 'full' or 'quick', got {scale!r}")
+    replicates = int(replicates)
+    if replicates < 1:
+        raise ValueError(f"replicates must be >= 1, got {replicates}")
+    problems = [FactorGraphProblem.from_uai(p) for p in paths]
+    estimators = [e for e in load_estimators() if any(e.supports(p) for p in problems)]
+    attr = "budgets" if scale == "full" else "quick_budgets"
+    budgets = {e.name: list(getattr(e, attr, (1,))) for e in estimators}
+    return Suite(problems=problems, estimators=estimators, budgets=budgets, replicates=replicates,
+                 description=f"every applicable estimator on the {len(problems)} UAI instances of {folder}; "
+                             "score against the trivial baseline (unary-only model)",
+                 baseline="trivial", extra={"kinds": {p.name: p.kind for p in problems}, "instances": str(folder)})

@@ -21,6 +21,23 @@ def _jobs(text: str) -> int:
     return value
 
 
+def _suite_arg(text: str) -> tuple[str, str]:
+    key, eq, value = text.partition("=")
+    if not eq or not key.isidentifier():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE with KEY a Python name, got {text!r}")
+    return key, value
+
+
+def suite_options(args) -> dict[str, str]:
+    """The suite factory's keyword arguments from ``--suite-arg KEY=VALUE`` and ``--instances DIR``."""
+    options = dict(args.suite_args)
+    if args.instances is not None:
+        if options.get("instances", args.instances) != args.instances:
+            raise ValueError("--instances and --suite-arg instances=... disagree")
+        options["instances"] = args.instances
+    return options
+
+
 def register(subparsers) -> None:
     """Add ``bench list`` and ``bench run`` to the ``mcsa`` sub-commands."""
     bench = subparsers.add_parser("bench", help="list and run evaluation-harness suites",
@@ -56,9 +73,17 @@ def register(subparsers) -> None:
     p_run.add_argument("--replicates", type=positive_int, default=None,
                        help="replicates per cell (default: the suite's)")
     p_run.add_argument("--jobs", "-j", type=_jobs, default=1, help="parallel workers (joblib; -1 = all cores)")
+    p_run.add_argument("--dask", default=None, metavar="SCHEDULER_ADDRESS",
+                       help="send the runs to this Dask scheduler (e.g. tcp://host:8786; needs mcsa[dask]); they "
+                            "stream into --out as they finish, and --resume works as without it")
     p_run.add_argument("--seed", "-s", type=nonnegative_int, default=0, help="study seed; every run's seed derives from it")
     p_run.add_argument("--budgets", type=positive_int, nargs="+", default=None,
                        help="override every estimator's budgets (default: the suite's)")
+    p_run.add_argument("--suite-arg", dest="suite_args", action="append", default=[], type=_suite_arg,
+                       metavar="KEY=VALUE", help="keyword argument of the suite's factory (repeatable), e.g. "
+                                                 "--suite-arg instances=DIR for --suite uai")
+    p_run.add_argument("--instances", default=None, metavar="DIR",
+                       help="folder of problem instances (the same as --suite-arg instances=DIR; --suite uai)")
     p_run.add_argument("--baseline", default=None,
                        help="estimator scored 0 in the UAI-style 0-100 score (default: the suite's baseline)")
     mode = p_run.add_mutually_exclusive_group()
@@ -122,6 +147,10 @@ def resume_command(args) -> str:
     if args.jobs != 1:
         again += ["--jobs", str(args.jobs)]
     again += [flag for flag, on in (("--fail-fast", args.fail_fast), ("--no-plots", args.no_plots)) if on]
+    for key, value in suite_options(args).items():
+        again += ["--suite-arg", f"{key}={value}"]
+    if args.dask is not None:
+        again += ["--dask", args.dask]
     return " ".join(shlex.quote(a) for a in again) + " --resume"
 
 
@@ -132,6 +161,14 @@ def cmd_run(args) -> int:
 
     if not suite_exists(args.suite):
         load_suite(args.suite)  # the unknown-suite error, listing the known ones
+    suite = args.suite
+    try:
+        options = suite_options(args)
+        if options:
+            suite = load_suite(args.suite, **options)
+    except (TypeError, ValueError) as exc:
+        print(f"mcsa: error: --suite-arg: suite {args.suite!r}: {exc}", file=sys.stderr)
+        return 2
     from .study import RunFailedWarning
 
     if args.jobs != 1:
@@ -141,10 +178,25 @@ def cmd_run(args) -> int:
         quiet = "ignore:resource_tracker:UserWarning"
         previous = os.environ.get("PYTHONWARNINGS")
         os.environ["PYTHONWARNINGS"] = f"{previous},{quiet}" if previous else quiet
+    client = None
+    if args.dask is not None:
+        try:
+            from distributed import Client
+        except ImportError:
+            print("mcsa: error: --dask needs dask.distributed: pip install 'mcsa[dask]'", file=sys.stderr)
+            return 2
+        try:
+            client = Client(args.dask, timeout=10)
+        except (OSError, TimeoutError, ValueError) as exc:
+            print(f"mcsa: error: --dask {args.dask}: cannot reach the scheduler ({type(exc).__name__}: {exc})",
+                  file=sys.stderr)
+            return 2
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RunFailedWarning)  # failures are reported below
-            results = run_suite(args.suite, replicates=args.replicates, seed=args.seed, n_jobs=args.jobs,
+            results = run_suite(suite, backend=None if client is None else "dask",
+                                n_jobs=-1 if client is not None and args.jobs == 1 else args.jobs,
+                                replicates=args.replicates, seed=args.seed,
                                 budgets=args.budgets, progress=args.progress, out=args.out, resume=args.resume,
                                 force=args.force, fail_fast=args.fail_fast, plots=not args.no_plots,
                                 baseline=args.baseline)
@@ -161,6 +213,9 @@ def cmd_run(args) -> int:
         print(f"mcsa: interrupted; finished runs are kept in {args.out}/runs.jsonl. Resume with: "
               f"{resume_command(args)}", file=sys.stderr)
         return 130
+    finally:
+        if client is not None:
+            client.close()
     if args.brief:
         from .digest import digest
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from .registry import Suite, load_suite
 from .results import Results
@@ -54,7 +54,8 @@ def _studies(suite: Suite, replicates: int | None, seed: int, budgets: Sequence[
 def run_suite(suite: Suite | str, *, replicates: int | None = None, seed: int = 0, n_jobs: int = 1,
               budgets: Sequence[int] | None = None, progress: bool | None = None, out: str | Path | None = None,
               resume: bool = False, force: bool = False, fail_fast: bool = False, plots: bool = True,
-              baseline: str | None = None) -> Results:
+              baseline: str | None = None, suite_options: Mapping[str, Any] | None = None,
+              backend: str | None = None) -> Results:
     """Run a suite (or a registered suite name) and return its results.
 
     A suite with ``parts`` (like ``quick``) runs each part as its own study, so estimators meet only
@@ -78,13 +79,19 @@ def run_suite(suite: Suite | str, *, replicates: int | None = None, seed: int = 
         Write the PNG plots (with ``out``).
     baseline : str, optional
         Estimator name for the UAI-style score, overriding the suite's ``baseline``.
+    suite_options : mapping, optional
+        Keyword arguments of a registered suite's factory (``mcsa bench run --suite-arg KEY=VALUE``).
+    backend : str, optional
+        joblib backend of the studies (``"dask"``: the current ``distributed.Client``'s cluster; see
+        :meth:`Study.run`).
     """
     name = suite if isinstance(suite, str) else (suite.name or "suite")
     if out is None:
         if isinstance(suite, str):
-            suite = load_suite(suite)
+            suite = load_suite(suite, **dict(suite_options or {}))
         studies = _studies(suite, replicates, seed, budgets, baseline)
-        return Results.concat([s.run(n_jobs=n_jobs, progress=progress, fail_fast=fail_fast) for s in studies])
+        return Results.concat([s.run(n_jobs=n_jobs, progress=progress, fail_fast=fail_fast, backend=backend)
+                               for s in studies])
     if isinstance(suite, str):
         from .registry import suite_exists
 
@@ -96,14 +103,15 @@ def run_suite(suite: Suite | str, *, replicates: int | None = None, seed: int = 
             replicates = previous.get("replicates") if replicates is None else replicates
             budgets = previous.get("budgets") if budgets is None else budgets
             baseline = previous.get("baseline") if baseline is None else baseline
-        return _run_in(folder, previous, suite if not isinstance(suite, str) else load_suite(suite), name,
+        return _run_in(folder, previous,
+                       suite if not isinstance(suite, str) else load_suite(suite, **dict(suite_options or {})), name,
                        replicates=replicates, seed=seed, n_jobs=n_jobs, budgets=budgets, progress=progress,
-                       fail_fast=fail_fast, plots=plots, baseline=baseline)
+                       fail_fast=fail_fast, plots=plots, baseline=baseline, backend=backend)
 
 
 def _run_in(folder: Path, previous: dict[str, Any] | None, suite: Suite, name: str, *, replicates: int | None,
             seed: int, n_jobs: int, budgets: Sequence[int] | None, progress: bool | None, fail_fast: bool,
-            plots: bool, baseline: str | None) -> Results:
+            plots: bool, baseline: str | None, backend: str | None = None) -> Results:
     """Run ``suite``'s studies streaming into ``folder`` (locked and prepared), then write the outputs."""
     studies = _studies(suite, replicates, seed, budgets, baseline)
     manifest: dict[str, Any] = {
@@ -115,7 +123,8 @@ def _run_in(folder: Path, previous: dict[str, Any] | None, suite: Suite, name: s
         "runs": sum(len(s.runs()) for s in studies), "files": (previous or {}).get("files", [])}
     write_json_atomic(folder / MANIFEST, manifest)
     with RunStore(folder / RUNS) as store:
-        results = Results.concat([s.run(n_jobs=n_jobs, progress=progress, store=store, fail_fast=fail_fast)
+        results = Results.concat([s.run(n_jobs=n_jobs, progress=progress, store=store, fail_fast=fail_fast,
+                                        backend=backend)
                                   for s in studies])
     results.meta["suite"] = name
     written = write_outputs(results, folder, title=f"mcsa bench run --suite {name} (seed {seed})", plots=plots,

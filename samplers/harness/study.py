@@ -284,7 +284,8 @@ class Study:
             Show a tqdm bar on stderr (default: only when stderr is a terminal; True forces it).
         backend : str, optional
             A joblib backend name; by default the active ``joblib.parallel_config`` decides
-            (``"loky"`` processes unless a Dask/Ray context is active).
+            (``"loky"`` processes unless a Dask/Ray context is active).  ``"dask"`` sends the runs to the
+            cluster of the current ``distributed.Client`` (they stream into ``store`` as they finish).
         store : path or RunStore, optional
             A JSON-lines run store (see :mod:`samplers.harness.store`): every finished run is
             appended and flushed as it arrives, and runs of this study already stored with status
@@ -464,7 +465,25 @@ class Study:
 
 def _parallel(n_jobs: int, backend: str | None) -> joblib.Parallel:
     """A joblib.Parallel yielding results as they finish (``generator_unordered``) where the backend
-    allows it, else in submission order; either way each result is recorded as soon as it arrives."""
+    allows it, else in submission order; either way each result is recorded as soon as it arrives.
+
+    ``backend="dask"`` sends the runs to the Dask cluster of the current ``distributed.Client``: joblib
+    registers its Dask backend only inside ``joblib.parallel_config(backend="dask")`` (a plain
+    ``Parallel(backend="dask")`` fails with ``Invalid backend: dask``), so the Parallel object is built
+    inside that context (it keeps the backend it was built with).
+    """
+    if backend == "dask":
+        try:
+            from distributed import get_client
+        except ImportError:
+            raise ImportError("backend='dask' needs dask.distributed: pip install 'mcsa[dask]'") from None
+        try:
+            get_client()
+        except ValueError:
+            raise ValueError("backend='dask' needs a running Dask client: create distributed.Client(address) first "
+                             "(mcsa bench run --dask ADDRESS does)") from None
+        with joblib.parallel_config(backend="dask"):
+            return _parallel(n_jobs, None)
     try:
         return joblib.Parallel(n_jobs=n_jobs, backend=backend, return_as="generator_unordered")
     except (ValueError, TypeError):  # pragma: no cover - backends without unordered generators

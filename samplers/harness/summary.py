@@ -17,6 +17,8 @@ import numpy as np
 
 from .records import user_stacklevel
 
+#: Mark of a leaderboard cell whose estimator is no better than the baseline (score 0).
+NO_BETTER = " (<= baseline)"
 #: Errors within this multiple of float64's eps (relative to the reference's scale) count as zero.
 ROUNDOFF = 64 * float(np.finfo(np.float64).eps)
 #: Cost caps (seconds per run, warm) of the leaderboard's matched-cost columns.
@@ -269,9 +271,11 @@ def leaderboard(summary: Sequence[dict[str, Any]], kinds: dict[str, str], caps: 
         problems = sorted({r["problem"] for r in rows})
         estimators = sorted({r["estimator"] for r in rows})
         out += [f"### {kind}: {target}", "",
-                f"Problems: {', '.join(problems)}.  Cell: pooled score (mean over problems; RMSE "
-                "[95% interval] when there is one problem) of the best budget whose mean warm time "
-                "is within the cap; '-' = no budget that cheap.", "",
+                f"Problems: {', '.join(problems)}.  Cell: pooled score (mean over problems) and, in "
+                "brackets, the absolute error: RMSE [95% interval] when there is one problem, else the "
+                "largest RMSE over the problems, of the best budget whose mean warm time is within the cap; "
+                f"'-' = no budget that cheap; '{NO_BETTER}' = no better than the baseline on any problem "
+                "(score 0 everywhere).", "",
                 "| estimator | " + " | ".join(f"<= {c:g} s" for c in caps) + " |",
                 "| --- | " + " | ".join("---" for _ in caps) + " |"]
         for est in estimators:
@@ -289,13 +293,16 @@ def leaderboard(summary: Sequence[dict[str, Any]], kinds: dict[str, str], caps: 
                     continue
                 scores = [_float(r.get("score")) for r in per_problem]
                 score = "n/a" if any(s is None for s in scores) else f"{np.mean(scores):.0f}"
+                if scores and all(s is not None and s <= 0.0 for s in scores):
+                    score += NO_BETTER
                 if len(problems) == 1:
                     r = per_problem[0]
                     lo, hi = _float(r.get("rmse_lo")), _float(r.get("rmse_hi"))
                     interval = f" [{lo:.3g}, {hi:.3g}]" if lo is not None and hi is not None else ""
                     line.append(f"{score} ({_float(r['rmse']):.3g}{interval})")
                 else:
-                    line.append(score)
+                    rmses = [_float(r["rmse"]) for r in per_problem]
+                    line.append(f"{score} (max {max(rmses):.3g})")
             out.append(f"| {est} | " + " | ".join(line) + " |")
         out.append("")
         if len(problems) > 1:
@@ -315,8 +322,9 @@ def leaderboard(summary: Sequence[dict[str, Any]], kinds: dict[str, str], caps: 
                     interval = f" [{lo:.3g}, {hi:.3g}]" if lo is not None and hi is not None else ""
                     evals = _float(r.get("mean_evaluations"))
                     cost = f"; {evals:.3g}" if evals is not None else ""
-                    line.append(f"{_float(r['rmse']):.3g}{interval} ({r['budget']}; {_float(r['mean_seconds']):.3g} s"
-                                f"{cost})")
+                    worse = NO_BETTER if _float(r.get("score")) == 0.0 else ""
+                    line.append(f"{_float(r['rmse']):.3g}{interval}{worse} ({r['budget']}; "
+                                f"{_float(r['mean_seconds']):.3g} s{cost})")
                 out.append(f"| {est} | " + " | ".join(line) + " |")
             out.append("")
     return "\n".join(out)

@@ -113,3 +113,45 @@ def random_mrf(n_vars: int, n_states: int = 2, *, edges: Any = None, density: fl
     unary = scale * gen.standard_normal((n_vars, n_states))
     pairwise = scale * gen.standard_normal((edges.shape[0], n_states, n_states))
     return PairwiseMRF(unary, edges, pairwise)
+
+
+def random_factor_graph(n_vars: int, *, n_factors: int = 7, max_arity: int = 4, max_states: int = 3,
+                        zero_rate: float = 0.1, scale: float = 1.0, tree: bool = False, seed: Any = None):
+    """A random :class:`~samplers.models.FactorGraph` for tests and demos: cardinalities in
+    ``2 .. max_states``, Gaussian log tables (sd ``scale``) with a fraction ``zero_rate`` of zero entries
+    (``-inf``; never a whole table), one constant factor.
+
+    ``tree=False``: ``n_factors`` factors of arity ``1 .. max_arity`` on random variables.  ``tree=True``: a
+    factor graph without cycles (each factor joins one earlier variable to new ones) plus three unary
+    factors, on which belief propagation is exact.
+    """
+    from .factor_graph import FactorGraph
+
+    n_vars = check_int(n_vars, "n_vars", low=1)
+    n_factors = check_int(n_factors, "n_factors", low=0)
+    max_arity = check_int(max_arity, "max_arity", low=1 if not tree else 2)
+    max_states = check_int(max_states, "max_states", low=2)
+    zero_rate = check_float(zero_rate, "zero_rate", low=0.0, high=1.0, high_open=True)
+    scale = check_float(scale, "scale", low=0.0)
+    rng = as_generator(seed)
+    cards = rng.integers(2, max_states + 1, size=n_vars)
+    scopes: list = [()]
+    if tree:
+        placed = 1
+        while placed < n_vars:
+            fresh = int(rng.integers(1, min(max_arity - 1, n_vars - placed) + 1))
+            scopes.append((int(rng.integers(placed)),) + tuple(range(placed, placed + fresh)))
+            placed += fresh
+        scopes += [(int(v),) for v in rng.choice(n_vars, min(3, n_vars), replace=False)]
+    else:
+        for _ in range(n_factors):
+            arity = int(rng.integers(1, min(max_arity, n_vars) + 1))
+            scopes.append(tuple(int(v) for v in rng.choice(n_vars, arity, replace=False)))
+    tables = []
+    for sc in scopes:
+        t = rng.normal(scale=scale, size=tuple(int(cards[v]) for v in sc))
+        if sc:
+            t[rng.random(t.shape) < zero_rate] = -np.inf
+            t.flat[int(rng.integers(t.size))] = 0.0  # never an all-zero factor
+        tables.append(t)
+    return FactorGraph(cards, scopes, tables)

@@ -46,6 +46,9 @@ def register(subparsers) -> None:
                        help="memory the elimination may use, e.g. 8G (default: a quarter of this machine's memory)")
     solve.add_argument("--force", action="store_true", help="overwrite an existing answer file")
     solve.set_defaults(func=run_solve)
+    from ..uai_scores import add_command  # `mcsa uai scores`: the competition's scores of a study
+
+    add_command(sub)
     parser.set_defaults(func=lambda args: parser.print_help() or 2)
 
 

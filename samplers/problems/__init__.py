@@ -7,6 +7,7 @@
 """
 
 from .chain_crf import ChainCRF
+from .factor_graph import FACTOR_GRAPH, FactorGraphProblem
 from .kinds import (
     CHAIN_CRF,
     FINITE_CHAIN,
@@ -27,6 +28,6 @@ from .kinds import (
     span_vector,
 )
 
-__all__ = ["CHAIN_CRF", "FINITE_CHAIN", "ITG_PAIR", "KINDS", "PAIRWISE_MRF", "PCFG", "SYNTHETIC_CHAIN", "TREE_CRF",
-           "TRF", "ChainCRF", "ChainCRFProblem", "KindProblem", "PCFGProblem", "PairwiseMRFProblem",
+__all__ = ["CHAIN_CRF", "FACTOR_GRAPH", "FINITE_CHAIN", "ITG_PAIR", "KINDS", "PAIRWISE_MRF", "PCFG", "SYNTHETIC_CHAIN", "TREE_CRF",
+           "TRF", "ChainCRF", "ChainCRFProblem", "FactorGraphProblem", "KindProblem", "PCFGProblem", "PairwiseMRFProblem",
            "chart_rule_entries", "pcfg_targets", "register_kind", "span_vector"]

@@ -156,6 +156,23 @@ def test_doeblin_marginals_target_pi_eps(make, eps):
     np.testing.assert_allclose(ref["marginals"] - problem.exact()["marginals"], ref["bias"], atol=1e-12)
 
 
+@pytest.mark.parametrize("eps", [0.05, 0.2])
+def test_doeblin_on_a_factor_graph_targets_the_same_pi_eps(eps):
+    """The factor-graph Doeblin chain (restart: unary-only model; kernel: one sweep over the factor bundle)
+    on the factor graph of a pairwise MRF has the MRF chain's pi_eps (same scan, same conditionals)."""
+    from doeblin.estimators import doeblin_gibbs_stationary
+    from samplers.models import FactorGraph
+    from samplers.problems import FactorGraphProblem
+
+    mrf = mrf_problem().mrf
+    problem = FactorGraphProblem("fg", FactorGraph.from_pairwise(mrf))
+    n = 4000
+    marg = by_name(f"doeblin-gibbs-eps{eps:g}").estimate(problem, n, 7)["marginals"]
+    ref = doeblin_gibbs_stationary(mrf, eps)["marginals"]
+    se = np.maximum(np.sqrt(ref * (1 - ref) / n), 1e-9)  # i.i.d. exact draws
+    assert_close_in_se(marg, ref, se, k=K, what="factor-graph Doeblin marginals vs pi_eps")
+
+
 def test_doeblin_bias_is_visible_at_large_eps():
     """Negative control: at eps = 0.9 on a strongly coupled chain, pi_eps is far from pi, and the
     estimator's draws resolve the difference (it is bias, not noise)."""

@@ -8,7 +8,7 @@ import pytest
 
 from samplers.cli import main as mcsa_main
 from samplers.harness import Study, list_suites, load_suite
-from samplers.harness.summary import leaderboard
+from samplers.harness.summary import NO_BETTER, leaderboard
 
 
 def test_cross_suites_are_registered_and_build():
@@ -51,7 +51,21 @@ def test_leaderboard_pools_scores_over_problems():
                                    ("p2", 1, 0.01, 2.0, 30.0), ("p2", 2, 1.0, 0.2, 85.0)]]
     table = leaderboard(rows, {"p1": "k", "p2": "k"}, caps=(0.1, 10.0))
     line = [ln for ln in table.splitlines() if ln.startswith("| a |")][0]
-    assert [c.strip() for c in line.split("|")[2:4]] == [f"{np.mean([50, 30]):.0f}", f"{np.mean([95, 85]):.0f}"]
+    assert [c.strip() for c in line.split("|")[2:4]] == [f"{np.mean([50, 30]):.0f} (max 2)",
+                                                        f"{np.mean([95, 85]):.0f} (max 0.2)"]
+
+
+def test_leaderboard_marks_estimators_no_better_than_the_baseline():
+    """Score 0 on every problem (RMSE at or above the baseline's) is marked, beside the absolute error."""
+    rows = [{"problem": p, "estimator": e, "budget": 1, "target": "t", "mean_seconds": 0.01, "rmse": r,
+             "rmse_lo": r, "rmse_hi": r, "score": sc}
+            for p, e, r, sc in [("p1", "bad", 30.0, 0.0), ("p2", "bad", 12.0, 0.0), ("p1", "ok", 1.0, 97.0),
+                                ("p2", "ok", 20.0, 0.0)]]
+    table = leaderboard(rows, {"p1": "k", "p2": "k"}, caps=(1.0,))
+    bad = [ln for ln in table.splitlines() if ln.startswith("| bad |")]
+    ok = [ln for ln in table.splitlines() if ln.startswith("| ok |")]
+    assert bad[0].split("|")[2].strip() == f"0{NO_BETTER} (max 30)"
+    assert NO_BETTER not in ok[0] and NO_BETTER in ok[1].split("|")[3]  # per problem: p2 only
 
 
 def test_leaderboard_cli_errors(tmp_path, capsys):
