@@ -229,7 +229,7 @@ def run_ais(sample_initial: Callable[[int, np.random.Generator], Any],
                      ess=ess, stderr=stderr)
 
 
-def _checked_ratio(log_ratio: Callable[[Any], np.ndarray], x: Any, n: int, zero_weights: bool) -> np.ndarray:
+def _checked_ratio(log_ratio: Callable[[Any], ArrayLike], x: Any, n: int, zero_weights: bool) -> np.ndarray:
     """``log_ratio(x)`` as ``n`` floats, finite (or ``-inf`` when ``zero_weights``), else ``ValueError``."""
     ratio = np.asarray(log_ratio(x), dtype=np.float64)
     ok = (np.isfinite(ratio) | (ratio == -np.inf)) if zero_weights else np.isfinite(ratio)

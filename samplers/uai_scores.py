@@ -53,6 +53,7 @@ def competition_scores(folder: str | Path, instances: str | Path | None = None) 
 
     def reference(problem: str) -> dict:  # the published (or mcsa) answers of one instance, read once
         if problem not in references:
+            assert instances is not None  # the callers below read references only with instances
             p = FactorGraphProblem.from_uai(Path(instances) / f"{problem}.uai")
             ex = {t: getattr(v, "value", v) for t, v in p.exact().items()}
             references[problem] = {**ex, "kept": p.conditioned.kept}
@@ -108,13 +109,13 @@ def competition_table(folder: str | Path, instances: str | Path | None = None) -
         for est in estimators:
             line = []
             for prob in problems:
-                r = best.get((prob, est))
-                if r is None:
+                cell = best.get((prob, est))
+                if cell is None:
                     line.append("-")
                     continue
                 base = best.get((prob, BASELINE))
-                worse = " (<= trivial)" if est != BASELINE and base is not None and r["score"] >= base["score"] else ""
-                line.append(f"{r['score']:.3g}{worse} ({r['budget']})")
+                worse = " (<= trivial)" if est != BASELINE and base is not None and cell["score"] >= base["score"] else ""
+                line.append(f"{cell['score']:.3g}{worse} ({cell['budget']})")
             out.append(f"| {est} | " + " | ".join(line) + " |")
         out.append("")
     if not out:

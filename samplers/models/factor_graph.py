@@ -450,6 +450,7 @@ class FactorGraph:
         cap = default_memory_cap() if memory_cap is None else memory_cap
         log_z, marg = eliminate(self.cards, self.scopes, self.log_tables, self._plan_for(cap), marginals=True,
                                 memory_cap=cap)
+        assert marg is not None  # marginals=True
         out = np.zeros((self.n_vars, self.max_states))
         for v, m in enumerate(marg):
             out[v, :m.size] = m

@@ -31,6 +31,7 @@ def parse_memory(text: str) -> int:
 
 
 def register(subparsers) -> None:
+    """Add the ``mcsa uai`` command group (``solve``, ``scores``) to ``subparsers`` (the ``mcsa.commands`` hook)."""
     parser = subparsers.add_parser("uai", help="UAI competition models: exact answers")
     sub = parser.add_subparsers(dest="uai_command", metavar="UAI_COMMAND")
     solve = sub.add_parser("solve", help="exact log Z (PR) or marginals (MAR) of a .uai model, written in the "
@@ -68,6 +69,18 @@ def _answer_path(args: argparse.Namespace) -> str:
 
 
 def run_solve(args: argparse.Namespace) -> int:
+    """``mcsa uai solve``: check the paths, read the model (and evidence), write the exact PR or MAR answer.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed flags of ``mcsa uai solve``.
+
+    Returns
+    -------
+    int
+        The exit status (0: written; a refusal raises a ValueError naming the flag or the width).
+    """
     from .elimination import ZeroPartitionError, default_memory_cap
     from .uai import check_evidence, read_evid, read_uai, write_mar, write_pr
 
