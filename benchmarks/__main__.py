@@ -67,8 +67,10 @@ SUITE: dict[str, Entry] = {
     "rdp_tree_speed": Entry(("--sizes", "5x20", "--repeats", "1", "--warmup", "1", "--mse-reps", "2"),
                             needs=TORCH_STRUCT),
     "trf_score_speed": Entry(None, why="reads a corpus prepared from the system's fortune files; no tiny size"),
+    "trf_train_speed": Entry(None, why="reads a training corpus (--train; the fortunes split), no tiny built-in one"),
     "trf_transms_speed": Entry(None, why="no size flag (~1.9M features), and it needs the git history of its "
                                          "reference revision"),
+    "uai_exact_speed": Entry(None, why="reads UAI competition instances (PR_DIR), which the repository does not ship"),
 }
 
 
