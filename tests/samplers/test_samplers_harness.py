@@ -256,7 +256,7 @@ def test_bench_list_imports_no_suite_module(capsys):
     assert mcsa_main(["bench", "list"]) == 0
     names = capsys.readouterr().out.split()
     assert {"quick", "mrf-quick", "rdp-quick", "doeblin-quick", "pruning-quick", "trf-quick"} <= set(names)
-    assert not {"rdp.bench", "doeblin.bench", "trf.bench"} & (set(sys.modules) - before)
+    assert not {"rdp.suites", "doeblin.suites", "trf.suites", "torch"} & (set(sys.modules) - before)
 
 
 def test_cli_rejects_non_positive_replicates_and_budgets(capsys):
