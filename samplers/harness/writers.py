@@ -181,8 +181,9 @@ def plot_error_vs_cost(summary: Sequence[dict[str, Any]], out_dir: str | Path, *
                        dpi: int = 110) -> list[Path]:
     """One PNG per (problem, target): log-log MSE against cost, with 95% bootstrap error bars.
 
-    Panels: MSE against mean warm wall seconds, against the budget (its unit in the axis label)
-    and, when every estimator of the panel reports them, against mean ``evaluations`` (the
+    Panels: MSE against mean warm wall seconds, against the budget (one panel per budget unit, so that
+    masks and threshold levels never share an axis; the unit in the axis label) and, when every estimator of
+    the panel reports them, against mean ``evaluations`` (the
     machine-independent cost).  One line per estimator, points ordered by budget; error bars are
     the cells' ``mse_lo``/``mse_hi``.  Cells whose MSE is 0 or not finite are left out of the log
     axes (an exact estimator has MSE 0 and nothing to draw); a figure with nothing to draw is not
@@ -217,9 +218,13 @@ def plot_error_vs_cost(summary: Sequence[dict[str, Any]], out_dir: str | Path, *
         if not by_est:
             continue
         with_evals = all(p.get("mean_evaluations") is not None for pts in by_est.values() for p in pts)
-        n_panels = 3 if with_evals else 2
-        fig, axes = plt.subplots(1, n_panels, figsize=(5 * n_panels, 4))
-        labels = set()
+        # one budget panel per budget unit: masks and threshold levels (say) never share an axis
+        units: "OrderedDict[str, int]" = OrderedDict()
+        for pts in by_est.values():
+            units.setdefault(pts[0]["budget_label"], len(units) + 1)
+        n_panels = 1 + len(units) + (1 if with_evals else 0)
+        fig, axes = plt.subplots(1, n_panels, figsize=(5 * n_panels, 4), squeeze=False)
+        axes = axes[0]
         for name, pts in by_est.items():
             pts = sorted(pts, key=lambda r: r["budget"])
             y = np.array([p[key] for p in pts], dtype=float)
@@ -228,12 +233,12 @@ def plot_error_vs_cost(summary: Sequence[dict[str, Any]], out_dir: str | Path, *
             if not measured:
                 lo = np.maximum(lo, y * 1e-3)  # a log axis cannot show an interval reaching 0
             yerr = np.vstack([np.maximum(y - lo, 0), np.maximum(hi - y, 0)])
-            xs = [[max(p["mean_seconds"], 1e-7) for p in pts], [p["budget"] for p in pts]]
+            drawn = [(axes[0], [max(p["mean_seconds"], 1e-7) for p in pts]),
+                     (axes[units[pts[0]["budget_label"]]], [p["budget"] for p in pts])]
             if with_evals:
-                xs.append([max(p["mean_evaluations"], 1e-7) for p in pts])
-            for ax, x in zip(axes, xs):
+                drawn.append((axes[-1], [max(p["mean_evaluations"], 1e-7) for p in pts]))
+            for ax, x in drawn:
                 ax.errorbar(x, y, yerr=yerr, marker="o", capsize=3, label=name)
-            labels.add(pts[0]["budget_label"])
         ylabel = f"mean {target} (95% CI)" if measured else f"MSE of {target} (95% CI)"
         for ax in axes:
             ax.set_xscale("log")
@@ -244,10 +249,11 @@ def plot_error_vs_cost(summary: Sequence[dict[str, Any]], out_dir: str | Path, *
             ax.set_ylabel(ylabel)
             ax.grid(True, which="both", alpha=0.3)
         axes[0].set_xlabel("mean warm wall seconds per run")
-        axes[1].set_xlabel("budget (" + ", ".join(sorted(labels)) + ")")
+        for unit, i in units.items():
+            axes[i].set_xlabel(f"budget ({unit})")
         if with_evals:
-            axes[2].set_xlabel("evaluations per run (machine-independent cost)")
-        axes[1].legend(fontsize=8)
+            axes[-1].set_xlabel("evaluations per run (machine-independent cost)")
+        axes[0].legend(fontsize=8)
         fig.suptitle(f"{problem}: {target}")
         fig.tight_layout()
         path = out / f"{prefix}{_slug(problem)}__{_slug(target)}.png"

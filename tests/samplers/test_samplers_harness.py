@@ -271,3 +271,28 @@ def test_register_suite_rejects_bad_factories():
         register_suite("bad", "no_colon_here")
     with pytest.raises(TypeError, match="factory"):
         register_suite("bad", 42)
+
+
+def test_budgets_of_different_units_get_their_own_plot_panels(tmp_path, monkeypatch):
+    """Issue 29: the PCFG demo plot put threshold levels and mask counts on one axis."""
+    from matplotlib.figure import Figure
+
+    from samplers.harness.writers import plot_error_vs_cost
+
+    labels: list[list[str]] = []
+    monkeypatch.setattr(Figure, "savefig", lambda fig, *a, **k: labels.append([ax.get_xlabel() for ax in fig.axes]))
+
+    def cell(estimator, unit, budget, mse):
+        return {"problem": "p", "target": "t", "estimator": estimator, "budget": budget, "budget_label": unit,
+                "mse": mse, "mse_lo": mse / 2, "mse_hi": mse * 2, "mean_seconds": 0.01 * budget,
+                "mean_evaluations": 10.0 * budget, "exact": 1.0, "bias": 0.0}
+
+    summary = [cell("randomized", "masks", b, 1 / b) for b in (4, 16, 64)]
+    summary += [cell("fixed", "threshold level", b, 0.1) for b in (1, 2, 3)]
+    plot_error_vs_cost(summary, tmp_path)
+    assert labels == [["mean warm wall seconds per run", "budget (masks)", "budget (threshold level)",
+                       "evaluations per run (machine-independent cost)"]]
+    labels.clear()
+    plot_error_vs_cost(summary[:3], tmp_path)                     # one unit: one budget panel
+    assert labels == [["mean warm wall seconds per run", "budget (masks)",
+                       "evaluations per run (machine-independent cost)"]]
