@@ -54,12 +54,19 @@ def register(subparsers) -> None:
 
 
 def _answer_path(args: argparse.Namespace) -> str:
-    """The answer file's path, checked before any work: the folder exists and is writable, the file
-    is new (or ``--force``)."""
+    """The answer file's path, checked before any work: the folder is writable, or can be created (it
+    is created when the answer is written), and the file is new (or ``--force``)."""
     out_dir = args.out
+    if not os.path.exists(out_dir):
+        parent = os.path.dirname(os.path.abspath(out_dir))
+        while not os.path.exists(parent):
+            parent = os.path.dirname(parent)
+        if not os.path.isdir(parent) or not os.access(parent, os.W_OK | os.X_OK):
+            raise ValueError(f"--out {out_dir}: does not exist and cannot be created ({parent} is not a writable "
+                             "folder)")
+        return os.path.join(out_dir, os.path.basename(args.model) + "." + args.task)
     if not os.path.isdir(out_dir):
-        what = "is not a folder" if os.path.exists(out_dir) else "does not exist"
-        raise ValueError(f"--out {out_dir}: {what}")
+        raise ValueError(f"--out {out_dir}: is not a folder")
     if not os.access(out_dir, os.W_OK):
         raise ValueError(f"--out {out_dir}: folder is not writable")
     path = os.path.join(out_dir, os.path.basename(args.model) + "." + args.task)
@@ -110,10 +117,12 @@ def run_solve(args: argparse.Namespace) -> int:
             why = ("it has constant (arity-0) factors of value 0" if graph.log_constant == -float("inf") else
                    "the evidence has probability zero" if evidence else "every configuration has a zero factor")
             raise ZeroPartitionError(f"{args.model}: Z = 0 ({why})")
+        os.makedirs(args.out, exist_ok=True)
         write_pr(path, log_z)
         summary = f"log10 Z = {log_z / 2.302585092994046:.10g}"
     else:
         _, marg = cond.graph.solve(memory_cap=cap)
+        os.makedirs(args.out, exist_ok=True)
         write_mar(path, cond.expand_marginals(marg, graph.max_states), graph.cards)
         summary = f"{graph.n_vars} marginals"
     print(f"{path}: {summary} (exact: junction tree, {plan.heuristic} order, induced width {plan.width}, "

@@ -220,7 +220,8 @@ def test_solve_refuses_before_work(tmp_path, capsys):
         (["uai", "solve", str(tmp_path / "nope.uai")], "nope.uai: no such file"),
         (["uai", "solve", str(tmp_path / "m.uai"), "--out", str(tmp_path)], r"m.uai.PR exists \(pass --force"),
         (["uai", "solve", str(tmp_path / "m.uai"), "--out", str(tmp_path / "m.uai")], "--out .*: is not a folder"),
-        (["uai", "solve", str(tmp_path / "m.uai"), "--out", str(tmp_path / "no")], "--out .*: does not exist"),
+        (["uai", "solve", str(tmp_path / "m.uai"), "--out", str(tmp_path / "m.uai" / "x")],
+         "--out .*: does not exist and cannot be created"),
         (["uai", "solve", str(tmp_path / "m.uai"), "--out", str(tmp_path), "--force", "--evid", "x.evid"],
          "--evid x.evid: no such file"),
         (["uai", "solve", str(tmp_path), "--out", str(tmp_path), "--force"], "is a directory"),
@@ -228,6 +229,12 @@ def test_solve_refuses_before_work(tmp_path, capsys):
     for argv, message in cases:
         assert main(argv) == 2
         assert re.search(message, capsys.readouterr().err), message
+    # a new --out folder is made when the answer is written, not before (a refused model leaves none behind)
+    assert main(["uai", "solve", str(tmp_path / "nope.uai"), "--out", str(tmp_path / "new")]) == 2
+    assert not (tmp_path / "new").exists()
+    assert main(["uai", "solve", str(tmp_path / "m.uai"), "--out", str(tmp_path / "new" / "answers")]) == 0
+    assert (tmp_path / "new" / "answers" / "m.uai.PR").is_file()
+    capsys.readouterr()
     (tmp_path / "bin.uai").write_bytes(b"\x00\xff")
     assert main(["uai", "solve", str(tmp_path / "bin.uai"), "--out", str(tmp_path)]) == 2
     assert "bin.uai: is a binary file" in capsys.readouterr().err
