@@ -58,16 +58,24 @@ def unary_log_partition(fg: FactorGraph) -> float:
         return float(np.sum(logsumexp(unary_log_tables(fg), axis=1))) + fg.log_constant
 
 
-def unary_sample(fg: FactorGraph, n: int, gen: np.random.Generator) -> np.ndarray:
-    """``n`` exact independent draws ``(n, n_vars)`` of the unary-only model (each variable from the
-    softmax of its summed unary factors).  Refuses a variable whose unary factors are all zero."""
+def unary_cdf(fg: FactorGraph) -> np.ndarray:
+    """Cumulative rows ``(n_vars, max_states)`` of the unary-only model: row ``i`` is the running sum of
+    the softmax of variable ``i``'s summed unary factors (flat at 1 over the padding).  Refuses a
+    variable whose unary factors are all zero."""
     lu = unary_log_tables(fg)
     top = lu.max(axis=1, keepdims=True)
     if np.any(top == -np.inf):
         bad = int(np.flatnonzero(top[:, 0] == -np.inf)[0])
         raise ValueError(f"variable {bad}'s unary factors are zero in every state: the model has Z = 0")
     p = np.exp(lu - top)
-    cdf = np.cumsum(p / p.sum(axis=1, keepdims=True), axis=1)
+    return np.cumsum(p / p.sum(axis=1, keepdims=True), axis=1)
+
+
+def unary_sample(fg: FactorGraph, n: int, gen: np.random.Generator) -> np.ndarray:
+    """``n`` exact independent draws ``(n, n_vars)`` of the unary-only model (each variable from the
+    softmax of its summed unary factors, :func:`unary_cdf`).  Refuses a variable whose unary factors are
+    all zero."""
+    cdf = unary_cdf(fg)
     u = gen.random((n, fg.n_vars, 1))
     return np.minimum((u > cdf[None]).sum(axis=2), fg.cards - 1).astype(np.int64)
 
