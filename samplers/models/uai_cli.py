@@ -31,6 +31,7 @@ def parse_memory(text: str) -> int:
 
 
 def register(subparsers) -> None:
+    """Add ``uai solve`` and ``uai scores`` to the ``mcsa`` sub-commands."""
     parser = subparsers.add_parser("uai", help="UAI competition models: exact answers")
     sub = parser.add_subparsers(dest="uai_command", metavar="UAI_COMMAND")
     solve = sub.add_parser("solve", help="exact log Z (PR) or marginals (MAR) of a .uai model, written in the "
@@ -68,6 +69,8 @@ def _answer_path(args: argparse.Namespace) -> str:
 
 
 def run_solve(args: argparse.Namespace) -> int:
+    """``mcsa uai solve``: read the model and its evidence, solve it exactly and write the answer file
+    ``--out/MODEL.uai.PR`` or ``.MAR``; returns the exit status."""
     from .elimination import ZeroPartitionError, default_memory_cap
     from .uai import check_evidence, read_evid, read_uai, write_mar, write_pr
 

@@ -145,6 +145,7 @@ class FactorGraphProblem(KindProblem):
         return int(self.model.elimination_plan.total_table_entries)
 
     def size(self) -> dict[str, int]:
+        """Variables (unobserved and observed), factors, largest arity and domain, elimination width."""
         m = self.model
         return {"n_vars": self.graph.n_vars, "observed": len(self.conditioned.evidence), "n_factors": m.n_factors,
                 "max_arity": m.max_arity, "max_states": m.max_states, "width": m.elimination_plan.width}
