@@ -50,6 +50,14 @@ def _finite_stage_move(model, stage, state):
     state[0] = draw_from_cdf(model.cdf_kernels[stage, state[0]])
 
 
+@jit(inline="always")
+def _draw_sites(cdf_rows, state):
+    """``state[i] ~ cdf_rows[i]`` for every site: one draw of a model of independent sites (the restart
+    law ``u`` of the Gibbs-sweep chains, their unary-only model)."""
+    for i in range(state.shape[0]):
+        state[i] = draw_from_cdf(cdf_rows[i])
+
+
 class GibbsSweepChain(NamedTuple):
     """The Doeblin chain of a pairwise MRF (:mod:`doeblin.estimators`): ``u`` is the unary-only model
     (cumulative rows ``cdf_unary`` (n_vars, K)), ``A`` one systematic-scan Gibbs sweep over the CSR
@@ -66,8 +74,7 @@ class GibbsSweepChain(NamedTuple):
 
 @implements(restart, GibbsSweepChain)
 def _gibbs_restart(model, state):
-    for i in range(state.shape[0]):
-        state[i] = draw_from_cdf(model.cdf_unary[i])
+    _draw_sites(model.cdf_unary, state)
 
 
 @implements(move, GibbsSweepChain)
@@ -91,8 +98,7 @@ class FactorSweepChain(NamedTuple):
 
 @implements(restart, FactorSweepChain)
 def _factor_restart(model, state):
-    for i in range(state.shape[0]):
-        state[i] = draw_from_cdf(model.cdf_unary[i])
+    _draw_sites(model.cdf_unary, state)
 
 
 @implements(move, FactorSweepChain)
