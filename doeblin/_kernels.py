@@ -14,7 +14,9 @@ from typing import NamedTuple
 import numpy as np
 
 from samplers._jit import jit
+from samplers.models._factor_kernels import gibbs_sweep_factors
 from samplers.models._kernels import gibbs_sweep
+from samplers.models.factor_graph import FactorBundle
 
 from . import core
 from .core import draw_from_cdf, implements, move, restart, stage_move
@@ -48,6 +50,14 @@ def _finite_stage_move(model, stage, state):
     state[0] = draw_from_cdf(model.cdf_kernels[stage, state[0]])
 
 
+@jit(inline="always")
+def _draw_sites(cdf_rows, state):
+    """``state[i] ~ cdf_rows[i]`` for every site: one draw of a model of independent sites (the restart
+    law ``u`` of the Gibbs-sweep chains, their unary-only model)."""
+    for i in range(state.shape[0]):
+        state[i] = draw_from_cdf(cdf_rows[i])
+
+
 class GibbsSweepChain(NamedTuple):
     """The Doeblin chain of a pairwise MRF (:mod:`doeblin.estimators`): ``u`` is the unary-only model
     (cumulative rows ``cdf_unary`` (n_vars, K)), ``A`` one systematic-scan Gibbs sweep over the CSR
@@ -64,8 +74,7 @@ class GibbsSweepChain(NamedTuple):
 
 @implements(restart, GibbsSweepChain)
 def _gibbs_restart(model, state):
-    for i in range(state.shape[0]):
-        state[i] = draw_from_cdf(model.cdf_unary[i])
+    _draw_sites(model.cdf_unary, state)
 
 
 @implements(move, GibbsSweepChain)
@@ -73,10 +82,35 @@ def _gibbs_move(model, state):
     gibbs_sweep(state, model.unary, model.nbr_ptr, model.nbr_var, model.nbr_pot, 1.0, model.logits)
 
 
+class FactorSweepChain(NamedTuple):
+    """The Doeblin chain of a factor graph (:func:`doeblin.estimators.doeblin_factor_draws`): ``u`` is the
+    unary-only model (cumulative rows ``cdf_unary`` (n_vars, max_states),
+    :func:`samplers.models.factor_gibbs.unary_cdf`), ``A`` one systematic-scan Gibbs sweep over the factor
+    bundle (:func:`samplers.models._factor_kernels.gibbs_sweep_factors`, hard zeros kept).  ``logits``
+    (max_states,) is scratch and ``no_sums`` (0, max_states) tells the sweep to accumulate nothing.  A
+    state is the int64 configuration (n_vars,)."""
+
+    cdf_unary: np.ndarray
+    bundle: FactorBundle
+    logits: np.ndarray
+    no_sums: np.ndarray
+
+
+@implements(restart, FactorSweepChain)
+def _factor_restart(model, state):
+    _draw_sites(model.cdf_unary, state)
+
+
+@implements(move, FactorSweepChain)
+def _factor_move(model, state):
+    gibbs_sweep_factors(state, 1.0, -np.inf, model.bundle, model.logits, model.no_sums)
+
+
 @jit
 def gibbs_doeblin_draws(model, eps, size, seed):
-    """Exact draws of the Gibbs-sweep Doeblin chain (Prop. 3.2); returns ``(draws (size, n_vars), sweeps)``."""
-    return core.seeded_exact_draws(model, model.unary.shape[0], eps, size, seed)
+    """Exact draws of a Gibbs-sweep Doeblin chain (Prop. 3.2), :class:`GibbsSweepChain` or
+    :class:`FactorSweepChain`; returns ``(draws (size, n_vars), sweeps)``."""
+    return core.seeded_exact_draws(model, model.cdf_unary.shape[0], eps, size, seed)
 
 
 @jit

@@ -40,12 +40,19 @@ from scipy.special import logsumexp
 from samplers.harness import KindEstimator
 from samplers.harness.problem import EVALUATIONS
 from samplers.models import FactorGraph, PairwiseMRF
-from samplers.models.factor_gibbs import gibbs_move, unary_sample
+from samplers.models.factor_gibbs import unary_cdf
 from samplers.problems import CHAIN_CRF, FACTOR_GRAPH, FINITE_CHAIN, PAIRWISE_MRF
-from samplers.rng import as_generator, kernel_seed
+from samplers.rng import kernel_seed
 from samplers.validation import check_int
 
-from ._kernels import GibbsSweepChain, exact_doeblin_budget, gibbs_doeblin_draws, simulate_doeblin, simulate_plain
+from ._kernels import (
+    FactorSweepChain,
+    GibbsSweepChain,
+    exact_doeblin_budget,
+    gibbs_doeblin_draws,
+    simulate_doeblin,
+    simulate_plain,
+)
 from .chains import MAX_EXPECTED_STEPS, StrongDoeblinChain, check_draw_cost, check_eps
 
 #: Largest joint state space :func:`doeblin_gibbs_stationary` builds the chain over.
@@ -92,33 +99,43 @@ def doeblin_gibbs_draws(mrf: PairwiseMRF, n_draws: int, eps: float, seed: Any = 
 
 def doeblin_factor_draws(fg: FactorGraph, n_draws: int, eps: float, seed: Any = None, *,
                          max_steps: int = MAX_EXPECTED_STEPS) -> tuple[np.ndarray, int]:
-    """Exact draws from ``pi_eps`` of the Doeblin chain over Gibbs sweeps of a factor graph: restart law
-    ``u`` = its unary-only model (:func:`samplers.models.factor_gibbs.unary_sample`), base kernel ``A`` =
-    one Numba sweep over the factor bundle (:func:`samplers.models.factor_gibbs.gibbs_move`).
+    """Exact draws from ``pi_eps`` of the Doeblin chain over Gibbs sweeps of a factor graph, through the
+    one exact-draw kernel :func:`doeblin.core.exact_doeblin_draws` (model
+    :class:`doeblin._kernels.FactorSweepChain`): restart law ``u`` = its unary-only model
+    (:func:`samplers.models.factor_gibbs.unary_cdf`), base kernel ``A`` = one Numba sweep over the factor
+    bundle (as :func:`samplers.models.factor_gibbs.gibbs_move`).
 
     With hard zeros in factors of arity >= 2, a restart may land on an impossible configuration that
     the sweep need not leave (a variable with no possible state keeps its own), so ``pi_eps`` can put
     mass there: the bias then includes configurations of probability zero.
+
+    Parameters
+    ----------
+    fg : FactorGraph
+        The model whose Gibbs sweep is the chain's base kernel ``A`` (condition on evidence first).
+    n_draws : int
+        Number of independent exact draws.
+    eps : float
+        Restart probability in (0, 1].
+    seed : int, Generator or None
+        Randomness (SPEC 7).
+    max_steps : int
+        Refuse (ValueError) when the expected number of sweeps, ``n_draws (1 - eps) / eps``, exceeds it.
+
+    Returns
+    -------
+    draws : ndarray of int64 (n_draws, n_vars)
+    sweeps : int
+        Total Gibbs sweeps spent (the cost), ``sum T_i``.
     """
     if not isinstance(fg, FactorGraph):
         raise TypeError(f"fg must be a FactorGraph, got {type(fg).__name__}")
     n_draws = check_int(n_draws, "n_draws", low=1)
     eps = check_eps(eps)
     check_draw_cost((1.0 - eps) / eps, n_draws, max_steps, f"eps = {eps:g}")
-    gen = as_generator(seed)
-    # Prop. 3.2 vectorised over the draws: y0 ~ u, T ~ Geometric(eps) on {0, 1, ...}, then T sweeps of the
-    # draws still running (the pairwise MRF goes through the one Numba kernel doeblin.core.exact_doeblin_draws)
-    x = unary_sample(fg, n_draws, gen)
-    steps = gen.geometric(eps, size=n_draws) - 1  # P(T = k) = eps (1 - eps)^k, k >= 0
-    order = np.argsort(steps, kind="stable")
-    steps_sorted = steps[order]
-    x = x[order]
-    for t in range(1, int(steps_sorted[-1]) + 1):
-        done = int(np.searchsorted(steps_sorted, t, side="left"))  # draws with T < t are finished
-        x[done:] = gibbs_move(fg, x[done:], 1.0, gen)
-    out = np.empty_like(x)
-    out[order] = x
-    return out, int(steps.sum())
+    model = FactorSweepChain(unary_cdf(fg), fg.bundle, np.empty(fg.max_states), np.zeros((0, fg.max_states)))
+    draws, steps = gibbs_doeblin_draws(model, eps, n_draws, kernel_seed(seed))
+    return draws, int(steps.sum())
 
 
 def gibbs_sweep_matrix(mrf: PairwiseMRF) -> np.ndarray:

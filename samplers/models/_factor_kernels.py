@@ -1,9 +1,12 @@
 """Numba kernels on the flat factor bundle (:class:`samplers.models.FactorBundle`): single-site Gibbs
 sweeps over factors of any arity (hard zeros respected) and loopy belief propagation in log space.
 
-Kernels take the bundle's arrays and plain scalars, never raise for user errors (the wrappers in
-:mod:`samplers.models.factor_gibbs` and :mod:`samplers.models.belief_propagation` validate), and seed
-Numba's generator inside the kernel.
+Kernels take the bundle (a NamedTuple of arrays, which Numba passes as one argument) and plain
+scalars, unpack the fields they read into locals first (field reads inside hot loops were measured
+slower), never raise for user errors (the wrappers in :mod:`samplers.models.factor_gibbs` and
+:mod:`samplers.models.belief_propagation` validate), and seed Numba's generator inside the kernel.
+:func:`gibbs_sweep_factors` allocates nothing (scratch is passed in), so it can also run inside the
+reference-count-free loop kernels of :mod:`doeblin.core`.
 
 Factor ``f``'s table entry of a configuration ``x`` is
 ``log_values[table_ptr[f] + sum_k strides[k] * x[scope_vars[k]]]`` over its slots
@@ -19,8 +22,7 @@ from .._kernels import categorical_from_probs, logaddexp
 
 
 @jit
-def gibbs_sweep_factors(x, beta, zero_as, cards, scope_ptr, scope_vars, strides, table_ptr, log_values, var_ptr,
-                        var_factors, var_slots, logits, cond_sum):
+def gibbs_sweep_factors(x, beta, zero_as, bundle, logits, cond_sum):
     """One systematic-scan Gibbs sweep (in place) of ``unary + beta * higher-order`` log factors.
 
     A variable whose conditional is zero everywhere (possible only from an infeasible state) keeps its
@@ -28,6 +30,9 @@ def gibbs_sweep_factors(x, beta, zero_as, cards, scope_ptr, scope_vars, strides,
     ``cond_sum[i]`` (the Rao-Blackwellised marginal estimate).  Returns the number of infeasible
     conditionals met.
     """
+    cards, scope_ptr, scope_vars, strides = bundle.cards, bundle.scope_ptr, bundle.scope_vars, bundle.strides
+    table_ptr, log_values = bundle.table_ptr, bundle.log_values
+    var_ptr, var_factors, var_slots = bundle.var_ptr, bundle.var_factors, bundle.var_slots
     stuck = 0
     accumulate = cond_sum.shape[0] > 0
     for i in range(cards.shape[0]):
@@ -69,8 +74,10 @@ def gibbs_sweep_factors(x, beta, zero_as, cards, scope_ptr, scope_vars, strides,
 
 
 @jit
-def count_zero_factors(x, scope_ptr, scope_vars, strides, table_ptr, log_values):
+def count_zero_factors(x, bundle):
     """Number of factors whose entry at ``x`` is ``-inf`` (0: ``x`` is feasible)."""
+    scope_ptr, scope_vars, strides = bundle.scope_ptr, bundle.scope_vars, bundle.strides
+    table_ptr, log_values = bundle.table_ptr, bundle.log_values
     bad = 0
     for f in range(scope_ptr.shape[0] - 1):
         idx = table_ptr[f]
@@ -82,8 +89,7 @@ def count_zero_factors(x, scope_ptr, scope_vars, strides, table_ptr, log_values)
 
 
 @jit
-def gibbs_factor_chains(init, n_sweeps, burn_in, seeds, beta, cards, scope_ptr, scope_vars, strides, table_ptr,
-                        log_values, var_ptr, var_factors, var_slots, max_states):
+def gibbs_factor_chains(init, n_sweeps, burn_in, seeds, beta, bundle, max_states):
     """Run ``init.shape[0]`` Gibbs chains of ``n_sweeps`` sweeps at ``beta`` (one seed per chain).
 
     Returns ``(final states (n_chains, n_vars), conditional sums (n_chains, n_vars, max_states) over the
@@ -100,15 +106,13 @@ def gibbs_factor_chains(init, n_sweeps, burn_in, seeds, beta, cards, scope_ptr, 
         x = init[c].copy()
         for s in range(n_sweeps):
             target = sums[c] if s >= burn_in else empty
-            stuck += gibbs_sweep_factors(x, beta, -np.inf, cards, scope_ptr, scope_vars, strides, table_ptr,
-                                         log_values, var_ptr, var_factors, var_slots, logits, target)
+            stuck += gibbs_sweep_factors(x, beta, -np.inf, bundle, logits, target)
         final[c] = x
     return final, sums, stuck
 
 
 @jit
-def find_feasible(init, max_sweeps, seed, penalty, cards, scope_ptr, scope_vars, strides, table_ptr, log_values,
-                  var_ptr, var_factors, var_slots, max_states):
+def find_feasible(init, max_sweeps, seed, penalty, bundle, max_states):
     """Search for configurations with no zero factor, one per row of ``init`` (in place).
 
     Gibbs sweeps of the softened model (each ``-inf`` entry counts as ``penalty``) until the state is
@@ -121,17 +125,18 @@ def find_feasible(init, max_sweeps, seed, penalty, cards, scope_ptr, scope_vars,
     for c in range(init.shape[0]):
         x = init[c]
         for _ in range(max_sweeps + 1):
-            if count_zero_factors(x, scope_ptr, scope_vars, strides, table_ptr, log_values) == 0:
+            if count_zero_factors(x, bundle) == 0:
                 ok[c] = True
                 break
-            gibbs_sweep_factors(x, 1.0, penalty, cards, scope_ptr, scope_vars, strides, table_ptr, log_values,
-                                var_ptr, var_factors, var_slots, logits, empty)
+            gibbs_sweep_factors(x, 1.0, penalty, bundle, logits, empty)
     return ok
 
 
 @jit
-def higher_order_log_weight(x, scope_ptr, scope_vars, strides, table_ptr, log_values):
+def higher_order_log_weight(x, bundle):
     """Sum over factors of arity >= 2 of their log entries at each row of ``x`` (``-inf`` when any is zero)."""
+    scope_ptr, scope_vars, strides = bundle.scope_ptr, bundle.scope_vars, bundle.strides
+    table_ptr, log_values = bundle.table_ptr, bundle.log_values
     out = np.zeros(x.shape[0])
     for c in range(x.shape[0]):
         acc = 0.0
@@ -169,8 +174,9 @@ def _normalise(msg, n):
 
 
 @jit
-def _var_to_factor(cards, var_ptr, var_slots, f2v, v2f):
+def _var_to_factor(bundle, f2v, v2f):
     """``v2f[slot] = normalise(sum of the other factors' messages into the slot's variable)``."""
+    cards, var_ptr, var_slots = bundle.cards, bundle.var_ptr, bundle.var_slots
     for i in range(cards.shape[0]):
         for a in range(var_ptr[i], var_ptr[i + 1]):
             slot = var_slots[a]
@@ -184,9 +190,11 @@ def _var_to_factor(cards, var_ptr, var_slots, f2v, v2f):
 
 
 @jit
-def _factor_to_var(cards, scope_ptr, scope_vars, strides, table_ptr, log_values, v2f, out, states):
+def _factor_to_var(bundle, v2f, out, states):
     """``out[slot, k] = log sum over the factor's entries with its slot variable at k of
     phi * prod of the other slots' incoming messages`` (unnormalised)."""
+    scope_ptr, strides = bundle.scope_ptr, bundle.strides
+    table_ptr, log_values = bundle.table_ptr, bundle.log_values
     out[:, :] = -np.inf
     for f in range(scope_ptr.shape[0] - 1):
         lo, hi = scope_ptr[f], scope_ptr[f + 1]
@@ -210,14 +218,16 @@ def _factor_to_var(cards, scope_ptr, scope_vars, strides, table_ptr, log_values,
 
 
 @jit
-def loopy_bp(cards, scope_ptr, scope_vars, strides, table_ptr, log_values, var_ptr, var_factors, var_slots,
-             max_states, damping, tol, max_iter):
+def loopy_bp(bundle, max_states, damping, tol, max_iter):
     """Flooding-schedule loopy BP with damped factor-to-variable messages, in log space.
 
     Returns ``(bethe log Z, beliefs (n_vars, max_states), converged, iterations, largest last change)``;
     the Bethe ``log Z`` is ``sum_f log Z_f + sum_i log Z_i - sum_(i,f) log Z_if`` (the Bethe free energy at
     a fixed point, exact on trees; Yedidia, Freeman & Weiss 2005, Eq. 25 in message form).
     """
+    cards, scope_ptr, scope_vars, strides = bundle.cards, bundle.scope_ptr, bundle.scope_vars, bundle.strides
+    table_ptr, log_values = bundle.table_ptr, bundle.log_values
+    var_ptr, var_slots = bundle.var_ptr, bundle.var_slots
     n_slots = scope_vars.shape[0]
     n_vars = cards.shape[0]
     f2v = np.full((n_slots, max_states), -np.inf)
@@ -233,8 +243,8 @@ def loopy_bp(cards, scope_ptr, scope_vars, strides, table_ptr, log_values, var_p
     it = 0
     while it < max_iter:
         it += 1
-        _var_to_factor(cards, var_ptr, var_slots, f2v, v2f)
-        _factor_to_var(cards, scope_ptr, scope_vars, strides, table_ptr, log_values, v2f, new, states)
+        _var_to_factor(bundle, f2v, v2f)
+        _factor_to_var(bundle, v2f, new, states)
         change = 0.0
         for s in range(n_slots):
             n = cards[scope_vars[s]]
@@ -251,7 +261,7 @@ def loopy_bp(cards, scope_ptr, scope_vars, strides, table_ptr, log_values, var_p
         if change < tol:
             converged = True
             break
-    _var_to_factor(cards, var_ptr, var_slots, f2v, v2f)
+    _var_to_factor(bundle, f2v, v2f)
     # Bethe log Z in message form.
     log_z = 0.0
     for f in range(scope_ptr.shape[0] - 1):

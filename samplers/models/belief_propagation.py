@@ -77,8 +77,5 @@ def loopy_belief_propagation(fg: FactorGraph, *, damping: float = 0.5, tol: floa
     damping = check_float(damping, "damping", low=0.0, high=1.0, high_open=True)
     tol = check_float(tol, "tol", low=0.0, low_open=True)
     max_iter = check_int(max_iter, "max_iter", low=1)
-    b = fg.bundle
-    log_z, beliefs, converged, it, change = loopy_bp(b.cards, b.scope_ptr, b.scope_vars, b.strides, b.table_ptr,
-                                                     b.log_values, b.var_ptr, b.var_factors, b.var_slots,
-                                                     fg.max_states, damping, tol, max_iter)
+    log_z, beliefs, converged, it, change = loopy_bp(fg.bundle, fg.max_states, damping, tol, max_iter)
     return BPResult(float(log_z), beliefs, bool(converged), int(it), float(change))

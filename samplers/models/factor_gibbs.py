@@ -58,32 +58,36 @@ def unary_log_partition(fg: FactorGraph) -> float:
         return float(np.sum(logsumexp(unary_log_tables(fg), axis=1))) + fg.log_constant
 
 
-def unary_sample(fg: FactorGraph, n: int, gen: np.random.Generator) -> np.ndarray:
-    """``n`` exact independent draws ``(n, n_vars)`` of the unary-only model (each variable from the
-    softmax of its summed unary factors).  Refuses a variable whose unary factors are all zero."""
+def unary_cdf(fg: FactorGraph) -> np.ndarray:
+    """Cumulative rows ``(n_vars, max_states)`` of the unary-only model: row ``i`` is the running sum of
+    the softmax of variable ``i``'s summed unary factors (flat at 1 over the padding).  Refuses a
+    variable whose unary factors are all zero."""
     lu = unary_log_tables(fg)
     top = lu.max(axis=1, keepdims=True)
     if np.any(top == -np.inf):
         bad = int(np.flatnonzero(top[:, 0] == -np.inf)[0])
         raise ValueError(f"variable {bad}'s unary factors are zero in every state: the model has Z = 0")
     p = np.exp(lu - top)
-    cdf = np.cumsum(p / p.sum(axis=1, keepdims=True), axis=1)
+    return np.cumsum(p / p.sum(axis=1, keepdims=True), axis=1)
+
+
+def unary_sample(fg: FactorGraph, n: int, gen: np.random.Generator) -> np.ndarray:
+    """``n`` exact independent draws ``(n, n_vars)`` of the unary-only model (each variable from the
+    softmax of its summed unary factors, :func:`unary_cdf`).  Refuses a variable whose unary factors are
+    all zero."""
+    cdf = unary_cdf(fg)
     u = gen.random((n, fg.n_vars, 1))
     return np.minimum((u > cdf[None]).sum(axis=2), fg.cards - 1).astype(np.int64)
 
 
 def higher_order_log_weights(fg: FactorGraph, x: np.ndarray) -> np.ndarray:
     """Sum of the log factors of arity >= 2 at each row of ``x`` (``-inf`` where one is zero)."""
-    b = fg.bundle
-    return higher_order_log_weight(np.ascontiguousarray(x, dtype=np.int64), b.scope_ptr, b.scope_vars, b.strides,
-                                   b.table_ptr, b.log_values)
+    return higher_order_log_weight(np.ascontiguousarray(x, dtype=np.int64), fg.bundle)
 
 
 def _run_chains(fg: FactorGraph, init: np.ndarray, n_sweeps: int, burn_in: int, seeds: np.ndarray, beta: float):
-    b = fg.bundle
     return gibbs_factor_chains(np.ascontiguousarray(init, dtype=np.int64), n_sweeps, burn_in, seeds, float(beta),
-                               b.cards, b.scope_ptr, b.scope_vars, b.strides, b.table_ptr, b.log_values, b.var_ptr,
-                               b.var_factors, b.var_slots, fg.max_states)
+                               fg.bundle, fg.max_states)
 
 
 def gibbs_move(fg: FactorGraph, x: np.ndarray, beta: float, gen: np.random.Generator) -> np.ndarray:
@@ -114,8 +118,7 @@ def feasible_states(fg: FactorGraph, n: int, seed: Any = None, *,
     finite = b.log_values[np.isfinite(b.log_values)]
     penalty = (float(finite.min()) if finite.size else 0.0) - 20.0
     x = unary_sample(fg, n, gen)
-    ok = find_feasible(x, max_sweeps, kernel_seed(gen), penalty, b.cards, b.scope_ptr, b.scope_vars, b.strides,
-                       b.table_ptr, b.log_values, b.var_ptr, b.var_factors, b.var_slots, fg.max_states)
+    ok = find_feasible(x, max_sweeps, kernel_seed(gen), penalty, b, fg.max_states)
     if not ok.all():
         raise ValueError(f"no feasible start found: {int((~ok).sum())} of {n} chains still meet a zero factor after "
                          f"{max_sweeps} sweeps of the softened model; pass init= (a configuration with no zero "
