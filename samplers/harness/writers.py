@@ -225,7 +225,8 @@ def plot_error_vs_cost(summary: Sequence[dict[str, Any]], out_dir: str | Path, *
         n_panels = 1 + len(units) + (1 if with_evals else 0)
         fig, axes = plt.subplots(1, n_panels, figsize=(5 * n_panels, 4), squeeze=False)
         axes = axes[0]
-        for name, pts in by_est.items():
+        for index, (name, pts) in enumerate(by_est.items()):
+            color = f"C{index % 10}"  # one colour per estimator in every panel (each axes restarts its own cycle)
             pts = sorted(pts, key=lambda r: r["budget"])
             y = np.array([p[key] for p in pts], dtype=float)
             lo = np.array([p[lo_key] if p.get(lo_key) is not None else p[key] for p in pts], dtype=float)
@@ -238,7 +239,7 @@ def plot_error_vs_cost(summary: Sequence[dict[str, Any]], out_dir: str | Path, *
             if with_evals:
                 drawn.append((axes[-1], [max(p["mean_evaluations"], 1e-7) for p in pts]))
             for ax, x in drawn:
-                ax.errorbar(x, y, yerr=yerr, marker="o", capsize=3, label=name)
+                ax.errorbar(x, y, yerr=yerr, marker="o", capsize=3, label=name, color=color)
         ylabel = f"mean {target} (95% CI)" if measured else f"MSE of {target} (95% CI)"
         for ax in axes:
             ax.set_xscale("log")

@@ -280,7 +280,17 @@ def test_budgets_of_different_units_get_their_own_plot_panels(tmp_path, monkeypa
     from samplers.harness.writers import plot_error_vs_cost
 
     labels: list[list[str]] = []
-    monkeypatch.setattr(Figure, "savefig", lambda fig, *a, **k: labels.append([ax.get_xlabel() for ax in fig.axes]))
+    colours: list[dict[str, set]] = []
+
+    def capture(fig, *args, **kwargs):
+        labels.append([ax.get_xlabel() for ax in fig.axes])
+        seen: dict[str, set] = {}
+        for ax in fig.axes:
+            for bars in ax.containers:  # one ErrorbarContainer per estimator and panel
+                seen.setdefault(bars.get_label(), set()).add(bars.lines[0].get_color())
+        colours.append(seen)
+
+    monkeypatch.setattr(Figure, "savefig", capture)
 
     def cell(estimator, unit, budget, mse):
         return {"problem": "p", "target": "t", "estimator": estimator, "budget": budget, "budget_label": unit,
@@ -292,6 +302,9 @@ def test_budgets_of_different_units_get_their_own_plot_panels(tmp_path, monkeypa
     plot_error_vs_cost(summary, tmp_path)
     assert labels == [["mean warm wall seconds per run", "budget (masks)", "budget (threshold level)",
                        "evaluations per run (machine-independent cost)"]]
+    # each estimator keeps one colour across the panels, and the two differ
+    assert colours[0].keys() == {"randomized", "fixed"} and all(len(c) == 1 for c in colours[0].values())
+    assert colours[0]["randomized"] != colours[0]["fixed"]
     labels.clear()
     plot_error_vs_cost(summary[:3], tmp_path)                     # one unit: one budget panel
     assert labels == [["mean warm wall seconds per run", "budget (masks)",
