@@ -123,6 +123,8 @@ class EliminationPlan:
         need = self.bytes_needed(marginals) if self.complete else _BYTES * self.max_table_entries // self.max_states
         if need > memory_cap or not self.complete:
             least = "at least " if self.heuristic == "minor-min-width" else ""
+            entries = self.max_table_entries
+            entries_s = f"{entries:.3g}" if entries >= 10**12 else str(entries)
             what = "log Z and the marginals" if marginals else "log Z"
             width = f"width {self.width}" if self.complete else f"width at least {self.width}"
             need_s = _format_bytes(need) if self.complete else f"more than {_format_bytes(need)}"
@@ -130,7 +132,7 @@ class EliminationPlan:
                      f"the best elimination order found ({self.heuristic}) has induced")
             raise TooWideError(
                 f"exact inference refused: {found} {width}; {what} would need {need_s} of tables (largest "
-                f"cluster {least}{self.max_table_entries} entries), over the memory cap of {_format_bytes(memory_cap)} (default: a quarter of this "
+                f"cluster {least}{entries_s} entries), over the memory cap of {_format_bytes(memory_cap)} (default: a quarter of this "
                 "machine's memory; pass memory_cap / --memory-cap to change it)")
 
 
