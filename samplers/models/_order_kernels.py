@@ -1,5 +1,5 @@
-"""Numba kernel of the greedy elimination orders (min-fill, weighted min-fill, min-degree) and of the
-cost of a given order.
+"""Numba kernels of the greedy elimination orders (min-fill, weighted min-fill, min-degree), of the
+cost of a given order, and of the minor-min-width lower bound of the treewidth.
 
 The interaction graph is a bit matrix ``adj`` (n, ceil(n / 64)) of uint64 words (21 MB for 13,000
 variables).  Each step eliminates the remaining variable of least score (ties: smallest log cluster
