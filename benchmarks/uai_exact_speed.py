@@ -166,7 +166,8 @@ def main(argv: list[str] | None = None) -> int:
         log_z, plan, seconds, wall = mcsa_log_z(graph, evidence, cap)
         if log_z is None:
             width = f"{'' if plan.complete else '>='}{plan.width}"
-            row += [width, f"{plan.max_table_entries:.3g} (largest)", "refused", "", "", "",
+            bound = ">=" if plan.heuristic == "minor-min-width" else ""  # every order's largest is at least this
+            row += [width, f"{bound}{plan.max_table_entries:.3g} (largest)", "refused", "", "", "",
                     f"{wall:.2f} wall (refusal)", "", "", "", ""]
             print("| " + " | ".join(row) + " |", flush=True)
             continue

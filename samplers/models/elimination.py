@@ -22,18 +22,21 @@ log-sum-exp over that axis runs in place (max, subtract, exp, sum over the leadi
 Cost is ``sum_v prod_{u in C_v} cards[u]`` table entries (the *total work*).  Orders are greedy
 min-fill, weighted min-fill (fill edges weighted by the product of their end cardinalities) and
 min-degree (:mod:`samplers.models._order_kernels`), and the variables' own order; the one of least
-total work is used.
+total work is used.  A model whose minor-min-width treewidth lower bound (Gogate & Dechter 2004) already
+puts every order's largest cluster over the memory cap is refused before any order is built, so
+refusing a model with thousands of high-degree variables costs one cheap pass, not the fill scoring.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from dataclasses import dataclass
 
 import numpy as np
 
-from ._order_kernels import GIVEN, MIN_DEGREE, MIN_FILL, WEIGHTED_MIN_FILL, greedy_order
+from ._order_kernels import GIVEN, MIN_DEGREE, MIN_FILL, WEIGHTED_MIN_FILL, greedy_order, minor_min_width
 
 #: The greedy heuristics, and ``"natural"``: the variables' own order (optimal on a row-major grid).
 ORDER_HEURISTICS = {"min-fill": MIN_FILL, "weighted-min-fill": WEIGHTED_MIN_FILL, "min-degree": MIN_DEGREE,
@@ -72,12 +75,16 @@ class EliminationPlan:
     order : tuple of int
         Variables in elimination order (shorter than ``n_vars`` when ``complete`` is false).
     heuristic : str
-        Which heuristic produced it (a key of :data:`ORDER_HEURISTICS`).
+        Which heuristic produced it (a key of :data:`ORDER_HEURISTICS`), or ``"minor-min-width"``: no
+        order was built because the treewidth lower bound alone puts every order over the memory cap
+        (``order`` is empty).
     width : int
         ``max_v |C_v| - 1``: the induced width of the order (an upper bound of the treewidth); when
-        ``complete`` is false, a lower bound of the order's width.
+        ``complete`` is false, a lower bound of the order's width (of every order's, for
+        ``"minor-min-width"``).
     max_table_entries : int
-        Entries of the largest cluster table.
+        Entries of the largest cluster table (for ``"minor-min-width"``: a lower bound of every
+        order's largest cluster).
     total_table_entries : int
         Entries of all cluster tables together (the total work of one pass).
     complete : bool
@@ -87,6 +94,8 @@ class EliminationPlan:
         Entries of all messages together (what the calibrated tree keeps between its passes).
     max_states : int
         Largest cardinality of a variable (bounds the slabs of the upward pass).
+    fill_evaluations : int
+        Work of the planning: variable pairs tested for a fill edge by the min-fill heuristics.
     """
 
     order: tuple
@@ -97,6 +106,7 @@ class EliminationPlan:
     complete: bool = True
     message_entries: int = 0
     max_states: int = 1
+    fill_evaluations: int = 0
 
     def bytes_needed(self, marginals: bool) -> int:
         """Bytes of the elimination, an upper bound: for ``log Z`` every message (as if all were alive
@@ -112,13 +122,17 @@ class EliminationPlan:
         # an abandoned order's message of its largest cluster alone is this large
         need = self.bytes_needed(marginals) if self.complete else _BYTES * self.max_table_entries // self.max_states
         if need > memory_cap or not self.complete:
+            least = "at least " if self.heuristic == "minor-min-width" else ""
+            entries = self.max_table_entries
+            entries_s = f"{entries:.3g}" if entries >= 10**12 else str(entries)
             what = "log Z and the marginals" if marginals else "log Z"
             width = f"width {self.width}" if self.complete else f"width at least {self.width}"
             need_s = _format_bytes(need) if self.complete else f"more than {_format_bytes(need)}"
+            found = ("every elimination order has induced" if self.heuristic == "minor-min-width" else
+                     f"the best elimination order found ({self.heuristic}) has induced")
             raise TooWideError(
-                f"exact inference refused: the best elimination order found ({self.heuristic}) has induced "
-                f"{width}; {what} would need {need_s} of tables (largest cluster {self.max_table_entries} "
-                f"entries), over the memory cap of {_format_bytes(memory_cap)} (default: a quarter of this "
+                f"exact inference refused: {found} {width}; {what} would need {need_s} of tables (largest "
+                f"cluster {least}{entries_s} entries), over the memory cap of {_format_bytes(memory_cap)} (default: a quarter of this "
                 "machine's memory; pass memory_cap / --memory-cap to change it)")
 
 
@@ -162,10 +176,19 @@ def plan_elimination(cards, scopes, *, heuristics=tuple(ORDER_HEURISTICS), memor
     # own: any order reaching it is refused at this cap, so it is abandoned there
     log_entry_cap = math.log(cap / _BYTES) + math.log(max(int(cards.max(initial=1)), 1))
     bits = interaction_bits(cards.size, scopes)
+    # every order has a cluster of at least bound + 1 variables (a treewidth lower bound): when even the
+    # smallest such cluster is abandoned, no order can be planned within the cap
+    bound = int(minor_min_width(bits.copy()))
+    log_least = float(np.sort(np.log(cards.astype(np.float64)))[:bound + 1].sum())
+    if log_least > log_entry_cap + 1e-9:
+        least = math.prod(sorted(int(c) for c in cards)[:bound + 1])
+        return EliminationPlan((), "minor-min-width", bound, least, least, False, 0, int(cards.max(initial=1)))
     best = None
+    work = 0
     for name in heuristics:
-        order, widths, log_sizes, complete = greedy_order(bits.copy(), cards, ORDER_HEURISTICS[name], log_entry_cap,
-                                                          np.arange(cards.size, dtype=np.int64))
+        order, widths, log_sizes, complete, pairs = greedy_order(bits.copy(), cards, ORDER_HEURISTICS[name],
+                                                                 log_entry_cap, np.arange(cards.size, dtype=np.int64))
+        work += int(pairs)
         sizes = [int(round(math.exp(x))) for x in log_sizes]
         messages = sum(size // int(cards[v]) for size, v in zip(sizes, order))
         plan = EliminationPlan(tuple(int(v) for v in order), name, int(widths.max(initial=0)), max(sizes, default=0),
@@ -173,7 +196,7 @@ def plan_elimination(cards, scopes, *, heuristics=tuple(ORDER_HEURISTICS), memor
         key = (not plan.complete, plan.total_table_entries, plan.max_table_entries)
         if best is None or key < (not best.complete, best.total_table_entries, best.max_table_entries):
             best = plan
-    return best
+    return dataclasses.replace(best, fill_evaluations=work)
 
 
 def _logsumexp_leading(table: np.ndarray) -> np.ndarray:

@@ -215,6 +215,47 @@ def test_hopeless_width_is_planned_fast_and_refused():
         fg.log_partition_exact(memory_cap=2**30)
 
 
+def test_minor_min_width_is_a_treewidth_lower_bound():
+    from samplers.models._order_kernels import minor_min_width
+    from samplers.models.elimination import ORDER_HEURISTICS, interaction_bits
+
+    # exact on a clique (treewidth n - 1) and on a cycle (treewidth 2); a tree has treewidth 1
+    assert minor_min_width(interaction_bits(9, [tuple(range(9))])) == 8
+    assert minor_min_width(interaction_bits(12, [(i, (i + 1) % 12) for i in range(12)])) == 2
+    assert minor_min_width(interaction_bits(7, [(0, i) for i in range(1, 7)])) == 1
+    # never above the induced width of any order found
+    bounds = []
+    for seed in range(20):
+        fg = random_factor_graph(seed, 14, 3, 24, 3, 0.0)
+        bounds.append(minor_min_width(interaction_bits(fg.n_vars, fg.scopes)))
+        widths = [plan_elimination(fg.cards, fg.scopes, heuristics=(h,)).width for h in ORDER_HEURISTICS]
+        assert bounds[-1] <= min(widths)
+    assert max(bounds) >= 3  # not a trivial bound
+
+
+def test_fill_evaluations_count_the_pairs_tested():
+    # path 0-1-2: min-fill and weighted min-fill each test the pair of 1's neighbours once; min-degree
+    # and the given order test none
+    plan = plan_elimination(np.full(3, 2), [(0, 1), (1, 2)])
+    assert plan.complete and plan.fill_evaluations == 2
+
+
+def test_thousands_of_high_degree_variables_refused_without_fill_scoring():
+    # 3000 binary variables with about 40 random neighbours each: the greedy min-fill orders would
+    # rescore thousands of high-degree variables before outgrowing the cap (seconds to minutes on UAI
+    # instances of this shape); the treewidth lower bound refuses before any fill pair is tested
+    rng = np.random.default_rng(7)
+    n = 3000
+    edges = {tuple(sorted(map(int, rng.choice(n, 2, replace=False)))) for _ in range(20 * n)}
+    plan = plan_elimination(np.full(n, 2), sorted(edges), memory_cap=2**30)
+    assert plan.heuristic == "minor-min-width" and not plan.complete and plan.order == ()
+    assert plan.fill_evaluations == 0
+    assert plan.width >= 28  # a cluster of 2**29 entries sends a message of 2**28 * 8 bytes > 2**30
+    with pytest.raises(TooWideError, match=rf"every elimination order has induced width at least {plan.width}; "
+                                           r"log Z would need more than .* of tables \(largest cluster at least"):
+        plan.check_memory(2**30, marginals=False)
+
+
 def test_elimination_order_minimises_total_work():
     fg = random_factor_graph(4, 12, 3, 18, 3, 0.0)
     best = plan_elimination(fg.cards, fg.scopes)
