@@ -94,9 +94,11 @@ class FunctionProblem(Problem):
             self.kind = kind
 
     def exact(self) -> dict[str, Any]:
+        """The exact answers: the result of ``exact_fn()``."""
         return self._exact_fn()
 
     def size(self) -> dict[str, int]:
+        """The size dictionary given at construction (a copy)."""
         return dict(self._size)
 
 

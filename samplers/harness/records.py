@@ -36,6 +36,7 @@ def is_interrupt(exc: BaseException) -> bool:
 
 
 def error_text(exc: BaseException) -> str:
+    """A failure's one-line text, ``"ExceptionType: message"``, as stored in a failed run's record."""
     return f"{type(exc).__name__}: {exc}"
 
 

@@ -258,6 +258,8 @@ def leaderboard(summary: Sequence[dict[str, Any]], kinds: dict[str, str], caps: 
         Rows of ``summary.csv`` (or :meth:`Results.summary`).
     kinds : dict
         ``{problem name: kind}`` (the suite's ``extra["kinds"]``).
+    caps : sequence of float
+        Cost caps in warm mean seconds per run (default :data:`COST_CAPS`); one leaderboard column each.
     """
     cells: dict[tuple, list] = {}
     for row in summary:

@@ -36,6 +36,13 @@ MEMORY_KINDS = {
 
 
 def write_csv(path: str | Path, fields: tuple[str, ...], rows: list[dict[str, Any]]) -> Path:
+    """Write ``rows`` to the CSV file ``path`` with columns ``fields`` (None and missing keys as empty cells).
+
+    Returns
+    -------
+    Path
+        ``path``.
+    """
     path = Path(path)
     with path.open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(fields), extrasaction="ignore")
