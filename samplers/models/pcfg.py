@@ -173,6 +173,7 @@ class Grammar:
         lexical_share : float in (0, 1)
             Total probability of each parent's lexical rules.
         seed : int, Generator or None
+            Randomness of the rule set and weights (SPEC 7: a ``np.random.Generator``, an int or None).
         """
         n = check_int(n_nonterminals, "n_nonterminals", low=1)
         v = check_int(n_terminals, "n_terminals", low=1)
