@@ -109,7 +109,9 @@ class SentenceSampler:
         Parameters
         ----------
         n_chains : int
+            Number of chains.
         seed : int, Generator or None
+            Randomness of the starting words or sentences (SPEC 7).
         start : EncodedCorpus, optional
             Start every chain at a sentence drawn uniformly from it (sentences longer than ``m``
             excluded); starting at data shortens the burn-in of persistent chains.
@@ -137,11 +139,13 @@ class SentenceSampler:
         Parameters
         ----------
         lam : float array (n_features,)
+            Feature weights ``lambda``.
         log_len_weight : float array (m,)
             ``log pi0_j - zeta_j`` (Eq. 12).
         state : ChainState
             Not modified; the new state is returned.
         steps : int
+            TransMS steps per chain (each a local jump, unless ``jump`` is False, and a Markov move; Algorithm 2).
         seed : int, Generator or None
             One kernel seed per chain is derived from it.
         parallel : bool
