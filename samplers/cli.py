@@ -35,7 +35,7 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Shows every option's default (``(default: ...)``) after its help text, except for required
     options and options whose help already states their default."""
 
-    def _get_help_string(self, action: argparse.Action) -> str:
+    def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help or ""
         if action.required or "default" in text.lower() or action.default is argparse.SUPPRESS:
             return text

@@ -124,7 +124,8 @@ class KindEstimator(Estimator):
 
     def targets_for(self, problem) -> tuple:
         """The targets this estimator returns for ``problem`` (those of its kind the problem asks for)."""
-        wanted = self.kinds.get(getattr(problem, "kind", None), ())
+        kind = getattr(problem, "kind", None)
+        wanted = self.kinds.get(kind, ()) if isinstance(kind, str) else ()
         have = getattr(problem, "targets", None)
         if have is None:
             return tuple(wanted)

@@ -139,7 +139,7 @@ def split_exact(raw: Any, target: str, who: str) -> tuple[float | np.ndarray | N
         if not isinstance(value, float) and isinstance(stderr, float):
             stderr = np.full(value.shape, stderr)
         elif isinstance(value, float) != isinstance(stderr, float) or (
-                not isinstance(value, float) and stderr.shape != value.shape):
+                not isinstance(value, float) and np.shape(stderr) != value.shape):
             raise ValueError(f"{who}: stderr of target {target!r} must be a scalar or match the value's shape")
         if not np.all(np.isfinite(stderr)) or np.any(np.asarray(stderr) < 0):
             raise ValueError(f"{who}: stderr of target {target!r} must be finite and >= 0")
