@@ -16,7 +16,7 @@ expected rule counts the (pruned) inside-outside algorithm computes.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -61,6 +61,8 @@ class Grammar:
     lexical_log_weights: np.ndarray
     start: int
     coarse_mapping: tuple | None = None
+    # derived in __post_init__: rules of parent A are binary_rules[rule_offsets[A]:rule_offsets[A + 1]]
+    rule_offsets: np.ndarray = field(init=False, repr=False, compare=False)
 
     # -- construction ------------------------------------------------------------------------
     def __post_init__(self) -> None:
@@ -246,7 +248,7 @@ class Grammar:
         """Number of binary rules."""
         return int(self.binary_rules.shape[0])
 
-    def encode(self, words: str | Sequence[str]) -> np.ndarray:
+    def encode(self, words: str | Sequence[str] | np.ndarray) -> np.ndarray:
         """Map a sentence (a whitespace-separated str or a sequence of str) to terminal ids.
 
         Raises
@@ -295,7 +297,7 @@ class Grammar:
         bad = (totals > 0) & (np.abs(totals - 1.0) > tol)
         return [self.nonterminals[a] for a in np.flatnonzero(bad)]
 
-    def project(self, mapping: Sequence[int]) -> "Grammar":
+    def project(self, mapping: Sequence[int] | np.ndarray) -> "Grammar":
         """A coarse grammar over merged nonterminals (coarse-to-fine projection, uniform weights).
 
         ``mapping[A]`` is the coarse symbol of fine nonterminal ``A``.  Coarse rule weights are the
