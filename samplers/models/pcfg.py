@@ -63,6 +63,7 @@ class Grammar:
     coarse_mapping: tuple | None = None
     # derived in __post_init__: rules of parent A are binary_rules[rule_offsets[A]:rule_offsets[A + 1]]
     rule_offsets: np.ndarray = field(init=False, repr=False, compare=False)
+    _terminal_index: dict[str, int] = field(init=False, repr=False, compare=False)  # terminal -> column
 
     # -- construction ------------------------------------------------------------------------
     def __post_init__(self) -> None:
@@ -220,14 +221,14 @@ class Grammar:
         n = n_coarse * s
         fine_of = np.arange(n) // s
         r = base.binary_rules
-        rows, logw = [], []
+        rule_list, weight_list = [], []
         for a in range(n):
             for t in range(base.rule_offsets[fine_of[a]], base.rule_offsets[fine_of[a] + 1]):
                 for b in range(s):
                     for c in range(s):
-                        rows.append((a, r[t, 1] * s + b, r[t, 2] * s + c))
-                        logw.append(base.binary_log_weights[t] - 2 * np.log(s) + noise * rng.normal())
-        rows, logw = np.array(rows, dtype=np.int64), np.array(logw)
+                        rule_list.append((a, r[t, 1] * s + b, r[t, 2] * s + c))
+                        weight_list.append(base.binary_log_weights[t] - 2 * np.log(s) + noise * rng.normal())
+        rows, logw = np.array(rule_list, dtype=np.int64), np.array(weight_list)
         lex = base.lexical_log_weights[fine_of] + noise * rng.normal(size=(n, n_terminals))
         for a in range(n):  # renormalise each parent to the coarse parent's total probability (1)
             sel = rows[:, 0] == a
@@ -489,7 +490,7 @@ def _convert(rules: list, *, start: str, terminals: Iterable[str] | None) -> Gra
     vocab = list(dict.fromkeys(list(terminals or []) + [t for _, t in lexical]))
     vindex = {t: i for i, t in enumerate(vocab)}
 
-    closure = np.eye(n)
+    closure: np.ndarray = np.eye(n)
     if unary:
         wu = np.zeros((n, n))
         for (a, b), w in unary.items():
