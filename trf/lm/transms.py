@@ -42,7 +42,9 @@ def touch_tables(rows, span: int) -> tuple[np.ndarray, ...]:
     sorted by row length so a row's parents (:func:`row_parents`) are evaluated before it.
     """
     _, row_len, row_off, row_type = rows
-    by_class, by_word, ctx = ([[] for _ in range(span + 1)] for _ in range(3))
+    by_class: list[list[int]] = [[] for _ in range(span + 1)]
+    by_word: list[list[int]] = [[] for _ in range(span + 1)]
+    ctx: list[list[int]] = [[] for _ in range(span + 1)]
     for r in np.argsort(row_len, kind="stable"):
         offsets = {-int(row_off[r, e]): int(row_type[r, e]) for e in range(row_len[r])}
         for d in range(span + 1):
