@@ -57,14 +57,17 @@ class SequenceModel:
 
     @property
     def n_features(self) -> int:
+        """Feature dimension ``D`` (rows of ``W_u``)."""
         return self.W_u.shape[0]
 
     @property
     def n_labels(self) -> int:
+        """Number of labels ``K`` (columns of ``W_u``)."""
         return self.W_u.shape[1]
 
     @property
     def n_params(self) -> int:
+        """Length of :meth:`theta`: ``2 D K + K^2``."""
         D, K = self.W_u.shape
         return 2 * D * K + K * K
 
@@ -135,6 +138,7 @@ class SequenceDoeblinChain:
 
     @property
     def length(self) -> int:
+        """Sequence length ``L`` (rows of ``x``)."""
         return self.x.shape[0]
 
     def sample_stationary(self, size: int, *, seed=None, return_steps: bool = False,

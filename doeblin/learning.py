@@ -41,13 +41,17 @@ def sample_gradient(model: SequenceModel, x, y, eps: float, k: int, *, seed=None
     Parameters
     ----------
     model : SequenceModel
+        The parameters ``theta`` at which the gradient is estimated.
     x : array_like, shape (L, D)
+        Float features of one sequence (``D = model.n_features``).
     y : array_like of int, shape (L,)
+        Its labels, each in ``range(model.n_labels)``.
     eps : float
         Restart probability in (0, 1].
     k : int
         Number of independent chains (samples of T).
     seed : int, Generator or None
+        Randomness of the chains (SPEC 7).
     max_steps : int
         Refuse (ValueError) when the expected Gibbs steps of the k paths, ``k (1 - eps) / eps``, exceed it.
 
@@ -164,12 +168,17 @@ def train_doeblin(model: SequenceModel, data, eps: float, *, n_epochs: int = 10,
     model : SequenceModel
         Starting parameters (with ``init`` true they are first set per Assumption 4.3).
     data : sequence of (x, y)
+        Training examples: float features ``x`` of shape (L, D) and int labels ``y`` of shape (L,).
     eps : float
         Restart probability in (0, 1].
     n_epochs, chains_per_example : int
         Passes over the data (examples visited in a random order) and Algorithm 1's ``k``.
     lr : float
         AdaGrad step size.
+    seed : int, Generator or None
+        Randomness of the example order and of the chains (SPEC 7).
+    init : bool
+        First set ``theta`` per Assumption 4.3 (:func:`invariant_start`); false keeps ``model`` as given.
     track_exact : bool
         Record the exact mean log-likelihood (enumeration; tiny models only) after every epoch.
     """

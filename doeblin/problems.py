@@ -35,6 +35,7 @@ class DoeblinChainProblem(KindProblem):
         self.provenance = "GTH elimination of A and of (1 - eps) A + eps 1 u (doeblin.markov.stationary_gth)"
 
     def compute_exact(self) -> dict[str, Any]:
+        """Exact stationary laws of the base chain (``pi_base``) and of its Doeblin restart chain (``pi_doeblin``), by GTH elimination."""
         return {"pi_base": self.chain.base_stationary(), "pi_doeblin": self.chain.stationary(method="gth")}
 
     def exact_evaluations(self) -> int:
@@ -42,4 +43,5 @@ class DoeblinChainProblem(KindProblem):
         return 2 * self.chain.n_states ** 3
 
     def size(self) -> dict[str, int]:
+        """Sizes: ``n_states`` and ``inv_eps`` (``1 / eps`` rounded)."""
         return {"n_states": self.chain.n_states, "inv_eps": int(round(1.0 / self.chain.eps))}

@@ -109,6 +109,7 @@ class SequenceStagedDoeblinChain:
 
     @property
     def length(self) -> int:
+        """Sequence length ``L`` (rows of ``x``)."""
         return self.x.shape[0]
 
     def _params(self):

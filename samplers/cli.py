@@ -35,7 +35,7 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Shows every option's default (``(default: ...)``) after its help text, except for required
     options and options whose help already states their default."""
 
-    def _get_help_string(self, action: argparse.Action) -> str:
+    def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help or ""
         if action.required or "default" in text.lower() or action.default is argparse.SUPPRESS:
             return text
@@ -51,6 +51,7 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str):
+        """Report a usage error naming the option by its long spelling only, then exit with status 2."""
         super().error(re.sub(r"^argument (--[\w-]+)(?:/-\w)+:", r"argument \1:", message))
 
 
@@ -107,6 +108,7 @@ def _version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``mcsa`` argument parser, with the sub-commands of every installed command module."""
     parser = Parser(prog="mcsa", description="MCMC and stochastic-approximation companion suite")
     parser.add_argument("--version", action="version", version=f"mcsa {_version()}",
                         help="print the version and exit")
@@ -125,6 +127,19 @@ def _quiet_broken_pipe() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The ``mcsa`` entry point: parse ``argv`` and run the chosen sub-command.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments after ``mcsa`` (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        Exit status: the command's own, 2 on a usage error or a ``ValueError`` / missing file /
+        missing extra (one ``mcsa: error:`` line, no traceback), 130 on Ctrl-C.
+    """
     try:
         parser = build_parser()
         args = parser.parse_args(argv)

@@ -118,6 +118,7 @@ class ExactEstimator(KindEstimator):
         self.kinds = {k: KINDS[k] for k in chosen}
 
     def supports(self, problem) -> bool:
+        """Whether ``problem`` is a :class:`~samplers.problems.KindProblem` of one of this estimator's kinds."""
         return isinstance(problem, KindProblem) and super().supports(problem)
 
     def _estimate(self, problem, budget, seed, targets):

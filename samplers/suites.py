@@ -41,7 +41,7 @@ def mrf_quick_suite() -> Suite:
     (budget = sweeps) on small Ising/Potts grids with exact answers by enumeration."""
     estimators = [AISEstimator(schedule="linear", name="ais-linear").only(("log_partition",)),
                   AISEstimator(schedule="sigmoid", name="ais-sigmoid").only(("log_partition",)), GibbsEstimator()]
-    budgets = {"ais-linear": [5, 20, 80], "ais-sigmoid": [5, 20, 80], "gibbs": [100, 400, 1600]}
+    budgets: dict[str, Sequence[int]] = {"ais-linear": [5, 20, 80], "ais-sigmoid": [5, 20, 80], "gibbs": [100, 400, 1600]}
     return Suite(problems=mrf_problems(), estimators=estimators, budgets=budgets, replicates=5,
                  description="AIS log Z vs temperatures and Gibbs marginals vs sweeps on Ising 3x3/4x4 and Potts 3x3",
                  extra={"ais_chains": 100, "gibbs_chains": 4})
@@ -109,7 +109,7 @@ def cross_problems() -> list:
 
 def _cross(tag: str, replicates: int) -> Suite:
     estimators = load_estimators()
-    budgets = {e.name: list(getattr(e, "budgets" if tag == "cross" else "quick_budgets", (1,))) for e in estimators}
+    budgets: dict[str, Sequence[int]] = {e.name: list(getattr(e, "budgets" if tag == "cross" else "quick_budgets", (1,))) for e in estimators}
     problems = load_problems(tag)
     kinds = sorted({p.kind for p in problems})
     return Suite(problems=problems, estimators=estimators, budgets=budgets, replicates=replicates,
@@ -167,7 +167,7 @@ def uai_suite(instances: str | None = None, replicates: int = 3, scale: str = "f
     problems = [FactorGraphProblem.from_uai(p) for p in paths]
     estimators = [e for e in load_estimators() if any(e.supports(p) for p in problems)]
     attr = "budgets" if scale == "full" else "quick_budgets"
-    budgets = {e.name: list(getattr(e, attr, (1,))) for e in estimators}
+    budgets: dict[str, Sequence[int]] = {e.name: list(getattr(e, attr, (1,))) for e in estimators}
     return Suite(problems=problems, estimators=estimators, budgets=budgets, replicates=replicates,
                  description=f"every applicable estimator on the {len(problems)} UAI instances of {folder}; "
                              "score against the trivial baseline (unary-only model)",

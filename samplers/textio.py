@@ -27,7 +27,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterator, TextIO
+from typing import BinaryIO, Callable, Iterator, TextIO, cast
 
 __all__ = ["ENCODING_HINT", "atomic_write", "check_encoding", "iter_lines", "read_lines", "split_lines", "write_text",
            "write_with_fallback"]
@@ -168,13 +168,15 @@ def read_lines(stream: BinaryIO | TextIO | None = None, *, encoding: str = "utf-
     one entry per input line (an empty stream gives ``[]``).
     """
     encoding = check_encoding(encoding)
-    stream = sys.stdin if stream is None else stream
-    if isinstance(stream, io.TextIOBase):
-        if getattr(stream, "buffer", None) is None:
+    source = sys.stdin if stream is None else stream
+    if isinstance(source, io.TextIOBase):
+        buffer = getattr(source, "buffer", None)
+        if buffer is None:
             return [_check_line(line, number, what, encoding)
-                    for number, line in enumerate(split_lines(stream.read()), start=1)]
-        stream = stream.buffer
-    return [line for _, line in _iter_stream(stream, what, encoding)]
+                    for number, line in enumerate(split_lines(source.read()), start=1)]
+        source = buffer
+    # what is left is binary: a binary stream, or the byte buffer of a text one
+    return [line for _, line in _iter_stream(cast(BinaryIO, source), what, encoding)]
 
 
 def write_with_fallback(write: Callable[[Path], object], path, flag: str, *, what: str = "the result",

@@ -95,10 +95,32 @@ class AugSABackend(Protocol):
     empirical_mean: np.ndarray
     feature_variance: np.ndarray
 
-    def initial_zeta(self) -> np.ndarray: ...
+    def initial_zeta(self) -> np.ndarray:
+        """Exact log normalisers ``zeta`` at ``lambda = 0``, shape (m,), with ``zeta_1 = 0`` (Eq. 18)."""
 
     def sample(self, lam: np.ndarray, zeta: np.ndarray, pi0: np.ndarray, n_samples: int,
-               length_weight: np.ndarray, seed: int) -> SampleBatch: ...
+               length_weight: np.ndarray, seed: int) -> SampleBatch:
+        """Draw ``n_samples`` pairs ``(j, x^j)`` from ``q(j, x^j) ∝ pi0_j exp(-zeta_j) exp(lam . f(x^j))`` (Eq. 12).
+
+        Parameters
+        ----------
+        lam : ndarray, shape (n_features,)
+            Feature weights.
+        zeta : ndarray, shape (m,)
+            Current log normaliser estimates.
+        pi0 : ndarray, shape (m,)
+            Length proposal the lengths are drawn under (Eq. 26, or the empirical ``n_j / n``).
+        n_samples : int
+            Number of draws ``K``.
+        length_weight : ndarray, shape (m,)
+            Weight of a draw of each length in :attr:`SampleBatch.feature_sum` (``pi_j / pi0_j``).
+        seed : int
+            Seed of this round's randomness.
+
+        Returns
+        -------
+        SampleBatch
+        """
 
 
 def learning_rates(t: int, t_c: float, beta_lambda: float, beta_zeta: float, t0: int) -> tuple[float, float]:
@@ -210,6 +232,7 @@ class AugSAConfig:
     log_p_margin: float = 0.5
 
     def validate(self) -> "AugSAConfig":
+        """Check every field (ValueError naming the field) and return ``self``."""
         check_int(self.n_samples, "n_samples", low=1)
         check_int(self.t_max, "t_max", low=1)
         check_float(self.t_c, "t_c", low=0.0)
@@ -379,6 +402,7 @@ class AugSA:
     # the current parameters, for callbacks and callers that read (or set) them directly
     @property
     def lam(self) -> np.ndarray:
+        """Feature weights ``lambda``, shape (d,), of the current state (settable)."""
         return self.state.lam
 
     @lam.setter
@@ -387,6 +411,7 @@ class AugSA:
 
     @property
     def zeta(self) -> np.ndarray:
+        """Log normaliser estimates ``zeta``, shape (m,), of the current state (settable; ``zeta_1 = 0``)."""
         return self.state.zeta
 
     @zeta.setter
@@ -395,6 +420,7 @@ class AugSA:
 
     @property
     def t(self) -> int:
+        """Iterations run so far (settable)."""
         return self.state.t
 
     @t.setter
@@ -408,14 +434,17 @@ class AugSA:
 
     @property
     def step_scale(self) -> float:
+        """Factor on the lambda rate of Eq. (24) (halved by the divergence guard)."""
         return self.state.step_scale
 
     @property
     def time_sampling(self) -> float:
+        """Seconds spent sampling, over every run of a resumed training."""
         return self.state.time_sampling
 
     @property
     def time_updates(self) -> float:
+        """Seconds spent on parameter updates, over every run of a resumed training."""
         return self.state.time_updates
 
     @property

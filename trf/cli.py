@@ -13,6 +13,7 @@ TRF_COMMAND_MODULES = ("trf.lm.cli",)
 
 
 def register(subparsers) -> None:
+    """Add the ``mcsa trf`` command and the sub-commands of its installed command modules to ``subparsers``."""
     parser = subparsers.add_parser("trf", help="trans-dimensional random fields")
     sub = parser.add_subparsers(dest="trf_command", metavar="TRF_COMMAND")
     register_command_modules(sub, TRF_COMMAND_MODULES)

@@ -81,9 +81,11 @@ class TRFProblem(KindProblem):
         return cls(name, features, lam, pi)
 
     def compute_exact(self) -> dict[str, Any]:
+        """Exact ``zeta`` (``log Z_j - log Z_1``, j = 1..m) by the forward pass over n-gram histories."""
         return {"zeta": exact.exact_zeta(self.features, self.lam, self.pi.shape[0])}
 
     def size(self) -> dict[str, int]:
+        """Sizes: ``V`` (vocabulary), ``m`` (maximum length) and ``d`` (features)."""
         return {"V": self.features.V, "m": int(self.pi.shape[0]), "d": self.features.d}
 
 

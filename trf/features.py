@@ -65,10 +65,12 @@ class FeatureSet:
 
     @property
     def d(self) -> int:
+        """Number of features ``d``."""
         return int(self.position.size)
 
     @property
     def V(self) -> int:
+        """Vocabulary size ``V``."""
         return self.alphabet.size
 
     def template_sizes(self) -> dict[str, int]:

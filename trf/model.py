@@ -56,6 +56,7 @@ class TRF:
 
     @property
     def alphabet(self) -> Alphabet:
+        """The model's alphabet (``features.alphabet``)."""
         return self.features.alphabet
 
     def log_z1(self) -> float:
@@ -72,6 +73,7 @@ class TRF:
         Parameters
         ----------
         data : WordData
+            The words, each of length at most ``m``.
         log_z : array-like, shape (m,), optional
             Log normalisers ``log Z_j``; by default ``log Z_1 + zeta_j`` from the estimated zeta.
         """

@@ -73,7 +73,9 @@ def transms(features: FeatureSet, lam: np.ndarray, log_len_weight: np.ndarray, s
     Parameters
     ----------
     features : FeatureSet
+        The word features ``f`` (``d`` of them).
     lam : ndarray, shape (d,)
+        Feature weights ``lambda``.
     log_len_weight : ndarray, shape (m,)
         ``log pi0_j - zeta_j`` (the length part of Eq. 12).
     state : ChainState
@@ -81,6 +83,7 @@ def transms(features: FeatureSet, lam: np.ndarray, log_len_weight: np.ndarray, s
     n_samples : int
         Number of recorded steps; chain ``r % n_chains`` moves at step r unless ``schedule`` says.
     seed : int, Generator or None
+        Randomness of the moves (SPEC 7).
     jump : bool
         False keeps every chain's length (Gibbs sweeps only; the IIS baseline samples this way).
     schedule : ndarray of int, optional
@@ -191,11 +194,25 @@ class WordBackend:
         return float(np.mean(TRF(self.features, self.pi, lam, zeta).log_prob(data)))
 
     def get_state(self) -> dict[str, np.ndarray]:
+        """The persistent chains' state for a checkpoint (an empty dict before the first draw).
+
+        Returns
+        -------
+        dict of str -> ndarray
+            ``tokens``, int64 (n_chains, m), and ``lengths``, int64 (n_chains,).
+        """
         if self.state is None:
             return {}
         return {"tokens": self.state.tokens, "lengths": self.state.lengths}
 
     def set_state(self, state: dict[str, np.ndarray]) -> None:
+        """Restore the chains from :meth:`get_state` (also the earlier ``(n_chains, m + 1)`` token layout).
+
+        Raises
+        ------
+        ValueError
+            If the token array does not have the shape ``(n_chains, m)``.
+        """
         tokens = np.asarray(state["tokens"], dtype=np.int64)
         if tokens.ndim == 2 and tokens.shape[1] == self.m + 1:
             tokens = tokens[:, :self.m]                 # checkpoints of the earlier (m + 1)-wide layout

@@ -52,11 +52,13 @@ class TransMSInfo(NamedTuple):
 
     @property
     def jump_acceptance(self) -> float:
+        """Accepted over proposed jumps, up and down together (NaN when none was proposed)."""
         n = self.up_proposed + self.down_proposed
         return (self.up_accepted + self.down_accepted) / n if n else float("nan")
 
     @property
     def class_acceptance(self) -> float:
+        """Accepted over proposed class moves of Eq. (34) (NaN when none was proposed)."""
         return self.class_accepted / self.class_proposed if self.class_proposed else float("nan")
 
 
@@ -100,6 +102,7 @@ def step(model, state: ChainState, n_steps: int, log_len_weight, seed=None, *, j
     state : ChainState
         Not modified; the new state is returned.
     n_steps : int
+        Steps per chain (each a local jump, unless ``jump`` is False, and a Markov move).
     log_len_weight : ndarray, shape (m,)
         ``log pi0_j - zeta_j`` (the length part of Eq. 12).
     seed : int, Generator or None

@@ -109,6 +109,13 @@ def register(subparsers) -> None:
 
 
 def cmd_list(args) -> int:
+    """``mcsa bench list {suites,estimators,problems}``: print the registered names and descriptions.
+
+    Returns
+    -------
+    int
+        Exit status: 0, or 1 when nothing of that sort is registered.
+    """
     from .registry import list_estimators, list_problems, list_suites
 
     entries = {"suites": list_suites, "estimators": list_estimators, "problems": list_problems}[args.what]()
@@ -122,6 +129,13 @@ def cmd_list(args) -> int:
 
 
 def cmd_leaderboard(args) -> int:
+    """``mcsa bench leaderboard FOLDER``: print the Markdown leaderboard of a finished run.
+
+    Returns
+    -------
+    int
+        Exit status: 0, or 2 (with the error on stderr) when the folder has no usable summary.
+    """
     from .summary import leaderboard_from_dir
 
     try:
@@ -155,6 +169,14 @@ def resume_command(args) -> str:
 
 
 def cmd_run(args) -> int:
+    """``mcsa bench run``: validate the flags, run the suite, print its summary and where the results went.
+
+    Returns
+    -------
+    int
+        Exit status: 0 on success, 1 when runs failed, 2 on a flag or output-folder error, 130 on Ctrl-C
+        (with the ``--resume`` command on stderr).
+    """
     from .registry import load_suite, suite_exists
     from .runner import run_suite
     from .store import OutputDirError

@@ -74,9 +74,11 @@ class FunctionEstimator(Estimator):
         self._supports = supports
 
     def estimate(self, problem, budget: int, seed: int) -> dict[str, Any]:
+        """Call ``fn(problem, budget, seed)`` and return its dict of target -> estimate."""
         return self._fn(problem, budget, seed)
 
     def supports(self, problem) -> bool:
+        """Whether this estimator runs on ``problem``: the ``supports`` callable's answer, True without one."""
         return True if self._supports is None else bool(self._supports(problem))
 
 
@@ -117,11 +119,13 @@ class KindEstimator(Estimator):
         return self
 
     def supports(self, problem) -> bool:
+        """Whether ``problem``'s kind is one of :attr:`kinds` and it asks for at least one of its targets."""
         return getattr(problem, "kind", None) in self.kinds and bool(self.targets_for(problem))
 
     def targets_for(self, problem) -> tuple:
         """The targets this estimator returns for ``problem`` (those of its kind the problem asks for)."""
-        wanted = self.kinds.get(getattr(problem, "kind", None), ())
+        kind = getattr(problem, "kind", None)
+        wanted = self.kinds.get(kind, ()) if isinstance(kind, str) else ()
         have = getattr(problem, "targets", None)
         if have is None:
             return tuple(wanted)
@@ -129,6 +133,13 @@ class KindEstimator(Estimator):
         return tuple(t for t in wanted if t in have)
 
     def estimate(self, problem, budget: int, seed: int) -> dict[str, Any]:
+        """Estimate :meth:`targets_for` ``problem`` at ``budget`` with ``seed``, plus ``"evaluations"``.
+
+        Raises
+        ------
+        ValueError
+            If the estimator does not support ``problem`` (see :meth:`supports`).
+        """
         if not self.supports(problem):
             raise ValueError(f"estimator {self.name!r} does not support problems of kind "
                              f"{getattr(problem, 'kind', None)!r}; it handles {sorted(self.kinds)}")

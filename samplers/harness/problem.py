@@ -94,9 +94,11 @@ class FunctionProblem(Problem):
             self.kind = kind
 
     def exact(self) -> dict[str, Any]:
+        """The exact answers: the result of ``exact_fn()``."""
         return self._exact_fn()
 
     def size(self) -> dict[str, int]:
+        """The size dictionary given at construction (a copy)."""
         return dict(self._size)
 
 
@@ -137,7 +139,7 @@ def split_exact(raw: Any, target: str, who: str) -> tuple[float | np.ndarray | N
         if not isinstance(value, float) and isinstance(stderr, float):
             stderr = np.full(value.shape, stderr)
         elif isinstance(value, float) != isinstance(stderr, float) or (
-                not isinstance(value, float) and stderr.shape != value.shape):
+                not isinstance(value, float) and np.shape(stderr) != value.shape):
             raise ValueError(f"{who}: stderr of target {target!r} must be a scalar or match the value's shape")
         if not np.all(np.isfinite(stderr)) or np.any(np.asarray(stderr) < 0):
             raise ValueError(f"{who}: stderr of target {target!r} must be finite and >= 0")

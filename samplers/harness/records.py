@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import sys
 import warnings
+from types import FrameType
 from typing import Any, Mapping
 
 import numpy as np
@@ -16,7 +17,8 @@ from .problem import EVALUATIONS, as_target_value
 def user_stacklevel() -> int:
     """``stacklevel`` for :func:`warnings.warn` (called by the caller of this function) that points
     at the first frame outside ``samplers.harness``: the user's code."""
-    frame, level = sys._getframe(1), 1
+    frame: FrameType | None = sys._getframe(1)
+    level = 1
     while frame is not None and frame.f_globals.get("__name__", "").startswith("samplers.harness"):
         frame, level = frame.f_back, level + 1
     return level
@@ -27,15 +29,17 @@ def is_interrupt(exc: BaseException) -> bool:
     whose ``__cause__`` / ``__context__`` chain holds one (a Ctrl-C landing inside a Numba kernel comes
     back as ``SystemError: CPUDispatcher(...) returned a result with an exception set``)."""
     seen = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, KeyboardInterrupt):
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        if isinstance(link, KeyboardInterrupt):
             return True
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
+        seen.add(id(link))
+        link = link.__cause__ or link.__context__
     return False
 
 
 def error_text(exc: BaseException) -> str:
+    """A failure's one-line text, ``"ExceptionType: message"``, as stored in a failed run's record."""
     return f"{type(exc).__name__}: {exc}"
 
 

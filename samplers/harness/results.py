@@ -84,7 +84,7 @@ class Results:
                 sq = float(np.sum((value - truth) ** 2))
                 row.update(estimate=None, exact=None, exact_stderr=None,
                            error=math.sqrt(sq) if math.isfinite(sq) else float("nan"), sq_error=sq)
-                self.arrays[len(self.rows)] = (value, truth)
+                self.arrays[len(self.rows)] = (np.asarray(value, dtype=np.float64), truth)
             self.rows.append(row)
 
     def add_run(self, *, problem: str, estimator: str, budget: int, replicate: int, seed: int,

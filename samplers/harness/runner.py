@@ -64,6 +64,19 @@ def run_suite(suite: Suite | str, *, replicates: int | None = None, seed: int = 
 
     Parameters
     ----------
+    suite : Suite or str
+        The suite, or the name of a registered one (see ``mcsa bench list suites``).
+    replicates : int, optional
+        Independent replicates per (problem, estimator, budget) cell; default: the suite's.
+    seed : int
+        Study seed; every run's seed is derived from it and the run's coordinates
+        (:func:`~samplers.harness.study.run_seed`).
+    n_jobs : int
+        Parallel workers (joblib semantics: -1 = all cores).  Results do not depend on it.
+    budgets : sequence of int, optional
+        Budgets overriding every part's own.
+    progress : bool, optional
+        Show a progress bar on stderr (default: only when stderr is a terminal).
     out : path, optional
         Output folder: validated before anything runs, then ``runs.jsonl`` (streamed),
         ``manifest.json``, ``results.csv``, ``summary.csv``, ``summary.md``, ``results.json`` and the

@@ -93,12 +93,14 @@ class RunStore:
                 fh.truncate(cut)
 
     def append(self, record: dict[str, Any]) -> None:
+        """Write one run record as a JSON line and flush it (and ``fsync`` it when the store was opened so)."""
         self._fh.write(dumps(record) + "\n")
         self._fh.flush()
         if self.fsync:
             os.fsync(self._fh.fileno())
 
     def close(self) -> None:
+        """Close the file (idempotent)."""
         if not self._fh.closed:
             self._fh.close()
 
@@ -109,6 +111,7 @@ class RunStore:
         self.close()
 
     def records(self) -> list[dict[str, Any]]:
+        """The records written so far, read back from the file (see :func:`read_records`)."""
         return list(read_records(self.path))
 
 
@@ -146,6 +149,7 @@ def versions() -> dict[str, str]:
 
 
 def now() -> str:
+    """The current UTC time as an ISO-8601 string with seconds, as stored in manifests and locks."""
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
@@ -157,6 +161,13 @@ def write_json_atomic(path: Path, doc: dict[str, Any]) -> None:
 
 
 def read_manifest(out: Path) -> dict[str, Any] | None:
+    """The manifest of output folder ``out``, or None when it has none.
+
+    Raises
+    ------
+    OutputDirError
+        If the manifest is unreadable or is not an mcsa manifest.
+    """
     path = out / MANIFEST
     if not path.exists():
         return None
@@ -305,6 +316,18 @@ class OutputLock:
         self._held = False
 
     def acquire(self) -> "OutputLock":
+        """Take the lock (creating the folder); a stale lock of a dead process is taken over.
+
+        Returns
+        -------
+        OutputLock
+            ``self``.
+
+        Raises
+        ------
+        OutputDirError
+            If ``folder`` is not a writable directory or a live process holds the lock.
+        """
         if self.folder.exists() and not self.folder.is_dir():
             raise OutputDirError(f"{self.folder} exists and is not a directory; give a folder for the results")
         try:
@@ -353,6 +376,7 @@ class OutputLock:
         stale.unlink(missing_ok=True)
 
     def release(self) -> None:
+        """Release the lock, removing the lock file if this process still holds it (idempotent)."""
         if self._held:
             self._held = False
             holder = self._holder()

@@ -356,10 +356,10 @@ class Study:
             s = specs[i]
             problem = self.problems[s.problem_index]
             if problem.name in exact_errors:
-                exc = exact_errors[problem.name]
+                failure = exact_errors[problem.name]
                 record(self._base_record(s) | {"status": "error",
                                                "error": f"exact() of problem {problem.name!r} failed: "
-                                                        f"{error_text(exc)}"})
+                                                        f"{error_text(failure)}"})
             else:
                 todo.append(i)
 

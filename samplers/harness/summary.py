@@ -33,7 +33,7 @@ def summarise(rows: Sequence[Mapping[str, Any]], arrays: Mapping[int, tuple], wa
               meta: Mapping[str, Any], confidence: float = 0.95, n_boot: int = 2000) -> list[dict[str, Any]]:
     """Statistics of tidy rows: one cell per (problem, estimator, budget, target); see :meth:`Results.summary`."""
     references = meta.get("references", {})
-    warm = {}
+    warm: dict[tuple, float] = {}
     for w in warmups:
         key = (w["problem"], w["estimator"])
         warm[key] = max(warm.get(key, 0.0), float(w["seconds"]))
@@ -121,7 +121,7 @@ def _max_or_none(values: Any) -> int | None:
 def scores(summary: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Pooled UAI-style ranking: per estimator, the mean 0-100 score over the (problem, target)
     cells it ran, each at its largest budget (see :meth:`summary`); empty without a baseline."""
-    best: dict[tuple, dict[str, Any]] = {}
+    best: dict[tuple, Mapping[str, Any]] = {}
     for cell in summary:
         if cell["score"] is None:
             continue
@@ -258,6 +258,8 @@ def leaderboard(summary: Sequence[dict[str, Any]], kinds: dict[str, str], caps: 
         Rows of ``summary.csv`` (or :meth:`Results.summary`).
     kinds : dict
         ``{problem name: kind}`` (the suite's ``extra["kinds"]``).
+    caps : sequence of float
+        Cost caps in warm mean seconds per run (default :data:`COST_CAPS`); one leaderboard column each.
     """
     cells: dict[tuple, list] = {}
     for row in summary:
@@ -283,16 +285,20 @@ def leaderboard(summary: Sequence[dict[str, Any]], kinds: dict[str, str], caps: 
             for cap in caps:
                 per_problem = []
                 for prob in problems:
-                    ok = [r for r in rows if r["problem"] == prob and r["estimator"] == est
-                          and _float(r["mean_seconds"]) is not None and _float(r["mean_seconds"]) <= cap
-                          and _float(r["rmse"]) is not None]
-                    if ok:
-                        per_problem.append(min(ok, key=lambda r: _float(r["rmse"])))
+                    within = []  # (rmse, row) of the problem's cells within the cap
+                    for r in rows:
+                        seconds, rmse = _float(r["mean_seconds"]), _float(r["rmse"])
+                        if (r["problem"] == prob and r["estimator"] == est and seconds is not None and seconds <= cap
+                                and rmse is not None):
+                            within.append((rmse, r))
+                    if within:
+                        per_problem.append(min(within, key=lambda pair: pair[0])[1])
                 if len(per_problem) < len(problems):
                     line.append("-")
                     continue
                 scores = [_float(r.get("score")) for r in per_problem]
-                score = "n/a" if any(s is None for s in scores) else f"{np.mean(scores):.0f}"
+                known = [s for s in scores if s is not None]
+                score = "n/a" if len(known) < len(scores) else f"{np.mean(known):.0f}"
                 if scores and all(s is not None and s <= 0.0 for s in scores):
                     score += NO_BETTER
                 if len(problems) == 1:
@@ -301,7 +307,7 @@ def leaderboard(summary: Sequence[dict[str, Any]], kinds: dict[str, str], caps: 
                     interval = f" [{lo:.3g}, {hi:.3g}]" if lo is not None and hi is not None else ""
                     line.append(f"{score} ({_float(r['rmse']):.3g}{interval})")
                 else:
-                    rmses = [_float(r["rmse"]) for r in per_problem]
+                    rmses = [rmse for r in per_problem if (rmse := _float(r["rmse"])) is not None]  # all are
                     line.append(f"{score} (max {max(rmses):.3g})")
             out.append(f"| {est} | " + " | ".join(line) + " |")
         out.append("")

@@ -36,6 +36,13 @@ MEMORY_KINDS = {
 
 
 def write_csv(path: str | Path, fields: tuple[str, ...], rows: list[dict[str, Any]]) -> Path:
+    """Write ``rows`` to the CSV file ``path`` with columns ``fields`` (None and missing keys as empty cells).
+
+    Returns
+    -------
+    Path
+        ``path``.
+    """
     path = Path(path)
     with path.open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(fields), extrasaction="ignore")
@@ -48,11 +55,12 @@ def write_csv(path: str | Path, fields: tuple[str, ...], rows: list[dict[str, An
 def _human_bytes(n: int | None) -> str:
     if n is None:
         return "n/a"
+    size = float(n)
     for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)
+        if abs(size) < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return str(size)
 
 
 def _json_default(obj: Any) -> Any:

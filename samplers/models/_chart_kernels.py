@@ -66,7 +66,8 @@ class _MaxProduct(NamedTuple):
 
 
 def _is(semiring, cls) -> bool:
-    return isinstance(semiring, types.BaseNamedTuple) and semiring.instance_class is cls
+    # instance_class is set by BaseNamedTuple's subclasses (NamedTuple, NamedUniTuple), not declared on it
+    return isinstance(semiring, types.BaseNamedTuple) and getattr(semiring, "instance_class", None) is cls
 
 
 def _back_pointers(semiring, n, nt):

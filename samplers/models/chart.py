@@ -91,8 +91,12 @@ def inside_chart(grammar: Grammar, words: str | Sequence[str] | np.ndarray, mask
     Parameters
     ----------
     grammar : Grammar
+        A CNF grammar (weighted or a PCFG).
     words : str, sequence of str, or int array of terminal ids
+        The sentence, ``n`` words (a string is split on whitespace).
     mask : bool ndarray (n+1, n+1), optional
+        Span mask over fenceposts (Algorithm 3 of Bouchard-Cote et al. 2009); ``None`` keeps every
+        span (exact).
     """
     if not isinstance(grammar, Grammar):
         raise TypeError(f"grammar must be a Grammar, got {type(grammar).__name__}")
@@ -112,7 +116,9 @@ def log_inside(grammar: Grammar, words: str | Sequence[str] | np.ndarray, mask=N
     Parameters
     ----------
     grammar : Grammar
+        A CNF grammar (weighted or a PCFG).
     words : str, sequence of str, or int array of terminal ids
+        The sentence, ``n`` words (a string is split on whitespace).
     mask : bool ndarray (n+1, n+1), optional
         Span mask (Algorithm 3 of Bouchard-Cote et al. 2009); ``None`` keeps every span (exact).
 
@@ -132,6 +138,7 @@ def log_probability(grammar: Grammar, words: str | Sequence[str] | np.ndarray) -
         Must be a PCFG: every nonterminal's rule weights sum to one (within
         :data:`~samplers.models.pcfg.NORMALISATION_TOL`).
     words : str, sequence of str, or int array of terminal ids
+        The sentence (a string is split on whitespace).
 
     Returns
     -------

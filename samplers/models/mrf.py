@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 from scipy.special import logsumexp
@@ -303,19 +303,25 @@ class PairwiseMRF:
                 f"enumeration would need {_count(self.n_configurations)} joint states; use AIS or Gibbs instead")
         return "elimination"
 
+    @overload
+    def _eliminated(self, marginals: Literal[True]) -> tuple[float, np.ndarray]: ...
+
+    @overload
+    def _eliminated(self, marginals: Literal[False]) -> tuple[float, None]: ...
+
     def _eliminated(self, marginals: bool) -> tuple[float, np.ndarray | None]:
         """(log Z, marginals or None) by elimination along :attr:`elimination_plan`, cached per kind;
         the marginals pass refuses (naming width and memory) beyond a quarter of the machine's memory."""
         key = "_eliminated_marginals" if marginals else "_eliminated_log_z"
         if key not in self.__dict__:
-            log_z, marg = eliminate(self.n_states, *self.factors, self.elimination_plan, marginals=marginals,
-                                    memory_cap=default_memory_cap())
-            if marginals:
-                padded = np.zeros((self.n_vars, self.max_states))
-                for v, m in enumerate(marg):
-                    padded[v, :m.size] = m
-                padded.flags.writeable = False
-                marg = padded
+            log_z, per_variable = eliminate(self.n_states, *self.factors, self.elimination_plan, marginals=marginals,
+                                            memory_cap=default_memory_cap())
+            marg = None
+            if per_variable is not None:  # asked for: marginals=True
+                marg = np.zeros((self.n_vars, self.max_states))
+                for v, m in enumerate(per_variable):
+                    marg[v, :m.size] = m
+                marg.flags.writeable = False
             self.__dict__[key] = (log_z, marg)
         return self.__dict__[key]
 

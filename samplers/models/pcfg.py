@@ -16,7 +16,7 @@ expected rule counts the (pruned) inside-outside algorithm computes.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -61,6 +61,9 @@ class Grammar:
     lexical_log_weights: np.ndarray
     start: int
     coarse_mapping: tuple | None = None
+    # derived in __post_init__: rules of parent A are binary_rules[rule_offsets[A]:rule_offsets[A + 1]]
+    rule_offsets: np.ndarray = field(init=False, repr=False, compare=False)
+    _terminal_index: dict[str, int] = field(init=False, repr=False, compare=False)  # terminal -> column
 
     # -- construction ------------------------------------------------------------------------
     def __post_init__(self) -> None:
@@ -173,6 +176,7 @@ class Grammar:
         lexical_share : float in (0, 1)
             Total probability of each parent's lexical rules.
         seed : int, Generator or None
+            Randomness of the rule set and weights (SPEC 7: a ``np.random.Generator``, an int or None).
         """
         n = check_int(n_nonterminals, "n_nonterminals", low=1)
         v = check_int(n_terminals, "n_terminals", low=1)
@@ -217,14 +221,14 @@ class Grammar:
         n = n_coarse * s
         fine_of = np.arange(n) // s
         r = base.binary_rules
-        rows, logw = [], []
+        rule_list, weight_list = [], []
         for a in range(n):
             for t in range(base.rule_offsets[fine_of[a]], base.rule_offsets[fine_of[a] + 1]):
                 for b in range(s):
                     for c in range(s):
-                        rows.append((a, r[t, 1] * s + b, r[t, 2] * s + c))
-                        logw.append(base.binary_log_weights[t] - 2 * np.log(s) + noise * rng.normal())
-        rows, logw = np.array(rows, dtype=np.int64), np.array(logw)
+                        rule_list.append((a, r[t, 1] * s + b, r[t, 2] * s + c))
+                        weight_list.append(base.binary_log_weights[t] - 2 * np.log(s) + noise * rng.normal())
+        rows, logw = np.array(rule_list, dtype=np.int64), np.array(weight_list)
         lex = base.lexical_log_weights[fine_of] + noise * rng.normal(size=(n, n_terminals))
         for a in range(n):  # renormalise each parent to the coarse parent's total probability (1)
             sel = rows[:, 0] == a
@@ -245,7 +249,7 @@ class Grammar:
         """Number of binary rules."""
         return int(self.binary_rules.shape[0])
 
-    def encode(self, words: str | Sequence[str]) -> np.ndarray:
+    def encode(self, words: str | Sequence[str] | np.ndarray) -> np.ndarray:
         """Map a sentence (a whitespace-separated str or a sequence of str) to terminal ids.
 
         Raises
@@ -294,7 +298,7 @@ class Grammar:
         bad = (totals > 0) & (np.abs(totals - 1.0) > tol)
         return [self.nonterminals[a] for a in np.flatnonzero(bad)]
 
-    def project(self, mapping: Sequence[int]) -> "Grammar":
+    def project(self, mapping: Sequence[int] | np.ndarray) -> "Grammar":
         """A coarse grammar over merged nonterminals (coarse-to-fine projection, uniform weights).
 
         ``mapping[A]`` is the coarse symbol of fine nonterminal ``A``.  Coarse rule weights are the
@@ -486,7 +490,7 @@ def _convert(rules: list, *, start: str, terminals: Iterable[str] | None) -> Gra
     vocab = list(dict.fromkeys(list(terminals or []) + [t for _, t in lexical]))
     vindex = {t: i for i, t in enumerate(vocab)}
 
-    closure = np.eye(n)
+    closure: np.ndarray = np.eye(n)
     if unary:
         wu = np.zeros((n, n))
         for (a, b), w in unary.items():

@@ -49,6 +49,7 @@ class ChainCRF:
             raise ValueError(f"emissions must have shape (T, N) with T, N >= 1, got {self.emissions.shape}")
         if (transitions is None) == (state_embeddings is None):
             raise ValueError("give exactly one of transitions (N, N) and state_embeddings (N, D)")
+        self.state_embeddings: np.ndarray | None
         if state_embeddings is not None:
             self.state_embeddings = as_float_array(state_embeddings, "state_embeddings", ndim=2)
             if self.state_embeddings.shape[0] != n:

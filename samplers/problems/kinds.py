@@ -152,6 +152,7 @@ class ChainCRFProblem(KindProblem):
         return self.crf.to_mrf()
 
     def compute_exact(self) -> dict[str, Any]:
+        """Exact ``log_partition``, ``marginals`` and ``entropy`` by the forward-backward algorithm."""
         crf = ChainCRF(self.crf.emissions, self.crf.transitions)  # a fresh model: no cached answers
         return {"log_partition": crf.log_partition(), "marginals": crf.marginals(), "entropy": crf.entropy()}
 
@@ -160,6 +161,7 @@ class ChainCRFProblem(KindProblem):
         return self.crf.length * self.crf.n_states ** 2
 
     def size(self) -> dict[str, int]:
+        """Sizes: ``T`` (sequence length) and ``N`` (states per position)."""
         return {"T": self.crf.length, "N": self.crf.n_states}
 
 
@@ -194,6 +196,7 @@ class PairwiseMRFProblem(KindProblem):
             " (PairwiseMRF.log_partition_exact / marginals_exact)"
 
     def compute_exact(self) -> dict[str, Any]:
+        """Exact ``log_partition`` and ``marginals``, by enumeration or the junction tree."""
         return {"log_partition": self.mrf.log_partition_exact(), "marginals": self.mrf.marginals_exact()}
 
     def exact_evaluations(self) -> int:
@@ -203,6 +206,7 @@ class PairwiseMRFProblem(KindProblem):
         return int(self.mrf.elimination_plan.total_table_entries)
 
     def size(self) -> dict[str, int]:
+        """Sizes: variables, largest cardinality, edges, elimination width and joint configurations."""
         return {"n_vars": self.mrf.n_vars, "max_states": self.mrf.max_states, "n_edges": self.mrf.n_edges,
                 "width": self.mrf.elimination_plan.width, "n_configurations": int(self.mrf.n_configurations)}
 
@@ -261,6 +265,7 @@ class PCFGProblem(KindProblem):
         self.provenance = "exact inside-outside (samplers.pruning.expected_counts, all-keep mask)"
 
     def compute_exact(self) -> dict[str, Any]:
+        """Exact ``log_probability``, ``span_posteriors``, ``rule_counts`` and ``counts`` by inside-outside."""
         return pcfg_targets(expected_counts(self.grammar, self.words))
 
     def exact_evaluations(self) -> int:
@@ -268,4 +273,5 @@ class PCFGProblem(KindProblem):
         return 2 * chart_rule_entries(len(self.words), self.grammar.n_binary)
 
     def size(self) -> dict[str, int]:
+        """Sizes: ``T`` (words), ``NT`` (nonterminals) and ``rules`` (binary rules)."""
         return {"T": len(self.words), "NT": self.grammar.n_nonterminals, "rules": self.grammar.n_binary}

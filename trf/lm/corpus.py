@@ -171,7 +171,7 @@ class EncodedCorpus:
         return int(self.tokens.size + len(self))
 
     @classmethod
-    def from_sentences(cls, sentences: Iterable[Sequence[int]]) -> "EncodedCorpus":
+    def from_sentences(cls, sentences: Iterable[Sequence[int] | np.ndarray]) -> "EncodedCorpus":
         """Flatten sentences of word ids into one token array with offsets."""
         tokens, offsets = array("i"), array("q", [0])
         for s in sentences:

@@ -141,6 +141,7 @@ class SentenceFeatures:
 
     @property
     def n_features(self) -> int:
+        """Number of features ``d`` (distinct template n-grams collected)."""
         return int(self.key_hi.size)
 
     @property
@@ -157,6 +158,7 @@ class SentenceFeatures:
         corpus : EncodedCorpus
             Training sentences, ids in ``[0, vocab_size)``.
         vocab_size : int
+            Number of word ids ``V``.
         features : str
             Feature types joined by ``+`` (see :data:`FEATURE_TYPES`).
         word_class : int array (vocab_size,), optional
@@ -296,12 +298,37 @@ class SentenceFeatures:
 
     # ------------------------------------------------------------- persistence
     def to_arrays(self, prefix: str = "feat_") -> tuple[dict[str, np.ndarray], dict]:
+        """The feature set as arrays and JSON-able metadata, for an ``.npz`` model file.
+
+        Parameters
+        ----------
+        prefix : str
+            Prefix of the array names (several objects share one file).
+
+        Returns
+        -------
+        arrays : dict of str -> ndarray
+            ``word_class``, ``key_hi``, ``key_lo`` (int64) and ``counts``, with ``prefix``.
+        meta : dict
+            ``types``, ``n_words`` and ``n_classes``.
+        """
         arrays = {prefix + "word_class": self.word_class, prefix + "key_hi": self.key_hi,
                   prefix + "key_lo": self.key_lo, prefix + "counts": self.counts}
         return arrays, {"types": list(self.types), "n_words": self.n_words, "n_classes": self.n_classes}
 
     @classmethod
     def from_arrays(cls, arrays: dict, meta: dict, prefix: str = "feat_") -> "SentenceFeatures":
+        """Rebuild the feature set that :meth:`to_arrays` wrote (the hash table is recomputed).
+
+        Parameters
+        ----------
+        arrays : dict of str -> ndarray
+            The arrays of :meth:`to_arrays`.
+        meta : dict
+            Its metadata.
+        prefix : str
+            Prefix of the array names.
+        """
         key_hi = np.asarray(arrays[prefix + "key_hi"], dtype=np.int64)
         key_lo = np.asarray(arrays[prefix + "key_lo"], dtype=np.int64)
         slots = hash_table(key_hi, key_lo)

@@ -75,7 +75,7 @@ class SentenceTRF:
             raise ValueError(f"zeta and pi must both have m entries, got {self.zeta.size} and {self.pi.size}")
         if len(self.vocab) != self.features.n_words:
             raise ValueError("vocab and features disagree on the vocabulary size")
-        self._log_z1 = None
+        self._log_z1: float | None = None
 
     @property
     def m(self) -> int:

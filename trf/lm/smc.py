@@ -224,12 +224,15 @@ def smc_log_z(model: SentenceTRF, max_length: int | None = None, *, n_particles:
     Parameters
     ----------
     model : SentenceTRF
+        The model; its features and ``lambda`` define the targets ``Z_j``.
     max_length : int, optional
+        Longest length estimated (default ``model.m``).
     n_particles : int
         Particles per run (cost is linear in it).
     n_replicates : int
         Independent runs (their spread is the error measure; >= 2 for :attr:`SMCResult.spread`).
     seed : int, Generator or None
+        Randomness (SPEC 7); each run gets its own child seed.
     threads : int, optional
         Runs executed at once (default: all cores); each run is single-threaded and draws from its own seed,
         so results do not depend on it.
@@ -302,6 +305,7 @@ def conditional_smc_log_z(model: SentenceTRF, references: dict, *, n_particles: 
     Parameters
     ----------
     model : SentenceTRF
+        The model; its features and ``lambda`` define the targets ``Z_j``.
     references : dict
         ``{j: int array (n_runs, j)}``: the reference sentences (word ids) per length, the same number of runs
         for every length.
@@ -309,6 +313,7 @@ def conditional_smc_log_z(model: SentenceTRF, references: dict, *, n_particles: 
         Particles per run (>= 2), or ``{j: particles}`` for every length of ``references`` (a run's cost is about
         ``j`` times its particles).
     seed : int, Generator or None
+        Randomness (SPEC 7); each run gets its own child seed.
     threads : int, optional
         Runs executed at once (default: all cores); results do not depend on it.
     """

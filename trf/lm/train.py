@@ -70,11 +70,29 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
         training length gets its own ``zeta_j`` and longer test sentences cannot be scored).
     config : AugSAConfig, optional
         Defaults to :func:`trf.lm.backend.lm_config` (the Sec. 7 settings).
+    n_chains : int
+        Persistent TransMS chains of the sampler (``sampler="transms"``; the refinement uses them too).
+    seed : int
+        Seed of the word clustering, the sampler and the zeta refinement: a fixed seed repeats the training.
     checkpoint : path, optional
         Checkpoint file, written every ``checkpoint_every`` iterations; with ``resume=True`` it is loaded first
         (``resume=True`` without a checkpoint file is a ValueError: nothing is silently trained from scratch).
+    checkpoint_every : int
+        Iterations between checkpoints (with ``checkpoint``).
+    resume : bool
+        Continue the training saved in ``checkpoint``.
     time_limit : float, optional
         Stop after this many seconds of training (checked after each iteration).
+    cluster_passes : int
+        Passes of the exchange word clustering at most.
+    parallel : bool
+        Run the sampler's chains or particle filters on all cores; False runs them serially.
+    progress : bool
+        Show a progress bar on stderr.
+    encoding : str
+        Text encoding of ``train_path`` and ``valid_path``.
+    callbacks : iterable of callable
+        ``callback(trainer, t, record)`` after every iteration (:class:`~trf.augsa.AugSA`); True stops training.
     first_stage_share : float, optional
         With ``time_limit``: the stages of Eq. (24)-(25) follow the time instead of ``config.t0``: the first stage
         ends (``t_0`` is set to the iteration then) once this share of ``time_limit`` has passed, so a slow machine
@@ -105,6 +123,8 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
         TransMS-trained model put most of ``Z_2`` on sentences its chains never visited (test PPL >= ~13,700 once
         checked), and on the toy corpus of docs/trf-lm.md with ``t_max`` 100 or 300 it ended at the divergence
         guard while SMC trained to a checked perplexity of 1.41-1.51 (docs/trf-lm.md).
+    smc_particles : int
+        Particles per SMC run (``sampler="smc"``).
 
     Returns
     -------
@@ -303,14 +323,21 @@ def refine_zeta(model: SentenceTRF, train: EncodedCorpus, *, seconds: float | No
     Parameters
     ----------
     model : SentenceTRF
+        The trained model; its ``lambda`` is kept and its ``zeta`` is the starting point.
     train : EncodedCorpus
         Training sentences (length law and chain starts).
     seconds : float, optional
         Time limit; ``max_iterations`` bounds the iterations.
+    max_iterations : int
+        Iterations at most.
     n_samples, n_chains : int
         K per iteration and persistent TransMS chains.
     start_t : int
         Iteration count the rate starts from.
+    seed : int
+        Seed of the sampler.
+    parallel : bool
+        Run the sampler's chains or particle filters on all cores; False runs them serially.
     sampler, smc_particles :
         As in :func:`train_lm`.
 

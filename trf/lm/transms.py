@@ -42,7 +42,9 @@ def touch_tables(rows, span: int) -> tuple[np.ndarray, ...]:
     sorted by row length so a row's parents (:func:`row_parents`) are evaluated before it.
     """
     _, row_len, row_off, row_type = rows
-    by_class, by_word, ctx = ([[] for _ in range(span + 1)] for _ in range(3))
+    by_class: list[list[int]] = [[] for _ in range(span + 1)]
+    by_word: list[list[int]] = [[] for _ in range(span + 1)]
+    ctx: list[list[int]] = [[] for _ in range(span + 1)]
     for r in np.argsort(row_len, kind="stable"):
         offsets = {-int(row_off[r, e]): int(row_type[r, e]) for e in range(row_len[r])}
         for d in range(span + 1):
@@ -109,7 +111,9 @@ class SentenceSampler:
         Parameters
         ----------
         n_chains : int
+            Number of chains.
         seed : int, Generator or None
+            Randomness of the starting words or sentences (SPEC 7).
         start : EncodedCorpus, optional
             Start every chain at a sentence drawn uniformly from it (sentences longer than ``m``
             excluded); starting at data shortens the burn-in of persistent chains.
@@ -137,11 +141,13 @@ class SentenceSampler:
         Parameters
         ----------
         lam : float array (n_features,)
+            Feature weights ``lambda``.
         log_len_weight : float array (m,)
             ``log pi0_j - zeta_j`` (Eq. 12).
         state : ChainState
             Not modified; the new state is returned.
         steps : int
+            TransMS steps per chain (each a local jump, unless ``jump`` is False, and a Markov move; Algorithm 2).
         seed : int, Generator or None
             One kernel seed per chain is derived from it.
         parallel : bool

@@ -92,6 +92,7 @@ class NormaliserCheck:
 
     @property
     def forward_se(self) -> np.ndarray:
+        """Standard errors of :attr:`forward`."""
         return self._value("forward", "stderr")
 
     @property
@@ -111,26 +112,32 @@ class NormaliserCheck:
 
     @property
     def reverse_se(self) -> np.ndarray:
+        """Standard errors of :attr:`reverse`."""
         return self._value("reverse", "stderr")
 
     @property
     def forward_half(self) -> np.ndarray | None:
+        """Forward AIS estimates with half the temperatures, an independent run (None when no half run was made)."""
         return self._value("forward_half")
 
     @property
     def forward_half_se(self) -> np.ndarray | None:
+        """Standard errors of :attr:`forward_half` (None when no half run was made)."""
         return self._value("forward_half", "stderr")
 
     @property
     def smc(self) -> np.ndarray | None:
+        """SMC estimates of ``log Z_j`` (None when no SMC was run)."""
         return self._value("smc")
 
     @property
     def smc_se(self) -> np.ndarray | None:
+        """Standard errors of :attr:`smc` (None when no SMC was run)."""
         return self._value("smc", "stderr")
 
     @property
     def smc_spread(self) -> np.ndarray | None:
+        """Spread in nats of the SMC replicates' ``log Z-hat_j`` (None when no SMC was run; see :attr:`unsettled`)."""
         return self._value("smc", "spread")
 
     @property
@@ -140,18 +147,22 @@ class NormaliserCheck:
 
     @property
     def smc_replicates(self) -> int:
+        """Independent SMC runs (replicates) per length (0 when no SMC was run)."""
         return 0 if "smc" not in self.estimates else self.estimates["smc"].runs
 
     @property
     def csmc(self) -> np.ndarray | None:
+        """Conditional SMC estimates of ``log Z_j`` (an upper bound in expectation; None when none was run)."""
         return self._value("csmc")
 
     @property
     def csmc_se(self) -> np.ndarray | None:
+        """Standard errors of :attr:`csmc` (None when no conditional SMC was run)."""
         return self._value("csmc", "stderr")
 
     @property
     def csmc_spread(self) -> np.ndarray | None:
+        """Spread in nats of the conditional SMC replicates' estimates (None when none was run)."""
         return self._value("csmc", "spread")
 
     @property

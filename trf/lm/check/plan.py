@@ -42,6 +42,7 @@ class CheckEffort(NamedTuple):
     conditional_particles: int | None = None
 
     def validate(self) -> "CheckEffort":
+        """Check the fields (ValueError naming ``effort.<field>``) and return ``self``."""
         check_int(self.temperatures, "effort.temperatures", low=2)
         check_int(self.particles, "effort.particles", low=0)
         if self.conditional_particles is not None:
@@ -50,6 +51,7 @@ class CheckEffort(NamedTuple):
 
     @property
     def csmc_particles(self) -> int:
+        """Particles per conditional SMC run: ``conditional_particles``, or ``min(particles, 1000)`` by default."""
         return min(self.particles, 1000) if self.conditional_particles is None else self.conditional_particles
 
     @classmethod
@@ -78,6 +80,7 @@ class BudgetPlan:
     high: int = 5000
 
     def temperatures(self, c: float, first: int = 0) -> np.ndarray:
+        """AIS temperatures ``clip(round(c j), low, high)`` at ``lengths[first:]``, int64."""
         return np.clip(np.round(c * self.lengths[first:]), self.low, self.high).astype(np.int64)
 
     def cost(self, temperatures: np.ndarray, first: int = 0) -> float:

@@ -107,6 +107,7 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
     Parameters
     ----------
     model : SentenceTRF
+        The trained model; its ``zeta`` (AugSA's estimates, plus ``log Z_1``) is what the check tests.
     lengths : iterable of int
         Lengths to check (each in 1..m).
     n_temperatures : int, optional
@@ -123,8 +124,11 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
     burn_in : int
         Sweeps at ``beta = 1`` before the reverse run.
     seed : int, Generator or None
+        Randomness of every run (SPEC 7); the result is reproducible at a fixed seed and ``effort``.
     exact_limit : int
         Largest ``V^j`` summed exactly (0: never; every length by AIS).
+    parallel : bool
+        Run the AIS chains in parallel on all cores; False runs them serially.
     base : {"unigram", "uniform"}
         AIS base law (:func:`unigram_base`, the default, or uniform over ``V^j``).
     half_run : bool
@@ -145,7 +149,6 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
     csmc_fraction : float
         Share of ``time_budget`` given to conditional SMC when ``csmc_particles`` is not given (the rest of the
         budget, after SMC, goes to AIS).
-
     effort : CheckEffort, optional
         A fixed effort -- temperatures, SMC particles, conditional SMC particles -- instead of a time budget:
         the same work, and so the same result at a fixed seed, on any machine (overrides ``n_temperatures``,
