@@ -154,6 +154,7 @@ def plan_elimination(cards, scopes, *, heuristics=tuple(ORDER_HEURISTICS), memor
     Parameters
     ----------
     cards : array_like of int (n_vars,)
+        Number of states of each variable (weights the table sizes an order builds).
     scopes : sequence of sequences of int
         Factor scopes (only which variables share a factor matters).
     heuristics : sequence of str
@@ -304,7 +305,9 @@ def eliminate(cards, scopes, log_tables, plan: EliminationPlan, *, marginals: bo
     Parameters
     ----------
     cards : ndarray of int (n_vars,)
+        Number of states of each variable.
     scopes : sequence of tuples of int
+        The variables of each factor, in the order of its table's axes.
     log_tables : sequence of ndarray
         ``log_tables[f]`` has one axis per variable of ``scopes[f]``, in that order.
     plan : EliminationPlan
