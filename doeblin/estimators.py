@@ -85,16 +85,12 @@ def doeblin_gibbs_draws(mrf: PairwiseMRF, n_draws: int, eps: float, seed: Any = 
     """
     if not isinstance(mrf, PairwiseMRF):
         raise TypeError(f"mrf must be a PairwiseMRF, got {type(mrf).__name__}")
-    n_draws = check_int(n_draws, "n_draws", low=1)
-    eps = check_eps(eps)
-    check_draw_cost((1.0 - eps) / eps, n_draws, max_steps, f"eps = {eps:g}")
     unary = mrf.log_unary
     probs = np.exp(unary - logsumexp(unary, axis=1, keepdims=True))
     ptr, nbr, pot = mrf.neighbours
     model = GibbsSweepChain(np.ascontiguousarray(np.cumsum(probs, axis=1)), unary, ptr, nbr, pot,
                             np.empty(unary.shape[1]))
-    draws, steps = gibbs_doeblin_draws(model, eps, n_draws, kernel_seed(seed))
-    return draws, int(steps.sum())
+    return _exact_draws(model, n_draws, eps, seed, max_steps)
 
 
 def doeblin_factor_draws(fg: FactorGraph, n_draws: int, eps: float, seed: Any = None, *,
@@ -130,10 +126,15 @@ def doeblin_factor_draws(fg: FactorGraph, n_draws: int, eps: float, seed: Any = 
     """
     if not isinstance(fg, FactorGraph):
         raise TypeError(f"fg must be a FactorGraph, got {type(fg).__name__}")
+    model = FactorSweepChain(unary_cdf(fg), fg.bundle, np.empty(fg.max_states), np.zeros((0, fg.max_states)))
+    return _exact_draws(model, n_draws, eps, seed, max_steps)
+
+
+def _exact_draws(model, n_draws: int, eps: float, seed: Any, max_steps: int) -> tuple[np.ndarray, int]:
+    """Validate, bound the expected cost, and draw through the one exact-draw kernel (Prop. 3.2)."""
     n_draws = check_int(n_draws, "n_draws", low=1)
     eps = check_eps(eps)
     check_draw_cost((1.0 - eps) / eps, n_draws, max_steps, f"eps = {eps:g}")
-    model = FactorSweepChain(unary_cdf(fg), fg.bundle, np.empty(fg.max_states), np.zeros((0, fg.max_states)))
     draws, steps = gibbs_doeblin_draws(model, eps, n_draws, kernel_seed(seed))
     return draws, int(steps.sum())
 
