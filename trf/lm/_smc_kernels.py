@@ -84,11 +84,11 @@ class TableCache(NamedTuple):
     """The local tables of the particles at one position, kept from their weighting to their children's draws.
 
     ``mass[n]`` is particle ``n``'s ``log_mass``; its touched words and their ``dw`` are
-    ``words[start[n]:start[n] + count[n]]`` and ``dw[...]``; ``count[n] < 0``: not kept (no room)."""
+    ``words[start[n]:start[n] + n_touched[n]]`` and ``dw[...]``; ``n_touched[n] < 0``: not kept (no room)."""
 
-    mass: np.ndarray   # (rows, C)
-    start: np.ndarray  # (n_particles,)
-    count: np.ndarray  # (n_particles,)
+    mass: np.ndarray       # (rows, C)
+    start: np.ndarray      # (n_particles,)
+    n_touched: np.ndarray  # (n_particles,)
     words: np.ndarray  # (capacity,)
     dw: np.ndarray     # (capacity,)
 
@@ -275,11 +275,11 @@ def new_table_cache(run, n_classes, n_words):
 def keep_tables(cache, work, n, n_touched, used):
     """Store particle ``n``'s tables in ``cache`` if there is room; return the touched-word entries now used."""
     if n >= cache.mass.shape[0] or used + n_touched > cache.words.size:
-        cache.count[n] = -1
+        cache.n_touched[n] = -1
         return used
     cache.mass[n, :] = work.log_mass
     cache.start[n] = used
-    cache.count[n] = n_touched
+    cache.n_touched[n] = n_touched
     for t in range(n_touched):
         v = work.touched[t]
         cache.words[used + t] = v
@@ -292,13 +292,183 @@ def restore_tables(cache, work, n):
     """Load particle ``n``'s kept tables into ``work`` (as :func:`local_tables` left them); return ``n_touched``."""
     work.log_mass[:] = cache.mass[n]
     start = cache.start[n]
-    n_touched = cache.count[n]
+    n_touched = cache.n_touched[n]
     for t in range(n_touched):
         v = cache.words[start + t]
         work.touched[t] = v
         work.dw[v] = cache.dw[start + t]
         work.mark[v] = True
     return n_touched
+
+
+class Particles(NamedTuple):
+    """The particles' histories at one position: words ``w`` and classes ``c`` (``(n_particles, max_length + 2)``,
+    ``w[:, 0]`` is ``<s>``) and ``ident``: particles with one identity have one history (all of them at ``p = 1``)."""
+
+    w: np.ndarray
+    c: np.ndarray
+    ident: np.ndarray
+
+
+class SMCScratch(NamedTuple):
+    """What one run reuses at every position: one particle's local tables (``work``), the tables kept from the
+    weighting to the draws (``cache``), the first particle of each identity (``first``), the incremental weights
+    ``log_w``, the end-of-sentence weights ``ends`` and the ancestors ``anc``."""
+
+    work: SMCWork
+    cache: TableCache
+    first: np.ndarray
+    log_w: np.ndarray
+    ends: np.ndarray
+    anc: np.ndarray
+
+
+@jit
+def new_particles(run, n_words, n_classes):
+    """A :class:`Particles` of ``run.n_particles`` histories holding ``<s>``, all of one identity."""
+    w = np.empty((run.n_particles, run.max_length + 2), dtype=np.int64)
+    c = np.empty((run.n_particles, run.max_length + 2), dtype=np.int64)
+    w[:, 0] = n_words + 1
+    c[:, 0] = n_classes + 1
+    return Particles(w, c, np.zeros(run.n_particles, dtype=np.int64))
+
+
+@jit
+def new_scratch(run, n_words, n_classes):
+    """The :class:`SMCScratch` of a run (the table cache within ``run.cache_bytes``)."""
+    n = run.n_particles
+    work = SMCWork(np.zeros(n_classes), np.zeros(n_words), np.zeros(n_words, dtype=np.bool_),
+                   np.zeros(n_words, dtype=np.int64), np.zeros(n_classes))
+    return SMCScratch(work, new_table_cache(run, n_classes, n_words), np.zeros(n, dtype=np.int64), np.empty(n),
+                      np.empty(n), np.empty(n, dtype=np.int64))
+
+
+@jit
+def end_weights(model, now, scratch, j, stop):
+    """``scratch.ends[n] = s_{j+1}(x_n, </s>)`` for every particle (once per identity); False when ``stop`` rose."""
+    ends, first, ident = scratch.ends, scratch.first, now.ident
+    for n in range(ends.size):
+        if (n & 4095) == 4095 and stop[0] != 0:
+            return False
+        f = first[ident[n]]
+        ends[n] = end_score(model, now.w[n], now.c[n], j) if f == n else ends[f]
+    return True
+
+
+@jit
+def effective_size(log_w):
+    """Effective sample size ``(sum w)^2 / sum w^2`` of the weights ``exp(log_w)``."""
+    top = log_w.max()
+    s1 = 0.0
+    s2 = 0.0
+    for n in range(log_w.size):
+        e = np.exp(log_w[n] - top)
+        s1 += e
+        s2 += e * e
+    return s1 * s1 / s2
+
+
+@jit
+def keep_sentences(now, ends, keep, j):
+    """``keep[j - 1, s, :j]``: ``keep.shape[1]`` sentences of length ``j`` resampled systematically by their end
+    weights ``exp(ends)``."""
+    n_keep = keep.shape[1]
+    if n_keep == 0:
+        return
+    picks = np.empty(n_keep, dtype=np.int64)
+    systematic_ancestors(ends, picks)
+    for s in range(n_keep):
+        for q in range(1, j + 1):
+            keep[j - 1, s, q - 1] = now.w[picks[s], q]
+
+
+@jit
+def record_length(model, now, scratch, j, log_prefix, output, stop):
+    """End the particles at length ``j``: ``output.log_z[j - 1]`` (``log_prefix``, the log normaliser of the
+    prefixes, plus the log mean end weight), ``output.ess[j - 1]`` and the kept sentences; False when ``stop``
+    rose."""
+    if not end_weights(model, now, scratch, j, stop):
+        return False
+    output.log_z[j - 1] = log_prefix + log_mean_exp(scratch.ends)
+    output.ess[j - 1] = effective_size(scratch.ends)
+    keep_sentences(now, scratch.ends, output.keep, j)
+    return True
+
+
+@jit
+def weigh_particles(model, now, scratch, p, stop):
+    """``scratch.log_w[n]``: each particle's local normaliser at position ``p`` (its incremental weight), computed
+    once per identity and its tables kept in ``scratch.cache`` where there is room; False when ``stop`` rose."""
+    work, cache, first, log_w, ident = scratch.work, scratch.cache, scratch.first, scratch.log_w, now.ident
+    used = 0
+    for n in range(log_w.size):
+        if (n & 4095) == 4095 and stop[0] != 0:
+            return False
+        i = ident[n]
+        if first[i] == n:
+            log_w[n], n_touched = local_tables(model, now.w[n], now.c[n], p, work)
+            used = keep_tables(cache, work, i, n_touched, used)
+            clear_tables(work, n_touched)
+        else:
+            log_w[n] = log_w[first[i]]
+    return True
+
+
+@jit
+def resample(scratch, pinned):
+    """``scratch.anc``: systematic ancestors by ``exp(scratch.log_w)``; pinned (conditional SMC), particle 0 keeps
+    its own and the others are drawn multinomially."""
+    if pinned:
+        scratch.anc[0] = 0
+        multinomial_ancestors(scratch.log_w, scratch.anc, 1)
+    else:
+        systematic_ancestors(scratch.log_w, scratch.anc)
+
+
+@jit
+def propagate(model, now, children, scratch, p, reference, stop):
+    """``children``: each particle's ancestor's history (``scratch.anc``) extended by a word at ``p`` drawn from
+    the ancestor's local law (restored from ``scratch.cache`` or recomputed), or the reference's word for the
+    pinned particle 0 (``reference`` non-empty), and the children's identities (equal ancestor identity and word:
+    one identity; ``scratch.first`` their first particles); False when ``stop`` rose."""
+    work, cache, first, log_w, anc = scratch.work, scratch.cache, scratch.first, scratch.log_w, scratch.anc
+    w, c, ident = now.w, now.c, now.ident
+    w_new, c_new, ident_new = children.w, children.c, children.ident
+    V = model.n_words
+    pinned = reference.size > 0
+    n_touched = 0
+    tables_of = -1  # the identity whose local law ``work`` holds
+    seen = Dict.empty(key_type=types.int64, value_type=types.int64)  # (identity, word) -> new identity
+    for n in range(anc.size):
+        if (n & 4095) == 4095 and stop[0] != 0:
+            return False
+        a = anc[n]
+        ia = ident[a]
+        for q in range(p):
+            w_new[n, q] = w[a, q]
+            c_new[n, q] = c[a, q]
+        if pinned and n == 0:
+            v = reference[p - 1]
+        else:
+            if ia != tables_of:
+                clear_tables(work, n_touched)
+                if cache.n_touched[ia] >= 0:
+                    n_touched = restore_tables(cache, work, ia)
+                else:
+                    _, n_touched = local_tables(model, w_new[n], c_new[n], p, work)
+                tables_of = ia
+            v = draw_word(model, work, log_w[a])
+        w_new[n, p] = v
+        c_new[n, p] = model.word_class[v]
+        key = ia * (V + 1) + v
+        k = seen.get(key, -1)
+        if k < 0:
+            k = len(seen)
+            seen[key] = k
+            first[k] = n
+        ident_new[n] = k
+    clear_tables(work, n_touched)
+    return True
 
 
 @jit
@@ -317,7 +487,8 @@ def smc_log_z(model, run, output, stop):
     distinct history (particles share one when they descend from one history and drew the same words: every
     particle at ``p = 1``, and most at a word the model is sure of), kept (within ``run.cache_bytes``) until the
     children have drawn, and recomputed only for histories that found no room -- the draws are the same either
-    way, as are the end scores shared by equal histories.
+    way, as are the end scores shared by equal histories.  One position is :func:`record_length` (the sentences
+    ending before it), :func:`weigh_particles`, :func:`resample` and :func:`propagate`.
 
     ``run.reference`` (int64 words) of length ``max_length`` makes it *conditional* SMC (Andrieu, Doucet and
     Holenstein 2010): particle 0 is pinned to the reference sentence (it keeps its own ancestor and takes the
@@ -328,103 +499,23 @@ def smc_log_z(model, run, output, stop):
 
     ``stop[0] != 0`` (set by another thread, e.g. on Ctrl-C) ends the run early, leaving the output incomplete."""
     np.random.seed(run.seed)
-    n_particles, max_length, reference = run.n_particles, run.max_length, run.reference
-    out, ess_out, keep = output.log_z, output.ess, output.keep
-    V = model.n_words
-    C = model.n_classes
-    pinned = reference.size > 0
-    w = np.empty((n_particles, max_length + 2), dtype=np.int64)
-    c = np.empty((n_particles, max_length + 2), dtype=np.int64)
-    w_new = np.empty_like(w)
-    c_new = np.empty_like(c)
-    w[:, 0] = V + 1
-    c[:, 0] = C + 1
-    work = SMCWork(np.zeros(C), np.zeros(V), np.zeros(V, dtype=np.bool_), np.zeros(V, dtype=np.int64),
-                   np.zeros(C))
-    cache = new_table_cache(run, C, V)
-    ident = np.zeros(n_particles, dtype=np.int64)  # particles with one identity have one history (all at p = 1)
-    ident_new = np.empty_like(ident)
-    first = np.zeros(n_particles, dtype=np.int64)  # the first particle of each identity
-    log_w = np.empty(n_particles)
-    ends = np.empty(n_particles)
-    anc = np.empty(n_particles, dtype=np.int64)
+    pinned = run.reference.size > 0
+    now = new_particles(run, model.n_words, model.n_classes)
+    children = new_particles(run, model.n_words, model.n_classes)
+    scratch = new_scratch(run, model.n_words, model.n_classes)
     log_prefix = 0.0
-    for p in range(1, max_length + 2):
+    for p in range(1, run.max_length + 2):
         if stop[0] != 0:
             return
-        if p >= 2 and (not pinned or p == max_length + 1):
-            for n in range(n_particles):
-                if (n & 4095) == 4095 and stop[0] != 0:
-                    return
-                f = first[ident[n]]
-                ends[n] = end_score(model, w[n], c[n], p - 1) if f == n else ends[f]
-            out[p - 2] = log_prefix + log_mean_exp(ends)
-            top = ends.max()
-            s1 = 0.0
-            s2 = 0.0
-            for n in range(n_particles):
-                e = np.exp(ends[n] - top)
-                s1 += e
-                s2 += e * e
-            ess_out[p - 2] = s1 * s1 / s2
-            n_keep = keep.shape[1]
-            if n_keep > 0:
-                picks = np.empty(n_keep, dtype=np.int64)
-                systematic_ancestors(ends, picks)
-                for s in range(n_keep):
-                    for q in range(1, p):
-                        keep[p - 2, s, q - 1] = w[picks[s], q]
-        if p > max_length:
+        if p >= 2 and (not pinned or p == run.max_length + 1):
+            if not record_length(model, now, scratch, p - 1, log_prefix, output, stop):
+                return
+        if p > run.max_length:
             break
-        used = 0
-        for n in range(n_particles):
-            if (n & 4095) == 4095 and stop[0] != 0:
-                return
-            i = ident[n]
-            if first[i] == n:
-                log_w[n], n_touched = local_tables(model, w[n], c[n], p, work)
-                used = keep_tables(cache, work, i, n_touched, used)
-                clear_tables(work, n_touched)
-            else:
-                log_w[n] = log_w[first[i]]
-        log_prefix += log_mean_exp(log_w)
-        if pinned:
-            anc[0] = 0
-            multinomial_ancestors(log_w, anc, 1)
-        else:
-            systematic_ancestors(log_w, anc)
-        n_touched = 0
-        tables_of = -1  # the identity whose local law ``work`` holds
-        seen = Dict.empty(key_type=types.int64, value_type=types.int64)  # (identity, word) -> new identity
-        for n in range(n_particles):
-            if (n & 4095) == 4095 and stop[0] != 0:
-                return
-            a = anc[n]
-            ia = ident[a]
-            for q in range(p):
-                w_new[n, q] = w[a, q]
-                c_new[n, q] = c[a, q]
-            if pinned and n == 0:
-                v = reference[p - 1]
-            else:
-                if ia != tables_of:
-                    clear_tables(work, n_touched)
-                    if cache.count[ia] >= 0:
-                        n_touched = restore_tables(cache, work, ia)
-                    else:
-                        _, n_touched = local_tables(model, w_new[n], c_new[n], p, work)
-                    tables_of = ia
-                v = draw_word(model, work, log_w[a])
-            w_new[n, p] = v
-            c_new[n, p] = model.word_class[v]
-            key = ia * (V + 1) + v
-            k = seen.get(key, -1)
-            if k < 0:
-                k = len(seen)
-                seen[key] = k
-                first[k] = n
-            ident_new[n] = k
-        clear_tables(work, n_touched)
-        w, w_new = w_new, w
-        c, c_new = c_new, c
-        ident, ident_new = ident_new, ident
+        if not weigh_particles(model, now, scratch, p, stop):
+            return
+        log_prefix += log_mean_exp(scratch.log_w)
+        resample(scratch, pinned)
+        if not propagate(model, now, children, scratch, p, run.reference, stop):
+            return
+        now, children = children, now
