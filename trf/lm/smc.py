@@ -95,11 +95,12 @@ class _Structure:
 
 
 def _structure(feats: SentenceFeatures) -> _Structure:
-    """The features' :class:`_Structure`, built once per feature set (the successor tables sort every feature)."""
-    cached = getattr(feats, "_smc_structure", None)
-    if cached is None:
-        cached = feats._smc_structure = _Structure(feats)
-    return cached
+    """The features' :class:`_Structure`, built once per feature set (the successor tables sort every feature) and
+    kept in its instance dictionary beside its own cached tables (``SentenceFeatures`` declares no field for it)."""
+    cache = vars(feats)
+    if "_smc_structure" not in cache:
+        cache["_smc_structure"] = _Structure(feats)
+    return cache["_smc_structure"]
 
 
 def _smc_model(model: SentenceTRF) -> tuple[SMCModel, float]:
