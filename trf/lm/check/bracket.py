@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from trf.lm.check.estimates import LogZEstimate
 from trf.lm.corpus import EncodedCorpus
 from trf.lm.model import SentenceTRF
 
@@ -51,8 +52,8 @@ class NormaliserCheck:
     """
 
     lengths: np.ndarray
-    method: list
-    estimates: dict
+    method: list[str]
+    estimates: dict[str, LogZEstimate]
     lower: np.ndarray
     upper: np.ndarray
     augsa: np.ndarray
@@ -61,7 +62,7 @@ class NormaliserCheck:
     n_chains: int
     seconds: float
     m_total: int = 0
-    notes: list = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     base: str = "unigram"
 
     _ALIASES = {"forward": ("forward", "log_z"), "forward_se": ("forward", "stderr"), "forward_ess": ("forward", "ess"),
@@ -78,42 +79,70 @@ class NormaliserCheck:
             if name not in self._ALIASES:
                 raise ValueError(f"unknown estimate value {name!r}; one of {sorted(self._ALIASES)}")
             key, attribute = self._ALIASES[name]
-            estimates[key] = estimates[key]._replace(**{attribute: np.asarray(value)})
+            fields = estimates[key]._asdict()  # one field by name: a dict of mixed types
+            fields[attribute] = np.asarray(value)
+            estimates[key] = LogZEstimate(**fields)
         return replace(self, estimates=estimates)
 
-    def _value(self, key: str, attribute: str = "log_z"):
+    @classmethod
+    def bracket(cls, lengths: np.ndarray, method: list[str], estimates: dict[str, LogZEstimate], augsa: np.ndarray, *,
+                margin: float, z: float, n_chains: int, seconds: float, m_total: int, notes: list[str],
+                base: str) -> "NormaliserCheck":
+        """The check of ``estimates`` (``"forward"`` and ``"reverse"`` AIS at least): the interval per length from
+        every estimator's side.
+
+        From AIS ``[forward - z se_f, reverse + z se_r]`` (ordered); with SMC ``[max(., smc - z se_s), max(., smc +
+        z se_s)]``; where conditional SMC brackets (:attr:`csmc_bracketed`) the upper end ``max(csmc + z se_c, smc
+        + z se_s)``."""
+        fwd, rev = estimates["forward"], estimates["reverse"]
+        low, high = fwd.log_z - z * fwd.stderr, rev.log_z + z * rev.stderr  # BidirectionalResult.interval
+        lower, upper = np.minimum(low, high), np.maximum(low, high)
+        smc = estimates.get("smc")
+        if smc is not None:
+            lower = np.maximum(lower, smc.log_z - z * smc.stderr)
+            upper = np.maximum(upper, smc.log_z + z * smc.stderr)
+        check = cls(lengths, method, estimates, lower, upper, augsa, margin, z, n_chains, seconds, m_total=m_total,
+                    notes=notes, base=base)
+        csmc = estimates.get("csmc")
+        if smc is not None and csmc is not None:  # the upper side from conditional SMC where it brackets
+            check.upper = np.where(check._bracketed_mask, np.maximum(csmc.log_z + z * csmc.stderr,
+                                                                     smc.log_z + z * smc.stderr), check.upper)
+        return check
+
+    def _value(self, key: str, attribute: str = "log_z") -> np.ndarray | None:
+        """Field ``attribute`` of estimate ``key`` (None when that estimator was not run)."""
         est = self.estimates.get(key)
         return None if est is None else getattr(est, attribute)
 
     @property
     def forward(self) -> np.ndarray:
         """Forward AIS estimates of ``log Z_j`` (a stochastic lower bound; the exact value where exact)."""
-        return self._value("forward")
+        return self.estimates["forward"].log_z
 
     @property
     def forward_se(self) -> np.ndarray:
         """Standard errors of :attr:`forward`."""
-        return self._value("forward", "stderr")
+        return self.estimates["forward"].stderr
 
     @property
-    def forward_ess(self) -> np.ndarray:
+    def forward_ess(self) -> np.ndarray | None:
         """Effective sample size of the forward AIS weights, in ``[1, n_chains]`` (``n_chains`` where exact)."""
-        return self._value("forward", "ess")
+        return self.estimates["forward"].ess
 
     @property
     def temperatures(self) -> np.ndarray:
         """AIS temperatures used at each length (0 where exact)."""
-        return self._value("forward", "effort")
+        return self.estimates["forward"].effort
 
     @property
     def reverse(self) -> np.ndarray:
         """Reverse AIS estimates (an approximate upper bound; the exact value where exact)."""
-        return self._value("reverse")
+        return self.estimates["reverse"].log_z
 
     @property
     def reverse_se(self) -> np.ndarray:
         """Standard errors of :attr:`reverse`."""
-        return self._value("reverse", "stderr")
+        return self.estimates["reverse"].stderr
 
     @property
     def forward_half(self) -> np.ndarray | None:
@@ -189,20 +218,20 @@ class NormaliserCheck:
         sentences of high weight that its fixed-length Gibbs chains never reach (fortunes: two-word sentences
         like "errico malatesta", 68% of the exact ``Z_2``, that 900 s of AIS put 5.7 nats below the exact
         ``log Z_2``).  The checked value takes the SMC estimate there."""
-        if self.smc is None:
+        smc = self.estimates.get("smc")
+        if smc is None:
             return self.lengths[:0]
-        fse = np.zeros_like(self.forward) if self.forward_se is None else self.forward_se
-        return self.lengths[self.smc - self.z * self.smc_se > self.forward + self.z * fse]
+        return self.lengths[smc.log_z - self.z * smc.stderr > self.forward + self.z * self.forward_se]
 
     def missed_warning(self) -> str | None:
         """A one-line warning naming the lengths where AIS missed probability mass (:attr:`ais_missed`)."""
-        missed = self.ais_missed
-        if missed.size == 0:
+        missed, smc = self.ais_missed, self.estimates.get("smc")
+        if missed.size == 0 or smc is None:
             return None
-        worst = self._worst(missed, self.smc - self.forward)
+        worst = self._worst(missed, smc.log_z - self.forward)
         return (f"forward AIS missed probability mass at {self._which(missed)}: the SMC estimate of log Z_j (also "
                 f"unbiased for Z_j) lies above it by more than {self.z:g} standard errors each; worst at length "
-                f"{self.lengths[worst]}: SMC {self.smc[worst]:.2f} +- {self.smc_se[worst]:.2f}, AIS "
+                f"{self.lengths[worst]}: SMC {smc.log_z[worst]:.2f} +- {smc.stderr[worst]:.2f}, AIS "
                 f"{self.forward[worst]:.2f}.  The model gives high weight to sentences that the AIS chains "
                 "never reach; the checked normalisers take the SMC estimate there")
 
@@ -211,30 +240,31 @@ class NormaliserCheck:
         """Lengths where the SMC replicates' ``log Z-hat_j`` spread more than :attr:`MAX_SMC_SPREAD` nats: the
         particles have not settled, rare high-weight sentences decide the estimate, and ``log Z_j`` is likely
         higher still (for log-normal estimates each run falls short by about ``spread^2 / 2``)."""
-        if self.smc_spread is None:
+        spread = self.smc_spread
+        if spread is None:
             return self.lengths[:0]
-        return self.lengths[self.smc_spread > self.MAX_SMC_SPREAD]
+        return self.lengths[spread > self.MAX_SMC_SPREAD]
 
     @property
     def smc_covered(self) -> np.ndarray:
         """Lengths whose checked value is a settled SMC estimate (spread at most :attr:`MAX_SMC_SPREAD`, at or
         above the AIS midpoint): degenerate AIS weights there do not make the check inconclusive, since the
         checked value does not rest on AIS."""
-        if self.smc is None:
+        smc, spread = self.smc, self.smc_spread
+        if smc is None or spread is None:
             return self.lengths[:0]
-        covered = (self.smc_spread <= self.MAX_SMC_SPREAD) & (
-            self._bracketed_mask | (self.smc >= self._ais_checked))
+        covered = (spread <= self.MAX_SMC_SPREAD) & (self._bracketed_mask | (smc >= self._ais_checked))
         return self.lengths[covered & np.array([m != "exact" for m in self.method])]
 
     def unsettled_warning(self) -> str | None:
         """A one-line warning naming the lengths where SMC has not settled (:attr:`unsettled`)."""
-        bad = self.unsettled
-        if bad.size == 0:
+        bad, spread = self.unsettled, self.smc_spread
+        if bad.size == 0 or spread is None:
             return None
-        worst = self._worst(bad, self.smc_spread)
+        worst = self._worst(bad, spread)
         return (f"the SMC estimates have not settled at {self._which(bad)}: its {self.smc_replicates} runs of "
                 f"{self.smc_particles} particles spread by more than {self.MAX_SMC_SPREAD:g} nats (worst: length "
-                f"{self.lengths[worst]}, {self.smc_spread[worst]:.2f} nats).  log Z_j is likely higher than the "
+                f"{self.lengths[worst]}, {spread[worst]:.2f} nats).  log Z_j is likely higher than the "
                 "interval there and the perplexity above its high end; raise --check-particles")
 
     def _which(self, subset: np.ndarray) -> str:
@@ -259,13 +289,13 @@ class NormaliserCheck:
 
     def degenerate_warning(self) -> str | None:
         """A one-line warning naming the lengths with degenerate forward weights (:attr:`degenerate`)."""
-        bad = self.degenerate
-        if bad.size == 0:
+        bad, ess = self.degenerate, self.forward_ess
+        if bad.size == 0 or ess is None:
             return None
-        worst = int(np.argmin(self.forward_ess))
+        worst = int(np.argmin(ess))
         return (f"the forward AIS weights are degenerate at {self._which(bad)}: effective sample size "
                 f"below {100 * self.MIN_ESS_FRACTION:g}% of the {self.n_chains} chains (worst: length "
-                f"{self.lengths[worst]}, ESS {self.forward_ess[worst]:.2f}).  A few chains carry those estimates and "
+                f"{self.lengths[worst]}, ESS {ess[worst]:.2f}).  A few chains carry those estimates and "
                 "their standard errors do not measure their error, so the interval and the rise test are not "
                 "reliable there; raise --check-seconds (temperatures) or --check-chains" + self._covered_note(bad))
 
@@ -294,7 +324,7 @@ class NormaliserCheck:
         large as the rise from ``T/2`` -- and a significant rise means that the check's interval is likely
         too low, the perplexity likely above its high end.  Reverse AIS from approximate samples cannot
         show this (:attr:`reverse_failed`); this test needs only forward runs, unbiased for ``Z_j``."""
-        if self.forward_half is None or self.forward_se is None or self.forward_half_se is None:
+        if self.forward_half is None or self.forward_half_se is None:
             return self.lengths[:0]
         se = np.hypot(self.forward_se, self.forward_half_se)
         return self.lengths[self.rise > self.z * se]
@@ -310,14 +340,14 @@ class NormaliserCheck:
 
     def rising_warning(self) -> str | None:
         """A one-line warning naming the lengths where forward AIS is still rising (:attr:`still_rising`)."""
-        rising = self.still_rising
-        if rising.size == 0:
+        rising, halved = self.still_rising, self.forward_half
+        if rising.size == 0 or halved is None:
             return None
         worst = self._worst(rising, self.rise)
         half = (self.temperatures[worst] + 1) // 2
         return (f"forward AIS is still rising with temperatures at {self._which(rising)}: doubling the "
                 f"temperatures added more than {self.z:g} standard errors; worst at length {self.lengths[worst]}: "
-                f"{self.forward_half[worst]:.2f} with {half} temperatures, {self.forward[worst]:.2f} with "
+                f"{halved[worst]:.2f} with {half} temperatures, {self.forward[worst]:.2f} with "
                 f"{self.temperatures[worst]} (+{self.rise[worst]:.2f} nats).  AIS has not converged there: "
                 "log Z_j is likely underestimated by about as much again, and the perplexity likely lies above "
                 "the interval's high end; raise --check-seconds" + self._covered_note(rising))
@@ -331,8 +361,6 @@ class NormaliserCheck:
         chains start from exact draws of the model.  Started from TransMS samples that have not reached the
         model (long sentences, large models), the reverse estimate can come out far below; there the
         interval's upper end is no upper bound."""
-        if self.forward_se is None or self.reverse_se is None:
-            return self.lengths[:0]
         crossed = self.forward - self.z * self.forward_se > self.reverse + self.z * self.reverse_se
         return self.lengths[crossed]
 
@@ -358,21 +386,30 @@ class NormaliserCheck:
         came out below it (its chains started from approximate samples, so only the forward estimate keeps its
         guarantee there), and where the SMC estimate is higher still, the SMC estimate (both it and forward AIS
         err low, so the higher one is the better)."""
-        if self.smc is None:
+        smc = self.smc
+        if smc is None:
             return self._ais_checked
         return np.where(self._bracketed_mask, np.clip(self._smc_checked, self.lower, self.upper),
-                        np.maximum(self._ais_checked, self.smc))
+                        np.maximum(self._ais_checked, smc))
+
+    def _smc_pair(self) -> tuple[LogZEstimate, LogZEstimate] | None:
+        """The SMC and conditional SMC estimates (None unless both were run)."""
+        smc, csmc = self.estimates.get("smc"), self.estimates.get("csmc")
+        return None if smc is None or csmc is None else (smc, csmc)
 
     @property
     def _smc_checked(self) -> np.ndarray:
         """The SMC part of :attr:`checked`: the midpoint of SMC and conditional SMC where they bracket, else SMC."""
-        return np.where(self._bracketed_mask, 0.5 * (self.smc + np.nan_to_num(self.csmc)), self.smc)
+        smc = self.estimates["smc"].log_z
+        csmc = self.csmc
+        return smc if csmc is None else np.where(self._bracketed_mask, 0.5 * (smc + np.nan_to_num(csmc)), smc)
 
     @property
     def _bracketed_mask(self) -> np.ndarray:
-        if self.csmc is None or self.smc is None:
+        pair = self._smc_pair()
+        if pair is None:
             return np.zeros(self.lengths.size, dtype=bool)
-        ran = np.isfinite(self.csmc) & np.array([m != "exact" for m in self.method])
+        ran = np.isfinite(pair[1].log_z) & np.array([m != "exact" for m in self.method])
         return ran & ~np.isin(self.lengths, self.csmc_failed)
 
     @property
@@ -388,24 +425,25 @@ class NormaliserCheck:
         below SMC or forward AIS (both lower bounds in expectation) by more than ``z`` standard errors each: its
         reference sentences, SMC draws, were not draws of the model, so it bounds nothing there; the interval's
         upper end falls back to reverse AIS."""
-        if self.csmc is None or self.smc is None:
+        pair = self._smc_pair()
+        if pair is None:
             return self.lengths[:0]
-        fse = np.zeros_like(self.forward) if self.forward_se is None else self.forward_se
-        top = self.csmc + self.z * np.nan_to_num(self.csmc_se)
-        below = (top < self.smc - self.z * self.smc_se) | (top < self.forward - self.z * fse)
-        return self.lengths[np.isfinite(self.csmc) & below]
+        smc, csmc = pair
+        top = csmc.log_z + self.z * np.nan_to_num(csmc.stderr)
+        below = (top < smc.log_z - self.z * smc.stderr) | (top < self.forward - self.z * self.forward_se)
+        return self.lengths[np.isfinite(csmc.log_z) & below]
 
     def csmc_warning(self) -> str | None:
         """A one-line warning naming the lengths where conditional SMC failed (:attr:`csmc_failed`)."""
-        failed = self.csmc_failed
-        if failed.size == 0:
+        failed, pair = self.csmc_failed, self._smc_pair()
+        if failed.size == 0 or pair is None:
             return None
-        low = np.maximum(self.smc, self.forward)
-        worst = self._worst(failed, low - self.csmc)
+        smc, csmc = pair
+        worst = self._worst(failed, np.maximum(smc.log_z, self.forward) - csmc.log_z)
         return (f"at {self._which(failed)} the conditional SMC estimate of log Z_j (an upper bound in expectation "
                 f"when its reference sentences are draws of the model) lies below the SMC or forward AIS estimate by "
                 f"more than {self.z:g} standard errors each; worst at length {self.lengths[worst]}: conditional "
-                f"{self.csmc[worst]:.2f} +- {self.csmc_se[worst]:.2f}, SMC {self.smc[worst]:.2f}, forward AIS "
+                f"{csmc.log_z[worst]:.2f} +- {csmc.stderr[worst]:.2f}, SMC {smc.log_z[worst]:.2f}, forward AIS "
                 f"{self.forward[worst]:.2f}.  Its references (SMC draws) were not draws of the model there, so the "
                 "interval's high end is reverse AIS's; raise --check-particles")
 
@@ -470,21 +508,19 @@ class NormaliserCheck:
         missed, unsettled = set(self.ais_missed.tolist()), set(self.unsettled.tolist())
         csmc_failed = set(self.csmc_failed.tolist())
 
-        def opt(values, i):
+        def opt(values: np.ndarray | None, i: int) -> float | None:
             return None if values is None else float(values[i])
+        csmc = self.estimates.get("csmc")
         return [{"j": int(j), "method": meth, "temperatures": int(t), "forward": float(f), "reverse": float(r),
                  "checked": float(c), "lower": float(lo), "upper": float(hi), "augsa": float(a),
                  "flagged": bool(a < lo - self.margin or a > hi + self.margin), "reverse_failed": bool(j in failed),
-                 "forward_se": None if self.forward_se is None else float(self.forward_se[i]),
-                 "reverse_se": None if self.reverse_se is None else float(self.reverse_se[i]),
-                 "forward_half": None if self.forward_half is None else float(self.forward_half[i]),
-                 "forward_half_se": None if self.forward_half_se is None else float(self.forward_half_se[i]),
-                 "still_rising": bool(j in rising),
-                 "forward_ess": None if self.forward_ess is None else float(self.forward_ess[i]),
+                 "forward_se": float(self.forward_se[i]), "reverse_se": float(self.reverse_se[i]),
+                 "forward_half": opt(self.forward_half, i), "forward_half_se": opt(self.forward_half_se, i),
+                 "still_rising": bool(j in rising), "forward_ess": opt(self.forward_ess, i),
                  "smc": opt(self.smc, i), "smc_se": opt(self.smc_se, i), "smc_spread": opt(self.smc_spread, i),
                  "ais_missed": bool(j in missed), "smc_unsettled": bool(j in unsettled),
-                 "csmc": None if self.csmc is None or not np.isfinite(self.csmc[i]) else float(self.csmc[i]),
-                 "csmc_se": None if self.csmc is None or not np.isfinite(self.csmc[i]) else float(self.csmc_se[i]),
+                 "csmc": float(csmc.log_z[i]) if csmc is not None and np.isfinite(csmc.log_z[i]) else None,
+                 "csmc_se": float(csmc.stderr[i]) if csmc is not None and np.isfinite(csmc.log_z[i]) else None,
                  "csmc_failed": bool(j in csmc_failed)}
                 for i, (j, meth, t, f, r, c, lo, hi, a) in enumerate(zip(
                     self.lengths, self.method, self.temperatures, self.forward, self.reverse, self.checked,

@@ -1,8 +1,16 @@
-"""``check_normalisers``: every ``log Z_j`` checked from both sides, exactly where ``V^j`` is small."""
+"""``check_normalisers``: every ``log Z_j`` checked from both sides, exactly where ``V^j`` is small.
+
+The check is a pipeline: the plan (:mod:`trf.lm.check.plan`: the SMC runs, whose draws start the reverse AIS chains,
+and the AIS temperatures, fixed or from a time budget), the estimates (:mod:`trf.lm.check.estimates`: exact, forward
+and reverse AIS, SMC, conditional SMC), the bracket (:mod:`trf.lm.check.bracket`: the interval per length and the
+checked value) and the notes on the effort that the report (:mod:`trf.lm.check.report`) prints.
+"""
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -21,20 +29,23 @@ from trf.lm.check.estimates import (
     run_smc,
     smc_estimate,
 )
-from trf.lm.check.plan import SMC_PARTICLE_RANGE, CheckEffort, Clock, pilot_plan
+from trf.lm.check.plan import SMC_PARTICLE_RANGE, BudgetPlan, CheckEffort, Clock, pilot_plan
 from trf.lm.model import SentenceTRF
+from trf.lm.smc import ConditionalSMCResult, SMCResult
 
 __all__ = ["check_normalisers"]
 
 
 def _smc_stage(model: SentenceTRF, lengths: np.ndarray, n_particles: int | None, n_replicates: int,
-               budget: float | None, rng, n_keep: int, clock: Clock):
+               budget: float | None, rng, n_keep: int, clock: Clock) -> tuple[SMCResult | None, float]:
     """The check's SMC runs over ``1..max(lengths)`` and their seconds on ``clock`` ((None, 0) when there is
     nothing to run): ``n_particles`` per run, or as many as ``budget`` seconds buy by a 200-particle pilot (whose
     compilation is not timed)."""
-    if lengths.size == 0 or n_particles == 0 or (n_particles is None and budget is not None and budget <= 0):
+    if lengths.size == 0 or n_particles == 0:
         return None, 0.0
     if n_particles is None:
+        if budget is None or budget <= 0:
+            return None, 0.0
         pilot = 200
         run_smc(model, lengths, pilot, n_replicates, np.random.default_rng(0))  # compile, untimed
         start = clock()
@@ -47,8 +58,8 @@ def _smc_stage(model: SentenceTRF, lengths: np.ndarray, n_particles: int | None,
     return smc, clock() - start
 
 
-def _csmc_stage(model: SentenceTRF, lengths: np.ndarray, smc, n_particles: int | None, budget: float | None, rng,
-                smc_seconds: float = 0.0):
+def _csmc_stage(model: SentenceTRF, lengths: np.ndarray, smc: SMCResult | None, n_particles: int | None,
+                budget: float | None, rng, smc_seconds: float = 0.0) -> ConditionalSMCResult | None:
     """The check's conditional SMC runs (None when there is nothing to run): at each of ``lengths`` where SMC settled,
     one run per SMC replicate pinned to an SMC draw; ``n_particles`` per run, or as many as ``budget`` seconds buy
     at the SMC runs' measured speed (particle-positions per ``smc_seconds``), the same time for every length (so
@@ -68,6 +79,192 @@ def _csmc_stage(model: SentenceTRF, lengths: np.ndarray, smc, n_particles: int |
     else:
         per_length = np.full(settled.size, max(2, n_particles), dtype=np.int64)
     return run_conditional_smc(model, smc, settled, per_length, rng)
+
+
+@dataclass
+class _Schedule:
+    """The AIS temperatures per length (0 where exact): fixed, or from a time budget by a pilot-fitted cost model
+    (``plan``, :func:`pilot_plan`), re-planned before each AIS length from the remaining budget and the measured
+    over the predicted cost so far (the short pilot misjudged the cost by 1.2-1.45x on fortunes)."""
+
+    temperatures: np.ndarray  # int64, per length
+    ais_index: np.ndarray     # the lengths run by AIS (not exact), in order
+    plan: BudgetPlan | None = None
+    budget: float = 0.0
+    started: float = 0.0      # the check's start on ``clock``
+    clock: Clock = time.perf_counter
+    done: int = 0             # AIS lengths run so far
+    spent: float = 0.0        # their measured seconds
+    predicted: float = 0.0    # and their predicted seconds
+    tick: float = 0.0         # the current length's start
+    first_plan: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # before the first length
+
+    @classmethod
+    def fixed(cls, exact_mask: np.ndarray, n_temperatures: int) -> "_Schedule":
+        """``n_temperatures`` at every AIS length."""
+        return cls(np.where(exact_mask, 0, n_temperatures).astype(np.int64), np.flatnonzero(~exact_mask))
+
+    @classmethod
+    def budgeted(cls, setup: AISSetup | None, lengths: np.ndarray, exact_mask: np.ndarray, budget: float, rng, *,
+                 burn_in: int, extra: float, started: float, clock: Clock) -> "_Schedule":
+        """The temperatures that fit what is left of ``budget`` (``setup`` is None when every length is exact)."""
+        ais_index = np.flatnonzero(~exact_mask)
+        temperatures = np.zeros(lengths.size, dtype=np.int64)
+        if setup is None:
+            return cls(temperatures, ais_index, budget=budget, started=started, clock=clock)
+        plan = pilot_plan(setup, lengths[ais_index], rng, burn_in=burn_in, extra=extra, clock=clock)
+        temperatures[ais_index] = plan.solve(budget - (clock() - started))
+        return cls(temperatures, ais_index, plan, budget, started, clock, first_plan=temperatures[ais_index].copy())
+
+    def start_length(self, k: int) -> int:
+        """The temperatures of length ``k`` (an AIS length), re-planned first on a budget."""
+        if self.plan is not None:
+            factor = self.spent / self.predicted if self.predicted > 0 else 1.0
+            rest = self.plan.solve(self.budget - (self.clock() - self.started), self.done, factor)
+            self.temperatures[self.ais_index[self.done:]] = rest
+            self.tick = self.clock()
+        return int(self.temperatures[k])
+
+    def end_length(self, n_temperatures: int) -> None:
+        """Record the measured and predicted cost of the AIS length just run at ``n_temperatures``."""
+        if self.plan is not None:
+            self.spent += self.clock() - self.tick
+            self.predicted += self.plan.cost(np.array([n_temperatures]), self.done)
+            self.done += 1
+
+
+def _ais_estimates(model: SentenceTRF, setup: AISSetup | None, lengths: np.ndarray, exact_mask: np.ndarray,
+                   schedule: _Schedule, smc: SMCResult | None, rng, *, n_chains: int, burn_in: int, half_run: bool,
+                   exact_limit: int) -> tuple[dict[str, LogZEstimate], list[str]]:
+    """Forward and reverse AIS at each AIS length (and the half run), the exact value with zero error at the others;
+    the reverse chains start from SMC draws where SMC settled.  Also the method per length."""
+    forward, reverse, half, method = [], [], [], []
+    for k, j in enumerate(lengths.tolist()):
+        if setup is None or exact_mask[k]:  # setup is None only when every length is exact
+            exact = exact_estimate(model, np.array([j]), exact_limit)._replace(ess=np.array([float(n_chains)]))
+            forward.append(exact)
+            reverse.append(exact)
+            half.append(exact)
+            method.append("exact")
+            continue
+        n_temp = schedule.start_length(k)
+        starts = (smc.draws(j, n_chains, rng) if smc is not None and smc.kept is not None
+                  and smc.spread[j - 1] <= NormaliserCheck.MAX_SMC_SPREAD else None)
+        fwd, rev = bidirectional_estimates(setup, j, n_temp, rng, burn_in=burn_in, reverse_starts=starts)
+        forward.append(fwd)
+        reverse.append(rev)
+        method.append("bdmc")
+        if half_run:
+            half.append(forward_estimate(setup, j, max(2, (n_temp + 1) // 2), rng))
+        schedule.end_length(n_temp)
+    estimates = {"forward": LogZEstimate.concat("forward AIS", forward),
+                 "reverse": LogZEstimate.concat("reverse AIS", reverse)}
+    if half_run:
+        estimates["forward_half"] = LogZEstimate.concat("forward AIS", half)
+    return estimates, method
+
+
+def _smc_estimates(lengths: np.ndarray, exact_mask: np.ndarray, exact_values: np.ndarray, smc: SMCResult,
+                   csmc: ConditionalSMCResult | None) -> dict[str, LogZEstimate]:
+    """The SMC and conditional SMC estimates at every length: ``exact_values`` with zero error where exact (SMC 0
+    spread); NaN for conditional SMC where it did not run (SMC unsettled)."""
+    at = ~exact_mask
+    zero = np.zeros(lengths.size)
+    s = smc_estimate(smc, lengths[at])
+    log_z, stderr, spread, effort = exact_values.copy(), zero.copy(), zero.copy(), np.zeros(lengths.size, np.int64)
+    log_z[at], stderr[at], spread[at], effort[at] = s.log_z, s.stderr, s.spread, s.effort
+    estimates = {"smc": LogZEstimate("SMC", lengths, log_z, stderr, effort, spread=spread, runs=s.runs,
+                                     seconds=s.seconds)}
+    nan = np.where(exact_mask, 0.0, np.nan)
+    log_z, stderr, spread = np.where(exact_mask, exact_values, np.nan), nan.copy(), nan.copy()
+    effort = np.zeros(lengths.size, dtype=np.int64)
+    runs, seconds = 0, 0.0
+    if csmc is not None:
+        ran = conditional_smc_estimate(csmc)
+        where = np.isin(lengths, ran.lengths)
+        log_z[where], stderr[where], spread[where], effort[where] = ran.log_z, ran.stderr, ran.spread, ran.effort
+        runs, seconds = ran.runs, ran.seconds
+    estimates["csmc"] = LogZEstimate("conditional SMC", lengths, log_z, stderr, effort, spread=spread, runs=runs,
+                                     seconds=seconds)
+    return estimates
+
+
+def _effort_notes(schedule: _Schedule, lengths: np.ndarray, n_chains: int, smc: SMCResult | None,
+                  csmc: ConditionalSMCResult | None, seconds: float) -> list[str]:
+    """How the effort was chosen and spent, in words (:attr:`NormaliserCheck.notes`)."""
+    notes = []
+    plan, ais_lengths, used = schedule.plan, lengths[schedule.ais_index], schedule.temperatures[schedule.ais_index]
+    if plan is not None:
+        first = schedule.first_plan
+        notes.append(f"{used.min()}-{used.max()} temperatures (in proportion to length) for a {schedule.budget:.0f} s "
+                     f"budget: first plan {first.min()}-{first.max()} from a pilot "
+                     f"({1e3 * plan.per_temperature.min():.3g}-{1e3 * plan.per_temperature.max():.3g} ms per "
+                     f"temperature at lengths {ais_lengths.min()}-{ais_lengths.max()}), re-planned before each length "
+                     f"from the measured cost (measured / pilot-predicted: "
+                     f"{schedule.spent / max(schedule.predicted, 1e-12):.2f})")
+        if plan.cost(np.full(ais_lengths.size, plan.low)) > schedule.budget:
+            notes.append(f"the budget is too small even for {plan.low} temperatures per length")
+    elif ais_lengths.size:
+        notes.append(f"a fixed effort: {used.max()} temperatures per AIS run, {n_chains} chains per length and "
+                     "direction")
+    if smc is not None:
+        notes.append(f"SMC: {smc.replicates.shape[0]} runs of {smc.n_particles} particles over lengths "
+                     f"1-{smc.lengths.max()} in {smc.seconds:.1f} s")
+    if csmc is not None:
+        per = csmc.n_particles
+        notes.append(f"conditional SMC: {csmc.runs.shape[0]} runs of "
+                     f"{per.max() if per.min() == per.max() else f'{per.min()}-{per.max()}'} particles at each of "
+                     f"{csmc.lengths.size} lengths where SMC settled (about the same time per length), in "
+                     f"{csmc.seconds:.1f} s")
+    if plan is not None and seconds > 1.25 * schedule.budget:
+        notes.append(f"the check took {seconds:.0f} s, {seconds / schedule.budget:.2f} x its "
+                     f"{schedule.budget:.0f} s budget")
+    return notes
+
+
+def _effort_or_budget(model: SentenceTRF, effort: CheckEffort | None, n_temperatures: int | None,
+                      time_budget: float | None, smc_particles: int | None,
+                      csmc_particles: int | None) -> CheckEffort | float:
+    """What the check may spend: ``effort`` (validated); or ``n_temperatures`` with ``smc_particles`` and
+    ``csmc_particles`` as a fixed effort (a :class:`CheckEffort`'s defaults where not given); or else a time budget in
+    seconds (default 15% of the model's recorded training time, at least 10 s)."""
+    if effort is not None:
+        if not isinstance(effort, CheckEffort):
+            raise TypeError(f"effort must be a CheckEffort, got {type(effort).__name__}")
+        return effort.validate()
+    if n_temperatures is not None:
+        fixed = CheckEffort(check_int(n_temperatures, "n_temperatures", low=2), conditional_particles=csmc_particles)
+        return fixed if smc_particles is None else fixed._replace(particles=smc_particles)
+    if time_budget is None:
+        time_budget = max(10.0, 0.15 * float(model.meta.get("train_seconds", 60.0)))
+    return check_float(time_budget, "time_budget", low=0.0, low_open=True)
+
+
+class _Plan(NamedTuple):
+    """The check's plan: the SMC and conditional SMC runs (None when not run) and the AIS temperatures."""
+
+    smc: SMCResult | None
+    csmc: ConditionalSMCResult | None
+    schedule: _Schedule
+
+
+def _plan(model: SentenceTRF, setup: AISSetup | None, lengths: np.ndarray, exact_mask: np.ndarray,
+          spend: CheckEffort | float, rng, *, n_chains: int, smc_particles: int | None, csmc_particles: int | None,
+          smc_replicates: int, smc_fraction: float, csmc_fraction: float, burn_in: int, half_run: bool,
+          started: float, clock: Clock) -> _Plan:
+    """The SMC runs first (their draws start the reverse AIS chains), then the AIS temperatures: a fixed effort, or
+    a time budget ``spend`` of which SMC and conditional SMC get their fractions and AIS the rest."""
+    ais_lengths = lengths[~exact_mask]
+    if isinstance(spend, CheckEffort):
+        smc, _ = _smc_stage(model, ais_lengths, spend.particles, smc_replicates, None, rng, n_chains, clock)
+        csmc = _csmc_stage(model, ais_lengths, smc, spend.csmc_particles, None, rng)
+        return _Plan(smc, csmc, _Schedule.fixed(exact_mask, spend.temperatures))
+    smc, smc_seconds = _smc_stage(model, ais_lengths, smc_particles, smc_replicates, smc_fraction * spend, rng,
+                                  n_chains, clock)
+    csmc = _csmc_stage(model, ais_lengths, smc, csmc_particles, csmc_fraction * spend, rng, smc_seconds)
+    schedule = _Schedule.budgeted(setup, lengths, exact_mask, spend, rng, burn_in=burn_in,
+                                  extra=0.25 if half_run else 0.0, started=started, clock=clock)
+    return _Plan(smc, csmc, schedule)
 
 
 def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None = None, n_chains: int = 10,
@@ -173,122 +370,24 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
     smc_replicates = check_int(smc_replicates, "smc_replicates", low=2)
     smc_fraction = check_float(smc_fraction, "smc_fraction", low=0.0, high=1.0, high_open=True)
     csmc_fraction = check_float(csmc_fraction, "csmc_fraction", low=0.0, high=1.0 - smc_fraction, high_open=True)
-    if effort is not None:
-        if not isinstance(effort, CheckEffort):
-            raise TypeError(f"effort must be a CheckEffort, got {type(effort).__name__}")
-        effort = effort.validate()
-        n_temperatures, smc_particles, csmc_particles = effort.temperatures, effort.particles, effort.csmc_particles
-    if smc_particles is not None:
+    if effort is None and smc_particles is not None:
         smc_particles = check_int(smc_particles, "smc_particles", low=0)
-    if csmc_particles is not None:
+    if effort is None and csmc_particles is not None:
         csmc_particles = check_int(csmc_particles, "csmc_particles", low=0)
+    spend = _effort_or_budget(model, effort, n_temperatures, time_budget, smc_particles, csmc_particles)
     started = clock()
     rng = np.random.default_rng(seed)
-    V = model.features.n_words
-    exact_mask = np.array([float(V) ** j <= exact_limit for j in lengths])
+    exact_mask = np.array([float(model.features.n_words) ** j <= exact_limit for j in lengths])
     setup = AISSetup.build(model, n_chains, parallel, base) if not exact_mask.all() else None
-    notes, plan = [], None
-    ais_lengths = lengths[~exact_mask]
-    if n_temperatures is not None:
-        temperatures = np.full(lengths.size, check_int(n_temperatures, "n_temperatures", low=2), dtype=np.int64)
-        smc, _ = _smc_stage(model, ais_lengths, 2000 if smc_particles is None else smc_particles, smc_replicates,
-                            None, rng, n_chains, clock)
-        csmc = _csmc_stage(model, ais_lengths, smc, min(smc.n_particles, 1000) if smc is not None and
-                           csmc_particles is None else csmc_particles, None, rng)
-    else:
-        if time_budget is None:
-            time_budget = max(10.0, 0.15 * float(model.meta.get("train_seconds", 60.0)))
-        time_budget = check_float(time_budget, "time_budget", low=0.0, low_open=True)
-        smc, smc_seconds = _smc_stage(model, ais_lengths, smc_particles, smc_replicates,
-                                      smc_fraction * time_budget, rng, n_chains, clock)
-        csmc = _csmc_stage(model, ais_lengths, smc, csmc_particles, csmc_fraction * time_budget, rng, smc_seconds)
-        temperatures = np.full(lengths.size, 20, dtype=np.int64)
-        if ais_lengths.size:
-            plan = pilot_plan(setup, ais_lengths, rng, burn_in=burn_in, extra=0.25 if half_run else 0.0,
-                              clock=clock)
-            temperatures[~exact_mask] = plan.solve(time_budget - (clock() - started))
-            first_plan = temperatures[~exact_mask].copy()
-    temperatures[exact_mask] = 0
-    forward, reverse, half, method = [], [], [], []
-    done, spent, predicted = 0, 0.0, 0.0  # AIS lengths run so far, their measured and predicted seconds
-    for k, j in enumerate(lengths):
-        if exact_mask[k]:
-            exact = exact_estimate(model, [int(j)], exact_limit)._replace(ess=np.array([float(n_chains)]))
-            forward.append(exact), reverse.append(exact), half.append(exact)
-            method.append("exact")
-            continue
-        if plan is not None:
-            # re-plan the remaining lengths from the remaining budget and the measured/predicted cost so far (the
-            # short pilot misjudged the cost by 1.2-1.45x on fortunes)
-            factor = spent / predicted if predicted > 0 else 1.0
-            rest = plan.solve(time_budget - (clock() - started), done, factor)
-            temperatures[np.flatnonzero(~exact_mask)[done:]] = rest
-            tick = clock()
-        n_temp = int(temperatures[k])
-        starts = (smc.draws(int(j), n_chains, rng) if smc is not None and smc.kept is not None
-                  and smc.spread[j - 1] <= NormaliserCheck.MAX_SMC_SPREAD else None)
-        fwd, rev = bidirectional_estimates(setup, int(j), n_temp, rng, burn_in=burn_in, reverse_starts=starts)
-        forward.append(fwd), reverse.append(rev), method.append("bdmc")
-        if half_run:
-            half.append(forward_estimate(setup, int(j), max(2, (n_temp + 1) // 2), rng))
-        if plan is not None:
-            spent += clock() - tick
-            predicted += plan.cost(np.array([n_temp]), done)
-            done += 1
-    estimates = {"forward": LogZEstimate.concat("forward AIS", forward), "reverse": LogZEstimate.concat("reverse AIS", reverse)}
-    if half_run:
-        estimates["forward_half"] = LogZEstimate.concat("forward AIS", half)
-    fwd, rev = estimates["forward"], estimates["reverse"]
-    low, high = fwd.log_z - z * fwd.stderr, rev.log_z + z * rev.stderr  # BidirectionalResult.interval
-    lower, upper = np.minimum(low, high), np.maximum(low, high)
-    at = ~exact_mask
-    if smc is not None:  # exact lengths keep their value (SMC 0 spread), the others gain the SMC side
-        s = smc_estimate(smc, ais_lengths)
-        zero = np.zeros(lengths.size)
-        est = LogZEstimate("SMC", lengths, fwd.log_z.copy(), zero.copy(), np.zeros(lengths.size, dtype=np.int64),
-                           spread=zero.copy(), runs=s.runs, seconds=s.seconds)
-        est.log_z[at], est.stderr[at], est.spread[at], est.effort[at] = s.log_z, s.stderr, s.spread, s.effort
-        estimates["smc"] = est
-        lower = np.maximum(lower, est.log_z - z * est.stderr)
-        upper = np.maximum(upper, est.log_z + z * est.stderr)
-        # exact lengths: the exact value with 0 error; lengths without a conditional run (SMC unsettled): NaN
-        nan = np.where(exact_mask, 0.0, np.nan)
-        c = LogZEstimate("conditional SMC", lengths, np.where(exact_mask, fwd.log_z, np.nan), nan.copy(),
-                         np.zeros(lengths.size, dtype=np.int64), spread=nan.copy())
-        if csmc is not None:
-            ran = conditional_smc_estimate(csmc)
-            where = np.isin(lengths, ran.lengths)
-            c.log_z[where], c.stderr[where], c.spread[where], c.effort[where] = (ran.log_z, ran.stderr, ran.spread,
-                                                                                 ran.effort)
-            c = c._replace(runs=ran.runs, seconds=ran.seconds)
-        estimates["csmc"] = c
-    seconds = clock() - started
-    if plan is not None:
-        used = temperatures[~exact_mask]
-        notes.append(f"{used.min()}-{used.max()} temperatures (in proportion to length) for a {time_budget:.0f} s "
-                     f"budget: first plan {first_plan.min()}-{first_plan.max()} from a pilot "
-                     f"({1e3 * plan.per_temperature.min():.3g}-{1e3 * plan.per_temperature.max():.3g} ms per "
-                     f"temperature at lengths {ais_lengths.min()}-{ais_lengths.max()}), re-planned before each length "
-                     f"from the measured cost (measured / pilot-predicted: {spent / max(predicted, 1e-12):.2f})")
-        if plan.cost(np.full(ais_lengths.size, plan.low)) > time_budget:
-            notes.append(f"the budget is too small even for {plan.low} temperatures per length")
-    elif ais_lengths.size:
-        notes.append(f"a fixed effort: {temperatures[~exact_mask].max()} temperatures per AIS run, {n_chains} chains "
-                     "per length and direction")
+    smc, csmc, schedule = _plan(model, setup, lengths, exact_mask, spend, rng, n_chains=n_chains,
+                                smc_particles=smc_particles, csmc_particles=csmc_particles,
+                                smc_replicates=smc_replicates, smc_fraction=smc_fraction, csmc_fraction=csmc_fraction,
+                                burn_in=burn_in, half_run=half_run, started=started, clock=clock)
+    estimates, method = _ais_estimates(model, setup, lengths, exact_mask, schedule, smc, rng, n_chains=n_chains,
+                                       burn_in=burn_in, half_run=half_run, exact_limit=exact_limit)
     if smc is not None:
-        notes.append(f"SMC: {smc.replicates.shape[0]} runs of {smc.n_particles} particles over lengths "
-                     f"1-{smc.lengths.max()} in {smc.seconds:.1f} s")
-    if csmc is not None:
-        per = csmc.n_particles
-        notes.append(f"conditional SMC: {csmc.runs.shape[0]} runs of "
-                     f"{per.max() if per.min() == per.max() else f'{per.min()}-{per.max()}'} particles at each of "
-                     f"{csmc.lengths.size} lengths where SMC settled (about the same time per length), in "
-                     f"{csmc.seconds:.1f} s")
-    if n_temperatures is None and ais_lengths.size and seconds > 1.25 * time_budget:
-        notes.append(f"the check took {seconds:.0f} s, {seconds / time_budget:.2f} x its {time_budget:.0f} s budget")
-    check = NormaliserCheck(lengths, method, estimates, lower, upper, model.zeta[lengths - 1] + model.log_z1(),
-                            margin, z, n_chains, seconds, m_total=int(model.pi.size), notes=notes, base=base)
-    if csmc is not None:  # the upper side from conditional SMC where it brackets
-        check.upper = np.where(check._bracketed_mask, np.maximum(check.csmc + z * check.csmc_se,
-                                                                 check.smc + z * check.smc_se), check.upper)
-    return check
+        estimates.update(_smc_estimates(lengths, exact_mask, estimates["forward"].log_z, smc, csmc))
+    seconds = clock() - started
+    return NormaliserCheck.bracket(lengths, method, estimates, model.zeta[lengths - 1] + model.log_z1(), margin=margin,
+                                   z=z, n_chains=n_chains, seconds=seconds, m_total=int(model.pi.size),
+                                   notes=_effort_notes(schedule, lengths, n_chains, smc, csmc, seconds), base=base)
