@@ -190,7 +190,7 @@ def _eval(args) -> int:
     log_probs = model.log_prob(corpus)
     seconds = time.perf_counter() - start
     ppl, impossible, why_not = augsa_perplexity(log_probs, corpus)
-    result = {"perplexity": ppl, "convention": PERPLEXITY_CONVENTION, "sentences": len(corpus),
+    result: dict[str, object] = {"perplexity": ppl, "convention": PERPLEXITY_CONVENTION, "sentences": len(corpus),
               "predicted_tokens": corpus.n_predicted, "oov_tokens": int(np.count_nonzero(corpus.tokens == 0)),
               "log_prob_total": float(log_probs.sum()), "score_seconds": seconds,
               "empty_lines_skipped": stats.empty_lines, "model": str(args.model), "test": str(args.test)}
@@ -213,14 +213,13 @@ def _eval(args) -> int:
                           n_chains=args.ais_chains, seed=0, base=args.ais_base)
         keep = corpus.lengths <= longest
         sub = type(corpus).from_sentences([s for s, k in zip(corpus, keep) if k])
-        result["ais"] = {k: v for k, v in check.items() if k != "log_prob"}
-        for which in ("augsa", "separate", "smoothed"):
-            lp = check["log_prob"](sub, which)
-            result["ais"][f"perplexity_{which}"] = float(np.exp(-lp.sum() / sub.n_predicted))
-        result["ais"]["sentences"] = len(sub)
+        ppl_ais = {which: float(np.exp(-check["log_prob"](sub, which).sum() / sub.n_predicted))
+                   for which in ("augsa", "separate", "smoothed")}
+        result["ais"] = {**{k: v for k, v in check.items() if k != "log_prob"},
+                         **{f"perplexity_{which}": value for which, value in ppl_ais.items()}, "sentences": len(sub)}
         print(f"on the {len(sub)} sentences of <= {longest} words: perplexity with AugSA zeta "
-              f"{result['ais']['perplexity_augsa']:.3f}, separate AIS {result['ais']['perplexity_separate']:.3f}, "
-              f"smoothed AIS {result['ais']['perplexity_smoothed']:.3f}; global AIS log normaliser "
+              f"{ppl_ais['augsa']:.3f}, separate AIS {ppl_ais['separate']:.3f}, "
+              f"smoothed AIS {ppl_ais['smoothed']:.3f}; global AIS log normaliser "
               + ("not run (pooled model)" if check["global"] is None
                  else f"{check['global']:.3f} (0 = AugSA zeta self-consistent)"))
     if args.json:
