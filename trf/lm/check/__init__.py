@@ -4,9 +4,10 @@
   SMC), each returning a :class:`LogZEstimate`;
 * :mod:`trf.lm.check.plan` -- the effort: fixed (:class:`CheckEffort`) or a time budget shared out by a cost model
   (with an injectable clock);
-* :mod:`trf.lm.check.run` -- :func:`check_normalisers`, which runs them;
-* :mod:`trf.lm.check.bracket` -- :class:`NormaliserCheck`: the interval per length, the checked value, each
-  estimator's shortfalls, the perplexities; :func:`headline_perplexity`;
+* :mod:`trf.lm.check.run` -- :func:`check_normalisers`, which runs them: the plan, the estimates, the bracket and
+  the notes on the effort;
+* :mod:`trf.lm.check.bracket` -- :class:`NormaliserCheck` (:meth:`NormaliserCheck.bracket` from the estimates): the
+  interval per length, the checked value, each estimator's shortfalls, the perplexities; :func:`headline_perplexity`;
 * :mod:`trf.lm.check.report` -- :func:`checked_perplexity` and the check after training (:func:`check_dev`) as
   the headline, notes and warnings a user reads;
 * :mod:`trf.lm.check.paper_ais` -- the AIS variants of Sec. 7 (separate, smoothed, global) beside AugSA's zeta.
