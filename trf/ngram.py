@@ -31,7 +31,7 @@ from __future__ import annotations
 import os
 import warnings
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence, TypeVar, Union
+from typing import Any, Iterable, Mapping, Sequence, TypeVar
 
 import numpy as np
 
@@ -40,12 +40,12 @@ from samplers.validation import as_int_array, check_int
 __all__ = ["NGramModel", "KneserNey", "WittenBell", "DiscountFallbackWarning", "perplexity", "ppl_report"]
 
 NGRAM_ORDERS = (2, 3, 4, 5)
-_Model = TypeVar("_Model", bound="NGramModel")
 KIND = "ngram"  # the kind field of n-gram model files (trf.io)
 
 
-Sentences = Iterable[Union[Sequence[int], np.ndarray]]
+Sentences = Iterable[Sequence[int] | np.ndarray]
 """Token-id sentences: any iterable of int sequences or 1-d int arrays (a ``trf.lm.corpus.EncodedCorpus`` too)."""
+_Model = TypeVar("_Model", bound="NGramModel")  # fit returns the subclass it is called on
 
 
 class DiscountFallbackWarning(UserWarning):
