@@ -41,11 +41,11 @@ import re
 import tempfile
 from functools import cached_property
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, NoReturn, Sequence, TextIO
 
 import numpy as np
 
-from trf.ngram import NGramModel, _pad_corpus
+from trf.ngram import NGramModel, Sentences, _pad_corpus
 
 __all__ = ["ArpaModel", "ArpaFormatError", "read_arpa", "write_arpa", "BOS", "EOS", "UNK", "BOS_LOG10"]
 
@@ -104,30 +104,27 @@ class ArpaModel:
             if np.shape(log10p) != (rows.shape[0],) or np.shape(log10bow) != (rows.shape[0],):
                 raise ValueError(f"tables[{k - 1}]: log10p and log10bow must have shape ({rows.shape[0]},)")
             grams.append(rows)
-        # every prefix of a listed k-gram must exist at order k-1 (as an unlisted placeholder if need be)
-        full = [None] * (self.order + 1)
-        full[self.order] = grams[-1]
-        for k in range(self.order - 1, 0, -1):
+        # every prefix of a listed k-gram must exist at order k-1 (as an unlisted placeholder if need be): full[k]
+        # holds the stored k-grams, k = 2 .. order (order 1 stores every id)
+        full = {self.order: grams[-1]}
+        for k in range(self.order - 1, 1, -1):
             full[k] = _unique_rows(np.concatenate((grams[k - 1], full[k + 1][:, :k])))[0]
-        self._keys: list = [None, None]
-        self._rows: list = [None, np.arange(base, dtype=np.int64)[:, None]]
-        self._log10p: list = [None, np.full(base, np.nan)]
-        self._log10bow: list = [None, np.full(base, np.nan)]
+        # per order k (keys: k >= 2): sorted level keys, id rows, log10 p and log10 bow (NaN: not listed / none)
+        self._keys: dict[int, np.ndarray] = {}
+        self._rows = {1: np.arange(base, dtype=np.int64)[:, None]}
+        self._log10p = {1: np.full(base, np.nan)}
+        self._log10bow = {1: np.full(base, np.nan)}
         self._log10p[1][grams[0][:, 0]] = tables[0][1]
         self._log10bow[1][grams[0][:, 0]] = tables[0][2]
         for k in range(2, self.order + 1):
             parent = self._window_ids(full[k][:, :-1])
             keys = parent * base + full[k][:, -1]
             order = np.argsort(keys)
-            keys, rows = keys[order], full[k][order]
-            self._keys.append(keys)
-            self._rows.append(rows)
+            self._keys[k], self._rows[k] = keys[order], full[k][order]
             listed = self._lookup(k, self._window_ids(grams[k - 1][:, :-1]), grams[k - 1][:, -1])
-            log10p, log10bow = np.full(keys.size, np.nan), np.full(keys.size, np.nan)
-            log10p[listed] = tables[k - 1][1]
-            log10bow[listed] = tables[k - 1][2]
-            self._log10p.append(log10p)
-            self._log10bow.append(log10bow)
+            self._log10p[k], self._log10bow[k] = np.full(keys.size, np.nan), np.full(keys.size, np.nan)
+            self._log10p[k][listed] = tables[k - 1][1]
+            self._log10bow[k][listed] = tables[k - 1][2]
         self.has_unk = not np.isnan(self._log10p[1][0])
 
     # ------------------------------------------------------------------ building
@@ -179,7 +176,7 @@ class ArpaModel:
             ids = self._lookup(j + 1, ids, rows[:, j])
         return ids
 
-    def _backoff_log10(self, contexts: list, tokens: np.ndarray) -> np.ndarray:
+    def _backoff_log10(self, contexts: dict[int, np.ndarray], tokens: np.ndarray) -> np.ndarray:
         """``log10 p(token | context)`` by the back-off rule, vectorised: ``contexts[j]`` (``j = 1 .. order-1``)
         holds the level-j id of each token's last j history words (``-1``: shorter history or not stored).
         The longest listed n-gram ending in the token gives its probability, plus the back-off weights of the
@@ -199,13 +196,13 @@ class ArpaModel:
                 backoff += np.where(~found & ~np.isnan(bow), bow, 0.0)
         return out
 
-    def _history_contexts(self, history: Sequence[int], n: int) -> list:
+    def _history_contexts(self, history: Sequence[int], n: int) -> dict[int, np.ndarray]:
         """``contexts`` for :meth:`_backoff_log10` from one history (ids, oldest first), repeated ``n`` times."""
         history = list(history)[max(0, len(history) - (self.order - 1)):]
-        contexts: list = [None]
+        contexts = {}
         for j in range(1, self.order):
             row = np.array([history[len(history) - j:]], dtype=np.int64) if j <= len(history) else None
-            contexts.append(np.full(n, -1 if row is None else int(self._window_ids(row)[0]), dtype=np.int64))
+            contexts[j] = np.full(n, -1 if row is None else int(self._window_ids(row)[0]), dtype=np.int64)
         return contexts
 
     def log10_prob(self, word: str, context: Sequence[str] = ()) -> float:
@@ -234,7 +231,7 @@ class ArpaModel:
         lp, _ = self.token_log_probs([self.vocab.encode(sentence.split())])
         return float(lp.sum() / _LN10)
 
-    def token_log_probs(self, sentences: Iterable[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+    def token_log_probs(self, sentences: Sentences) -> tuple[np.ndarray, np.ndarray]:
         """Natural-log probability of every predicted token (words and one ``</s>`` per sentence).
 
         Same API as :meth:`trf.ngram.NGramModel.token_log_probs`; a word without probability (id 0 in a model
@@ -244,18 +241,18 @@ class ArpaModel:
         predicted = np.flatnonzero(pos >= 1)
         # window_ids: level-j ids of the j-token windows ending at each position (-1: none or not stored)
         window_ids = seq.copy()
-        contexts: list = [None]
+        contexts = {}
         for j in range(1, self.order):
             if j > 1:
                 nxt = np.full(seq.size, -1, dtype=np.int64)
                 ok = np.flatnonzero(pos >= j - 1)
                 nxt[ok] = self._lookup(j, window_ids[ok - 1], seq[ok])
                 window_ids = nxt
-            contexts.append(np.where(pos[predicted] >= j, window_ids[predicted - 1], -1))
+            contexts[j] = np.where(pos[predicted] >= j, window_ids[predicted - 1], -1)
         sentence_index = np.cumsum(pos == 0) - 1
         return self._backoff_log10(contexts, seq[predicted]) * _LN10, sentence_index[predicted]
 
-    def log_prob(self, sentences: Iterable[Sequence[int]]) -> np.ndarray:
+    def log_prob(self, sentences: Sentences) -> np.ndarray:
         """Natural-log probability of each sentence including its ``</s>``, shape ``(n_sentences,)``."""
         token_lp, sentence_index = self.token_log_probs(sentences)
         return np.bincount(sentence_index, weights=token_lp)
@@ -296,25 +293,25 @@ def _window_ids(model: NGramModel, tokens: np.ndarray) -> np.ndarray:
     return ids
 
 
-def _backoff_tables(model: NGramModel):
+def _backoff_tables(model: NGramModel) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Per order k: the listed k-grams as token rows, their interpolated log10 probabilities and the log10
     back-off weights ``log10(b(h) / S(h))`` of the k-grams that are contexts (NaN for the others)."""
-    V = model.vocab_size
-    base = V + 2
-    tokens = {1: np.arange(V + 2, dtype=np.int64)[:, None]}        # words, </s>, <s>
+    fitted = model._check_fitted()
+    base = fitted.vocab_size + 2
+    tokens = {1: np.arange(base, dtype=np.int64)[:, None]}        # words, </s>, <s>
     with np.errstate(divide="ignore"):
-        log10p = {1: np.concatenate((np.log10(model._unigram), [BOS_LOG10]))}
+        log10p = {1: np.concatenate((np.log10(fitted.unigram), [BOS_LOG10]))}
     for k in range(2, model.order + 1):
-        keys = model._levels[k].keys
+        keys = fitted.levels[k].keys
         prefix, last = keys // base, keys % base
         previous = prefix[:, None] if k == 2 else tokens[k - 1][prefix]
         window = np.column_stack((previous, last)).astype(np.int64)
         tokens[k] = window
-        contexts = [None, None] + [_window_ids(model, window[:, k - m:k - 1]) for m in range(2, k + 1)]
+        contexts = {m: _window_ids(model, window[:, k - m:k - 1]) for m in range(2, k + 1)}
         log10p[k] = np.log10(model._interpolate(contexts, window[:, -1]))
     for k in range(1, model.order + 1):
         if k < model.order:
-            level = model._levels[k + 1]
+            level = fitted.levels[k + 1]
             ids = tokens[1][:, 0] if k == 1 else np.arange(tokens[k].shape[0])
             total, backoff = level.ctx_total[ids], level.ctx_backoff[ids]
             with np.errstate(divide="ignore", invalid="ignore"):
@@ -325,7 +322,8 @@ def _backoff_tables(model: NGramModel):
 
 
 # ---------------------------------------------------------------------- writing
-def write_arpa(path, model: ArpaModel | NGramModel, words: Sequence[str] | None = None) -> dict[int, int]:
+def write_arpa(path: str | os.PathLike[str], model: ArpaModel | NGramModel,
+               words: Sequence[str] | None = None) -> dict[int, int]:
     """Write ``model`` to ``path`` as an ARPA file (gzip when the name ends in ``.gz``), atomically.
 
     Parameters
@@ -387,7 +385,7 @@ _COUNT = re.compile(r"ngram\s+(\d+)\s*=\s*(\d+)")
 _SECTION = re.compile(r"\\(\d+)-grams:")
 
 
-def _open_text(path: Path, encoding: str):
+def _open_text(path: Path, encoding: str) -> TextIO:
     with open(path, "rb") as probe:
         magic = probe.read(2)
     if magic == _GZIP_MAGIC:
@@ -395,7 +393,7 @@ def _open_text(path: Path, encoding: str):
     return open(path, encoding=encoding)
 
 
-def read_arpa(path, *, encoding: str = "utf-8") -> ArpaModel:
+def read_arpa(path: str | os.PathLike[str], *, encoding: str = "utf-8") -> ArpaModel:
     """Read an ARPA file (plain or gzip) into an :class:`ArpaModel`.
 
     Malformed files raise :class:`ArpaFormatError` (a ``ValueError``) naming the file and the line: no
@@ -410,126 +408,164 @@ def read_arpa(path, *, encoding: str = "utf-8") -> ArpaModel:
         The ARPA file.
     encoding : str
         Its text encoding.
+
+    Returns
+    -------
+    ArpaModel
+        The model the file states.
     """
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"ARPA file {str(path)!r} does not exist or is not a file")
-
-    def fail(lineno: int, what: str):
-        raise ArpaFormatError(f"{path}: line {lineno}: {what}")
-
-    counts: list[int] = []
-    # per order: id rows, log10 p, log10 bow (NaN: none), line numbers; order 1 keeps the words until its end
-    sections: list[tuple[list, list, list, list]] = []
-    unigram_seen: set[str] = set()
-    index: dict[str, int] | None = None
-    tables: list = []
-    state, order, lineno = "preamble", 0, 0
-    top, get_id = False, None                    # set when a section starts / when the unigrams end
-    rows: list = []
-    probs: list = []
-    bows: list = []
-    lines: list = []
+    reader = _ArpaReader(path)
     try:
         with _open_text(path, encoding) as text:
-            for lineno, raw in enumerate(text, start=1):
-                if state == "section":                  # the hot path: one n-gram entry
-                    fields = raw.split()
-                    if fields and fields[0][0] != "\\":
-                        n_fields = len(fields)
-                        if n_fields != order + 1 and (top or n_fields != order + 2):
-                            want = f"{order + 1}" if top else f"{order + 1} or {order + 2}"
-                            fail(lineno, f"an entry of \\{order}-grams: needs {want} fields (log10 probability, "
-                                         f"{order} word{'s' if order > 1 else ''}"
-                                         f"{'' if top else ', optional log10 back-off weight'}), got {n_fields}")
-                        try:
-                            log10p = float(fields[0])
-                        except ValueError:
-                            log10p = _number(fields[0], "log10 probability", lineno, fail)
-                        if not log10p <= 0:                     # positive, or NaN
-                            _number(fields[0], "log10 probability", lineno, fail)
-                            fail(lineno, f"positive log10 probability {fields[0]} (a probability above 1)")
-                        bow = math.nan
-                        if n_fields == order + 2:
-                            try:
-                                bow = float(fields[-1])
-                            except ValueError:
-                                bow = _number(fields[-1], "log10 back-off weight", lineno, fail)
-                            if not -math.inf < bow < math.inf:
-                                _number(fields[-1], "log10 back-off weight", lineno, fail)
-                                fail(lineno, f"back-off weight {fields[-1]} is not finite")
-                        if order == 1:
-                            if fields[1] in unigram_seen:
-                                fail(lineno, f"duplicate 1-gram {fields[1]!r}")
-                            unigram_seen.add(fields[1])
-                            rows.append(fields[1])
-                        else:
-                            ids = list(map(get_id, fields[1:order + 1]))
-                            if None in ids:
-                                fail(lineno, f"word {fields[1 + ids.index(None)]!r} is not in \\1-grams:")
-                            rows.append(ids)
-                        probs.append(log10p)
-                        bows.append(bow)
-                        lines.append(lineno)
-                        continue
+            return reader.read(text)
+    except (UnicodeDecodeError, OSError, EOFError) as exc:
+        raise ArpaFormatError(f"{path}: line {reader.lineno + 1}: cannot read the file ({exc})") from None
+
+
+_Section = tuple[list[Any], list[float], list[float], list[int]]
+"""One n-gram section as read: its entries (the words at order 1, lists of word ids above), log10 probabilities,
+log10 back-off weights (NaN: none) and line numbers."""
+
+
+class _ArpaReader:
+    """One pass over the lines of an ARPA file, in named steps: the ``\\data\\`` counts (:meth:`_counts`), then per
+    order its section header (:meth:`_section_order`) and entries (:meth:`_section`), each section checked against
+    its count when the next header closes it (:meth:`read`).  Every error names the file, the line and the token."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.lineno = 0  # the last line read: a file that cannot be decoded fails at the line after it
+
+    def fail(self, lineno: int, what: str) -> NoReturn:
+        """Raise the :class:`ArpaFormatError` of line ``lineno``."""
+        raise ArpaFormatError(f"{self.path}: line {lineno}: {what}")
+
+    def read(self, text: Iterable[str]) -> ArpaModel:
+        """The model stated by the lines of ``text``, up to its ``\\end\\``."""
+        numbered = enumerate(text, start=1)
+        counts, line, lineno = self._counts(numbered)
+        tables: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        index: dict[str, int] = {}
+        order = 0
+        while line != "\\end\\":
+            order = self._section_order(line, lineno, order, len(counts))
+            section, line, lineno = self._section(numbered, order, order == len(counts), index)
+            got = len(section[0])
+            if got != counts[order - 1]:
+                self.fail(lineno, f"\\{order}-grams: holds {got} entries but \\data\\ says ngram "
+                                  f"{order}={counts[order - 1]}")
+            if order == 1:
+                index = _unigram_index(section[0], self.fail, lineno)
+            tables.append(_section_table(section, order, index, self.fail))
+        if order < len(counts):
+            self.fail(lineno, f"\\end\\ before \\{order + 1}-grams: (\\data\\ declares orders 1 to {len(counts)})")
+        return ArpaModel([UNK] + [w for w in index if w not in (UNK, BOS, EOS)], tables)
+
+    def _counts(self, numbered: Iterator[tuple[int, str]]) -> tuple[list[int], str, int]:
+        """Skip to ``\\data\\`` and read its ``ngram k=N`` lines; the counts, and the header line that ends them and
+        its number."""
+        counts: list[int] = []
+        in_data, lineno = False, self.lineno
+        try:
+            for lineno, raw in numbered:
                 line = raw.strip()
-                if state == "preamble":
-                    if line == "\\data\\":
-                        state = "counts"
+                if not in_data:
+                    in_data = line == "\\data\\"
                     continue
                 if not line:
                     continue
                 if line.startswith("\\"):
-                    if state == "counts" and not counts:
-                        fail(lineno, "\\data\\ has no 'ngram N=count' lines")
-                    if order:
-                        got = len(sections[-1][0])
-                        if got != counts[order - 1]:
-                            fail(lineno, f"\\{order}-grams: holds {got} entries but \\data\\ says ngram "
-                                         f"{order}={counts[order - 1]}")
-                        if order == 1:
-                            index = _unigram_index(sections[0][0], fail, lineno)
-                            get_id = index.get
-                        tables.append(_section_table(sections[-1], order, index, fail))
-                    if line == "\\end\\":
-                        if order < len(counts):
-                            fail(lineno, f"\\end\\ before \\{order + 1}-grams: (\\data\\ declares orders 1 to "
-                                         f"{len(counts)})")
-                        state = "end"
-                        break
-                    match = _SECTION.fullmatch(line)
-                    if match is None:
-                        fail(lineno, f"unknown section header {line!r} (expected \\{order + 1}-grams: or \\end\\)")
-                    k = int(match.group(1))
-                    if k != order + 1:
-                        fail(lineno, f"section \\{k}-grams: out of order (expected \\{order + 1}-grams:)")
-                    if k > len(counts):
-                        fail(lineno, f"section \\{k}-grams: is not declared in \\data\\ (orders 1 to {len(counts)})")
-                    order, state, top = k, "section", k == len(counts)
-                    sections.append(([], [], [], []))
-                    rows, probs, bows, lines = sections[-1]
+                    if not counts:
+                        self.fail(lineno, "\\data\\ has no 'ngram N=count' lines")
+                    return counts, line, lineno
+                match = _COUNT.fullmatch(line)
+                if match is None:
+                    self.fail(lineno, f"expected 'ngram N=count' in \\data\\, got {line!r}")
+                k, n = int(match.group(1)), int(match.group(2))
+                if k != len(counts) + 1:
+                    self.fail(lineno, f"ngram {k}= out of order (expected ngram {len(counts) + 1}=)")
+                counts.append(n)
+        finally:
+            self.lineno = lineno
+        if lineno == 0:
+            raise ArpaFormatError(f"{self.path}: the file is empty")
+        self.fail(lineno, "no \\1-grams: section" if in_data else "no \\data\\ line: not an ARPA file")
+
+    def _section_order(self, line: str, lineno: int, order: int, n_orders: int) -> int:
+        """The order ``k`` of the section header ``\\k-grams:``, which must follow order ``order`` and be declared."""
+        match = _SECTION.fullmatch(line)
+        if match is None:
+            self.fail(lineno, f"unknown section header {line!r} (expected \\{order + 1}-grams: or \\end\\)")
+        k = int(match.group(1))
+        if k != order + 1:
+            self.fail(lineno, f"section \\{k}-grams: out of order (expected \\{order + 1}-grams:)")
+        if k > n_orders:
+            self.fail(lineno, f"section \\{k}-grams: is not declared in \\data\\ (orders 1 to {n_orders})")
+        return k
+
+    def _section(self, numbered: Iterator[tuple[int, str]], order: int, top: bool,
+                 index: dict[str, int]) -> tuple[_Section, str, int]:
+        """The entries of one ``\\order-grams:`` section (the hot path), up to the next header line: the section,
+        that line and its number.  ``top``: the highest order (no back-off weights); ``index``: the word ids (from
+        the unigrams; unused at order 1)."""
+        rows: list[Any] = []
+        probs: list[float] = []
+        bows: list[float] = []
+        lines: list[int] = []
+        unigrams: set[str] = set()
+        get_id = index.get
+        fail, lineno = self.fail, self.lineno
+        try:
+            for lineno, raw in numbered:
+                fields = raw.split()
+                if not fields:
                     continue
-                if state == "counts":
-                    match = _COUNT.fullmatch(line)
-                    if match is None:
-                        fail(lineno, f"expected 'ngram N=count' in \\data\\, got {line!r}")
-                    k, n = int(match.group(1)), int(match.group(2))
-                    if k != len(counts) + 1:
-                        fail(lineno, f"ngram {k}= out of order (expected ngram {len(counts) + 1}=)")
-                    counts.append(n)
-                    continue
-    except (UnicodeDecodeError, OSError, EOFError) as exc:
-        raise ArpaFormatError(f"{path}: line {lineno + 1}: cannot read the file ({exc})") from None
-    if lineno == 0:
-        raise ArpaFormatError(f"{path}: the file is empty")
-    if state == "preamble":
-        fail(lineno, "no \\data\\ line: not an ARPA file")
-    if state != "end":
-        fail(lineno, "missing \\end\\ (truncated file?)" if order else "no \\1-grams: section")
-    return ArpaModel(["<unk>"] + [w for w in index if w not in (UNK, BOS, EOS)], tables)
+                if fields[0][0] == "\\":
+                    return (rows, probs, bows, lines), raw.strip(), lineno
+                n_fields = len(fields)
+                if n_fields != order + 1 and (top or n_fields != order + 2):
+                    want = f"{order + 1}" if top else f"{order + 1} or {order + 2}"
+                    fail(lineno, f"an entry of \\{order}-grams: needs {want} fields (log10 probability, "
+                                 f"{order} word{'s' if order > 1 else ''}"
+                                 f"{'' if top else ', optional log10 back-off weight'}), got {n_fields}")
+                try:
+                    log10p = float(fields[0])
+                except ValueError:
+                    log10p = _number(fields[0], "log10 probability", lineno, fail)
+                if not log10p <= 0:                     # positive, or NaN
+                    _number(fields[0], "log10 probability", lineno, fail)
+                    fail(lineno, f"positive log10 probability {fields[0]} (a probability above 1)")
+                bow = math.nan
+                if n_fields == order + 2:
+                    try:
+                        bow = float(fields[-1])
+                    except ValueError:
+                        bow = _number(fields[-1], "log10 back-off weight", lineno, fail)
+                    if not -math.inf < bow < math.inf:
+                        _number(fields[-1], "log10 back-off weight", lineno, fail)
+                        fail(lineno, f"back-off weight {fields[-1]} is not finite")
+                if order == 1:
+                    if fields[1] in unigrams:
+                        fail(lineno, f"duplicate 1-gram {fields[1]!r}")
+                    unigrams.add(fields[1])
+                    rows.append(fields[1])
+                else:
+                    ids = list(map(get_id, fields[1:order + 1]))
+                    if None in ids:
+                        fail(lineno, f"word {fields[1 + ids.index(None)]!r} is not in \\1-grams:")
+                    rows.append(ids)
+                probs.append(log10p)
+                bows.append(bow)
+                lines.append(lineno)
+        finally:
+            self.lineno = lineno
+        fail(lineno, "missing \\end\\ (truncated file?)")
 
 
-def _number(text: str, what: str, lineno: int, fail) -> float:
+def _number(text: str, what: str, lineno: int, fail: Callable[[int, str], NoReturn]) -> float:
     try:
         value = float(text)
     except ValueError:
@@ -552,7 +588,7 @@ def _unique_rows(rows: np.ndarray) -> tuple[np.ndarray, int]:
     return ordered[new], (int(order[~new].min()) if not new.all() else -1)
 
 
-def _unigram_index(words: list[str], fail, lineno: int) -> dict[str, int]:
+def _unigram_index(words: list[str], fail: Callable[[int, str], NoReturn], lineno: int) -> dict[str, int]:
     """mcsa ids of the unigram words: ``<unk>`` 0, the others in file order, then ``</s>``, ``<s>``."""
     for needed in (BOS, EOS):
         if needed not in words:
@@ -563,7 +599,8 @@ def _unigram_index(words: list[str], fail, lineno: int) -> dict[str, int]:
     return index
 
 
-def _section_table(section, order: int, index: dict[str, int], fail) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _section_table(section: _Section, order: int, index: dict[str, int],
+                   fail: Callable[[int, str], NoReturn]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One order's ``(ids, log10 p, log10 bow)``; a duplicate n-gram fails at its second line."""
     rows, probs, bows, lines = section
     ids = np.array([[index[w]] for w in rows] if order == 1 else rows, dtype=np.int64).reshape(len(rows), order)

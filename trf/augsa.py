@@ -296,13 +296,16 @@ class AugSAState(NamedTuple):
     t0 : int
         End of the first stage of Eq. (24)-(25): ``config.t0``, or the iteration at which a time-based first stage
         ended (:meth:`AugSA.end_first_stage`).
+    good_lam, good_zeta : ndarray, shapes (d,) and (m,)
+        The parameters at the last check the guards passed (restored on a violation; :meth:`AugSA.init` starts them
+        at the initial parameters).
     step_scale : float
         Factor on the lambda step (halved by the divergence guard, ``on_violation="halve"``).
     halvings : int
     d_gaps : ndarray
         Train-dev log-likelihood gaps ``D(t)`` of the Appendix-E stop rule, one per second-stage iteration.
-    good_t, good_lam, good_zeta : int, ndarray, ndarray
-        The parameters at the last check the guards passed (restored on a violation).
+    good_t : int
+        The iteration of ``good_lam``, ``good_zeta``.
     best_dev : float
         Best dev log-likelihood per sentence seen by the guards (``-inf`` before the first).
     log_p_last : float
@@ -315,12 +318,12 @@ class AugSAState(NamedTuple):
     lam: np.ndarray
     zeta: np.ndarray
     t0: int
+    good_lam: np.ndarray
+    good_zeta: np.ndarray
     step_scale: float = 1.0
     halvings: int = 0
     d_gaps: np.ndarray = np.zeros(0)
     good_t: int = 0
-    good_lam: np.ndarray | None = None
-    good_zeta: np.ndarray | None = None
     best_dev: float = -np.inf
     log_p_last: float = np.nan
     time_sampling: float = 0.0
@@ -396,8 +399,8 @@ class AugSA:
 
     def init(self, lam: np.ndarray, zeta: np.ndarray, t: int = 0) -> AugSAState:
         """The state at iteration ``t`` with parameters ``lam``, ``zeta`` (the guards' reference point too)."""
-        return AugSAState(t, lam.copy(), zeta.copy(), self.config.t0, step_scale=self.config.lambda_step, good_t=t,
-                          good_lam=lam.copy(), good_zeta=zeta.copy())
+        return AugSAState(t, lam.copy(), zeta.copy(), self.config.t0, good_lam=lam.copy(), good_zeta=zeta.copy(),
+                          step_scale=self.config.lambda_step, good_t=t)
 
     # the current parameters, for callbacks and callers that read (or set) them directly
     @property
@@ -572,8 +575,8 @@ class AugSA:
                 # "grew": more than doubled (and by more than the margin); the max over sentences of a lagging
                 # zeta moves by a few nats between checks (fortunes: +53.4, +57.3, +54.9 at the start of the
                 # second stage), a diverging lambda multiplies it (toy corpus: +2330)
-                ref = max(last, cfg.log_p_margin) if last is not None else None
-                grown = ref is not None and log_p.max() > 2.0 * ref and log_p.max() > last + cfg.log_p_margin
+                grown = (last is not None and log_p.max() > 2.0 * max(last, cfg.log_p_margin)
+                         and log_p.max() > last + cfg.log_p_margin)
                 if log_p.max() > cfg.log_p_margin and grown:
                     since = f", up from {last:+.3g} at iteration {state.good_t}"
                     problems.append(f"log p > {cfg.log_p_margin:g} for {int(np.count_nonzero(log_p > cfg.log_p_margin))}"
@@ -647,6 +650,7 @@ class AugSA:
         cfg = self.config
         stopped, reason = False, "reached t_max"
         every = min(cfg.guard_every, max(1, cfg.t_max // 10)) if cfg.guard_every else 0  # >= 10 checks a run
+        checkpoint = self.checkpoint_path if cfg.checkpoint_every else None  # set when checkpoint_every is (__init__)
         bar = _progress_bar(cfg.t_max, self.t, self.progress)
         try:
             while self.state.t < cfg.t_max:
@@ -667,8 +671,8 @@ class AugSA:
                 if s_t is not None:
                     record["S_t"] = s_t
                 self.history.append(record)
-                if cfg.checkpoint_every and self.state.t % cfg.checkpoint_every == 0:
-                    self.save_checkpoint(self.checkpoint_path)
+                if checkpoint is not None and self.state.t % cfg.checkpoint_every == 0:
+                    self.save_checkpoint(checkpoint)
                 if bar is not None:
                     bar.update(1)
                 said = next((r for r in (cb(self, self.state.t, record) for cb in self.callbacks) if r), None)
@@ -714,7 +718,7 @@ class AugSA:
         if not np.allclose(meta["config"]["pi0"], self.pi0):
             raise ValueError(f"checkpoint {str(path)!r} was trained with another pi0")
         state = self.init(lam, zeta, int(meta["t"]))
-        values = {}
+        values: dict[str, Any] = {}  # each field converted to its type in the state
         for name, default in state._asdict().items():
             key = name if name in arrays or name in meta else _OLD_NAMES.get(name, name)
             value = arrays.get(key, meta.get(key))

@@ -28,9 +28,10 @@ Both are exactly normalised over the ``vocab_size + 1`` predicted symbols for ev
 
 from __future__ import annotations
 
+import os
 import warnings
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence, TypeVar
 
 import numpy as np
 
@@ -40,6 +41,11 @@ __all__ = ["NGramModel", "KneserNey", "WittenBell", "DiscountFallbackWarning", "
 
 NGRAM_ORDERS = (2, 3, 4, 5)
 KIND = "ngram"  # the kind field of n-gram model files (trf.io)
+
+
+Sentences = Iterable[Sequence[int] | np.ndarray]
+"""Token-id sentences: any iterable of int sequences or 1-d int arrays (a ``trf.lm.corpus.EncodedCorpus`` too)."""
+_Model = TypeVar("_Model", bound="NGramModel")  # fit returns the subclass it is called on
 
 
 class DiscountFallbackWarning(UserWarning):
@@ -61,7 +67,16 @@ class _Level:
     ctx_backoff: np.ndarray    # float64 (n_{k-1},), mass numerator given to the lower order
 
 
-def _pad_corpus(sentences: Iterable[Sequence[int]], vocab_size: int) -> tuple[np.ndarray, np.ndarray]:
+@dataclass
+class _Fitted:
+    """A fitted model: the vocabulary size, the unigram law and the levels ``k = 2 .. order`` (keyed by ``k``)."""
+
+    vocab_size: int
+    unigram: np.ndarray        # float64 (V+1,), p_1 over words + </s>
+    levels: dict[int, _Level]
+
+
+def _pad_corpus(sentences: Sentences, vocab_size: int) -> tuple[np.ndarray, np.ndarray]:
     """Concatenate ``<s> w_1 .. w_L </s>`` for every sentence; return tokens and in-sentence offsets."""
     eos, bos = vocab_size, vocab_size + 1
     if hasattr(sentences, "tokens") and hasattr(sentences, "offsets"):  # trf.lm.corpus.EncodedCorpus
@@ -80,7 +95,7 @@ def _pad_corpus(sentences: Iterable[Sequence[int]], vocab_size: int) -> tuple[np
     return seq, np.arange(seq.size, dtype=np.int64) - starts
 
 
-def _pad_flat(flat_tokens, offsets, vocab_size: int) -> tuple[np.ndarray, np.ndarray]:
+def _pad_flat(flat_tokens: np.ndarray, offsets: np.ndarray, vocab_size: int) -> tuple[np.ndarray, np.ndarray]:
     """Vectorised :func:`_pad_corpus` for sentences stored as flat tokens plus offsets."""
     flat = as_int_array(flat_tokens, "sentences.tokens", ndim=1, low=0, high=vocab_size)
     offsets = as_int_array(offsets, "sentences.offsets", ndim=1, low=0, high=flat.size + 1)
@@ -114,12 +129,16 @@ class NGramModel:
 
     def __init__(self, order: int = 3) -> None:
         self.order = check_int(order, "order", low=NGRAM_ORDERS[0], high=NGRAM_ORDERS[-1])
-        self.vocab_size: int | None = None
-        self._levels: list[_Level] = []
-        self._unigram: np.ndarray | None = None  # float64 (V+1,), p_1 over words + </s>
+        self._fitted: _Fitted | None = None
+
+    @property
+    def vocab_size(self) -> int | None:
+        """Number of word ids of the fitted model (the model predicts ``vocab_size + 1`` symbols); None before
+        :meth:`fit`."""
+        return None if self._fitted is None else self._fitted.vocab_size
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, sentences: Iterable[Sequence[int]], vocab_size: int) -> "NGramModel":
+    def fit(self: _Model, sentences: Sentences, vocab_size: int) -> _Model:
         """Count n-grams of a training corpus.
 
         Parameters
@@ -133,76 +152,88 @@ class NGramModel:
         -------
         self
         """
-        self.vocab_size = check_int(vocab_size, "vocab_size", low=1)
-        seq, pos = _pad_corpus(sentences, self.vocab_size)
-        base = self.vocab_size + 2
+        vocab_size = check_int(vocab_size, "vocab_size", low=1)
+        seq, pos = _pad_corpus(sentences, vocab_size)
+        base = vocab_size + 2
         n = self.order
-        ids = [None, seq]                 # ids[k][i]: level-k id of the window ending at i, or -1
-        keys = [None, None]
-        suffix = [None, None]             # suffix[k][j]: level-(k-1) id of window j's suffix
-        raw = [None, np.bincount(seq[pos >= 1], minlength=base).astype(np.float64)]
-        starts_bos = [None, np.arange(base) == self.vocab_size + 1]
+        # per window length k: ids[k][i] is the level-k id of the window ending at i (-1: none), keys[k] the
+        # sorted window keys, suffix[k][j] the level-(k-1) id of window j's suffix, raw[k] the window counts and
+        # starts_bos[k] whether window j starts with <s>; level 1 is the tokens themselves
+        ids = {1: seq}
+        keys: dict[int, np.ndarray] = {}
+        suffix: dict[int, np.ndarray] = {}
+        raw = {1: np.bincount(seq[pos >= 1], minlength=base).astype(np.float64)}
+        starts_bos = {1: np.arange(base) == vocab_size + 1}
         for k in range(2, n + 1):
             valid = np.flatnonzero(pos >= k - 1)
             key = ids[k - 1][valid - 1] * base + seq[valid]
             uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
             level_ids = np.full(seq.size, -1, dtype=np.int64)
             level_ids[valid] = inverse
-            ids.append(level_ids)
-            keys.append(uniq)
-            suffix.append(ids[k - 1][valid[first]])
-            raw.append(np.bincount(inverse, minlength=uniq.size).astype(np.float64))
-            starts_bos.append(starts_bos[k - 1][uniq // base])
-        continuation = [None] + [np.bincount(suffix[k + 1], minlength=raw[k].size).astype(np.float64)
-                                 for k in range(1, n)] + [None]
-        weights = [None] + [self._level_weights(k, raw[k], continuation[k], starts_bos[k]) for k in range(1, n + 1)]
-        self._fit_levels(keys, weights, base)
+            ids[k] = level_ids
+            keys[k] = uniq
+            suffix[k] = ids[k - 1][valid[first]]
+            raw[k] = np.bincount(inverse, minlength=uniq.size).astype(np.float64)
+            starts_bos[k] = starts_bos[k - 1][uniq // base]
+        # continuation counts N1+(. g) of the windows of length k < n (none at the highest order)
+        continuation = {k: np.bincount(suffix[k + 1], minlength=raw[k].size).astype(np.float64) for k in range(1, n)}
+        weights = {k: self._level_weights(k, raw[k], continuation.get(k), starts_bos[k]) for k in range(1, n + 1)}
+        self._fitted = self._fit_levels(vocab_size, keys, weights)
         return self
 
-    def _fit_levels(self, keys: list, weights: list, base: int) -> None:
-        V1 = self.vocab_size + 1
+    def _fit_levels(self, vocab_size: int, keys: dict[int, np.ndarray], weights: dict[int, np.ndarray]) -> _Fitted:
+        """The fitted model from the window keys of levels ``2 .. order`` and the weights of levels ``1 .. order``."""
+        V1, base = vocab_size + 1, vocab_size + 2
         w1 = weights[1][:V1]
         total = w1.sum()
         backoff = self._backoff_numerators(1, w1, np.zeros(w1.size, dtype=np.int64), 1)[0]
-        self._unigram = (self._discounted(1, w1) + backoff / V1) / total
-        self._levels = [None, None]
+        unigram = (self._discounted(1, w1) + backoff / V1) / total
+        levels = {}
         for k in range(2, self.order + 1):
             prefix = keys[k] // base
             n_ctx = keys[k - 1].size if k > 2 else base
             ctx_total = np.bincount(prefix, weights=weights[k], minlength=n_ctx)
             ctx_backoff = self._backoff_numerators(k, weights[k], prefix, n_ctx)
-            self._levels.append(_Level(keys[k], self._discounted(k, weights[k]), ctx_total, ctx_backoff))
+            levels[k] = _Level(keys[k], self._discounted(k, weights[k]), ctx_total, ctx_backoff)
+        return _Fitted(vocab_size, unigram, levels)
 
     # -------------------------------------------------------------- subclass API
-    def _level_weights(self, k, raw, continuation, starts_bos) -> np.ndarray:  # pragma: no cover
+    def _level_weights(self, k: int, raw: np.ndarray, continuation: np.ndarray | None,
+                       starts_bos: np.ndarray) -> np.ndarray:  # pragma: no cover
+        """The count level ``k`` uses, from its raw counts and continuation counts (None at the highest order)."""
         raise NotImplementedError
 
     def _discounted(self, k: int, weight: np.ndarray) -> np.ndarray:  # pragma: no cover
         raise NotImplementedError
 
-    def _backoff_numerators(self, k, weight, prefix, n_ctx) -> np.ndarray:  # pragma: no cover
+    def _backoff_numerators(self, k: int, weight: np.ndarray, prefix: np.ndarray,
+                            n_ctx: int) -> np.ndarray:  # pragma: no cover
         raise NotImplementedError
 
     # ------------------------------------------------------------------ scoring
-    def _check_fitted(self) -> None:
-        if self._unigram is None:
+    def _check_fitted(self) -> _Fitted:
+        """The fitted model; a clear error before :meth:`fit`."""
+        if self._fitted is None:
             raise ValueError("the n-gram model is not fitted; call fit(sentences, vocab_size) first")
+        return self._fitted
 
     def _lookup(self, k: int, prefix_ids: np.ndarray, tokens: np.ndarray) -> np.ndarray:
         """Level-``k`` ids of windows ``prefix + token`` (``-1`` when unseen or prefix unseen)."""
-        base = self.vocab_size + 2
-        keys = self._levels[k].keys
-        key = prefix_ids * base + tokens
+        fitted = self._check_fitted()
+        keys = fitted.levels[k].keys
+        key = prefix_ids * (fitted.vocab_size + 2) + tokens
         where = np.searchsorted(keys, key)
         where = np.minimum(where, keys.size - 1)
         found = (prefix_ids >= 0) & (keys[where] == key)
         return np.where(found, where, -1)
 
-    def _interpolate(self, contexts: list[np.ndarray], tokens: np.ndarray) -> np.ndarray:
-        """Probabilities of ``tokens`` given per-level context ids (``contexts[k]`` at level k-1)."""
-        prob = self._unigram[tokens]
-        for k in range(2, len(contexts)):
-            level = self._levels[k]
+    def _interpolate(self, contexts: dict[int, np.ndarray], tokens: np.ndarray) -> np.ndarray:
+        """Probabilities of ``tokens`` given per-level context ids: ``contexts[k]`` (``k = 2 .. K``) holds the level
+        ``k - 1`` id of each token's last ``k - 1`` history symbols (``-1``: unseen)."""
+        fitted = self._check_fitted()
+        prob = fitted.unigram[tokens]
+        for k in range(2, len(contexts) + 2):
+            level = fitted.levels[k]
             ctx = contexts[k]
             window = self._lookup(k, ctx, tokens)
             seen = ctx >= 0
@@ -214,8 +245,13 @@ class NGramModel:
             prob = np.where(seen, mixed, prob)
         return prob
 
-    def token_log_probs(self, sentences: Iterable[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+    def token_log_probs(self, sentences: Sentences) -> tuple[np.ndarray, np.ndarray]:
         """Natural-log probability of every predicted token (words and one ``</s>`` per sentence).
+
+        Parameters
+        ----------
+        sentences : iterable of int sequences
+            Token ids in ``[0, vocab_size)``.
 
         Returns
         -------
@@ -223,84 +259,80 @@ class NGramModel:
         sentence_index : int64 array (n_tokens,)
             Which sentence each token belongs to.
         """
-        self._check_fitted()
-        seq, pos = _pad_corpus(sentences, self.vocab_size)
+        fitted = self._check_fitted()
+        seq, pos = _pad_corpus(sentences, fitted.vocab_size)
         sentence_index = np.cumsum(pos == 0) - 1
         predicted = np.flatnonzero(pos >= 1)
         tokens = seq[predicted]
         # contexts[k][j]: level-(k-1) id of the k-1 tokens before predicted token j.
         history_ids = seq.copy()                   # level-1 ids are the tokens themselves
-        contexts: list[np.ndarray] = [None, None, seq[predicted - 1]]
+        contexts = {2: seq[predicted - 1]}
         for k in range(3, self.order + 1):
             nxt = np.full(seq.size, -1, dtype=np.int64)
             ok = np.flatnonzero(pos >= k - 2)
             nxt[ok] = self._lookup(k - 1, history_ids[ok - 1], seq[ok])
             history_ids = nxt
-            contexts.append(history_ids[predicted - 1])
+            contexts[k] = history_ids[predicted - 1]
         prob = self._interpolate(contexts, tokens)
         return np.log(prob), sentence_index[predicted]
 
-    def log_prob(self, sentences: Iterable[Sequence[int]]) -> np.ndarray:
+    def log_prob(self, sentences: Sentences) -> np.ndarray:
         """Natural-log probability of each sentence including its ``</s>``, shape ``(n_sentences,)``."""
         token_lp, sentence_index = self.token_log_probs(sentences)
         return np.bincount(sentence_index, weights=token_lp)
 
-    def next_log_probs(self, history: Sequence[int]) -> np.ndarray:
+    def next_log_probs(self, history: Sequence[int] | np.ndarray) -> np.ndarray:
         """Log-probabilities of all ``vocab_size + 1`` next symbols (index ``vocab_size`` is ``</s>``).
 
         ``history`` holds word ids after ``<s>``; only its last ``order - 1`` symbols matter.
         """
-        self._check_fitted()
-        hist = as_int_array(history, "history", ndim=1, low=0, high=self.vocab_size)
-        padded = np.concatenate(([self.vocab_size + 1], hist))[-(self.order - 1):]
-        tokens = np.arange(self.vocab_size + 1, dtype=np.int64)
-        contexts: list[np.ndarray] = [None, None]
+        vocab_size = self._check_fitted().vocab_size
+        hist = as_int_array(history, "history", ndim=1, low=0, high=vocab_size)
+        padded = np.concatenate((np.array([vocab_size + 1], dtype=np.int64), hist))[-(self.order - 1):]
+        tokens = np.arange(vocab_size + 1, dtype=np.int64)
+        contexts = {}
         prefix = np.int64(-1)
         for k in range(2, self.order + 1):
             if k - 1 > padded.size:
-                contexts.append(np.full(tokens.size, -1, dtype=np.int64))
+                contexts[k] = np.full(tokens.size, -1, dtype=np.int64)
                 continue
             window = padded[padded.size - (k - 1):]
             prefix = np.int64(window[0])
             for j in range(1, window.size):
                 prefix = self._lookup(j + 1, np.array([prefix]), np.array([window[j]]))[0]
-            contexts.append(np.full(tokens.size, prefix, dtype=np.int64))
+            contexts[k] = np.full(tokens.size, prefix, dtype=np.int64)
         return np.log(self._interpolate(contexts, tokens))
 
     def n_ngrams(self) -> dict[int, int]:
         """Number of stored n-grams per order (order 1: words plus ``</s>``)."""
-        self._check_fitted()
-        return {1: self.vocab_size + 1, **{k: int(self._levels[k].keys.size) for k in range(2, self.order + 1)}}
+        fitted = self._check_fitted()
+        return {1: fitted.vocab_size + 1, **{k: int(level.keys.size) for k, level in fitted.levels.items()}}
 
     # ------------------------------------------------------------- persistence
-    def to_arrays(self) -> tuple[dict[str, np.ndarray], dict]:
+    def to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, object]]:
         """Flat arrays and metadata describing the fitted model (for ``trf.io``-style files)."""
-        self._check_fitted()
-        arrays = {"unigram": self._unigram}
-        for k in range(2, self.order + 1):
-            level = self._levels[k]
+        fitted = self._check_fitted()
+        arrays = {"unigram": fitted.unigram}
+        for k, level in fitted.levels.items():
             arrays.update({f"keys{k}": level.keys, f"weight{k}": level.weight,
                            f"ctx_total{k}": level.ctx_total, f"ctx_backoff{k}": level.ctx_backoff})
-        meta = {"model": type(self).__name__, "order": self.order, "vocab_size": self.vocab_size}
+        meta: dict[str, object] = {"model": type(self).__name__, "order": self.order, "vocab_size": fitted.vocab_size}
         return arrays, meta
 
     @classmethod
-    def from_arrays(cls, arrays: dict, meta: dict) -> "NGramModel":
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray], meta: Mapping[str, Any]) -> NGramModel:
         """Inverse of :meth:`to_arrays`; ``meta['model']`` picks the subclass."""
-        classes = {c.__name__: c for c in (KneserNey, WittenBell)}
+        classes: dict[str, type[NGramModel]] = {c.__name__: c for c in (KneserNey, WittenBell)}
         name = meta.get("model")
         if name not in classes:
             raise ValueError(f"meta['model'] must be one of {sorted(classes)}, got {name!r}")
         model = classes[name](order=int(meta["order"]))
-        model.vocab_size = int(meta["vocab_size"])
-        model._unigram = np.asarray(arrays["unigram"], dtype=np.float64)
-        model._levels = [None, None]
-        for k in range(2, model.order + 1):
-            model._levels.append(_Level(*(np.asarray(arrays[f"{field}{k}"]) for field in
-                                          ("keys", "weight", "ctx_total", "ctx_backoff"))))
+        levels = {k: _Level(*(np.asarray(arrays[f"{field}{k}"]) for field in
+                              ("keys", "weight", "ctx_total", "ctx_backoff"))) for k in range(2, model.order + 1)}
+        model._fitted = _Fitted(int(meta["vocab_size"]), np.asarray(arrays["unigram"], dtype=np.float64), levels)
         return model
 
-    def save(self, path) -> None:
+    def save(self, path: str | os.PathLike[str]) -> None:
         """Write the model to ``path`` (``.npz``) atomically."""
         from trf.io import atomic_write_npz
 
@@ -308,7 +340,7 @@ class NGramModel:
         atomic_write_npz(path, arrays, meta, kind=KIND)
 
     @staticmethod
-    def load(path) -> "NGramModel":
+    def load(path: str | os.PathLike[str]) -> NGramModel:
         """Read a model written by :meth:`save`; clear errors for missing, truncated or foreign files."""
         from trf.io import read_npz
 
@@ -338,15 +370,16 @@ class KneserNey(NGramModel):
         super().__init__(order)
         self.discounts: dict[int, np.ndarray] = {}
 
-    def fit(self, sentences: Iterable[Sequence[int]], vocab_size: int) -> "KneserNey":
+    def fit(self, sentences: Sentences, vocab_size: int) -> KneserNey:
         """Count n-grams of ``sentences`` (ids below ``vocab_size``) and estimate the modified KN discounts."""
         self.discounts = {}
         return super().fit(sentences, vocab_size)
 
     fit.__doc__ = NGramModel.fit.__doc__
 
-    def _level_weights(self, k, raw, continuation, starts_bos):
-        if k == self.order:
+    def _level_weights(self, k: int, raw: np.ndarray, continuation: np.ndarray | None,
+                       starts_bos: np.ndarray) -> np.ndarray:
+        if continuation is None:  # the highest order
             return raw
         return np.where(starts_bos, raw, continuation)
 
@@ -386,13 +419,13 @@ class KneserNey(NGramModel):
         d = self.discounts[k]
         return np.where(weight <= 0, 0.0, d[np.clip(np.rint(weight).astype(np.int64), 1, 3) - 1])
 
-    def _discounted(self, k, weight):
+    def _discounted(self, k: int, weight: np.ndarray) -> np.ndarray:
         return np.maximum(weight - self._discount_of(k, weight), 0.0)
 
-    def _backoff_numerators(self, k, weight, prefix, n_ctx):
+    def _backoff_numerators(self, k: int, weight: np.ndarray, prefix: np.ndarray, n_ctx: int) -> np.ndarray:
         return np.bincount(prefix, weights=self._discount_of(k, weight), minlength=n_ctx)
 
-    def to_arrays(self):
+    def to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, object]]:
         """Arrays and metadata for :func:`trf.io` storage, the discounts included."""
         arrays, meta = super().to_arrays()
         meta["discounts"] = {str(k): v.tolist() for k, v in self.discounts.items()}
@@ -416,24 +449,26 @@ class WittenBell(NGramModel):
     def __init__(self, order: int = 3) -> None:
         super().__init__(order)
 
-    def _level_weights(self, k, raw, continuation, starts_bos):
+    def _level_weights(self, k: int, raw: np.ndarray, continuation: np.ndarray | None,
+                       starts_bos: np.ndarray) -> np.ndarray:
         return raw
 
-    def _discounted(self, k, weight):
+    def _discounted(self, k: int, weight: np.ndarray) -> np.ndarray:
         return weight
 
-    def _backoff_numerators(self, k, weight, prefix, n_ctx):
+    def _backoff_numerators(self, k: int, weight: np.ndarray, prefix: np.ndarray, n_ctx: int) -> np.ndarray:
         return np.bincount(prefix, weights=(weight > 0).astype(np.float64), minlength=n_ctx)
 
-    def _fit_levels(self, keys, weights, base):
+    def _fit_levels(self, vocab_size: int, keys: dict[int, np.ndarray], weights: dict[int, np.ndarray]) -> _Fitted:
         # c(h) + T(h) is the normaliser: fold T(h) into the stored context totals.
-        super()._fit_levels(keys, weights, base)
-        V1 = self.vocab_size + 1
+        fitted = super()._fit_levels(vocab_size, keys, weights)
+        V1 = vocab_size + 1
         w1 = weights[1][:V1]
         t1 = float(np.count_nonzero(w1))
-        self._unigram = (w1 + t1 / V1) / (w1.sum() + t1)
-        for level in self._levels[2:]:
+        fitted.unigram = (w1 + t1 / V1) / (w1.sum() + t1)
+        for level in fitted.levels.values():
             level.ctx_total = level.ctx_total + level.ctx_backoff
+        return fitted
 
 
 def perplexity(log_probs: np.ndarray, n_tokens: int) -> float:

@@ -83,7 +83,7 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def main(argv=None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", default="/tmp/mcsa-fortunes")
     parser.add_argument("--max-len", type=int, default=40)
@@ -111,28 +111,13 @@ def main(argv=None) -> int:
     parser.add_argument("--json", default=None)
     parser.add_argument("--prepare-only", action="store_true",
                         help="write the train/valid/test split under --data-dir and stop (benchmarks/trf_*_speed.py read it)")
-    args = parser.parse_args(argv)
-    if args.prepare_only:
-        for name, path in prepare_corpus(Path(args.data_dir), args.max_len).items():
-            print(f"{name}: {path}")
-        return 0
+    return parser
 
-    from trf.augsa import AugSA  # noqa: F401  (imported here so --help works without numba)
-    from trf.lm.backend import lm_config
-    from trf.lm.check import ais_check
-    from trf.lm.corpus import EncodedCorpus, Vocabulary, encode_file
-    from trf.lm.rescore import interpolate_linear, scoring_speed, tune_linear_weight
-    from trf.lm.train import train_lm
+
+def _ngram_baselines(data: dict, vocab, report: dict) -> np.ndarray:
+    """KN / WB perplexity for orders 2-5 with counting time; the KN5 test sentence log-probabilities."""
     from trf.ngram import KneserNey, WittenBell, perplexity
 
-    report: dict = {"settings": vars(args)}
-    paths = prepare_corpus(Path(args.data_dir), args.max_len)
-    vocab = Vocabulary.build(paths["train"], max_size=args.vocab)
-    data = {k: encode_file(p, vocab) for k, p in paths.items()}
-    print("## corpus (Debian fortunes, fortunes-min, fortune-anarchism)")
-    for k, c in data.items():
-        print(f"{k:5s}: {len(c):7d} sentences {c.tokens.size:8d} words  <unk> {np.mean(c.tokens == 0):.3%}")
-    report["corpus"] = {k: {"sentences": len(c), "words": int(c.tokens.size)} for k, c in data.items()}
     print("\n## n-gram baselines (perplexity per token, one </s> per sentence)")
     print("| model | order | test PPL | valid PPL | count time s |")
     print("|---|---|---|---|---|")
@@ -148,21 +133,19 @@ def main(argv=None) -> int:
             ngram_lp[(cls.__name__, order)] = test_lp
             print(f"| {cls.__name__} | {order} | {ppl['test']:.2f} | {ppl['valid']:.2f} | {seconds:.2f} |")
             report[f"{cls.__name__}{order}"] = {**ppl, "seconds": seconds}
-    kn5 = ngram_lp[("KneserNey", 5)]
+    return ngram_lp[("KneserNey", 5)]
 
-    if args.sec7:
-        config = lm_config()
-        args.average_from, args.zeta_minutes = 1.0, 0.0
-    else:
-        config = lm_config(n_samples=args.samples, t_c=args.t_c, beta_lambda=args.beta_lambda, t0=args.t0,
-                           l2=args.l2, stop_window=None)
+
+def _train_trf(args: argparse.Namespace, config, paths: dict, data: dict, vocab) -> tuple:
+    """AugSA training with valid-perplexity snapshots and a Polyak-Ruppert average of lambda over the second part of
+    the budget; the model, the result, the snapshots, the average and the wall seconds."""
+    from trf.lm.model import SentenceTRF
+    from trf.lm.train import train_lm
+
     print(f"\n## TRF training ({args.features}, {args.classes} classes, K={config.n_samples}, t_c={config.t_c}, "
           f"beta_lambda={config.beta_lambda}, t0={config.t0}, L2={config.l2}, stop rule "
           f"{'off' if config.stop_window is None else 'on'}; budget {args.minutes} min, "
           f"NUMBA_NUM_THREADS={os.environ.get('NUMBA_NUM_THREADS', 'all')}; load {os.getloadavg()[0]:.1f})")
-    from trf.lm.model import SentenceTRF
-    from trf.lm.train import refine_zeta
-
     snapshots = []
     last = [time.perf_counter()]
     average = {"sum": None, "n": 0, "from_t": None}
@@ -196,6 +179,15 @@ def main(argv=None) -> int:
           f"{time.process_time() - cpu0:.0f}s; jump acceptance {info.get('jump_acceptance', float('nan')):.2f}")
     draws = result.n_draws
     print(f"TransMS: {draws / max(result.time_sampling, 1e-9):.1f} sentences/s sampled during training (wall)")
+    return model, result, snapshots, average, total
+
+
+def _choose_candidate(args: argparse.Namespace, config, model, result, average: dict, data: dict, vocab) -> tuple:
+    """The candidates (final / averaged lambda, AugSA / refined zeta) and the one best on valid: the chosen model
+    (saved to ``--out``), its name and every candidate's (valid, test) perplexity."""
+    from trf.lm.model import SentenceTRF
+    from trf.lm.train import refine_zeta
+
     candidates = {"final lambda, AugSA zeta": model}
     if average["n"]:
         candidates["averaged lambda, AugSA zeta"] = SentenceTRF(vocab, model.features, model.pi,
@@ -221,6 +213,15 @@ def main(argv=None) -> int:
     model = SentenceTRF(vocab, model.features, model.pi, candidates[chosen].lam, candidates[chosen].zeta, model.meta)
     model.meta["chosen"] = chosen
     model.save(args.out)
+    return model, chosen, scores
+
+
+def _test_perplexity(model, chosen: str, kn5: np.ndarray, data: dict, vocab) -> tuple:
+    """Test perplexity of the TRF, KN5 and their linear interpolation (weight tuned on valid): the numbers and the
+    fitted KN5."""
+    from trf.lm.rescore import interpolate_linear, tune_linear_weight
+    from trf.ngram import KneserNey, perplexity
+
     trf_lp = model.log_prob(data["test"])
     trf_ppl = perplexity(trf_lp, data["test"].n_predicted)
     kn5_ppl = perplexity(kn5, data["test"].n_predicted)
@@ -237,9 +238,14 @@ def main(argv=None) -> int:
           f"{interp_ppl / kn5_ppl:.3f} |")
     print("(log-linear interpolation, trf.lm.rescore.interpolate_loglinear, is unnormalised: for n-best "
           "rescoring, not perplexity)")
-    report.update({"trf": {"test_ppl": trf_ppl, "iterations": result.t, "snapshots": snapshots, "chosen": chosen,
-                           "candidates": scores, "n_features": model.features.n_features, "train_seconds": total},
-                   "kn5_test_ppl": kn5_ppl, "interpolated_test_ppl": interp_ppl, "interp_weight": float(w_valid)})
+    return trf_ppl, kn5_ppl, interp_ppl, float(w_valid), kn5_model
+
+
+def _ais_section(args: argparse.Namespace, model, kn5_model, data: dict) -> dict:
+    """AIS check of zeta on short lengths, and test perplexity on the short sentences with each log Z."""
+    from trf.lm.check import ais_check
+    from trf.lm.corpus import EncodedCorpus
+    from trf.ngram import perplexity
 
     print(f"\n## AIS check of zeta (lengths 1..{args.ais_lengths}, {args.ais_chains} chains, "
           f"{args.ais_temperatures} temperatures)")
@@ -260,10 +266,15 @@ def main(argv=None) -> int:
               f"{perplexity(lp, sub.n_predicted):.2f}")
     print(f"  (KN5 on the same sentences: "
           f"{perplexity(kn5_model.log_prob(sub), sub.n_predicted):.2f})")
-    report["ais"] = {k: v for k, v in ais.items() if k != "log_prob"}
+    return {k: v for k, v in ais.items() if k != "log_prob"}
+
+
+def _speed_section(args: argparse.Namespace, model, data: dict, report: dict) -> None:
+    """TransMS sentences per second with the trained model and scoring speed, one core each; peak memory."""
+    from trf.lm.rescore import scoring_speed
+    from trf.lm.transms import SentenceSampler
 
     print("\n## TransMS speed with the trained model (serial build, one core)")
-    from trf.lm.transms import SentenceSampler
     sampler = SentenceSampler(model.features, model.m)
     state = sampler.init_chains(args.chains, 0, start=data["train"])
     log_w = np.log(model.pi) - model.zeta
@@ -281,10 +292,46 @@ def main(argv=None) -> int:
     print(f"TRF: {speed:.0f} sentences/s on {len(data['test'])} test sentences")
     print(f"peak RSS {peak_rss_mb():.0f} MB")
     report.update({"score_sentences_per_second": speed, "peak_rss_mb": peak_rss_mb()})
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    if args.prepare_only:
+        for name, path in prepare_corpus(Path(args.data_dir), args.max_len).items():
+            print(f"{name}: {path}")
+        return 0
+
+    from trf.augsa import AugSA  # noqa: F401  (imported here so --help works without numba)
+    from trf.lm.backend import lm_config
+    from trf.lm.corpus import Vocabulary, encode_file
+
+    report: dict = {"settings": vars(args)}
+    paths = prepare_corpus(Path(args.data_dir), args.max_len)
+    vocab = Vocabulary.build(paths["train"], max_size=args.vocab)
+    data = {k: encode_file(p, vocab) for k, p in paths.items()}
+    print("## corpus (Debian fortunes, fortunes-min, fortune-anarchism)")
+    for k, c in data.items():
+        print(f"{k:5s}: {len(c):7d} sentences {c.tokens.size:8d} words  <unk> {np.mean(c.tokens == 0):.3%}")
+    report["corpus"] = {k: {"sentences": len(c), "words": int(c.tokens.size)} for k, c in data.items()}
+    kn5 = _ngram_baselines(data, vocab, report)
+
+    if args.sec7:
+        config = lm_config()
+        args.average_from, args.zeta_minutes = 1.0, 0.0
+    else:
+        config = lm_config(n_samples=args.samples, t_c=args.t_c, beta_lambda=args.beta_lambda, t0=args.t0,
+                           l2=args.l2, stop_window=None)
+    model, result, snapshots, average, total = _train_trf(args, config, paths, data, vocab)
+    model, chosen, scores = _choose_candidate(args, config, model, result, average, data, vocab)
+    trf_ppl, kn5_ppl, interp_ppl, w_valid, kn5_model = _test_perplexity(model, chosen, kn5, data, vocab)
+    report.update({"trf": {"test_ppl": trf_ppl, "iterations": result.t, "snapshots": snapshots, "chosen": chosen,
+                           "candidates": scores, "n_features": model.features.n_features, "train_seconds": total},
+                   "kn5_test_ppl": kn5_ppl, "interpolated_test_ppl": interp_ppl, "interp_weight": w_valid})
+    report["ais"] = _ais_section(args, model, kn5_model, data)
+    _speed_section(args, model, data, report)
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2, default=float))
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

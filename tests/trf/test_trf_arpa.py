@@ -288,6 +288,11 @@ def _write(tmp_path, text, gz=False):
     (lambda t: t.replace("-0.05", "nan"), 17, "back-off weight is NaN"),
     (lambda t: t.replace("-99\t<s>\t-0.30103\n", "").replace("ngram 1=6", "ngram 1=5"), 15, "has no '<s>'"),
     (lambda t: t.replace("\\2-grams:", "\\2-grams"), 16, "unknown section header"),
+    (lambda t: t.replace("ngram 1=6\nngram 2=5\nngram 3=2\n", ""), 5, r"\\data\\ has no 'ngram N=count' lines"),
+    (lambda t: t.split("\n\\1-grams:")[0], 6, r"no \\1-grams: section"),
+    (lambda t: t.replace("-0.05", "inf"), 17, "back-off weight inf is not finite"),
+    (lambda t: t.replace("\t-0.15", "\tx"), 18, "log10 back-off weight 'x' is not a number"),
+    (lambda t: t.replace("-0.69897\t</s>\n", "").replace("ngram 1=6", "ngram 1=5"), 15, "has no '</s>'"),
 ])
 def test_malformed_arpa_gets_an_error_naming_the_file_and_line(tmp_path, mutate, line, message):
     text = mutate(SRILM_STYLE)
