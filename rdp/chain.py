@@ -347,14 +347,8 @@ def chain_sample(emissions: Any, transitions: Any = None, lengths: Any = None, *
 
     Parameters
     ----------
-    emissions : Tensor (B, T, N)
-        Emission log potentials (initial scores folded into t = 0).
-    transitions : Tensor (N, N) or (B, T-1, N, N), optional
-        Transition log potentials; or give ``state_embeddings`` (N, D) for ``e_i . e_j``.
-    lengths : LongTensor (B,), optional
-        Sequence lengths in [1, T] (default: all T).
-    state_embeddings : Tensor (N, D), optional
-        Low-rank transitions ``e_i . e_j`` instead of ``transitions``.
+    emissions, transitions, lengths, state_embeddings
+        The chain, as in :func:`chain_log_partition`.
     n_samples : int
         S >= 1 independent paths per sequence.
     generator : torch.Generator, optional
@@ -538,14 +532,8 @@ def chain_gumbel_sample(emissions: Any, transitions: Any = None, lengths: Any = 
 
     Parameters
     ----------
-    emissions : Tensor (B, T, N)
-        Emission log potentials (initial scores folded into t = 0).
-    transitions : Tensor (N, N) or (B, T-1, N, N), optional
-        Transition log potentials; or give ``state_embeddings`` (N, D) for ``e_i . e_j``.
-    lengths : LongTensor (B,), optional
-        Sequence lengths of a ragged batch (default: all T).
-    state_embeddings : Tensor (N, D), optional
-        Low-rank transitions ``e_i . e_j`` instead of ``transitions``.
+    emissions, transitions, lengths, state_embeddings
+        The chain, as in :func:`chain_log_partition` (``lengths`` for a ragged batch).
     tau : float
         Temperature of the relaxed sample, > 0.
     generator : torch.Generator, optional

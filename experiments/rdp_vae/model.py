@@ -379,9 +379,13 @@ def posterior_samples(model: "StructuredVAE", tokens: "torch.Tensor", lengths: "
 
 
 # ------------------------------------------------------------------------------------- evaluation
-def _repeat(x: "torch.Tensor", m: int) -> "torch.Tensor":
-    """(B, ...) -> (m B, ...): ``m`` stacked copies (sample-major)."""
-    return x.unsqueeze(0).expand(m, *x.shape).reshape(m * x.shape[0], *x.shape[1:])
+def _check_data(model: "StructuredVAE", data: "SentenceData", empty: str = "") -> None:
+    """ValueError when ``data`` is empty or encoded with another vocabulary than ``model``'s."""
+    if len(data) == 0:
+        raise ValueError("data is empty" + (f": {empty}" if empty else ""))
+    if data.vocab_size != model.vocab_size:
+        raise ValueError(f"vocabulary mismatch: data encoded with {data.vocab_size} words, model has "
+                         f"{model.vocab_size}")
 
 
 class ImportanceEstimate(NamedTuple):
@@ -418,7 +422,8 @@ def importance_log_likelihood(model: StructuredVAE, tokens: "torch.Tensor", leng
         for s in range(0, n_samples, sample_chunk):
             m = min(sample_chunk, n_samples - s)
             states = draws.paths[s:s + m]
-            lj = model.log_joint(states.reshape(m * batch, -1), _repeat(tokens, m), _repeat(lengths, m))
+            # m stacked copies of the batch, sample-major like the paths (S, B, T)
+            lj = model.log_joint(states.reshape(m * batch, -1), tokens.repeat(m, 1), lengths.repeat(m))
             log_w.append(lj.reshape(m, batch) - draws.log_prob[s:s + m])
         log_w = torch.cat(log_w, dim=0)
         est = torch.logsumexp(log_w, 0) - math.log(n_samples)
@@ -460,11 +465,7 @@ def evaluate_nll(model: StructuredVAE, data: SentenceData, *, n_samples: int = 1
     ``per_word`` (total NLL / number of words including ``</s>``), ``sentences`` and
     ``log_likelihoods`` (the per-sentence estimates, for paired comparisons of models).
     """
-    if len(data) == 0:
-        raise ValueError("data is empty")
-    if data.vocab_size != model.vocab_size:
-        raise ValueError(f"vocabulary mismatch: data encoded with {data.vocab_size} words, model has "
-                         f"{model.vocab_size}")
+    _check_data(model, data)
     gen = torch.Generator().manual_seed(check_int(seed, "seed", low=0))
     model.eval()
     lls, ses = [], []
@@ -487,11 +488,7 @@ def aggregated_posterior(model: StructuredVAE, data: SentenceData, *, batch_size
 
     The number of inactive states is ``(counts == 0).sum()``.
     """
-    if len(data) == 0:
-        raise ValueError("data is empty")
-    if data.vocab_size != model.vocab_size:
-        raise ValueError(f"vocabulary mismatch: data encoded with {data.vocab_size} words, model has "
-                         f"{model.vocab_size}")
+    _check_data(model, data)
     gen = torch.Generator().manual_seed(check_int(seed, "seed", low=0))
     counts = torch.zeros(model.n_states, dtype=torch.long)
     model.eval()
@@ -559,11 +556,7 @@ def train_vae(model: StructuredVAE, data: SentenceData, variant: Variant, config
     if not isinstance(variant, Variant):
         raise TypeError(f"variant must be a experiments.rdp_vae.model.Variant, got {type(variant).__name__}")
     variant.check(model.n_states)
-    if len(data) == 0:
-        raise ValueError("data is empty: nothing to train on")
-    if data.vocab_size != model.vocab_size:
-        raise ValueError(f"vocabulary mismatch: data encoded with {data.vocab_size} words, model has "
-                         f"{model.vocab_size}")
+    _check_data(model, data, "nothing to train on")
     opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     step, history = 0, []
     if checkpoint is not None and resume and Path(checkpoint).is_file():
