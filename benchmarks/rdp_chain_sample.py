@@ -19,6 +19,7 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import torch
 
@@ -60,7 +61,8 @@ def _peak_growth_kib(method: str, args) -> int:
             "before = peak_rss_kib(); _draw(sys.argv[1], em, emb, a.samples, 1); "
             "print(json.dumps(peak_rss_kib() - before))")
     argv = [f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items() if k != "repeats"]
-    out = subprocess.run([sys.executable, "-c", code, method, *argv], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", code, method, *argv], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[1])  # the repository root: benchmarks/ importable
     return int(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
