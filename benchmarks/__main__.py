@@ -59,6 +59,7 @@ SUITE: dict[str, Entry] = {
     "doeblin_core_speed": Entry(("--repeats", "1", "--scale", "0.02")),
     "harness_overhead": Entry(None, why="no size flag (main(replicates=7) over fixed problems)"),
     "pruning_speed": Entry(None, why="no size flag (fixed sentence lengths 10-40 and ITG pairs up to 24 x 24)"),
+    "rdp_chain_sample": Entry(("--states", "50", "--length", "5", "--samples", "10", "--repeats", "1"), needs=TORCH),
     "rdp_distributions_speed": Entry(("--batch", "2", "--chain", "6", "4", "--tree", "5", "4", "--cfg", "4", "3", "4",
                                       "--repeats", "1", "--warmup", "1"), needs=TORCH_STRUCT),
     "rdp_roofline": Entry(("--quick",), needs=TORCH_STRUCT),

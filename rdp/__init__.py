@@ -1,7 +1,8 @@
 """Randomized dynamic programming in torch (Fu, Cunningham, Lapata, "Scaling Structured Inference with
 Randomization", ICML 2022), with the exact algorithms it approximates.
 
-* exact chains (:mod:`rdp.chain`): log Z, marginals, entropy DP, Viterbi, Gumbel-FFBS, a chunked
+* exact chains (:mod:`rdp.chain`): log Z, marginals, entropy DP, Viterbi, Gumbel-FFBS, many exact
+  posterior samples from one forward pass (:func:`rdp.chain.chain_sample`), path scores, a chunked
   no-grad reference for large N; by default in scaled space as matrix products with a custom backward
   recursion (:mod:`rdp.fast_chain`, autograd memory O(N^2 + B T N));
 * exact trees (:mod:`rdp.tree`, :mod:`rdp.pcfg`): span-labelled tree CRF and CNF PCFG inside on
@@ -32,8 +33,9 @@ from typing import Any
 #: Public name -> the submodule that defines it (imported on first access, with torch).
 _EXPORTS = {
     "distributions": ("CFGParts", "LinearChainCRF", "RDP", "SentCFG", "TreeCRF"),
-    "chain": ("GumbelSample", "chain_entropy", "chain_exact_reference", "chain_gumbel_sample", "chain_log_partition",
-              "chain_marginals", "chain_viterbi"),
+    "chain": ("ChainSamples", "GumbelSample", "chain_entropy", "chain_exact_reference", "chain_forward",
+              "chain_gumbel_sample", "chain_log_partition", "chain_marginals", "chain_sample", "chain_score",
+              "chain_viterbi"),
     "pcfg": ("pcfg_entropy", "pcfg_gumbel_sample", "pcfg_log_partition", "pcfg_marginals", "pcfg_viterbi"),
     "proposals": ("resolve_proposal",),
     "randomized_chain": ("randomized_chain_entropy", "randomized_chain_gumbel_sample",

@@ -28,6 +28,7 @@ from ._checks import as_potentials, check_generator, check_lengths
 from ._torch import torch
 from .fast_chain import (
     VITERBI_BLOCK_ELEMENTS,
+    backward_paths,
     blocked_viterbi,
     gumbel_ffbs,
     log_partition_from_alpha,
@@ -302,14 +303,149 @@ def chain_forward(emissions: Any, transitions: Any = None, lengths: Any = None, 
         Log partition function at each sequence's length.
     """
     chunk_size = check_int(chunk_size, "chunk_size", low=1)
+    emissions, trans, lengths = prepare_chain(emissions, transitions, state_embeddings, lengths)
+    return _forward(emissions, trans, lengths, chunk_size)
+
+
+def _forward(emissions, trans: ChainTransitions, lengths, chunk_size: int) -> tuple["torch.Tensor", "torch.Tensor"]:
+    """:func:`chain_forward` on validated inputs."""
     with torch.no_grad():
-        emissions, trans, lengths = prepare_chain(emissions, transitions, state_embeddings, lengths)
         fast = _scaled_inputs(emissions, trans, "auto")
         if fast is None:
             log_alpha = torch.stack(_exact_sweep(emissions, trans, chunk_size=chunk_size).alphas, dim=1)
         else:
             log_alpha = scaled_log_alpha(*fast)
         return log_alpha, log_partition_from_alpha(log_alpha, lengths)
+
+
+class ChainSamples(NamedTuple):
+    """Exact posterior samples of a chain (:func:`chain_sample`).
+
+    Attributes
+    ----------
+    paths : LongTensor (S, B, T)
+        S state paths per sequence, -1 beyond each length.
+    log_prob : Tensor (S, B)
+        ``log p(path)`` = :func:`chain_score` minus log Z, without gradient.
+    """
+
+    paths: "torch.Tensor"
+    log_prob: "torch.Tensor"
+
+
+def chain_sample(emissions: Any, transitions: Any = None, lengths: Any = None, *, state_embeddings: Any = None,
+                 n_samples: int = 1, generator: "torch.Generator | None" = None, chunk_size: int = 512,
+                 block_elements: int = VITERBI_BLOCK_ELEMENTS) -> ChainSamples:
+    """Exact forward-filtering backward-sampling: ``n_samples`` posterior paths per sequence from one forward pass.
+
+    One memory-lean forward pass (:func:`chain_forward`: no (B, N, N) tensor) gives log a_t; then each
+    sample goes back from the sequence's last step drawing x_t from ``p(x_t | x_{t+1}) ∝ a_t(x_t)
+    exp(Phi_{t+1}(x_t, x_{t+1}))`` (:func:`rdp.fast_chain.backward_paths`, a categorical draw per step).
+    Memory: the forward tables (B, T, N), the paths (S, B, T), and one step's logits for a block of samples
+    (at most ``block_elements`` values), so S is limited by O(S B T) alone.  No gradient (for the relaxed,
+    differentiable sample see :func:`chain_gumbel_sample`, the same law for its hard path).
+
+    Parameters
+    ----------
+    emissions, transitions, lengths, state_embeddings
+        The chain, as in :func:`chain_log_partition`.
+    n_samples : int
+        S >= 1 independent paths per sequence.
+    generator : torch.Generator, optional
+        Source of the draws (on the potentials' device).
+    chunk_size : int
+        Next-state chunk of the log-space forward fallback (:func:`chain_forward`).
+    block_elements : int
+        Most logits (samples x B x N) drawn from at once; more samples are drawn in blocks of samples.
+
+    Returns
+    -------
+    ChainSamples
+        ``paths`` (S, B, T) and their ``log_prob`` (S, B), in the promoted dtype of the potentials.
+
+    Examples
+    --------
+    >>> import torch, rdp
+    >>> draws = rdp.chain_sample(torch.zeros(1, 3, 2), torch.zeros(2, 2), n_samples=5,
+    ...                          generator=torch.Generator().manual_seed(0))
+    >>> draws.paths.shape, float(draws.log_prob[0, 0].exp())  # 8 equally likely paths
+    (torch.Size([5, 1, 3]), 0.125)
+    """
+    n_samples = check_int(n_samples, "n_samples", low=1)
+    chunk_size = check_int(chunk_size, "chunk_size", low=1)
+    block_elements = check_int(block_elements, "block_elements", low=1)
+    emissions, trans, lengths = prepare_chain(emissions, transitions, state_embeddings, lengths)
+    generator = check_generator(generator, emissions.device)
+    with torch.no_grad():
+        log_alpha, log_z = _forward(emissions, trans, lengths, chunk_size)
+        batch, _, n = log_alpha.shape
+        tensor = trans.tensor.detach().to(log_alpha.dtype)
+
+        def draw(t: int, logits: "torch.Tensor") -> "torch.Tensor":
+            probs = torch.softmax(logits, dim=-1).reshape(-1, n)
+            return torch.multinomial(probs, 1, generator=generator).reshape(logits.shape[:2])
+
+        block = max(1, block_elements // (batch * n))
+        paths = torch.cat([backward_paths(log_alpha, trans.kind, tensor, lengths, draw, min(block, n_samples - s))
+                           for s in range(0, n_samples, block)])
+        score = _path_score(paths, emissions.detach().to(log_alpha.dtype), trans.kind, tensor, lengths)
+    return ChainSamples(paths, score - log_z)
+
+
+def chain_score(paths: Any, emissions: Any, transitions: Any = None, lengths: Any = None, *,
+                state_embeddings: Any = None) -> "torch.Tensor":
+    """Log potential of state paths: ``sum_t phi_t(x_t) + sum_{t >= 1} Phi_t(x_{t-1}, x_t)`` up to each length.
+
+    Parameters
+    ----------
+    paths : LongTensor (..., B, T)
+        State paths (entries beyond each sequence's length are ignored, e.g. -1).
+    emissions, transitions, lengths, state_embeddings
+        The chain, as in :func:`chain_log_partition`.
+
+    Returns
+    -------
+    Tensor (..., B)
+        The scores, differentiable with respect to the potentials; ``chain_score(...) - chain_log_partition(...)``
+        is ``log p(path)``.
+
+    Raises
+    ------
+    ValueError
+        ``paths`` is not an integer tensor of shape (..., B, T) with states in [0, N) within each length.
+    """
+    emissions, trans, lengths = prepare_chain(emissions, transitions, state_embeddings, lengths)
+    batch, length, n = emissions.shape
+    paths = torch.as_tensor(paths, device=emissions.device)
+    if paths.is_floating_point() or paths.is_complex() or paths.dtype == torch.bool:
+        raise ValueError(f"paths must hold integer states, got dtype {paths.dtype}")
+    if paths.dim() < 2 or tuple(paths.shape[-2:]) != (batch, length):
+        raise ValueError(f"paths must have shape (..., B, T) = (..., {batch}, {length}), got {tuple(paths.shape)}")
+    inside = torch.arange(length, device=paths.device) < lengths[:, None]
+    if bool(((paths < 0) | (paths >= n))[..., inside].any()):
+        raise ValueError(f"paths must hold states in [0, {n}) within each sequence's length")
+    return _path_score(paths.long(), emissions, trans.kind, trans.tensor, lengths)
+
+
+def _path_score(paths: "torch.Tensor", emissions: "torch.Tensor", kind: str, tensor: "torch.Tensor",
+                lengths: "torch.Tensor") -> "torch.Tensor":
+    """:func:`chain_score` on validated inputs (paths (..., B, T), transitions as ``kind`` and ``tensor``)."""
+    batch, length, n = emissions.shape
+    inside = torch.arange(length, device=paths.device) < lengths[:, None]  # (B, T)
+    idx = torch.where(inside, paths, 0)
+    unary = emissions.expand(*paths.shape[:-2], batch, length, n).gather(-1, idx.unsqueeze(-1)).squeeze(-1)
+    score = torch.where(inside, unary, 0).sum(-1)
+    if length == 1:
+        return score
+    prev, nxt = idx[..., :-1], idx[..., 1:]
+    if kind == "embeddings":
+        pair = (tensor[prev] * tensor[nxt]).sum(-1)
+    elif kind == "shared":
+        pair = tensor[prev, nxt]
+    else:
+        steps = torch.arange(length - 1, device=paths.device)
+        pair = tensor[torch.arange(batch, device=paths.device)[:, None], steps[None, :], prev, nxt]
+    return score + torch.where(inside[:, 1:], pair, 0).sum(-1)
 
 
 def chain_marginals(emissions: Any, transitions: Any = None, lengths: Any = None, *,
@@ -396,14 +532,8 @@ def chain_gumbel_sample(emissions: Any, transitions: Any = None, lengths: Any = 
 
     Parameters
     ----------
-    emissions : Tensor (B, T, N)
-        Emission log potentials (initial scores folded into t = 0).
-    transitions : Tensor (N, N) or (B, T-1, N, N), optional
-        Transition log potentials; or give ``state_embeddings`` (N, D) for ``e_i . e_j``.
-    lengths : LongTensor (B,), optional
-        Sequence lengths of a ragged batch (default: all T).
-    state_embeddings : Tensor (N, D), optional
-        Low-rank transitions ``e_i . e_j`` instead of ``transitions``.
+    emissions, transitions, lengths, state_embeddings
+        The chain, as in :func:`chain_log_partition` (``lengths`` for a ragged batch).
     tau : float
         Temperature of the relaxed sample, > 0.
     generator : torch.Generator, optional

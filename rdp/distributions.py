@@ -37,7 +37,7 @@ from samplers.validation import check_int
 
 from ._checks import as_potentials, check_budget, check_generator, check_lengths
 from ._torch import torch
-from .chain import chain_entropy, chain_gumbel_sample, chain_log_partition, chain_viterbi
+from .chain import chain_entropy, chain_log_partition, chain_sample, chain_viterbi
 from .pcfg import pcfg_entropy, pcfg_gumbel_sample, pcfg_log_partition, pcfg_viterbi
 from .randomized_chain import randomized_chain_entropy, randomized_chain_gumbel_sample, randomized_chain_log_partition
 from .randomized_pcfg import randomized_pcfg_entropy, randomized_pcfg_gumbel_sample, randomized_pcfg_log_partition
@@ -197,12 +197,14 @@ class StructDistribution:
         return self._score(self.argmax)
 
     def sample(self, sample_shape: Any = (), generator: "torch.Generator | None" = None):
-        """Draw structures (exact Gumbel sampling, or the randomized sampler under :class:`RDP`).
+        """Draw structures (exact sampling, or the randomized sampler under :class:`RDP`).
 
         Parameters
         ----------
         sample_shape : int or tuple of int
-            Leading shape of the draws; each draw runs on its own copy of the batch (one batched DP).
+            Leading shape of the draws.  Exact chains draw them all from one forward pass
+            (:func:`rdp.chain.chain_sample`); trees, PCFGs and the randomized samplers run each draw on its own
+            copy of the batch (one batched DP).
         generator : torch.Generator, optional
             Source of the noise (default: the :class:`RDP`'s generator, else torch's global one).
 
@@ -332,13 +334,12 @@ class LinearChainCRF(StructDistribution):
         return self._event(path)
 
     def _draw(self, n: int, generator) -> "torch.Tensor":
+        if self._rdp is None:  # one forward pass, n backward passes (copy-major like the batch copies below)
+            paths = chain_sample(**self._chain(self.log_potentials.detach()), n_samples=n, generator=generator).paths
+            return self._event(paths.reshape(-1, paths.shape[-1]))
         args = self._chain(self.log_potentials.detach(), n)
-        if self._rdp is None:
-            hard = chain_gumbel_sample(**args, generator=generator).hard
-        else:
-            budget = {**self._budget(n), "generator": generator}
-            hard = randomized_chain_gumbel_sample(**args, **budget).hard
-        return self._event(hard)
+        budget = {**self._budget(n), "generator": generator}
+        return self._event(randomized_chain_gumbel_sample(**args, **budget).hard)
 
 
 class TreeCRF(StructDistribution):

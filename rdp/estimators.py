@@ -21,7 +21,9 @@ or Top-K (``K2 = 0``).  Targets:
   local for Top-K; on the whole-sentence span both propose the root distribution
   (:func:`root_aware_proposal`).
 
-Chains use the local+global proposal (Eq. 34) as in Sec. 5.1.  Every run computes its estimates
+Chains use the local+global proposal (Eq. 34) as in Sec. 5.1 unless ``chain_proposal`` names another
+(Table 4 compares the four, :data:`rdp.proposals.NAMED`).  A synthetic chain's entropy DP runs only when
+``entropy`` is among the targets (:meth:`~samplers.harness.KindEstimator.only`).  Every run computes its estimates
 with the potentials requiring grad, so the memory column (:class:`rdp.memory.TorchMemoryMeter`) is
 the autograd memory a training step would hold.  Problems of the core's kinds are converted
 exactly with :mod:`rdp.convert` (float64).  ``evaluations``: chart cells kept, ``T K^2`` per chain
@@ -42,6 +44,7 @@ from ._torch import torch
 from .chain import at_lengths
 from .convert import chain_crf_tensors, pcfg_tensors
 from .memory import TorchMemoryMeter, note_output
+from .proposals import NAMED
 from .randomized_chain import randomized_chain_entropy, randomized_chain_log_partition, randomized_chain_sweep
 from .randomized_pcfg import randomized_pcfg_log_partition
 from .randomized_tree import randomized_tree_log_partition
@@ -49,6 +52,8 @@ from .randomized_tree import randomized_tree_log_partition
 SPLITS = ("k2=1", "k1=k2", "topk")
 #: Default names per split (the cross suites' names).
 NAMES = {"k2=1": "rdp-k2=1", "k1=k2": "rdp-k1=k2", "topk": "topk"}
+#: The chain proposal of Sec. 5.1 (Eq. 34).
+CHAIN_PROPOSAL = "local+global"
 
 
 def split_budget(k: int, split: str) -> tuple[int, int]:
@@ -85,7 +90,14 @@ class RDPEstimator(KindEstimator):
     split : {"k2=1", "k1=k2", "topk"}
         How K is split between the top-K1 set and the K2 sampled states (:func:`split_budget`).
     name : str, optional
-        Default :data:`NAMES` ``[split]``.
+        Default :data:`NAMES` ``[split]`` (followed by ``chain_proposal`` when that is not the default).
+    chain_proposal : {"local+global", "uniform", "local", "global"}
+        The proposal on chain CRFs and synthetic chains (Sec. 4, Eq. 34); trees and PCFGs keep theirs.
+
+    Raises
+    ------
+    ValueError
+        ``split`` or ``chain_proposal`` is not one of the names above.
     """
 
     family = "rdp"
@@ -96,10 +108,13 @@ class RDPEstimator(KindEstimator):
     quick_budgets = (20, 50)
     budgets = (10, 20, 50, 80)
 
-    def __init__(self, split: str = "k2=1", name: str | None = None):
+    def __init__(self, split: str = "k2=1", name: str | None = None, *, chain_proposal: str = CHAIN_PROPOSAL):
         split_budget(2, split)
-        self.split = split
-        self.name = name or NAMES[split]
+        if chain_proposal not in NAMED:
+            raise ValueError(f"chain_proposal must be one of {NAMED}, got {chain_proposal!r}")
+        self.split, self.chain_proposal = split, chain_proposal
+        suffix = "" if chain_proposal == CHAIN_PROPOSAL else f" {chain_proposal}"
+        self.name = name or NAMES[split] + suffix
 
     def k1_k2(self, n: int, budget: int) -> tuple[int, int]:
         """(K1, K2) for N states at budget percent."""
@@ -121,12 +136,16 @@ class RDPEstimator(KindEstimator):
             cells = problem.length * (problem.length + 1) // 2
             return {"log_partition": float(log_z[0].detach()), EVALUATIONS: cells * (k1 + k2)}
         emissions = inst.emissions.detach().requires_grad_(True)
+        entropy = "entropy" in targets
         run = randomized_chain_sweep(emissions, state_embeddings=inst.state_embeddings, k1=k1, k2=k2,
-                                     proposal="local+global", generator=gen, entropy=True)
-        log_z, ent = at_lengths(run.sweep.log_z, run.lengths), at_lengths(run.sweep.entropy, run.lengths)
+                                     proposal=self.chain_proposal, generator=gen, entropy=entropy)
+        log_z = at_lengths(run.sweep.log_z, run.lengths)
+        ent = at_lengths(run.sweep.entropy, run.lengths) if entropy else None
         note_output(log_z, ent)
-        return {"log_partition": float(log_z[0].detach()), "entropy": float(ent[0].detach()),
-                EVALUATIONS: problem.length * (k1 + k2)}
+        out = {"log_partition": float(log_z[0].detach()), EVALUATIONS: problem.length * (k1 + k2)}
+        if ent is not None:
+            out["entropy"] = float(ent[0].detach())
+        return out
 
     def _pcfg(self, problem, budget: int, gen, targets: tuple) -> dict[str, Any]:
         t = pcfg_tensors(problem.grammar, problem.words)
@@ -150,7 +169,7 @@ class RDPEstimator(KindEstimator):
         out = {EVALUATIONS: problem.crf.length * (k1 + k2) ** 2 * (2 if "entropy" in targets else 1)}
         with torch.enable_grad():
             emissions = t.pop("emissions").requires_grad_(True)
-            log_z = randomized_chain_log_partition(emissions, **t, k1=k1, k2=k2, proposal="local+global",
+            log_z = randomized_chain_log_partition(emissions, **t, k1=k1, k2=k2, proposal=self.chain_proposal,
                                                    generator=gen)
             out["log_partition"] = float(log_z[0].detach())
             if "marginals" in targets:
@@ -159,8 +178,8 @@ class RDPEstimator(KindEstimator):
         note_output(log_z)
         if "entropy" in targets:
             with torch.no_grad():
-                ent = randomized_chain_entropy(emissions.detach(), **t, k1=k1, k2=k2, proposal="local+global",
-                                               generator=gen)
+                ent = randomized_chain_entropy(emissions.detach(), **t, k1=k1, k2=k2,
+                                               proposal=self.chain_proposal, generator=gen)
             out["entropy"] = float(ent[0])
         return out
 

@@ -41,6 +41,7 @@ max-product Viterbi that never materialises (B, N, N), and Gumbel forward-filter
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 from torch.autograd.function import once_differentiable
 
@@ -262,6 +263,53 @@ def transition_columns(kind: str, tensor: "torch.Tensor", steps: "torch.Tensor",
     return tensor[batch, steps[None, :] - 1, :, states]  # (B, K, N)
 
 
+def backward_paths(log_alpha: "torch.Tensor", kind: str, tensor: "torch.Tensor", lengths: "torch.Tensor",
+                   draw: Callable[[int, "torch.Tensor"], "torch.Tensor"], n_samples: int = 1) -> "torch.Tensor":
+    """Backward sampling of ``n_samples`` state paths per sequence from the forward variables log a_t.
+
+    Going back from each sequence's last step L - 1, the backward conditional of x_t given x_{t+1} has
+    logits ``log a_t(i) + Phi_{t+1}(i, x_{t+1})`` (``log a_{L-1}`` alone at the last step); ``draw(t,
+    logits)`` turns logits (S, B, N) into states (S, B) (a categorical draw, or the arg max of logits plus
+    Gumbel noise).  No gradient.  Besides ``log_alpha`` (the forward tables) it holds the paths (S, B, T)
+    and one step's logits (S, B, N).
+
+    Parameters
+    ----------
+    log_alpha : Tensor (B, T, N)
+        Exact log forward variables.
+    kind, tensor : str, Tensor
+        The transitions (:class:`rdp.transitions.ChainTransitions` ``kind`` and ``tensor``).
+    lengths : LongTensor (B,)
+        Sequence lengths in [1, T].
+    draw : callable ``(t, logits (S, B, N)) -> LongTensor (S, B)``
+        Picks the states of step t from the backward conditionals' logits.
+    n_samples : int
+        S, the paths drawn per sequence.
+
+    Returns
+    -------
+    LongTensor (S, B, T)
+        The paths, -1 beyond each length.
+    """
+    batch, length, n = log_alpha.shape
+    device = log_alpha.device
+    paths = torch.full((n_samples, batch, length), -1, dtype=torch.long, device=device)
+    with torch.no_grad():
+        la, tensor = log_alpha.detach(), tensor.detach()
+        nxt = torch.zeros((n_samples, batch), dtype=torch.long, device=device)
+        for t in range(length - 1, -1, -1):
+            logits = la[:, t].expand(n_samples, batch, n)
+            if t < length - 1:
+                steps = torch.full((n_samples,), t + 1, dtype=torch.long, device=device)
+                cols = transition_columns(kind, tensor, steps, nxt.T).transpose(0, 1)  # (S, B, N)
+                logits = torch.where((lengths - 1 == t)[None, :, None], logits, logits + cols)
+            active = (t <= lengths - 1)[None, :]
+            states = draw(t, logits)
+            paths[:, :, t] = torch.where(active, states, -1)
+            nxt = torch.where(active, states, 0)
+    return paths
+
+
 def gumbel_ffbs(log_alpha: "torch.Tensor", kind: str, tensor: "torch.Tensor", lengths: "torch.Tensor",
                 noise: "torch.Tensor", tau: float) -> tuple["torch.Tensor", "torch.Tensor"]:
     """Gumbel forward-filtering backward-sampling (Alg. 4, Eq. 23-28 with all states) from log a_t.
@@ -269,7 +317,7 @@ def gumbel_ffbs(log_alpha: "torch.Tensor", kind: str, tensor: "torch.Tensor", le
     Going back from each sequence's last step, the logits at t are ``log a_t(i) + Phi_{t+1}(i, x_{t+1})``
     (``log a_L`` alone at the last step); the hard state is the arg max of logits + ``noise`` (an exact
     posterior draw), the relaxed sample ``softmax((logits + noise) / tau)``.  The hard path is found
-    without gradient reading one transition column per sequence and step; the relaxed samples are
+    without gradient by :func:`backward_paths` (one path per sequence); the relaxed samples are
     then recomputed with gradient from one gather of all the columns on the path.
 
     Returns
@@ -279,20 +327,7 @@ def gumbel_ffbs(log_alpha: "torch.Tensor", kind: str, tensor: "torch.Tensor", le
     """
     batch, length, n = log_alpha.shape
     device = log_alpha.device
-    hard = torch.full((batch, length), -1, dtype=torch.long, device=device)
-    with torch.no_grad():
-        la = log_alpha.detach()
-        pos_next = torch.zeros(batch, dtype=torch.long, device=device)
-        for t in range(length - 1, -1, -1):
-            logits = la[:, t]
-            if t < length - 1:
-                step = torch.full((1,), t + 1, dtype=torch.long, device=device)
-                col = transition_columns(kind, tensor.detach(), step, pos_next[:, None]).squeeze(1)
-                logits = torch.where((lengths - 1 == t).unsqueeze(-1), logits, logits + col)
-            active = t <= lengths - 1
-            pos = (logits + noise[:, t]).argmax(-1)
-            pos_next = torch.where(active, pos, torch.zeros_like(pos))
-            hard[:, t] = torch.where(active, pos, torch.full_like(pos, -1))
+    hard = backward_paths(log_alpha, kind, tensor, lengths, lambda t, logits: (logits + noise[:, t]).argmax(-1))[0]
     logits = log_alpha
     if length > 1:
         steps = torch.arange(1, length, device=device)

@@ -23,8 +23,8 @@ def _storage_key(t: "torch.Tensor") -> tuple[int, int]:
     return storage.data_ptr(), storage.nbytes()
 
 
-def note_output(*tensors: "torch.Tensor") -> None:
-    """Count the bytes of these output tensors in every active :class:`TorchMemoryMeter`."""
+def note_output(*tensors: "torch.Tensor | None") -> None:
+    """Count the bytes of these output tensors in every active :class:`TorchMemoryMeter` (None is skipped)."""
     for meter in _ACTIVE:
         for t in tensors:
             if isinstance(t, torch.Tensor):

@@ -142,7 +142,7 @@ def randomized_pcfg_gumbel_sample(rule_scores: Any, terminal_scores: Any, root_s
     Returns
     -------
     LongTensor (B, T, T)
-        The nonterminal of every span of the sampled tree, -1 for spans not in it.
+        Sampled trees as in :func:`rdp.pcfg.pcfg_gumbel_sample` (a nonterminal per span, -1 off the tree).
 
     Examples
     --------

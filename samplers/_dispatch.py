@@ -10,12 +10,18 @@ kernel is then compiled once per model type, with direct calls (no function poin
 from __future__ import annotations
 
 import os
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable, cast
 
 from numba import types
 from numba.extending import overload
 
 from ._jit import _DEFAULTS, jit
+
+if TYPE_CHECKING:  # numba's stubs type an overload's jit_options as this TypedDict (it has no "cache" key)
+    from numba.core.decorators import _JITOptions
+
+#: The overloads' compile options: the project's, less ``cache`` (so uncached, see :func:`implements`).
+_OVERLOAD_OPTIONS = cast("_JITOptions", {k: v for k, v in _DEFAULTS.items() if k != "cache"})
 
 
 def numba_operation(name: str, doc: str) -> Callable:
@@ -67,9 +73,9 @@ def implements(operation: Callable, model_class: type, operations: Iterable[Call
         # the overload's one-line body is not cached on its own: its cache index (in this file's cache) would
         # hold every model type of every caller, and one model defined in a module that another process
         # cannot import (a test module) would make the whole index fail to load there
-        @overload(operation, jit_options={**_DEFAULTS, "cache": False})
+        @overload(operation, jit_options=_OVERLOAD_OPTIONS)
         def _impl(model, *args):
-            if isinstance(model, types.BaseNamedTuple) and model.instance_class is model_class:
+            if isinstance(model, (types.NamedTuple, types.NamedUniTuple)) and model.instance_class is model_class:
                 return lambda model, *args: kernel(model, *args)
             return None
 

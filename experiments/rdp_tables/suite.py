@@ -8,57 +8,27 @@
   (uniform, local, global, local + global, Eq. 34) on dense / intermediate / long-tailed chains.
 
 Problems are :class:`rdp.problems.SyntheticChainProblem` (synthetic chains with controlled entropy, exact log Z
-by the chunked exact forward in float64).  Estimates use the public
-:func:`rdp.randomized_chain_log_partition` with the potentials requiring grad (memory column = autograd
-state a training step would hold).
+by the chunked exact forward in float64).  The estimator is rdp's one :class:`rdp.estimators.RDPEstimator`
+(a K1/K2 split and a chain proposal), restricted to ``log_partition``; it runs with the potentials requiring
+grad (memory column = autograd state a training step would hold).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from rdp.estimators import RDPEstimator
+from rdp.proposals import NAMED as PROPOSALS
+from samplers.harness import Suite
 
-from rdp.estimators import split_budget
-from samplers.harness import Estimator, Suite
-
-PROPOSALS = ("uniform", "local", "global", "local+global")
+#: The paper's names of the splits (the tables' rows).
+LABELS = {"k2=1": "RDP (K2=1)", "k1=k2": "RDP (K1=K2)", "topk": "TopK"}
 
 
-class ForwardEstimator(Estimator):
-    """Randomized Forward (Alg. 1) estimate of a chain's log Z with a given proposal and K1/K2 split.
-
-    Budget: K in percent of N (at least 2 states).
-    """
-
-    budget_label = "K (% of N)"
-
-    def __init__(self, proposal: str = "local+global", split: str = "k2=1", name: str | None = None):
-        if proposal not in PROPOSALS:
-            raise ValueError(f"proposal must be one of {PROPOSALS}, got {proposal!r}")
-        split_budget(2, split)
-        self.proposal, self.split = proposal, split
-        label = {"k2=1": "RDP (K2=1)", "k1=k2": "RDP (K1=K2)", "topk": "TopK"}[split]
-        self.name = name or (label if proposal == "local+global" else f"{label} {proposal}")
-        from rdp.memory import TorchMemoryMeter
-
-        self.memory_meter = TorchMemoryMeter
-
-    def supports(self, problem) -> bool:
-        return getattr(problem, "kind", None) == "synthetic-chain"
-
-    def estimate(self, problem, budget: int, seed: int) -> dict[str, Any]:
-        import torch
-
-        from rdp import randomized_chain_log_partition
-        from rdp.memory import note_output
-
-        k1, k2 = split_budget(max(2, round(budget * problem.n_states / 100)), self.split)
-        inst = problem.instance
-        emissions = inst.emissions.detach().requires_grad_(True)
-        log_z = randomized_chain_log_partition(emissions, state_embeddings=inst.state_embeddings, k1=k1, k2=k2,
-                                               proposal=self.proposal,
-                                               generator=torch.Generator().manual_seed(seed))
-        note_output(log_z)
-        return {"log_partition": float(log_z[0].detach())}
+def forward_estimator(proposal: str = "local+global", split: str = "k2=1") -> RDPEstimator:
+    """Randomized Forward (Alg. 1) estimate of a chain's log Z with ``proposal`` and a K1/K2 ``split``,
+    named as in the tables (``"RDP (K2=1)"``, ``"TopK uniform"`` ...).  Budget: K in percent of N."""
+    est = RDPEstimator(split, chain_proposal=proposal)  # checks split and proposal
+    est.name = LABELS[split] if proposal == "local+global" else f"{LABELS[split]} {proposal}"
+    return est.only(["log_partition"])
 
 
 def bias_variance_suite(n_states: int = 2000, chain_length: int = 50, replicates: int = 100,
@@ -67,7 +37,7 @@ def bias_variance_suite(n_states: int = 2000, chain_length: int = 50, replicates
     from rdp.problems import SyntheticChainProblem as ChainProblem
 
     problems = [ChainProblem(n_states, chain_length, r) for r in regimes]
-    estimators = [ForwardEstimator(split="topk"), ForwardEstimator(split="k2=1"), ForwardEstimator(split="k1=k2")]
+    estimators = [forward_estimator(split=split) for split in ("topk", "k2=1", "k1=k2")]
     budgets = {"TopK": [20, 50], "RDP (K2=1)": [1, 10, 20], "RDP (K1=K2)": [1, 10, 20]}
     return Suite(problems, estimators, budgets, replicates=replicates,
                  description=f"Table 3 of Fu et al. (2022): bias/variance of randomized Forward, N = {n_states}")
@@ -79,7 +49,7 @@ def proposals_suite(n_states: int = 2000, chain_length: int = 50, replicates: in
     from rdp.problems import SyntheticChainProblem as ChainProblem
 
     problems = [ChainProblem(n_states, chain_length, r) for r in regimes]
-    estimators = [ForwardEstimator(p, split) for split in ("k2=1", "k1=k2") for p in PROPOSALS]
+    estimators = [forward_estimator(p, split) for split in ("k2=1", "k1=k2") for p in PROPOSALS]
     return Suite(problems, estimators, {e.name: [budget] for e in estimators}, replicates=replicates,
                  description=f"Table 4 of Fu et al. (2022): proposals for randomized Forward, N = {n_states}")
 

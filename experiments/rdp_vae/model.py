@@ -23,9 +23,9 @@ plus K2 sampled states per step, the paper's K1 = K2 = 10% of N by default).
 Evaluation: test NLL by importance sampling with exact posterior samples of q as the proposal
 (Kim et al. 2019; Sec. 5.2) with standard errors (:func:`importance_log_likelihood`), and the
 aggregated posterior (state frequencies of posterior samples over a corpus, Fig. 2) with the number
-of inactive states (:func:`aggregated_posterior`).  Exact posterior sampling and log q use a
-no-grad forward, rdp's exact chain forward (:func:`rdp.chain.chain_forward`, via :func:`crf_forward`),
-so they run at N = 2,000 on CPU.
+of inactive states (:func:`aggregated_posterior`).  Exact posterior samples and log q come from rdp's
+exact FFBS (:func:`rdp.chain.chain_sample` via :func:`posterior_samples`: one no-grad, memory-lean forward
+pass for all S samples), so they run at N = 2,000 on CPU.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Iterable, NamedTuple, Sequence
 
 from rdp._torch import torch
-from rdp.chain import chain_entropy, chain_forward, chain_gumbel_sample
+from rdp.chain import ChainSamples, chain_entropy, chain_gumbel_sample, chain_sample
 from rdp.randomized_chain import randomized_chain_entropy, randomized_chain_gumbel_sample
 from samplers.validation import check_float, check_int
 
@@ -49,7 +49,7 @@ nn = torch.nn
 PAD, UNK, EOS = "<pad>", "<unk>", "</s>"
 
 __all__ = ["PAD", "UNK", "EOS", "Vocabulary", "SentenceData", "Variant", "BiLSTMEncoder", "StructuredVAE",
-           "ElboTerms", "crf_forward", "crf_sample", "ImportanceEstimate", "importance_log_likelihood",
+           "ElboTerms", "posterior_samples", "ImportanceEstimate", "importance_log_likelihood",
            "exact_log_likelihood", "aggregated_posterior", "TrainConfig", "train_vae", "evaluate_nll"]
 
 
@@ -359,85 +359,33 @@ class StructuredVAE(nn.Module):
         return ElboTerms(log_joint + entropy, log_joint, entropy)
 
 
-# ------------------------------------------------------------------- exact CRF forward and sampling
-def _check_crf(emissions: "torch.Tensor", state_embeddings: "torch.Tensor", lengths: "torch.Tensor") -> None:
-    if emissions.dim() != 3 or state_embeddings.dim() != 2 or state_embeddings.shape[0] != emissions.shape[2]:
-        raise ValueError(f"emissions (B, T, N) and state_embeddings (N, D) disagree: {tuple(emissions.shape)} vs "
-                         f"{tuple(state_embeddings.shape)}")
-    if lengths.shape != emissions.shape[:1]:
-        raise ValueError(f"lengths must have shape ({emissions.shape[0]},)")
+# ------------------------------------------------------------------------------- exact CRF sampling
+def posterior_samples(model: "StructuredVAE", tokens: "torch.Tensor", lengths: "torch.Tensor", n_samples: int, *,
+                      generator: "torch.Generator | None" = None) -> "ChainSamples":
+    """``n_samples`` exact posterior paths of q(x | y) per sentence and their ``log q``, from one forward pass.
 
-
-def crf_forward(emissions: "torch.Tensor", state_embeddings: "torch.Tensor", lengths: "torch.Tensor", *,
-                chunk_size: int = 512) -> tuple["torch.Tensor", "torch.Tensor"]:
-    """Exact forward variables and log Z of the embedding CRF (Eq. 29-30), without gradient, in float64.
-
-    rdp's one exact chain forward (:func:`rdp.chain.chain_forward`): scaled-space matrix products, or the
-    log-space recursion over chunks of ``chunk_size`` states when the transition scores span too many nats;
-    no (B, N, N) tensor is built, so exact posterior sampling runs at N = 2,000.
+    rdp's exact FFBS (:func:`rdp.chain.chain_sample`) on the CRF of Eq. 29-31 in float64, without gradient:
+    a memory-lean forward (no (B, N, N) tensor), so exact posterior sampling runs at N = 2,000.
 
     Returns
     -------
-    alphas : Tensor (B, T, N)
-        Log forward variables (alpha_t(i) sums over prefixes ending in state i at step t), float64.
-    log_z : Tensor (B,)
-        Log partition function at each sequence's length, float64.
+    ChainSamples
+        ``paths`` (S, B, T), -1 beyond each length; ``log_prob`` (S, B) = ``log q(x | y)``.
     """
-    _check_crf(emissions, state_embeddings, lengths)
-    return chain_forward(emissions.detach().double(), lengths=lengths,
-                         state_embeddings=state_embeddings.detach().double(), chunk_size=chunk_size)
-
-
-def crf_score(states: "torch.Tensor", emissions: "torch.Tensor", state_embeddings: "torch.Tensor",
-              lengths: "torch.Tensor") -> "torch.Tensor":
-    """Unnormalised log potential of state sequences (..., B, T) under the CRF (Eq. 29), shape (..., B)."""
-    length = emissions.shape[1]
-    mask = (torch.arange(length, device=states.device) < lengths[:, None]).to(emissions.dtype)
-    idx = states.clamp_min(0)
-    em = emissions.expand(*states.shape[:-2], *emissions.shape)
-    unary = em.gather(-1, idx.unsqueeze(-1)).squeeze(-1) * mask
-    e = state_embeddings[idx]
-    pair = (e[..., :-1, :] * e[..., 1:, :]).sum(-1) * mask[:, 1:]
-    return unary.sum(-1) + pair.sum(-1)
-
-
-def crf_sample(emissions: "torch.Tensor", state_embeddings: "torch.Tensor", lengths: "torch.Tensor",
-               n_samples: int, *, generator: "torch.Generator | None" = None,
-               forward: "tuple[torch.Tensor, torch.Tensor] | None" = None) -> tuple["torch.Tensor", "torch.Tensor"]:
-    """Exact posterior samples of the CRF by forward filtering, backward sampling (no gradient).
-
-    Returns
-    -------
-    states : LongTensor (S, B, T)
-        Samples, -1 beyond each length.
-    log_q : Tensor (S, B)
-        ``log q(x | y)`` of each sample (score minus log Z).
-    """
-    n_samples = check_int(n_samples, "n_samples", low=1)
     with torch.no_grad():
-        alphas, log_z = forward if forward is not None else crf_forward(emissions, state_embeddings, lengths)
-        emb = state_embeddings.detach().to(alphas.dtype)
-        batch, length, n = alphas.shape
-        states = torch.full((n_samples, batch, length), -1, dtype=torch.long, device=alphas.device)
-        nxt = torch.zeros((n_samples, batch), dtype=torch.long, device=alphas.device)
-        for t in range(length - 1, -1, -1):
-            logits = alphas[:, t].expand(n_samples, batch, n)
-            if t < length - 1:
-                cond = logits + emb[nxt] @ emb.T
-                logits = torch.where((lengths - 1 == t)[None, :, None], logits, cond)
-            draw = torch.multinomial(torch.softmax(logits, -1).reshape(-1, n), 1, generator=generator)
-            draw = draw.reshape(n_samples, batch)
-            active = (t <= lengths - 1)[None, :].expand_as(draw)
-            states[:, :, t] = torch.where(active, draw, torch.full_like(draw, -1))
-            nxt = torch.where(active, draw, torch.zeros_like(draw))
-        log_q = crf_score(states, emissions.detach().to(alphas.dtype), emb, lengths) - log_z
-    return states, log_q
+        em = model.emissions(tokens, lengths).double()
+        return chain_sample(em, lengths=lengths, state_embeddings=model.state_embeddings.detach().double(),
+                            n_samples=n_samples, generator=generator)
 
 
 # ------------------------------------------------------------------------------------- evaluation
-def _repeat(x: "torch.Tensor", m: int) -> "torch.Tensor":
-    """(B, ...) -> (m B, ...): ``m`` stacked copies (sample-major)."""
-    return x.unsqueeze(0).expand(m, *x.shape).reshape(m * x.shape[0], *x.shape[1:])
+def _check_data(model: "StructuredVAE", data: "SentenceData", empty: str = "") -> None:
+    """ValueError when ``data`` is empty or encoded with another vocabulary than ``model``'s."""
+    if len(data) == 0:
+        raise ValueError("data is empty" + (f": {empty}" if empty else ""))
+    if data.vocab_size != model.vocab_size:
+        raise ValueError(f"vocabulary mismatch: data encoded with {data.vocab_size} words, model has "
+                         f"{model.vocab_size}")
 
 
 class ImportanceEstimate(NamedTuple):
@@ -460,23 +408,23 @@ def importance_log_likelihood(model: StructuredVAE, tokens: "torch.Tensor", leng
                               sample_chunk: int = 25) -> ImportanceEstimate:
     """Importance-sampled ``log p(y)`` with the inference network as proposal (Sec. 5.2; Kim et al. 2019).
 
-    Samples are exact posterior draws of the CRF (:func:`crf_sample`), so the weight estimate of p(y)
-    is unbiased for any trained q (q > 0 everywhere); the log is biased low by O(1/S) (Jensen).
+    Samples are exact posterior draws of the CRF (:func:`posterior_samples`, all S from one forward pass), so
+    the weight estimate of p(y) is unbiased for any trained q (q > 0 everywhere); the log is biased low by
+    O(1/S) (Jensen).  The decoder scores ``sample_chunk`` samples per batch at a time.
     """
     tokens, lengths = model.check_batch(tokens, lengths)
     n_samples = check_int(n_samples, "n_samples", low=1)
     sample_chunk = check_int(sample_chunk, "sample_chunk", low=1)
     with torch.no_grad():
-        em = model.emissions(tokens, lengths)
-        fwd = crf_forward(em, model.state_embeddings, lengths)
+        draws = posterior_samples(model, tokens, lengths, n_samples, generator=generator)
         log_w = []
         batch = tokens.shape[0]
         for s in range(0, n_samples, sample_chunk):
             m = min(sample_chunk, n_samples - s)
-            states, log_q = crf_sample(em, model.state_embeddings, lengths, m, generator=generator, forward=fwd)
-            lj = model.log_joint(states.reshape(m * batch, -1), _repeat(tokens, m), _repeat(lengths, m))
-            lj = lj.reshape(m, batch)
-            log_w.append(lj - log_q)
+            states = draws.paths[s:s + m]
+            # m stacked copies of the batch, sample-major like the paths (S, B, T)
+            lj = model.log_joint(states.reshape(m * batch, -1), tokens.repeat(m, 1), lengths.repeat(m))
+            log_w.append(lj.reshape(m, batch) - draws.log_prob[s:s + m])
         log_w = torch.cat(log_w, dim=0)
         est = torch.logsumexp(log_w, 0) - math.log(n_samples)
         w = torch.exp(log_w - est)  # weights relative to their mean
@@ -517,11 +465,7 @@ def evaluate_nll(model: StructuredVAE, data: SentenceData, *, n_samples: int = 1
     ``per_word`` (total NLL / number of words including ``</s>``), ``sentences`` and
     ``log_likelihoods`` (the per-sentence estimates, for paired comparisons of models).
     """
-    if len(data) == 0:
-        raise ValueError("data is empty")
-    if data.vocab_size != model.vocab_size:
-        raise ValueError(f"vocabulary mismatch: data encoded with {data.vocab_size} words, model has "
-                         f"{model.vocab_size}")
+    _check_data(model, data)
     gen = torch.Generator().manual_seed(check_int(seed, "seed", low=0))
     model.eval()
     lls, ses = [], []
@@ -544,20 +488,14 @@ def aggregated_posterior(model: StructuredVAE, data: SentenceData, *, batch_size
 
     The number of inactive states is ``(counts == 0).sum()``.
     """
-    if len(data) == 0:
-        raise ValueError("data is empty")
-    if data.vocab_size != model.vocab_size:
-        raise ValueError(f"vocabulary mismatch: data encoded with {data.vocab_size} words, model has "
-                         f"{model.vocab_size}")
+    _check_data(model, data)
     gen = torch.Generator().manual_seed(check_int(seed, "seed", low=0))
     counts = torch.zeros(model.n_states, dtype=torch.long)
     model.eval()
     with torch.no_grad():
         for s in range(0, len(data), batch_size):
             tok, lens = data.batch(torch.arange(s, min(s + batch_size, len(data))))
-            em = model.emissions(*model.check_batch(tok, lens))
-            states, _ = crf_sample(em, model.state_embeddings, lens, 1, generator=gen)
-            flat = states.reshape(-1)
+            flat = posterior_samples(model, *model.check_batch(tok, lens), 1, generator=gen).paths.reshape(-1)
             counts += torch.bincount(flat[flat >= 0], minlength=model.n_states)
     return counts
 
@@ -618,11 +556,7 @@ def train_vae(model: StructuredVAE, data: SentenceData, variant: Variant, config
     if not isinstance(variant, Variant):
         raise TypeError(f"variant must be a experiments.rdp_vae.model.Variant, got {type(variant).__name__}")
     variant.check(model.n_states)
-    if len(data) == 0:
-        raise ValueError("data is empty: nothing to train on")
-    if data.vocab_size != model.vocab_size:
-        raise ValueError(f"vocabulary mismatch: data encoded with {data.vocab_size} words, model has "
-                         f"{model.vocab_size}")
+    _check_data(model, data, "nothing to train on")
     opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     step, history = 0, []
     if checkpoint is not None and resume and Path(checkpoint).is_file():

@@ -306,43 +306,11 @@ class Study:
             with RunStore(store) as opened:
                 return self.run(n_jobs, progress=progress, backend=backend, store=opened, fail_fast=fail_fast)
         specs = self.runs()
-        exact: dict[str, dict[str, tuple]] = {}
-        exact_errors: dict[str, BaseException] = {}
-        for problem in self.problems:
-            try:
-                exact[problem.name] = self._exact_of(problem)
-            except Exception as exc:  # failures are data: this problem's runs are recorded as failed
-                if is_interrupt(exc):
-                    raise KeyboardInterrupt from exc
-                if fail_fast:
-                    raise
-                exact_errors[problem.name] = exc
-
+        exact, exact_errors = self._all_exact(fail_fast)
         records: dict[tuple, dict[str, Any]] = {}
         warmups: list[dict[str, Any]] = []
-        stored_exact: set[str] = set()
-        stored_meta: dict[str, Any] | None = None
         if store is not None:
-            for rec in read_records(store.path):
-                if rec.get("study", "") != self.name:
-                    continue
-                if rec.get("type") == "warmup":
-                    warmups.append(rec)
-                elif rec.get("type") == "run" and rec.get("status") == "ok":
-                    records[run_key(rec)] = rec
-                elif rec.get("type") == "exact":
-                    stored_exact.add(rec["problem"])
-                elif rec.get("type") == "study":
-                    stored_meta = rec
-            # what a reader of the folder needs to rebuild the rows without the suite's code (once)
-            meta = json.loads(dumps({"type": "study", "study": self.name, **self._meta(exact)}))
-            if meta != stored_meta:
-                store.append(meta)
-            for name, ex in exact.items():
-                if name not in stored_exact:
-                    store.append({"type": "exact", "study": self.name, "problem": name,
-                                  "targets": {t: {"value": v[0], "stderr": v[1], "provenance": v[2]}
-                                              for t, v in ex.items()}})
+            self._resume(store, exact, records, warmups)
         keys = [self._key(s) for s in specs]
         pending = [i for i, k in enumerate(keys) if k not in records]
 
@@ -366,16 +334,7 @@ class Study:
         from tqdm.auto import tqdm
 
         disable = (not sys.stderr.isatty()) if progress is None else not progress
-        token = uuid.uuid4().hex
-        work = []
-        for i in todo:
-            s = specs[i]
-            problem, est = self.problems[s.problem_index], self.estimators[s.estimator_index]
-            warm = None
-            if getattr(est, "warmup", True):
-                b0 = min(self.budgets[est.name])
-                warm = (token, b0, warmup_seed(self.seed, problem.name, est.name, b0))
-            work.append((problem, est, s.budget, s.seed, warm, i, s.replicate == 0))
+        work = self._work(specs, todo)
         if n_jobs == 1 and backend is None:
             outputs = (_execute(*args) for args in work)
         else:
@@ -395,6 +354,62 @@ class Study:
             warnings.warn(f"{len(results.failures)} of {len(specs)} runs failed (see Results.failures); the "
                           f"first: {results.failures[0]['error']}", RunFailedWarning, stacklevel=user_stacklevel())
         return results
+
+    def _all_exact(self, fail_fast: bool) -> tuple[dict[str, dict[str, tuple]], dict[str, BaseException]]:
+        """Every problem's exact values, and the errors of those whose ``exact()`` failed (unless ``fail_fast``)."""
+        exact: dict[str, dict[str, tuple]] = {}
+        exact_errors: dict[str, BaseException] = {}
+        for problem in self.problems:
+            try:
+                exact[problem.name] = self._exact_of(problem)
+            except Exception as exc:  # failures are data: this problem's runs are recorded as failed
+                if is_interrupt(exc):
+                    raise KeyboardInterrupt from exc
+                if fail_fast:
+                    raise
+                exact_errors[problem.name] = exc
+        return exact, exact_errors
+
+    def _resume(self, store: RunStore, exact: Mapping[str, Mapping[str, tuple]],
+                records: dict[tuple, dict[str, Any]], warmups: list[dict[str, Any]]) -> None:
+        """Load this study's finished runs and warm-ups from ``store`` into ``records`` / ``warmups``, and
+        append the study's metadata and exact values where the store does not hold them yet."""
+        stored_exact: set[str] = set()
+        stored_meta: dict[str, Any] | None = None
+        for rec in read_records(store.path):
+            if rec.get("study", "") != self.name:
+                continue
+            if rec.get("type") == "warmup":
+                warmups.append(rec)
+            elif rec.get("type") == "run" and rec.get("status") == "ok":
+                records[run_key(rec)] = rec
+            elif rec.get("type") == "exact":
+                stored_exact.add(rec["problem"])
+            elif rec.get("type") == "study":
+                stored_meta = rec
+        # what a reader of the folder needs to rebuild the rows without the suite's code (once)
+        meta = json.loads(dumps({"type": "study", "study": self.name, **self._meta(exact)}))
+        if meta != stored_meta:
+            store.append(meta)
+        for name, ex in exact.items():
+            if name not in stored_exact:
+                store.append({"type": "exact", "study": self.name, "problem": name,
+                              "targets": {t: {"value": v[0], "stderr": v[1], "provenance": v[2]}
+                                          for t, v in ex.items()}})
+
+    def _work(self, specs: Sequence[RunSpec], todo: Sequence[int]) -> list[tuple]:
+        """The arguments of :func:`_execute` for runs ``todo`` (the warm-up at the estimator's smallest budget)."""
+        token = uuid.uuid4().hex
+        work = []
+        for i in todo:
+            s = specs[i]
+            problem, est = self.problems[s.problem_index], self.estimators[s.estimator_index]
+            warm = None
+            if getattr(est, "warmup", True):
+                b0 = min(self.budgets[est.name])
+                warm = (token, b0, warmup_seed(self.seed, problem.name, est.name, b0))
+            work.append((problem, est, s.budget, s.seed, warm, i, s.replicate == 0))
+        return work
 
     def _meta(self, exact: Mapping[str, Mapping[str, tuple]]) -> dict[str, Any]:
         """The study's metadata (what :attr:`Results.meta` and the store's study record hold)."""

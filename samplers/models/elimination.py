@@ -184,7 +184,7 @@ def plan_elimination(cards, scopes, *, heuristics=tuple(ORDER_HEURISTICS), memor
     if log_least > log_entry_cap + 1e-9:
         least = math.prod(sorted(int(c) for c in cards)[:bound + 1])
         return EliminationPlan((), "minor-min-width", bound, least, least, False, 0, int(cards.max(initial=1)))
-    best = None
+    plans = []
     work = 0
     for name in heuristics:
         order, widths, log_sizes, complete, pairs = greedy_order(bits.copy(), cards, ORDER_HEURISTICS[name],
@@ -192,11 +192,11 @@ def plan_elimination(cards, scopes, *, heuristics=tuple(ORDER_HEURISTICS), memor
         work += int(pairs)
         sizes = [int(round(math.exp(x))) for x in log_sizes]
         messages = sum(size // int(cards[v]) for size, v in zip(sizes, order))
-        plan = EliminationPlan(tuple(int(v) for v in order), name, int(widths.max(initial=0)), max(sizes, default=0),
-                               sum(sizes), bool(complete), messages, int(cards.max(initial=1)))
-        key = (not plan.complete, plan.total_table_entries, plan.max_table_entries)
-        if best is None or key < (not best.complete, best.total_table_entries, best.max_table_entries):
-            best = plan
+        plans.append(EliminationPlan(tuple(int(v) for v in order), name, int(widths.max(initial=0)),
+                                     max(sizes, default=0), sum(sizes), bool(complete), messages,
+                                     int(cards.max(initial=1))))
+    # complete plans first, then the fewest table entries in all, then the smallest largest table (first on ties)
+    best = min(plans, key=lambda p: (not p.complete, p.total_table_entries, p.max_table_entries))
     return dataclasses.replace(best, fill_evaluations=work)
 
 

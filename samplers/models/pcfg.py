@@ -430,53 +430,68 @@ def _convert(rules: list, *, start: str, terminals: Iterable[str] | None) -> Gra
     binary: dict[tuple[str, str, str], float] = {}
     lexical: dict[tuple[str, str], float] = {}
     unary: dict[tuple[str, str], float] = {}
-
-    def add(table, key, w):
-        table[key] = table.get(key, 0.0) + w
-
-    def where(rule):
-        return f" (line {rule[3]})" if len(rule) > 3 else ""
-
     for rule in rules:
-        lhs, rhs, w = rule[0], rule[1], rule[2]
-        if not isinstance(lhs, str) or not lhs or _symbol_is_terminal(lhs):
-            raise ValueError(f"rule left-hand side must be a nonterminal name, got {lhs!r}{where(rule)}")
-        try:
-            w = float(w)
-        except (TypeError, ValueError):
-            raise ValueError(f"rule weight must be a number, got {w!r} for {lhs} -> {' '.join(rhs)}{where(rule)}") from None
-        if not np.isfinite(w) or w < 0:
-            raise ValueError(f"rule weights must be finite and non-negative; {lhs} -> {' '.join(rhs)} "
-                             f"has weight {w}{where(rule)}")
-        if len(rhs) == 0:
-            raise ValueError(f"rule {lhs} -> (empty) is an epsilon rule, which cannot be converted to CNF{where(rule)}")
+        w = _rule_weight(rule)
         if w == 0.0:
             continue
-        rhs = list(rhs)
+        lhs, rhs = rule[0], list(rule[1])
         if len(rhs) == 1:
             if _symbol_is_terminal(rhs[0]):
-                add(lexical, (lhs, rhs[0][1:-1]), w)
+                _add(lexical, (lhs, rhs[0][1:-1]), w)
             else:
-                add(unary, (lhs, rhs[0]), w)
-            continue
-        for i, sym in enumerate(rhs):  # lift terminals out of mixed / long rules
-            if _symbol_is_terminal(sym):
-                pre = f"<{sym[1:-1]}>"
-                lexical[(pre, sym[1:-1])] = 1.0
-                rhs[i] = pre
-        parent = lhs
-        while len(rhs) > 2:  # right-branching binarisation with weight-one helpers
-            helper = f"{lhs}|{'_'.join(rhs[1:])}"
-            if parent == lhs:
-                add(binary, (parent, rhs[0], helper), w)
-            else:
-                binary[(parent, rhs[0], helper)] = 1.0
-            parent, rhs = helper, rhs[1:]
-        if parent == lhs:
-            add(binary, (parent, rhs[0], rhs[1]), w)
+                _add(unary, (lhs, rhs[0]), w)
         else:
-            binary[(parent, rhs[0], rhs[1])] = 1.0
+            _binarise(lhs, rhs, w, binary, lexical)
+    return _cnf_grammar(binary, lexical, unary, start=start, terminals=terminals)
 
+
+def _add(table: dict, key: tuple, w: float) -> None:
+    table[key] = table.get(key, 0.0) + w
+
+
+def _rule_weight(rule: tuple) -> float:
+    """The checked weight of ``rule`` = ``(lhs, rhs, weight[, line])`` (the line, if any, goes in the message)."""
+    lhs, rhs, w = rule[0], rule[1], rule[2]
+    where = f" (line {rule[3]})" if len(rule) > 3 else ""
+    if not isinstance(lhs, str) or not lhs or _symbol_is_terminal(lhs):
+        raise ValueError(f"rule left-hand side must be a nonterminal name, got {lhs!r}{where}")
+    try:
+        w = float(w)
+    except (TypeError, ValueError):
+        raise ValueError(f"rule weight must be a number, got {w!r} for {lhs} -> {' '.join(rhs)}{where}") from None
+    if not np.isfinite(w) or w < 0:
+        raise ValueError(f"rule weights must be finite and non-negative; {lhs} -> {' '.join(rhs)} "
+                         f"has weight {w}{where}")
+    if len(rhs) == 0:
+        raise ValueError(f"rule {lhs} -> (empty) is an epsilon rule, which cannot be converted to CNF{where}")
+    return w
+
+
+def _binarise(lhs: str, rhs: list[str], w: float, binary: dict, lexical: dict) -> None:
+    """Add the rule ``lhs -> rhs`` (two or more symbols) to ``binary``: terminals lifted to preterminals
+    ``<word>``, longer right-hand sides binarised to the right with weight-one helper nonterminals."""
+    for i, sym in enumerate(rhs):  # lift terminals out of mixed / long rules
+        if _symbol_is_terminal(sym):
+            pre = f"<{sym[1:-1]}>"
+            lexical[(pre, sym[1:-1])] = 1.0
+            rhs[i] = pre
+    parent = lhs
+    while len(rhs) > 2:  # right-branching binarisation with weight-one helpers
+        helper = f"{lhs}|{'_'.join(rhs[1:])}"
+        if parent == lhs:
+            _add(binary, (parent, rhs[0], helper), w)
+        else:
+            binary[(parent, rhs[0], helper)] = 1.0
+        parent, rhs = helper, rhs[1:]
+    if parent == lhs:
+        _add(binary, (parent, rhs[0], rhs[1]), w)
+    else:
+        binary[(parent, rhs[0], rhs[1])] = 1.0
+
+
+def _cnf_grammar(binary: dict, lexical: dict, unary: dict, *, start: str,
+                 terminals: Iterable[str] | None) -> Grammar:
+    """The CNF Grammar of collected binary / lexical / unary weights (unary chains folded in by their closure)."""
     names: list[str] = []
     for table in (binary, lexical, unary):
         for key in table:

@@ -147,30 +147,8 @@ def parse_uai(text: str, source: str = "<string>") -> FactorGraph:
         raise tk.error("the preamble must be MARKOV or BAYES")
     n_vars = tk.take_int("the number of variables", 1)
     cards = [tk.take_int(f"the cardinality of variable {i}", 1) for i in range(n_vars)]
-    n_factors = tk.take_int("the number of factors")
-    scopes = []
-    for f in range(n_factors):
-        arity = tk.take_int(f"the arity of factor {f}", 0, n_vars)
-        scope = tuple(tk.take_int(f"variable {j} of factor {f}", 0, n_vars - 1) for j in range(arity))
-        if len(set(scope)) != arity:
-            raise tk.error(f"factor {f} names a variable twice: {scope}")
-        scopes.append(scope)
-    tables = []
-    for f, scope in enumerate(scopes):
-        expected = math.prod(cards[v] for v in scope)
-        n_entries = tk.take_int(f"the number of entries of factor {f}")
-        if n_entries != expected:
-            raise tk.error(f"factor {f} over variables {scope} must have {expected} entries, got {n_entries}")
-        start = tk.pos
-        values = tk.take_floats(n_entries, f"factor {f}")
-        bad = ~np.isfinite(values) | (values < 0)
-        if bad.any():
-            j = int(np.flatnonzero(bad)[0])
-            raise tk.error(f"entry {j} of factor {f} must be finite and >= 0", at=start + j)
-        with np.errstate(divide="ignore"):
-            tables.append(np.log(values))
-        if network == "BAYES":
-            _check_cpt(tk, f, scope, cards, values, start)
+    scopes = _take_scopes(tk, n_vars)
+    tables = [_take_table(tk, f, scope, cards, bayes=network == "BAYES") for f, scope in enumerate(scopes)]
     tk.done()
     if network == "BAYES":
         children = [sc[-1] for sc in scopes if sc]
@@ -179,6 +157,37 @@ def parse_uai(text: str, source: str = "<string>") -> FactorGraph:
             raise UAIFormatError(f"{source}: a BAYES network needs one table per variable (the child is the last "
                                  f"scope variable); variables without a table: {missing[:10]}")
     return FactorGraph(np.array(cards, dtype=np.int64), scopes, tables)
+
+
+def _take_scopes(tk: _Tokens, n_vars: int) -> list[tuple[int, ...]]:
+    """The factor count and each factor's scope (arity, then its distinct variables)."""
+    n_factors = tk.take_int("the number of factors")
+    scopes = []
+    for f in range(n_factors):
+        arity = tk.take_int(f"the arity of factor {f}", 0, n_vars)
+        scope = tuple(tk.take_int(f"variable {j} of factor {f}", 0, n_vars - 1) for j in range(arity))
+        if len(set(scope)) != arity:
+            raise tk.error(f"factor {f} names a variable twice: {scope}")
+        scopes.append(scope)
+    return scopes
+
+
+def _take_table(tk: _Tokens, f: int, scope: tuple, cards: list, *, bayes: bool) -> np.ndarray:
+    """Factor ``f``'s log table (entries finite and >= 0; a BAYES table also a conditional probability table)."""
+    expected = math.prod(cards[v] for v in scope)
+    n_entries = tk.take_int(f"the number of entries of factor {f}")
+    if n_entries != expected:
+        raise tk.error(f"factor {f} over variables {scope} must have {expected} entries, got {n_entries}")
+    start = tk.pos
+    values = tk.take_floats(n_entries, f"factor {f}")
+    bad = ~np.isfinite(values) | (values < 0)
+    if bad.any():
+        j = int(np.flatnonzero(bad)[0])
+        raise tk.error(f"entry {j} of factor {f} must be finite and >= 0", at=start + j)
+    if bayes:
+        _check_cpt(tk, f, scope, cards, values, start)
+    with np.errstate(divide="ignore"):
+        return np.log(values)
 
 
 def _check_cpt(tk: _Tokens, f: int, scope: tuple, cards: list, values: np.ndarray, start: int) -> None:

@@ -68,6 +68,24 @@ def test_split_budget():
         split_budget(20, "half")
 
 
+def test_chain_proposal_option_and_log_partition_only():
+    """``chain_proposal`` names the proposal (and the default name); at K = N every proposal is exact; a
+    log-Z-only estimator skips the entropy DP but draws the same index sets (identical log Z, same seed)."""
+    problem = ChainProblem(30, 6, "dense")
+    exact = problem.exact()["log_partition"]
+    assert RDPEstimator("k2=1").name == "rdp-k2=1"
+    assert RDPEstimator("k2=1", chain_proposal="uniform").name == "rdp-k2=1 uniform"
+    with pytest.raises(ValueError, match="chain_proposal"):
+        RDPEstimator(chain_proposal="oracle")
+    for proposal in ("uniform", "local", "global", "local+global"):
+        est = RDPEstimator("k1=k2", chain_proposal=proposal).estimate(problem, 100, seed=3)
+        assert abs(est["log_partition"] - exact) < 1e-9 * abs(exact)
+    both = RDPEstimator("k2=1", chain_proposal="uniform").estimate(problem, 20, seed=5)
+    only = RDPEstimator("k2=1", chain_proposal="uniform").only(["log_partition"]).estimate(problem, 20, seed=5)
+    assert set(only) == {"log_partition", "evaluations"} and "entropy" in both
+    assert only["log_partition"] == both["log_partition"] != pytest.approx(exact, rel=1e-6)
+
+
 def test_rdp_beats_topk_on_a_dense_chain():
     """RDP at 10% of N has lower MSE than Top-K at 50% of N on a dense chain (Table 2's claim), over
     20 replicates; Top-K's error is pure bias (about -3.3 nats here), RDP's RMSE is well below 1."""

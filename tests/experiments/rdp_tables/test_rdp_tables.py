@@ -19,9 +19,9 @@ def test_forward_estimator_is_exact_at_full_budget_and_topk_is_a_lower_bound(pro
     problem = ChainProblem(30, 6, "dense")
     exact = problem.exact()["log_partition"]
     for split in ("k2=1", "k1=k2"):  # K = N: every state is enumerated, weight 1
-        est = S.ForwardEstimator(proposal, split).estimate(problem, 100, seed=3)["log_partition"]
+        est = S.forward_estimator(proposal, split).estimate(problem, 100, seed=3)["log_partition"]
         assert abs(est - exact) < 1e-5 * abs(exact)
-    topk = S.ForwardEstimator(proposal, "topk").estimate(problem, 50, seed=3)["log_partition"]
+    topk = S.forward_estimator(proposal, "topk").estimate(problem, 50, seed=3)["log_partition"]
     assert topk < exact - 1e-3  # Top-K drops positive terms: strictly below on a dense chain
 
 
@@ -48,7 +48,7 @@ def test_suites_are_registered():
     names = {name: factory for name, factory, _ in SUITES}
     assert names["rdp-bias-variance"] == "experiments.rdp_tables.suite:bias_variance_suite"
     assert names["rdp-proposals"] == "experiments.rdp_tables.suite:proposals_suite"
-    with pytest.raises(ValueError, match="proposal"):
-        S.ForwardEstimator("oracle")
+    with pytest.raises(ValueError, match="chain_proposal"):
+        S.forward_estimator("oracle")
     with pytest.raises(ValueError, match="split"):
-        S.split_budget(4, "half")
+        S.forward_estimator(split="half")

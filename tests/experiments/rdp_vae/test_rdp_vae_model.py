@@ -100,38 +100,24 @@ def test_sample_gradient_rdp_at_full_budget_matches_gumbel_ffbs_in_expectation()
     assert float(z_top.abs().max()) > 4.0, z_top
 
 
-# --------------------------------------------------------------------- exact CRF forward and sampling
+# ------------------------------------------------------------------------------- exact CRF sampling
 def enumerate_log_q(model, tokens, lengths):
     em = model.emissions(tokens, lengths).detach()
     n, length = model.n_states, tokens.shape[1]
     grid = torch.cartesian_prod(*[torch.arange(n)] * length)
-    score = V.crf_score(grid.unsqueeze(1), em, model.state_embeddings.detach(), lengths)
+    score = rdp.chain_score(grid.unsqueeze(1), em, lengths=lengths, state_embeddings=model.state_embeddings.detach())
     return grid, score - torch.logsumexp(score, 0)
 
 
-def test_crf_forward_matches_chain_log_partition():
-    model, data = tiny_model()
-    em = model.emissions(data.tokens, data.lengths)
-    _, log_z = V.crf_forward(em, model.state_embeddings, data.lengths)
-    ref = rdp.chain_log_partition(em, lengths=data.lengths, state_embeddings=model.state_embeddings)
-    assert torch.allclose(log_z, ref.detach(), atol=1e-10)
-    with torch.no_grad():  # potentials spread by ~1000 nats: the linear-space product underflows, the fallback runs
-        em_big, emb_big = em * 400.0, model.state_embeddings * 20.0
-    _, log_z = V.crf_forward(em_big, emb_big, data.lengths)
-    ref = rdp.chain_log_partition(em_big, lengths=data.lengths, state_embeddings=emb_big)
-    assert torch.allclose(log_z, ref, rtol=1e-10)
-
-
-def test_crf_sample_frequencies_and_log_q_match_enumeration():
-    """Exact FFBS: chi-square goodness of fit of 20000 draws against enumerated q (27 sequences), p > 1e-4."""
+def test_posterior_samples_frequencies_and_log_q_match_enumeration():
+    """rdp's exact FFBS on the VAE's CRF: chi-square goodness of fit of 20000 draws against enumerated q
+    (27 sequences), p > 1e-4; log q of every draw equals the enumerated value."""
     from scipy import stats
 
     model, _ = tiny_model(n_states=3)
     data = V.Vocabulary(WORDS).encode([["a", "b"]])  # length 3 with </s>
     grid, log_q = enumerate_log_q(model, data.tokens, data.lengths)
-    em = model.emissions(data.tokens, data.lengths)
-    states, lq = V.crf_sample(em, model.state_embeddings, data.lengths, 20000,
-                              generator=torch.Generator().manual_seed(3))
+    states, lq = V.posterior_samples(model, data.tokens, data.lengths, 20000, generator=torch.Generator().manual_seed(3))
     code = (states[:, 0] * torch.tensor([9, 3, 1])).sum(-1)
     grid_code = (grid * torch.tensor([9, 3, 1])).sum(-1)
     expected = torch.zeros(27, dtype=torch.float64).scatter(0, grid_code, log_q[:, 0].exp()) * 20000
