@@ -117,11 +117,14 @@ def gibbs_factor_chains(init, n_sweeps, burn_in, seeds, beta, zero_as, bundle, m
 
 
 @jit
-def find_feasible(init, max_sweeps, seed, penalty, bundle, max_states):
+def find_feasible(init, max_sweeps, anneal_sweeps, seed, penalty, bundle, max_states):
     """Search for configurations with no zero factor, one per row of ``init`` (in place).
 
-    Gibbs sweeps of the softened model (each ``-inf`` entry of a factor of arity >= 2 counts as
-    ``penalty``) until the state is feasible or ``max_sweeps`` sweeps are spent.  Returns a boolean array: which rows are feasible.
+    Gibbs sweeps of the softened model annealed from the unary-only one: sweep ``k`` leaves
+    ``unary + beta_k * higher-order`` invariant, each ``-inf`` entry of a factor of arity >= 2 counting as
+    ``penalty``, with ``beta_k = min(1, (k + 1) / anneal_sweeps)`` (the penalty on violated zeros rises
+    with it, as in constraint annealing), until the state is feasible or ``max_sweeps`` sweeps are spent.
+    Returns a boolean array: which rows are feasible.
     """
     np.random.seed(seed)
     ok = np.zeros(init.shape[0], dtype=np.bool_)
@@ -129,11 +132,12 @@ def find_feasible(init, max_sweeps, seed, penalty, bundle, max_states):
     empty = np.zeros((0, max_states))
     for c in range(init.shape[0]):
         x = init[c]
-        for _ in range(max_sweeps + 1):
+        for k in range(max_sweeps + 1):
             if count_zero_factors(x, bundle) == 0:
                 ok[c] = True
                 break
-            gibbs_sweep_factors(x, 1.0, penalty, bundle, logits, empty)
+            beta = min(1.0, (k + 1) / anneal_sweeps)
+            gibbs_sweep_factors(x, beta, penalty, bundle, logits, empty)
     return ok
 
 

@@ -32,7 +32,7 @@ from ._factor_kernels import find_feasible, gibbs_factor_chains, higher_order_lo
 from .factor_graph import FactorGraph
 
 #: Sweeps of the softened model :func:`feasible_states` spends per chain before refusing.
-FEASIBLE_SEARCH_SWEEPS = 200
+FEASIBLE_SEARCH_SWEEPS = 2000
 
 #: Nats below the smallest finite log entry that a zero of a factor of arity >= 2 weighs in the softened
 #: model (:func:`softened_zero`): a violated zero costs at least this much more than any allowed entry.
@@ -125,8 +125,9 @@ def feasible_states(fg: FactorGraph, n: int, seed: Any = None, *,
     """``n`` configurations ``(n, n_vars)`` at which no factor is zero, for starting chains.
 
     Each starts from the unary-only model and takes Gibbs sweeps of the softened model (a zero of a
-    factor of arity >= 2 weighs :func:`softened_zero`: violations are possible but strongly avoided)
-    until it is feasible.
+    factor of arity >= 2 weighs :func:`softened_zero`: violations are possible but strongly avoided),
+    annealed in over the first quarter of the sweeps (the path of constraint annealing,
+    :func:`samplers.ais.ais_factor_graph`), until it is feasible.
 
     Raises
     ------
@@ -139,7 +140,8 @@ def feasible_states(fg: FactorGraph, n: int, seed: Any = None, *,
     max_sweeps = check_int(max_sweeps, "max_sweeps", low=0)
     gen = as_generator(seed)
     x = unary_sample(fg, n, gen)
-    ok = find_feasible(x, max_sweeps, kernel_seed(gen), softened_zero(fg), fg.bundle, fg.max_states)
+    ok = find_feasible(x, max_sweeps, max(1, max_sweeps // 4), kernel_seed(gen), softened_zero(fg), fg.bundle,
+                       fg.max_states)
     if not ok.all():
         raise ValueError(f"no feasible start found: {int((~ok).sum())} of {n} chains still meet a zero factor after "
                          f"{max_sweeps} sweeps of the softened model; pass init= (a configuration with no zero "

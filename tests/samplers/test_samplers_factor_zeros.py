@@ -8,9 +8,11 @@ import numpy as np
 import pytest
 
 from samplers.ais import ais_factor_graph, run_ais, smc_factor_graph
+from samplers.factor_graph_estimators import FactorAISEstimator, FactorSMCEstimator
 from samplers.models import FactorGraph
 from samplers.models.constructors import random_factor_graph
 from samplers.models.factor_gibbs import (
+    feasible_states,
     gibbs_move,
     has_hard_zeros,
     higher_order_log_weights,
@@ -129,3 +131,18 @@ def test_softened_sweeps_keep_unary_zeros():
 def test_zero_penalty_is_validated():
     with pytest.raises(ValueError, match="zero_penalty"):
         ais_factor_graph(equality_chain(4), n_temperatures=5, n_chains=5, seed=0, zero_penalty=0.0)
+
+
+def test_zero_penalty_is_validated_by_the_estimators():
+    for cls in (FactorAISEstimator, FactorSMCEstimator):
+        with pytest.raises(ValueError, match="zero_penalty"):
+            cls(zero_penalty=-1.0)
+
+
+def test_feasible_starts_on_a_long_equality_chain():
+    """The Gibbs estimator's start search anneals the constraints in: every one of 8 chains on 40 equalities
+    (a unary draw is feasible with probability 2^-39) ends feasible."""
+    g = equality_chain(40, seed=1)
+    x = feasible_states(g, 8, seed=0)
+    assert np.all(higher_order_log_weights(g, x) > -np.inf)
+    assert np.all((x == x[:, :1]).all(axis=1))
