@@ -394,7 +394,9 @@ def _factor_graph_path(fg: FactorGraph, zero_penalty: float) -> dict[str, Any]:
     """The callbacks of the constraint-annealing path of a factor graph (:func:`ais_factor_graph`)."""
     if not isinstance(fg, FactorGraph):
         raise TypeError(f"fg must be a FactorGraph, got {type(fg).__name__}")
-    zero_as = softened_zero(fg, zero_penalty) if has_hard_zeros(fg) else -np.inf  # no zeros: the plain path
+    zero_as = softened_zero(fg, zero_penalty)
+    if not has_hard_zeros(fg):  # nothing to soften: the plain geometric path, no separate last step
+        zero_as = -np.inf
     path = {"log_ratio": lambda x: higher_order_log_weights(fg, x, zero_as),
             "transition": lambda x, beta, gen: gibbs_move(fg, x, beta, gen, zero_as),
             "log_partition_start": unary_log_partition(fg), "zero_weights": True}
