@@ -3,7 +3,8 @@
 * :class:`LoopyBPEstimator` (``loopy-bp``) -- loopy belief propagation, Bethe ``log Z`` and beliefs
   (deterministic; budget = iterations at most);
 * :class:`FactorGibbsEstimator` (``gibbs-factor``) -- Rao-Blackwellised Gibbs marginals (budget = sweeps);
-* :class:`FactorAISEstimator` (``ais-factor``) -- AIS from the unary-only model, ``log Z`` and AIS-weighted
+* :class:`FactorAISEstimator` (``ais-factor``) -- AIS from the unary-only model (annealing the hard zeros of
+  factors of arity >= 2 in as penalties, :func:`samplers.ais.ais_factor_graph`), ``log Z`` and AIS-weighted
   marginals (budget = temperatures);
 * :class:`FactorSMCEstimator` (``smc-factor``) -- annealed SMC along the same path with resampling,
   ``log Z`` (budget = temperatures).
@@ -21,7 +22,7 @@ from .ais import SCHEDULES, ais_factor_graph, smc_factor_graph
 from .harness import KindEstimator
 from .harness.problem import EVALUATIONS
 from .models.belief_propagation import loopy_belief_propagation
-from .models.factor_gibbs import gibbs_marginals
+from .models.factor_gibbs import ZERO_PENALTY, gibbs_marginals
 from .problems import FACTOR_GRAPH
 from .validation import check_float, check_int
 
@@ -69,7 +70,8 @@ class FactorGibbsEstimator(KindEstimator):
 
 class FactorAISEstimator(KindEstimator):
     """AIS on the factor graph (:func:`samplers.ais.ais_factor_graph`, the one AIS with Gibbs moves on the
-    factor bundle); ``log_partition`` and AIS-weighted marginals of the chains' final states; budget =
+    factor bundle; hard zeros annealed in as penalties of ``zero_penalty`` nats below the smallest finite
+    entry); ``log_partition`` and AIS-weighted marginals of the chains' final states; budget =
     temperatures.  ``evaluations`` = single-site updates: n_chains x (temperatures - 2) x n_vars."""
 
     name = "ais-factor"
@@ -78,17 +80,18 @@ class FactorAISEstimator(KindEstimator):
     quick_budgets = (10, 50)
     budgets = (10, 100, 1000)
 
-    def __init__(self, n_chains: int = 100, schedule: str = "sigmoid"):
+    def __init__(self, n_chains: int = 100, schedule: str = "sigmoid", zero_penalty: float = ZERO_PENALTY):
         if schedule not in SCHEDULES:
             raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
         self.n_chains = check_int(n_chains, "n_chains", low=2)
         self.schedule = schedule
+        self.zero_penalty = check_float(zero_penalty, "zero_penalty", low=0.0, low_open=True)
 
     def _estimate(self, problem, budget, seed, targets):
         model = problem.model
         n_temps = max(budget, 2)
         res, x = ais_factor_graph(model, n_temperatures=n_temps, n_chains=self.n_chains, seed=seed,
-                                  schedule=self.schedule)
+                                  schedule=self.schedule, zero_penalty=self.zero_penalty)
         w = np.exp(res.log_weights - res.log_weights.max())
         w /= w.sum()
         marg = np.stack([np.bincount(x[:, i], weights=w, minlength=model.max_states) for i in range(model.n_vars)])
@@ -108,18 +111,20 @@ class FactorSMCEstimator(KindEstimator):
     quick_budgets = (10, 50)
     budgets = (10, 100, 1000)
 
-    def __init__(self, n_particles: int = 25, n_groups: int = 4, schedule: str = "sigmoid"):
+    def __init__(self, n_particles: int = 25, n_groups: int = 4, schedule: str = "sigmoid",
+                 zero_penalty: float = ZERO_PENALTY):
         if schedule not in SCHEDULES:
             raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
         self.n_particles = check_int(n_particles, "n_particles", low=2)
         self.n_groups = check_int(n_groups, "n_groups", low=2)
         self.schedule = schedule
+        self.zero_penalty = check_float(zero_penalty, "zero_penalty", low=0.0, low_open=True)
 
     def _estimate(self, problem, budget, seed, targets):
         model = problem.model
         n_temps = max(budget, 2)
         res = smc_factor_graph(model, n_temperatures=n_temps, n_particles=self.n_particles, seed=seed,
-                               schedule=self.schedule, n_groups=self.n_groups)
+                               schedule=self.schedule, n_groups=self.n_groups, zero_penalty=self.zero_penalty)
         return {"log_partition": res.log_partition,
                 EVALUATIONS: (n_temps - 2) * self.n_particles * self.n_groups * model.n_vars}
 
