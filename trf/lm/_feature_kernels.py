@@ -306,11 +306,13 @@ def corpus_scores_pruned(corpus, symbols, lam, fa, plan, out):
     subset of the same symbols, so an unseen parent n-gram means an unseen n-gram of ``r``.
 
     The sentences are taken in blocks of about ``SCORE_BLOCK`` positions (or one longer sentence) and the rows in
-    ``plan.order``.  For one row, every position of the block whose parents are seen gets its key and hash first;
-    then the first slots are read in one branch-free pass, the probes are resolved on the lines just read, and the
-    candidates' keys and weights are read in a second branch-free pass and compared.  The loads of a pass do not
-    depend on each other, so their cache misses overlap instead of following one another (one look-up at a time,
-    a look-up's misses -- slot, ``key_hi``, ``key_lo``, ``lam`` -- and the branch on each stall the next).  A
+    ``plan.order``.  For one row, every position of the block whose parents are seen is queued first (a dense row:
+    the table's index; else the key and its hash); then a dense row's entries and weights are read in branch-free
+    passes; a hashed row's first slots are read in one branch-free pass, the probes are resolved on the lines just
+    read, and the candidates' keys and weights are read in a second branch-free pass and compared.  The loads of a
+    pass do not depend on each other, so their cache misses overlap instead of following one another (one look-up
+    at a time, a look-up's misses -- slot, ``key_hi``, ``key_lo``, ``lam`` -- and the branch on each stall the
+    next: 2.0-2.6x the time, docs/trf-lm.md).  A
     sentence's score adds the same ``lam`` in the same order (positions, then ``plan.order``) as one look-up at a
     time would, so the result does not depend on the blocks.
     """
@@ -335,8 +337,11 @@ def corpus_scores_pruned(corpus, symbols, lam, fa, plan, out):
     while first < offsets.size - 1:
         last, n_pos = _load_block(corpus, symbols, first, block)
         for k in range(order.size):
-            n = _row_look_ups(order[k], n_pos, lam, fa, plan, block, look)
-            _resolve_look_ups(order[k], n, lam, fa, block, look)
+            n = _row_look_ups(order[k], n_pos, fa, plan, block, look)
+            if plan.dense_base[order[k]] >= 0:
+                _resolve_dense(order[k], n, lam, plan, block, look)
+            else:
+                _resolve_look_ups(order[k], n, lam, fa, block, look)
         t = 0
         for i in range(first, last):  # the same lam in the same order as one look-up at a time
             total = 0.0
@@ -401,10 +406,11 @@ def _load_block(corpus, symbols, first, block):
 
 
 @jit(inline="always")
-def _row_look_ups(r, n_pos, lam, fa, plan, block, look):
-    """Row ``r`` at every position of the block: not firing (-2), pruned by an unseen parent (-1) and dense rows are
-    resolved at once; the others' keys and hashes are queued in ``look``.  Return their number."""
-    sym, found, val, parents, dense = block.sym, block.found, block.val, plan.parents, plan.dense
+def _row_look_ups(r, n_pos, fa, plan, block, look):
+    """Row ``r`` at every position of the block: not firing (-2) and pruned by an unseen parent (-1) are resolved at
+    once; the others are queued in ``look``: the dense table's index (in ``look.hash``) for a dense row, else the key
+    and its hash.  Return their number."""
+    sym, found, val, parents = block.sym, block.found, block.val, plan.parents
     first_off, unigram, base = fa.row_off[r, 0], fa.row_len[r] == 1, plan.dense_base[r]
     group, width = np.int64(fa.row_group[r]) << 48, plan.width
     q0, q1 = parents[r, 0], parents[r, 1] if parents.shape[1] > 1 else -1
@@ -423,11 +429,10 @@ def _row_look_ups(r, n_pos, lam, fa, plan, block, look):
         if (q0 >= 0 and found[q0, t] == -1) or (q1 >= 0 and found[q1, t] == -1):
             continue
         q = block.at[t]
-        if base >= 0:
-            f = dense[base + sym0[q]] if unigram else dense[base + sym0[q + o0] * width + sym1[q]]
-            found_r[t] = f
-            if f >= 0:
-                val_r[t] = lam[f]
+        if base >= 0:  # queue the dense table's index
+            look.pos[n] = t
+            look.hash[n] = base + sym0[q] if unigram else base + sym0[q + o0] * width + sym1[q]
+            n += 1
             continue
         hi = group | (sym0[q + o0] << 24) | sym1[q + o1]
         lo = (sym2[q + o2] << 24) | sym3[q + o3]
@@ -466,7 +471,21 @@ def _resolve_look_ups(r, n, lam, fa, block, look):
         if f >= 0 and (look.cand_hi[e] != look.hi[e] or look.cand_lo[e] != look.lo[e]):  # fingerprint collision
             f = table_find(look.hi[e], look.lo[e], key_hi, key_lo, slots)
             look.cand_lam[e] = lam[max(f, 0)]
+        x = look.cand_lam[e]
         t = look.pos[e]
         found_r[t] = f
-        if f >= 0:
-            val_r[t] = look.cand_lam[e]
+        val_r[t] = x if f >= 0 else 0.0
+
+
+@jit(inline="always")
+def _resolve_dense(r, n, lam, plan, block, look):
+    """The ``n`` queued dense-table reads of row ``r`` and their weights, in branch-free passes."""
+    dense, found_r, val_r = plan.dense, block.found[r], block.val[r]
+    for e in range(n):
+        look.cand[e] = dense[look.hash[e]]
+    for e in range(n):
+        f = look.cand[e]
+        x = lam[max(f, 0)]
+        t = look.pos[e]
+        found_r[t] = f
+        val_r[t] = x if f >= 0 else 0.0
