@@ -129,3 +129,70 @@ def test_pruned_scoring_equals_the_full_look_up(corpus, spec):
         out = np.empty(len(fresh))  # dense tables shifted by one entry: other features
         fk.corpus_scores_pruned(flat, symbols, lam, hashed, plan._replace(dense=np.roll(plan.dense, 1)), out)
         assert not np.allclose(out, full)
+
+
+def _scores_one_at_a_time(feats, corpus, lam):
+    """Plain-Python scores summed in the scorer's order (positions, then ``score_plan().order``), each n-gram found
+    in a dict of the decoded keys: no hash table, no pruning, no dense tables."""
+    index = {k: i for i, k in enumerate(_decode(feats))}
+    group, row_len, row_off, row_type = feats.rows
+    order = feats.score_plan().order
+    out = []
+    for s in corpus:
+        w = [feats.n_words + 1, *s.tolist(), feats.n_words]
+        c = [feats.n_classes + 1, *(int(feats.word_class[t]) for t in s), feats.n_classes]
+        j, total = len(s), 0.0
+        for p in range(1, j + 2):
+            for r in order:
+                if p + row_off[r, 0] < 0 or (row_len[r] == 1 and p == j + 1):
+                    continue
+                key = (int(group[r]), tuple((w if row_type[r, e] == 0 else c)[p + row_off[r, e]]
+                                            for e in range(row_len[r])))
+                if key in index:
+                    total += lam[index[key]]
+        out.append(total)
+    return np.array(out)
+
+
+def test_batched_scoring_is_bit_identical_to_one_look_up_at_a_time(corpus):
+    """Issue 27 (scoring speed): the scorer issues the hash look-ups of a block of ``fk.SCORE_BLOCK`` positions
+    together.  On sentences of length 1, longer than a block, and with words never seen in training (ids V..V+2:
+    unseen unigrams and n-grams), its scores equal -- bit for bit -- a plain-Python sum in the same order over a
+    dict of the features, and do not depend on which sentences share a block.  A fingerprint collision (a slot
+    whose fingerprint matches an unseen key but whose key differs) scores nothing; negative control: the collided
+    feature's weight, had the key not been compared."""
+    n_words = V + 3
+    word_class = np.append(WORD_CLASS, [0, 1, 2])
+    feats = SentenceFeatures.build(corpus, n_words, ALL, word_class=word_class)
+    rng = np.random.default_rng(12)
+    sentences = [[7], [2], rng.integers(0, n_words, size=fk.SCORE_BLOCK + 44)]
+    sentences += [rng.integers(0, n_words, size=rng.integers(1, 30)) for _ in range(40)]
+    fresh = EncodedCorpus.from_sentences(sentences)
+    lam = rng.normal(size=feats.n_features)
+    batched = feats.scores(fresh, lam)
+    np.testing.assert_array_equal(batched, _scores_one_at_a_time(feats, fresh, lam))
+    alone = np.concatenate([feats.scores(EncodedCorpus.from_sentences([s]), lam) for s in sentences])
+    np.testing.assert_array_equal(batched, alone)
+    # a collision: the word bigram (w-1 w0) = (7, 8) is unseen (8 never occurs in training) and always looked up
+    bigram_group = int(feats.rows.row_group[2])
+    hi = np.int64(bigram_group) << 48 | np.int64(7) << 24 | np.int64(8)
+    lo = np.int64(fk.EMPTY) << 24 | np.int64(fk.EMPTY)
+    assert fk.table_lookup_many(np.array([hi]), np.array([lo]), feats.key_hi, feats.key_lo, feats.slots)[0] == -1
+    h = fk.key_hash(hi, lo)
+    slots = feats.slots.copy()
+    s = h & (slots.size - 1)
+    while slots[s] >= 0:
+        s = (s + 1) & (slots.size - 1)
+    other = 3  # any feature: the collided slot points at it under the unseen key's fingerprint
+    slots[s] = fk.fingerprint(h) << 32 | other
+    pair = EncodedCorpus.from_sentences([[7, 8]])
+    out = np.empty(1)
+    hashed = feats.hashed()._replace(slots=slots)
+    fk.corpus_scores_pruned(fk.FlatCorpus(pair.tokens, pair.offsets), feats.symbols(), lam, hashed,
+                            feats.score_plan(), out)
+    expected = _scores_one_at_a_time(feats, pair, lam)[0]
+    assert out[0] == expected
+    s = h & (slots.size - 1)  # negative control: by fingerprint alone the unseen bigram is found, as feature `other`
+    while slots[s] >> 32 != fk.fingerprint(h):
+        s = (s + 1) & (slots.size - 1)
+    assert slots[s] & 0xFFFFFFFF == other and lam[other] != 0.0

@@ -30,6 +30,7 @@ from samplers._jit import jit
 
 EMPTY = (1 << 24) - 1
 MAX_SYMBOL = EMPTY - 1
+SCORE_BLOCK = 256  # positions whose hash look-ups of one row are issued together (corpus_scores_pruned)
 
 
 class Templates(NamedTuple):
@@ -71,7 +72,7 @@ class FlatCorpus(NamedTuple):
 
 class ScorePlan(NamedTuple):
     """How :func:`corpus_scores_pruned` visits the rows: ``order`` (every row after its parents), ``parents[r, a]``
-    (-1 pads), and dense feature-index tables for the rows with small key spaces: row ``r`` with
+    (-1 pads; the scorer reads two columns), and dense feature-index tables for the rows with small key spaces: row ``r`` with
     ``dense_base[r] >= 0`` reads ``dense[dense_base[r] + s0]`` (one symbol) or ``dense[dense_base[r] + s0 * width +
     s1]`` (two class symbols) instead of the hash table (-1: unseen)."""
 
@@ -294,50 +295,197 @@ def corpus_feature_hits(corpus, symbols, fa):
     return sent_out[:n], feat_out[:n]
 
 
+
 @jit
 def corpus_scores_pruned(corpus, symbols, lam, fa, plan, out):
-    """:func:`corpus_scores` that reads the small rows from dense tables and skips the look-up of a row whose
-    parent row fired with an unseen n-gram (:class:`ScorePlan`).
+    """:func:`corpus_scores` that reads the small rows from dense tables, skips the look-up of a row whose parent
+    row fired with an unseen n-gram (:class:`ScorePlan`), and issues the hash look-ups of many positions together.
 
-    ``plan.order`` lists the rows with every row after its parents (shorter patterns first); ``plan.parents[r, a]``
-    (-1 pads) are rows whose pattern is a proper sub-pattern of row ``r``'s: wherever ``r`` fires they
-    fire on a subset of the same symbols, so an unseen parent n-gram means an unseen n-gram of ``r``.
+    ``plan.order`` lists the rows with every row after its parents (shorter patterns first); ``plan.parents[r, :2]``
+    (-1 pads) are rows whose pattern is a proper sub-pattern of row ``r``'s: wherever ``r`` fires they fire on a
+    subset of the same symbols, so an unseen parent n-gram means an unseen n-gram of ``r``.
+
+    The sentences are taken in blocks of about ``SCORE_BLOCK`` positions (or one longer sentence) and the rows in
+    ``plan.order``.  For one row, every position of the block whose parents are seen is queued first (a dense row:
+    the table's index; else the key and its hash); then a dense row's entries and weights are read in branch-free
+    passes; a hashed row's first slots are read in one branch-free pass, the probes are resolved on the lines just
+    read, and the candidates' keys and weights are read in a second branch-free pass and compared.  The loads of a
+    pass do not depend on each other, so their cache misses overlap instead of following one another (one look-up
+    at a time, a look-up's misses -- slot, ``key_hi``, ``key_lo``, ``lam`` -- and the branch on each stall the
+    next: 3.1-3.4x the time, docs/trf-lm.md).  A
+    sentence's score adds the same ``lam`` in the same order (positions, then ``plan.order``) as one look-up at a
+    time would, so the result does not depend on the blocks.
     """
-    order, parents, dense_base, dense, width = plan.order, plan.parents, plan.dense_base, plan.dense, plan.width
-    key_hi, key_lo, slots, _, row_len, row_off, row_type = fa
-    offsets, tokens = corpus.offsets, corpus.tokens
+    order, row_len = plan.order, fa.row_len
+    offsets = corpus.offsets
     _, longest = corpus_sizes(offsets, 0)
-    w = np.empty(longest + 2, dtype=np.int64)
-    c = np.empty(longest + 2, dtype=np.int64)
-    found = np.empty(row_len.size, dtype=np.int64)  # -2: does not fire, -1: unseen, else feature index
-    for i in range(offsets.size - 1):
-        j = load_sentence(tokens[offsets[i]:offsets[i + 1]], symbols, w, c)
-        total = 0.0
+    cap = SCORE_BLOCK + longest + 1  # positions of a block
+    n_rows = row_len.size
+    src = np.full((n_rows, 4), 2, dtype=np.int64)
+    off = np.zeros((n_rows, 4), dtype=np.int64)
+    for r in range(n_rows):
+        for e in range(row_len[r]):
+            src[r, e] = fa.row_type[r, e]
+            off[r, e] = fa.row_off[r, e]
+    block = _ScoreBlock(np.full((3, 2 * cap + 2), EMPTY, dtype=np.int64), src, off, np.empty(cap, dtype=np.int64),
+                        np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64),
+                        np.full((n_rows, cap), -2, dtype=np.int64), np.zeros((n_rows, cap)))
+    look = _LookUps(np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64),
+                    np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64),
+                    np.empty(cap, dtype=np.int64), np.empty(cap))
+    first = 0
+    while first < offsets.size - 1:
+        last, n_pos = _load_block(corpus, symbols, first, block)
+        for k in range(order.size):
+            n = _row_look_ups(order[k], n_pos, fa, plan, block, look)
+            if plan.dense_base[order[k]] >= 0:
+                _resolve_dense(order[k], n, lam, plan, block, look)
+            else:
+                _resolve_look_ups(order[k], n, lam, fa, block, look)
+        t = 0
+        for i in range(first, last):  # the same lam in the same order as one look-up at a time
+            total = 0.0
+            for _ in range(offsets[i + 1] - offsets[i] + 1):
+                for k in range(order.size):
+                    total += block.val[order[k], t]
+                t += 1
+            out[i] = total
+        first = last
+
+
+class _ScoreBlock(NamedTuple):
+    """Work arrays of :func:`corpus_scores_pruned` for a block of positions ``t``: ``sym`` (3, buffer) holds the
+    block's sentences as ``<s> words </s>`` (line 0), their classes (line 1) and ``EMPTY`` (line 2); element ``e``
+    of row ``r`` at buffer index ``q`` is ``sym[src[r, e], q + off[r, e]]`` (missing elements read line 2);
+    ``at[t]`` is the buffer index of position ``t``, ``local[t]`` its position in its sentence, ``last_p[t]`` that
+    sentence's ``</s>`` position; ``found[r, t]`` is -2 (row does not fire), -1 (unseen) or the feature index,
+    ``val[r, t]`` its weight (0 unless found)."""
+
+    sym: np.ndarray
+    src: np.ndarray
+    off: np.ndarray
+    at: np.ndarray
+    local: np.ndarray
+    last_p: np.ndarray
+    found: np.ndarray
+    val: np.ndarray
+
+
+class _LookUps(NamedTuple):
+    """The pending hash look-ups of one row in a block: position, key, hash, then the candidate feature (-1: none)
+    and its key and weight."""
+
+    pos: np.ndarray
+    hi: np.ndarray
+    lo: np.ndarray
+    hash: np.ndarray
+    cand: np.ndarray
+    cand_hi: np.ndarray
+    cand_lo: np.ndarray
+    cand_lam: np.ndarray
+
+
+@jit(inline="always")
+def _load_block(corpus, symbols, first, block):
+    """Load sentences ``first, first + 1, ...`` into ``block`` until it holds ``SCORE_BLOCK`` positions (at least
+    one sentence); return ``(last, n_pos)``: sentences ``first..last - 1``, ``n_pos`` positions."""
+    offsets, tokens, sym = corpus.offsets, corpus.tokens, block.sym
+    n_pos = 0
+    b = 0
+    last = first
+    while last < offsets.size - 1 and (last == first or n_pos < SCORE_BLOCK):
+        j = load_sentence(tokens[offsets[last]:offsets[last + 1]], symbols, sym[0, b:], sym[1, b:])
         for p in range(1, j + 2):
-            for k in range(order.size):
-                r = order[k]
-                if p + row_off[r, 0] < 0 or (row_len[r] == 1 and p == j + 1):
-                    found[r] = -2
-                    continue
-                skip = False
-                for a in range(parents.shape[1]):
-                    q = parents[r, a]
-                    if q >= 0 and found[q] == -1:
-                        skip = True
-                        break
-                if skip:
-                    found[r] = -1
-                    continue
-                base = dense_base[r]
-                if base >= 0:
-                    if row_len[r] == 1:
-                        f = dense[base + (w[p] if row_type[r, 0] == 0 else c[p])]
-                    else:
-                        f = dense[base + c[p + row_off[r, 0]] * width + c[p]]
-                else:
-                    hi, lo = row_key(r, p, w, c, fa)
-                    f = table_find(hi, lo, key_hi, key_lo, slots)
-                found[r] = f
-                if f >= 0:
-                    total += lam[f]
-        out[i] = total
+            block.at[n_pos] = b + p
+            block.local[n_pos] = p
+            block.last_p[n_pos] = j + 1
+            n_pos += 1
+        b += j + 2
+        last += 1
+    return last, n_pos
+
+
+@jit(inline="always")
+def _row_look_ups(r, n_pos, fa, plan, block, look):
+    """Row ``r`` at every position of the block: not firing (-2) and pruned by an unseen parent (-1) are resolved at
+    once; the others are queued in ``look``: the dense table's index (in ``look.hash``) for a dense row, else the key
+    and its hash.  Return their number."""
+    sym, found, val, parents = block.sym, block.found, block.val, plan.parents
+    first_off, unigram, base = fa.row_off[r, 0], fa.row_len[r] == 1, plan.dense_base[r]
+    group, width = np.int64(fa.row_group[r]) << 48, plan.width
+    q0, q1 = parents[r, 0], parents[r, 1] if parents.shape[1] > 1 else -1
+    sym0, sym1, sym2, sym3 = (sym[block.src[r, 0]], sym[block.src[r, 1]], sym[block.src[r, 2]],
+                              sym[block.src[r, 3]])
+    o0, o1, o2, o3 = block.off[r, 0], block.off[r, 1], block.off[r, 2], block.off[r, 3]
+    found_r, val_r = found[r], val[r]
+    n = 0
+    for t in range(n_pos):
+        p = block.local[t]
+        found_r[t] = -1
+        val_r[t] = 0.0
+        if p + first_off < 0 or (unigram and p == block.last_p[t]):
+            found_r[t] = -2
+            continue
+        if (q0 >= 0 and found[q0, t] == -1) or (q1 >= 0 and found[q1, t] == -1):
+            continue
+        q = block.at[t]
+        if base >= 0:  # queue the dense table's index
+            look.pos[n] = t
+            look.hash[n] = base + sym0[q] if unigram else base + sym0[q + o0] * width + sym1[q]
+            n += 1
+            continue
+        hi = group | (sym0[q + o0] << 24) | sym1[q + o1]
+        lo = (sym2[q + o2] << 24) | sym3[q + o3]
+        look.pos[n] = t
+        look.hi[n] = hi
+        look.lo[n] = lo
+        look.hash[n] = key_hash(hi, lo)
+        n += 1
+    return n
+
+
+@jit(inline="always")
+def _resolve_look_ups(r, n, lam, fa, block, look):
+    """The ``n`` queued look-ups of row ``r`` (:func:`table_find` of each, in passes whose loads overlap)."""
+    key_hi, key_lo, slots = fa.key_hi, fa.key_lo, fa.slots
+    mask = slots.size - 1
+    for e in range(n):  # first probes, branch-free: the misses overlap
+        look.cand[e] = slots[look.hash[e] & mask]
+    for e in range(n):  # probe on along the lines just read: the first slot with the key's fingerprint, or -1
+        h = look.hash[e]
+        fp = fingerprint(h)
+        s = h & mask
+        v = look.cand[e]
+        while v >= 0 and (v >> 32) != fp:
+            s = (s + 1) & mask
+            v = slots[s]
+        look.cand[e] = v & np.int64(0xFFFFFFFF) if v >= 0 else -1
+    for e in range(n):  # the candidates' keys and weights, branch-free
+        f = max(look.cand[e], 0)
+        look.cand_hi[e] = key_hi[f]
+        look.cand_lo[e] = key_lo[f]
+        look.cand_lam[e] = lam[f]
+    found_r, val_r = block.found[r], block.val[r]
+    for e in range(n):
+        f = look.cand[e]
+        if f >= 0 and (look.cand_hi[e] != look.hi[e] or look.cand_lo[e] != look.lo[e]):  # fingerprint collision
+            f = table_find(look.hi[e], look.lo[e], key_hi, key_lo, slots)
+            look.cand_lam[e] = lam[max(f, 0)]
+        x = look.cand_lam[e]
+        t = look.pos[e]
+        found_r[t] = f
+        val_r[t] = x if f >= 0 else 0.0
+
+
+@jit(inline="always")
+def _resolve_dense(r, n, lam, plan, block, look):
+    """The ``n`` queued dense-table reads of row ``r`` and their weights, in branch-free passes."""
+    dense, found_r, val_r = plan.dense, block.found[r], block.val[r]
+    for e in range(n):
+        look.cand[e] = dense[look.hash[e]]
+    for e in range(n):
+        f = look.cand[e]
+        x = lam[max(f, 0)]
+        t = look.pos[e]
+        found_r[t] = f
+        val_r[t] = x if f >= 0 else 0.0
