@@ -5,7 +5,12 @@ BIN := $(VENV)/bin
 # An unpinned torch pulls a multi-GB CUDA build on the project's machines; 2.13.0 is a local CPU wheel.
 TORCH_SPEC ?= torch==2.13.0
 EXTRAS ?= rdp,data,dask,bench,test
-export NUMBA_CACHE_DIR ?= $(CURDIR)/.numba_cache
+# Numba keys each cached kernel on its own file only: a kernel whose jitted callee in another file changed would load
+# the stale machine code. So the cache folder is named after a checksum of every tracked source file that mentions jit
+# (an edit to any kernel starts a fresh folder; `make test` removes the older ones).
+JIT_SUM := $(shell git ls-files -z '*.py' 2>/dev/null | xargs -0 grep -l -E '\bjit\b|njit' 2>/dev/null | xargs cat 2>/dev/null | cksum | cut -d' ' -f1)
+NUMBA_CACHE_ROOT := $(CURDIR)/.numba_cache
+export NUMBA_CACHE_DIR ?= $(NUMBA_CACHE_ROOT)/$(JIT_SUM)
 PYTEST_ARGS ?= -n 2
 
 .PHONY: demo test lint check contracts types bench bench-smoke install clean
@@ -51,6 +56,7 @@ bench-smoke: install
 	$(BIN)/python -m benchmarks --smoke
 
 test: install
+	@find $(NUMBA_CACHE_ROOT) -mindepth 1 -maxdepth 1 -type d ! -name '$(JIT_SUM)' -exec rm -rf {} + 2>/dev/null || true
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 clean:
