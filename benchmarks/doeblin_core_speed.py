@@ -210,9 +210,8 @@ def old_algorithm1_chains(x, y, W_u, W_A, P, eps, k, seed):
     G = np.zeros((k, n_params))
     Z = np.zeros(k)
     steps = np.empty(k, dtype=np.int64)
-    buf = np.empty(K)
-    logp = np.empty(K)
-    cond = np.empty(L)
+    scratch = sk.GradScratch(np.empty(K), np.empty(K), np.empty(L))
+    buf, logp = scratch.buf, scratch.logp
     for c in range(k):
         T = np.random.geometric(eps) - 1
         steps[c] = T
@@ -229,7 +228,7 @@ def old_algorithm1_chains(x, y, W_u, W_A, P, eps, k, seed):
         w = np.empty(T + 1)
         w[0] = w0
         for t in range(1, T + 1):
-            w[t] = eps * sk.gibbs_prob_grad(x, W_A, P, path[t - 1], y, g, 0.0, buf, logp, cond)
+            w[t] = eps * sk.gibbs_prob_grad(x, W_A, P, path[t - 1], y, g, 0.0, scratch)
         Z[c] = w.sum()
         if Z[c] == 0.0:
             continue
@@ -237,9 +236,9 @@ def old_algorithm1_chains(x, y, W_u, W_A, P, eps, k, seed):
         suffix = 0.0
         for t in range(T, 0, -1):
             if t < T and suffix != 0.0:
-                sk.gibbs_prob_grad(x, W_A, P, path[t - 1], path[t], g, suffix, buf, logp, cond)
+                sk.gibbs_prob_grad(x, W_A, P, path[t - 1], path[t], g, suffix, scratch)
             if w[t] != 0.0:
-                sk.gibbs_prob_grad(x, W_A, P, path[t - 1], y, g, w[t], buf, logp, cond)
+                sk.gibbs_prob_grad(x, W_A, P, path[t - 1], y, g, w[t], scratch)
             suffix += w[t]
         if T > 0 and suffix != 0.0:
             sk.log_u_grad(x, W_u, path[0], g, suffix, buf, logp)

@@ -98,7 +98,7 @@ def struct_gib(n, b, t):
     return 1962 / 1024 * b * (t - 1) / 49 * (n / 200) ** 3
 
 
-def run_exact(sizes, batches, length, device, repeats, struct_limit, bw, rate, seed):
+def run_exact(sizes, batches, length, device, *, repeats, struct_limit, bw, rate, seed):
     print(f"\n== exact chain (scaled space, shared N x N transitions), T = {length}, float32, {device}")
     print(f"{'N':>6} {'B':>3} {'what':<28} {'seconds':>9} {'limit s':>9} {'x limit':>8} "
           f"{'autograd MiB':>13} {'bound MiB':>10} {'bare mm s':>9} {'x bare':>7}")
@@ -334,8 +334,8 @@ def main(argv=None):
     bw, rate = machine_limits(args.device, quick=args.quick)
     _BANDWIDTH[0] = bw
     print(f"measured limits: read bandwidth {bw / 1e9:.2f} GB/s, float32 matmul {rate / 1e9:.1f} GFLOP/s")
-    exact_rows = run_exact(args.sizes, args.batches, args.length, args.device, args.repeats, args.struct_gib, bw,
-                           rate, args.seed)
+    exact_rows = run_exact(args.sizes, args.batches, args.length, args.device, repeats=args.repeats,
+                           struct_limit=args.struct_gib, bw=bw, rate=rate, seed=args.seed)
     mse_rows = run_mse(args.mse_sizes, args.ks, args.mse_batch, args.length, args.device, args.repeats,
                        args.replicates, args.seed) if args.mse_sizes else []
     step_rows = run_per_step(args.per_step_sizes, args.ks, args.length, args.device, args.repeats,

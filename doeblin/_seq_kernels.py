@@ -127,11 +127,22 @@ def log_u_grad(x, W_u, y, grad, scale, buf, logp):
     return total
 
 
+class GradScratch(NamedTuple):
+    """Scratch of :func:`gibbs_prob_grad`: ``buf``, ``logp`` (K,) and ``cond`` (L,), float64."""
+
+    buf: np.ndarray
+    logp: np.ndarray
+    cond: np.ndarray
+
+
 @jit
-def _add_cond_grad(x, P, y, i, logp, grad, scale, off_W, off_P):
-    """Add ``scale * d log p_i(y_i | y_{-i}) / d(W_A, P)`` given the conditional's log-probs ``logp``."""
+def _add_cond_grad(x, P, y, i, logp, grad, scale):
+    """Add ``scale * d log p_i(y_i | y_{-i}) / d(W_A, P)`` given the conditional's log-probs ``logp``
+    (flat layout: ``W_A`` from ``D * K``, ``P`` from ``2 * D * K``)."""
     L, D = x.shape
     K = logp.shape[0]
+    off_W = D * K
+    off_P = 2 * D * K
     for k in range(K):
         r = (1.0 if k == y[i] else 0.0) - np.exp(logp[k])
         for d in range(D):
@@ -143,13 +154,11 @@ def _add_cond_grad(x, P, y, i, logp, grad, scale, off_W, off_P):
 
 
 @jit
-def gibbs_prob_grad(x, W_A, P, y_prev, y, grad, scale, buf, logp, cond):
+def gibbs_prob_grad(x, W_A, P, y_prev, y, grad, scale, scratch):
     """Return ``A(y | y_prev)`` of random-scan Gibbs; if ``scale != 0`` add ``scale * d log A / d
-    (W_A, P)`` into ``grad`` (flat layout).  ``cond`` is scratch of length L."""
-    L, D = x.shape
-    K = W_A.shape[1]
-    off_W = D * K
-    off_P = 2 * D * K
+    (W_A, P)`` into ``grad`` (flat layout).  ``scratch`` is a :class:`GradScratch`."""
+    buf, logp, cond = scratch.buf, scratch.logp, scratch.cond
+    L = x.shape[0]
     diff = -1
     n_diff = 0
     for i in range(L):
@@ -163,7 +172,7 @@ def gibbs_prob_grad(x, W_A, P, y_prev, y, grad, scale, buf, logp, cond):
         log_softmax_1d(buf, logp)
         p = np.exp(logp[y[diff]])
         if scale != 0.0:
-            _add_cond_grad(x, P, y, diff, logp, grad, scale, off_W, off_P)
+            _add_cond_grad(x, P, y, diff, logp, grad, scale)
         return p / L
     total = 0.0
     for i in range(L):
@@ -175,7 +184,7 @@ def gibbs_prob_grad(x, W_A, P, y_prev, y, grad, scale, buf, logp, cond):
         for i in range(L):
             gibbs_logits(x, W_A, P, y, i, buf)
             log_softmax_1d(buf, logp)
-            _add_cond_grad(x, P, y, i, logp, grad, scale * cond[i] / total, off_W, off_P)
+            _add_cond_grad(x, P, y, i, logp, grad, scale * cond[i] / total)
     return total / L
 
 
@@ -198,9 +207,8 @@ def algorithm1_chains(model, y, eps, k, seed):
     G = np.zeros((k, n_params))
     Z = np.zeros(k)
     steps = np.empty(k, dtype=np.int64)
-    buf = np.empty(K)
-    logp = np.empty(K)
-    cond = np.empty(L)
+    scratch = GradScratch(np.empty(K), np.empty(K), np.empty(L))
+    buf, logp = scratch.buf, scratch.logp
     for c in range(k):
         T = np.random.geometric(eps) - 1
         steps[c] = T
@@ -210,7 +218,7 @@ def algorithm1_chains(model, y, eps, k, seed):
         w = np.empty(T + 1)
         w[0] = eps * np.exp(log_u_grad(x, W_u, y, g, 0.0, buf, logp))
         for t in range(1, T + 1):
-            w[t] = eps * gibbs_prob_grad(x, W_A, P, path[t - 1], y, g, 0.0, buf, logp, cond)
+            w[t] = eps * gibbs_prob_grad(x, W_A, P, path[t - 1], y, g, 0.0, scratch)
         Z[c] = w.sum()
         if Z[c] == 0.0:
             continue
@@ -220,9 +228,9 @@ def algorithm1_chains(model, y, eps, k, seed):
         # y_t's own transition (t < T) has weight W_{t+1}; the final transition into y has weight w_t
         for t in range(T, 0, -1):
             if t < T and suffix[t + 1] != 0.0:
-                gibbs_prob_grad(x, W_A, P, path[t - 1], path[t], g, suffix[t + 1], buf, logp, cond)
+                gibbs_prob_grad(x, W_A, P, path[t - 1], path[t], g, suffix[t + 1], scratch)
             if w[t] != 0.0:
-                gibbs_prob_grad(x, W_A, P, path[t - 1], y, g, w[t], buf, logp, cond)
+                gibbs_prob_grad(x, W_A, P, path[t - 1], y, g, w[t], scratch)
         if T > 0 and suffix[1] != 0.0:
             log_u_grad(x, W_u, path[0], g, suffix[1], buf, logp)
     return G, Z, steps

@@ -21,7 +21,7 @@ import numpy as np
 from samplers.rng import as_generator, kernel_seed
 from samplers.validation import as_float_array, as_int_array, check_int
 
-from ._seq_kernels import gibbs_prob_grad, log_u_grad, seq_doeblin_draws, seq_simulate, sequence_chain
+from ._seq_kernels import GradScratch, gibbs_prob_grad, log_u_grad, seq_doeblin_draws, seq_simulate, sequence_chain
 from .chains import MAX_EXPECTED_STEPS, StrongDoeblinChain, check_draw_cost, check_eps
 
 MAX_ENUMERATION_STATES = 4096
@@ -110,7 +110,7 @@ class SequenceModel:
         x = self.check_x(x)
         L, K = x.shape[0], self.n_labels
         return float(gibbs_prob_grad(x, self.W_A, self.P, self.check_y(y_prev, L), self.check_y(y, L),
-                                     np.zeros(0), 0.0, np.empty(K), np.empty(K), np.empty(L)))
+                                     np.zeros(0), 0.0, GradScratch(np.empty(K), np.empty(K), np.empty(L))))
 
     def invariant_init(self) -> "SequenceModel":
         """Assumption 4.3: ``W_A = W_u``, ``P = 0``, so the Gibbs kernel leaves ``u`` invariant."""

@@ -32,7 +32,7 @@ from numpy.typing import ArrayLike
 from scipy.special import expit, logsumexp
 
 from .models import FactorGraph, PairwiseMRF
-from .models._kernels import gibbs_chains
+from .models._kernels import MRFArrays, gibbs_chains
 from .models.factor_gibbs import (
     ZERO_PENALTY,
     gibbs_move,
@@ -168,16 +168,14 @@ def ais_log_partition(mrf: PairwiseMRF, n_temperatures: int = 100, n_chains: int
     n_gibbs = check_int(n_gibbs_per_temp, "n_gibbs_per_temp", low=1)
     betas = annealing_schedule(n_temperatures, schedule)
 
-    ptr, nbr, pot = mrf.neighbours
-    log_unary = mrf.log_unary
+    arrays = MRFArrays(mrf.log_unary, *mrf.neighbours)
 
     def transition(x, beta, rng):  # n_gibbs Numba sweeps of every chain at f_beta
         # One integer seed per temperature drawn from the AIS generator, one stream through all chains:
         # reseeding Numba's generator per chain (~2 us each) cost as much as the sweeps of a small model,
         # and spawning SeedSequences (as PairwiseMRF.gibbs_sample does for independent studies) 10x more.
         seeds = rng.integers(0, _MAX_KERNEL_SEED, size=1, dtype=np.int64)
-        return gibbs_chains(np.ascontiguousarray(x, dtype=np.int64), log_unary, ptr, nbr, pot, float(beta),
-                            n_gibbs, 0, 1, seeds)[:, -1]
+        return gibbs_chains(np.ascontiguousarray(x, dtype=np.int64), arrays, float(beta), n_gibbs, 0, 1, seeds)[:, -1]
 
     return run_ais(mrf.sample_independent, mrf.pairwise_log_potential, transition, n_temperatures=n_temperatures,
                    n_chains=n_chains, seed=seed, schedule=betas, log_partition_start=mrf.log_partition_unary_only())

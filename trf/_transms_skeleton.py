@@ -27,7 +27,9 @@ where ``p~(x^j) = exp(lambda . f(x^j))``.  The jump law ``Gamma`` of Eq. (19) (u
 neighbours ``j - 1, j, j + 1`` in ``1..m``), the acceptance of Eq. (20)-(21) with the length weights
 ``log pi0_j - zeta_j`` (Eq. 12), the counting and the chain loops (all chains, a block of chains, or a
 schedule) are written once below.  ``stats`` per chain: [up proposed, up accepted, down
-proposed, down accepted, class proposed, class accepted].
+proposed, down accepted, class proposed, class accepted].  The chain loops take the chains as one
+``state`` bundle (:class:`trf.transms_core.ChainState`: ``tokens`` (n_chains, m), ``lengths``
+(n_chains,)) and write the visited states and the counts into one :class:`Trace`.
 
 The skeleton is compiled once per backend (the operations are resolved from the model's type at
 compile time: direct calls, no function pointers in the inner loop).  The operations' overloads
@@ -38,7 +40,7 @@ a backend's kernels, touch this file or clear ``NUMBA_CACHE_DIR``.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -47,6 +49,15 @@ from samplers._dispatch import numba_operation
 from samplers._jit import jit
 
 N_STATS = 6
+
+
+class Trace(NamedTuple):
+    """What the chain loops write: visited states (row ``r`` is ``tokens[r, :lengths[r]]``) and the move
+    counts ``stats`` ((n_chains, N_STATS) per chain, or (N_STATS,) for a schedule), all int64."""
+
+    tokens: np.ndarray
+    lengths: np.ndarray
+    stats: np.ndarray
 
 
 # --------------------------------------------------------------------------- the backend's operations
@@ -145,9 +156,12 @@ def transms_step(model, work, length, log_len_weight, jump, stats):
 
 
 @jit
-def _run_one_chain(model, chain, tokens, lengths, n_steps, log_len_weight, jump, seed, out_tokens, out_len, stats):
-    """Chain ``chain`` makes ``n_steps`` steps with its own seed; record ``chain * n_steps + s`` after step s+1."""
+def _run_one_chain(model, state, chain, seed, n_steps, log_len_weight, jump, trace):
+    """Chain ``chain`` of ``state`` makes ``n_steps`` steps with its own ``seed``; trace record
+    ``chain * n_steps + s`` is its state after step s+1, its counts go to ``trace.stats[chain]``."""
     np.random.seed(seed)                   # one stream per chain: same draws for any thread count
+    tokens, lengths = state.tokens, state.lengths
+    out_tokens, out_len, stats = trace.tokens, trace.lengths, trace.stats[chain]
     work = new_workspace(model)
     length = lengths[chain]
     load_chain(model, work, tokens[chain], length)
@@ -161,22 +175,24 @@ def _run_one_chain(model, chain, tokens, lengths, n_steps, log_len_weight, jump,
 
 
 @jit
-def run_chains_serial(model, tokens, lengths, n_steps, log_len_weight, jump, seeds, out_tokens, out_len, stats):
-    """Every chain makes ``n_steps`` steps from ``tokens``/``lengths`` (updated in place), seeded by
-    ``seeds[chain]``; record ``chain * n_steps + s`` is its state after step s+1.  Compiled ``nogil``: the
+def run_chains_serial(model, state, n_steps, log_len_weight, jump, seeds, trace):
+    """Every chain makes ``n_steps`` steps from ``state`` (updated in place), seeded by ``seeds[chain]``;
+    ``trace`` record ``chain * n_steps + s`` is its state after step s+1.  Compiled ``nogil``: the
     parallel path (:func:`trf.transms_core.step`) runs it on blocks of chains in threads."""
-    for chain in range(lengths.shape[0]):
-        _run_one_chain(model, chain, tokens, lengths, n_steps, log_len_weight, jump, seeds[chain], out_tokens,
-                       out_len, stats[chain])
+    for chain in range(state.lengths.shape[0]):
+        _run_one_chain(model, state, chain, seeds[chain], n_steps, log_len_weight, jump, trace)
 
 
 @jit
-def run_schedule(model, tokens, lengths, schedule, log_len_weight, jump, seed, out_tokens, out_len, stats):
-    """For record r, chain ``schedule[r]`` makes one step and its state is written to row r.
+def run_schedule(model, state, schedule, log_len_weight, jump, seed, trace):
+    """For record r, chain ``schedule[r]`` of ``state`` makes one step and its state is written to
+    ``trace`` row r.
 
-    One seed, one random stream.  ``stats`` has shape (6,).
+    One seed, one random stream.  ``trace.stats`` has shape (6,).
     """
     np.random.seed(seed)
+    tokens, lengths = state.tokens, state.lengths
+    out_tokens, out_len, stats = trace.tokens, trace.lengths, trace.stats
     work = new_workspace(model)
     for r in range(schedule.shape[0]):
         chain = schedule[r]

@@ -125,8 +125,8 @@ def step(model, state: ChainState, n_steps: int, log_len_weight, seed=None, *, j
     out_tokens = np.zeros((n_chains * n_steps, m), dtype=np.int64)
     out_len = np.zeros(n_chains * n_steps, dtype=np.int64)
     stats = np.zeros((n_chains, skeleton.N_STATS), dtype=np.int64)
-    args = (model, state.tokens, state.lengths, n_steps, lw, bool(jump), kernel_seeds(seed, n_chains).astype(np.int64),
-            out_tokens, out_len, stats)
+    args = (model, state, n_steps, lw, bool(jump), kernel_seeds(seed, n_chains).astype(np.int64),
+            skeleton.Trace(out_tokens, out_len, stats))
     _run_chains(args, parallel)
     return state, Visits(out_tokens, out_len), TransMSInfo(*map(int, stats.sum(axis=0)))
 
@@ -152,8 +152,8 @@ def _run_chains_threaded(args: tuple) -> None:
     """The serial build on ``numba.get_num_threads()`` blocks of chains in threads (it releases the GIL)."""
     import numba
 
-    model, tokens, lengths, n_steps, lw, jump, seeds, out_tokens, out_len, stats = args
-    n_chains = lengths.size
+    model, state, n_steps, lw, jump, seeds, trace = args
+    n_chains = state.lengths.size
     n_blocks = min(numba.get_num_threads(), n_chains)
     if n_blocks <= 1:
         skeleton.run_chains_serial(*args)
@@ -162,9 +162,10 @@ def _run_chains_threaded(args: tuple) -> None:
 
     def block(b: int) -> None:
         lo, hi = edges[b], edges[b + 1]
-        skeleton.run_chains_serial(model, tokens[lo:hi], lengths[lo:hi], n_steps, lw, jump, seeds[lo:hi],
-                                   out_tokens[lo * n_steps:hi * n_steps], out_len[lo * n_steps:hi * n_steps],
-                                   stats[lo:hi])
+        rows = slice(lo * n_steps, hi * n_steps)
+        skeleton.run_chains_serial(model, ChainState(state.tokens[lo:hi], state.lengths[lo:hi]), n_steps, lw, jump,
+                                   seeds[lo:hi], skeleton.Trace(trace.tokens[rows], trace.lengths[rows],
+                                                                trace.stats[lo:hi]))
 
     with ThreadPoolExecutor(max_workers=n_blocks) as pool:
         list(pool.map(block, range(n_blocks)))
@@ -180,6 +181,6 @@ def step_schedule(model, state: ChainState, schedule, log_len_weight, seed=None,
     out_tokens = np.zeros((schedule.size, m), dtype=np.int64)
     out_len = np.zeros(schedule.size, dtype=np.int64)
     stats = np.zeros(skeleton.N_STATS, dtype=np.int64)
-    skeleton.run_schedule(model, state.tokens, state.lengths, schedule.astype(np.int64), lw, bool(jump),
-                          kernel_seed(seed), out_tokens, out_len, stats)
+    skeleton.run_schedule(model, state, schedule.astype(np.int64), lw, bool(jump), kernel_seed(seed),
+                          skeleton.Trace(out_tokens, out_len, stats))
     return state, Visits(out_tokens, out_len), TransMSInfo(*map(int, stats))

@@ -198,12 +198,12 @@ def dictionary_score(node, depth, w, K, word_logfreq):
 
 
 @jit
-def dictionary_features(z, starts, k, n_starts, node, depth, tables, idx, val, n):
-    """Append the dictionary features of the word whose prefix left the trie at ``(node, depth)``
-    and continues with the letters ``z[starts[k:n_starts]]`` to ``idx``/``val`` from entry n
+def dictionary_features(z, starts, at, tables, idx, val, n):
+    """Append the dictionary features of the word whose prefix left the trie at ``(at.node, at.depth)``
+    and continues with the letters ``z[starts[at.k:at.n_starts]]`` to ``idx``/``val`` from entry n
     (#prefixes; membership and log frequency if a word); return the new count."""
     _, _, _, _, _, off_D, _ = layout(tables.rel.shape[0])
-    node, depth = trie_walk(z, starts, k, n_starts, node, depth, tables.child)
+    node, depth = trie_walk(z, starts, at.k, at.n_starts, at.node, at.depth, tables.child)
     idx[n] = off_D + 2
     val[n] = depth
     n += 1
@@ -253,7 +253,7 @@ def features(x, z, tables, use_rich, scratch):
         val[n] = 1.0
         n += 1
         last = z[q]
-    return dictionary_features(z, starts, 0, ns, 0, 0, tables, idx, val, n)
+    return dictionary_features(z, starts, Prefix(0, ns, K, 0, 0), tables, idx, val, n)
 
 
 @jit
@@ -376,7 +376,7 @@ def site_value_features(chain, z, i, v, at):
         n += 1
     for j in range(n):
         val[j] = 1.0
-    return dictionary_features(z, starts, at.k, at.n_starts, node, depth, chain.tables, idx, val, n)
+    return dictionary_features(z, starts, Prefix(at.k, at.n_starts, last, node, depth), chain.tables, idx, val, n)
 
 
 @jit(inline="always")

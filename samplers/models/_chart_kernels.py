@@ -3,7 +3,9 @@
 Charts are ``(n+1, n+1, N)`` arrays indexed by span ``(i, k)`` and nonterminal; ``keep`` is an
 ``(n+1, n+1)`` boolean span mask (Algorithm 3 of Bouchard-Cote et al. 2009: pruned spans are
 skipped, and a split ``j`` is used only when both ``(i, j)`` and ``(j, k)`` are kept).  Kernels take
-plain arrays, never raise for user errors, and draw randomness after seeding Numba's generator.
+the grammar as one :class:`GrammarArrays` bundle (a NamedTuple of arrays, one Numba argument) and
+unpack the fields they read into locals first; a filled chart travels as a :class:`Chart`.  They
+never raise for user errors and draw randomness after seeding Numba's generator.
 """
 
 from __future__ import annotations
@@ -16,6 +18,37 @@ from numba.extending import overload
 
 from .._jit import jit
 from .._kernels import logaddexp
+
+
+class GrammarArrays(NamedTuple):
+    """A CNF grammar's arrays (:class:`~samplers.models.pcfg.Grammar`), bundled for the kernels.
+
+    Attributes
+    ----------
+    lex : ndarray, shape (N, V)
+        Lexical log weights ``A -> terminal``.
+    rules : ndarray of int64, shape (R, 3)
+        Binary rules ``(A, B, C)`` sorted by parent.
+    logw : ndarray, shape (R,)
+        Binary-rule log weights.
+    offsets : ndarray of int64, shape (N + 1,)
+        The rules of parent ``A`` are rows ``offsets[A]:offsets[A + 1]``.
+    """
+
+    lex: np.ndarray
+    rules: np.ndarray
+    logw: np.ndarray
+    offsets: np.ndarray
+
+
+class Chart(NamedTuple):
+    """A filled chart: scores ``(n+1, n+1, N)``, ``alive`` flags ``(n+1, n+1)`` (span has a finite entry)
+    and Viterbi back-pointers ``back_rule``, ``back_split`` (``(1, 1, 1)`` placeholders for an inside chart)."""
+
+    score: np.ndarray
+    alive: np.ndarray
+    back_rule: np.ndarray
+    back_split: np.ndarray
 
 
 @jit
@@ -83,23 +116,30 @@ def _back_pointers_impl(semiring, n, nt):
     return lambda semiring, n, nt: (np.full((1, 1, 1), -1, dtype=np.int64), np.full((1, 1, 1), -1, dtype=np.int64))
 
 
-def _add_rule(semiring, chart, back_r, back_j, i, k, a, r, log_w, vals, m, best, arg):
-    """Fold rule ``r`` (weight ``log_w``, split scores ``vals[:m]`` with maximum ``best`` at split ``arg``)
-    into ``chart[i, k, a]``."""
+def _add_rule(semiring, chart, back_r, back_j, cell, rule, vals, split):
+    """Fold binary rule ``rule = (r, log weight)`` into ``chart[cell]``, ``cell = (i, k, a)``, given its
+    split scores ``vals[:m]`` and ``split = (m, their maximum best, the split point arg attaining it)``."""
     raise NotImplementedError("Numba-only")
 
 
 @overload(_add_rule, inline="always")
-def _add_rule_impl(semiring, chart, back_r, back_j, i, k, a, r, log_w, vals, m, best, arg):
+def _add_rule_impl(semiring, chart, back_r, back_j, cell, rule, vals, split):
+    # the tuples are unpacked first: reading them by index (rule[1], split[1]) made the Viterbi chart 3x slower
     if _is(semiring, _SumProduct):
-        def add_sum(semiring, chart, back_r, back_j, i, k, a, r, log_w, vals, m, best, arg):
+        def add_sum(semiring, chart, back_r, back_j, cell, rule, vals, split):
+            i, k, a = cell
+            _, log_w = rule
+            m, best, _ = split
             s = 0.0
             for t in range(m):
                 s += np.exp(vals[t] - best)
             chart[i, k, a] = logaddexp(chart[i, k, a], log_w + best + np.log(s))
         return add_sum
     if _is(semiring, _MaxProduct):
-        def add_max(semiring, chart, back_r, back_j, i, k, a, r, log_w, vals, m, best, arg):
+        def add_max(semiring, chart, back_r, back_j, cell, rule, vals, split):
+            i, k, a = cell
+            r, log_w = rule
+            _, best, arg = split
             v = log_w + best
             if v > chart[i, k, a]:
                 chart[i, k, a] = v
@@ -110,9 +150,10 @@ def _add_rule_impl(semiring, chart, back_r, back_j, i, k, a, r, log_w, vals, m, 
 
 
 @jit
-def _fill_chart(words, lex, rules, logw, keep, semiring):
-    """The pruned CKY recursion (Algorithm 3) in ``semiring``: chart, ``alive`` flags (span has a finite
-    entry) and the back-pointers (placeholders for the sum semiring)."""
+def _fill_chart(words, grammar, keep, semiring):
+    """The pruned CKY recursion (Algorithm 3) in ``semiring``: a :class:`Chart` (back-pointers are
+    placeholders for the sum semiring)."""
+    lex, rules, logw = grammar.lex, grammar.rules, grammar.logw
     n = words.shape[0]
     nt = lex.shape[0]
     chart, alive = _word_chart(words, lex, keep)
@@ -142,28 +183,29 @@ def _fill_chart(words, lex, rules, logw, keep, semiring):
                         arg = j
                 if best == -np.inf:
                     continue
-                _add_rule(semiring, chart, back_r, back_j, i, k, a, r, logw[r], vals, m, best, arg)
+                _add_rule(semiring, chart, back_r, back_j, (i, k, a), (r, logw[r]), vals, (m, best, arg))
             for a in range(nt):
                 if chart[i, k, a] > -np.inf:
                     alive[i, k] = True
                     break
-    return chart, alive, back_r, back_j
+    return Chart(chart, alive, back_r, back_j)
 
 
 @jit
-def inside_kernel(words, lex, rules, logw, keep):
+def inside_kernel(words, grammar, keep):
     """Pruned inside chart (Algorithm 3) and the ``alive`` flags (span has a finite entry)."""
-    chart, alive, _, _ = _fill_chart(words, lex, rules, logw, keep, _SumProduct(0))
-    return chart, alive
+    out = _fill_chart(words, grammar, keep, _SumProduct(0))
+    return out.score, out.alive
 
 
 @jit
-def outside_kernel(words, lex, rules, logw, keep, inside, alive, start):
+def outside_kernel(words, grammar, keep, inside, alive, start):
     """Pruned outside chart, expected binary-rule counts and expected lexical counts.
 
     Returns ``(outside, binary_counts[R], lexical_counts[N, V])``; counts are posterior
     expectations of how often each rule is used (inside-outside, soft counts E_m[f]).
     """
+    lex, rules, logw = grammar.lex, grammar.rules, grammar.logw
     n = words.shape[0]
     nt = lex.shape[0]
     outside = np.full((n + 1, n + 1, nt), -np.inf)
@@ -235,9 +277,10 @@ def _push_children(stack, top, i, j, k, left, right):
 
 
 @jit
-def _draw_split(inside, alive, keep, rules, logw, offsets, i, k, a, buf):
+def _draw_split(chart, keep, grammar, i, k, a, buf):
     """Draw (rule, split) of node (i, k, a) with probability w(rule) inside(left) inside(right) / inside(i, k, a)."""
-    m = _splits(alive, keep, i, k, buf)
+    inside, rules, logw, offsets = chart.score, grammar.rules, grammar.logw, grammar.offsets
+    m = _splits(chart.alive, keep, i, k, buf)
     target = inside[i, k, a]
     u = np.random.random()
     acc = 0.0
@@ -260,10 +303,11 @@ def _draw_split(inside, alive, keep, rules, logw, offsets, i, k, a, buf):
 
 
 @jit
-def _walk_tree(sample, inside, alive, keep, rules, logw, offsets, back_r, back_j, start, nodes, stack, buf):
+def _walk_tree(sample, chart, keep, grammar, start, nodes, stack, buf):
     """Write a tree top-down into ``nodes`` rows (i, k, label, rule), pre-order.  Each binary node's
     (rule, split) is drawn from the inside chart (``sample``) or read from Viterbi back-pointers."""
-    n = inside.shape[0] - 1
+    rules, back_r, back_j = grammar.rules, chart.back_rule, chart.back_split
+    n = chart.score.shape[0] - 1
     top = 0
     stack[0, 0] = 0
     stack[0, 1] = n
@@ -282,7 +326,7 @@ def _walk_tree(sample, inside, alive, keep, rules, logw, offsets, back_r, back_j
         if k - i == 1:
             continue
         if sample:
-            r, j = _draw_split(inside, alive, keep, rules, logw, offsets, i, k, a, buf)
+            r, j = _draw_split(chart, keep, grammar, i, k, a, buf)
         else:
             r = back_r[i, k, a]
             j = back_j[i, k, a]
@@ -292,7 +336,7 @@ def _walk_tree(sample, inside, alive, keep, rules, logw, offsets, back_r, back_j
 
 
 @jit
-def sample_trees_kernel(inside, alive, keep, rules, logw, offsets, start, n_samples, seed):
+def sample_trees_kernel(inside, alive, keep, grammar, start, n_samples, seed):
     """``n_samples`` exact draws from the (pruned) tree posterior: array (n_samples, 2n-1, 4)."""
     np.random.seed(seed)
     n = inside.shape[0] - 1
@@ -300,24 +344,23 @@ def sample_trees_kernel(inside, alive, keep, rules, logw, offsets, start, n_samp
     stack = np.empty((2 * n + 1, 3), dtype=np.int64)
     buf = np.empty(n + 1, dtype=np.int64)
     no_back = np.empty((1, 1, 1), dtype=np.int64)
+    chart = Chart(inside, alive, no_back, no_back)
     for s in range(n_samples):
-        _walk_tree(True, inside, alive, keep, rules, logw, offsets, no_back, no_back, start, out[s], stack, buf)
+        _walk_tree(True, chart, keep, grammar, start, out[s], stack, buf)
     return out
 
 
 @jit
-def viterbi_kernel(words, lex, rules, logw, keep, start):
+def viterbi_kernel(words, grammar, keep, start):
     """Max-product chart with back-pointers (the inside recursion in the max semiring); returns (best log
     weight, nodes (2n-1, 4))."""
     n = words.shape[0]
-    nt = lex.shape[0]
-    best, alive, back_r, back_j = _fill_chart(words, lex, rules, logw, keep, _MaxProduct(1))
+    best = _fill_chart(words, grammar, keep, _MaxProduct(1))
     buf = np.empty(n + 1, dtype=np.int64)
     nodes = np.full((2 * n - 1, 4), -1, dtype=np.int64)
-    score = best[0, n, start]
+    score = best.score[0, n, start]
     if score == -np.inf:
         return score, nodes
     stack = np.empty((2 * n + 1, 3), dtype=np.int64)
-    _walk_tree(False, best, alive, keep, rules, logw, np.zeros(nt + 1, dtype=np.int64), back_r, back_j, start, nodes,
-               stack, buf)
+    _walk_tree(False, best, keep, grammar, start, nodes, stack, buf)
     return score, nodes

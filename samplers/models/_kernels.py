@@ -1,7 +1,8 @@
 """Numba kernels for pairwise discrete MRFs: Gibbs sweeps over a CSR neighbour structure and the
 annealed-importance-sampling loop.
 
-Kernels take plain arrays and an integer seed, never raise for user errors (the wrappers in
+Kernels take plain arrays or the model bundled as one :class:`MRFArrays` (a NamedTuple of arrays, one
+Numba argument) and an integer seed, never raise for user errors (the wrappers in
 :mod:`samplers.models.mrf` and :mod:`samplers.ais` validate), and seed Numba's generator once per
 chain so every chain is reproducible on its own.
 
@@ -19,10 +20,22 @@ Layout shared by all kernels
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .._jit import jit
 from .._kernels import categorical_from_logits
+
+
+class MRFArrays(NamedTuple):
+    """A pairwise MRF bundled for :func:`gibbs_chains`: ``unary`` (n_vars, K) and the CSR incidence lists
+    ``nbr_ptr``, ``nbr_var``, ``nbr_pot`` laid out as above."""
+
+    unary: np.ndarray
+    nbr_ptr: np.ndarray
+    nbr_var: np.ndarray
+    nbr_pot: np.ndarray
 
 
 @jit
@@ -44,8 +57,9 @@ def gibbs_sweep(x, unary, nbr_ptr, nbr_var, nbr_pot, beta, logits):
 
 
 @jit
-def gibbs_chains(init, unary, nbr_ptr, nbr_var, nbr_pot, beta, n_sweeps, burn_in, thin, seeds):
-    """Run ``init.shape[0]`` independent Gibbs chains; keep every ``thin``-th sweep after ``burn_in``.
+def gibbs_chains(init, mrf, beta, n_sweeps, burn_in, thin, seeds):
+    """Run ``init.shape[0]`` independent Gibbs chains of ``mrf`` (an :class:`MRFArrays`); keep every
+    ``thin``-th sweep after ``burn_in``.
 
     ``seeds`` holds one seed per chain (each chain reproducible on its own), or a single seed for one
     stream through all chains in order: seeding Numba's Mersenne Twister costs about 2 us, which is the
@@ -54,6 +68,7 @@ def gibbs_chains(init, unary, nbr_ptr, nbr_var, nbr_pot, beta, n_sweeps, burn_in
     Returns an int64 array (n_chains, n_kept, n_vars) with ``n_kept = (n_sweeps - burn_in) // thin``;
     the kept sweeps are ``burn_in + thin, burn_in + 2 thin, ...`` (1-based sweep counts).
     """
+    unary, nbr_ptr, nbr_var, nbr_pot = mrf.unary, mrf.nbr_ptr, mrf.nbr_var, mrf.nbr_pot
     n_chains, n_vars = init.shape
     n_kept = (n_sweeps - burn_in) // thin
     out = np.empty((n_chains, n_kept, n_vars), dtype=np.int64)

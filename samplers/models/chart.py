@@ -16,7 +16,14 @@ import numpy as np
 
 from ..rng import kernel_seed
 from ..validation import check_int
-from ._chart_kernels import inside_kernel, outside_kernel, sample_trees_kernel, span_posteriors_kernel, viterbi_kernel
+from ._chart_kernels import (
+    GrammarArrays,
+    inside_kernel,
+    outside_kernel,
+    sample_trees_kernel,
+    span_posteriors_kernel,
+    viterbi_kernel,
+)
 from .pcfg import NORMALISATION_TOL, Grammar
 
 
@@ -74,6 +81,12 @@ def full_mask(n: int) -> np.ndarray:
     return np.ones((n + 1, n + 1), dtype=np.bool_)
 
 
+def _arrays(grammar: Grammar) -> GrammarArrays:
+    """The grammar's arrays bundled for the chart kernels."""
+    return GrammarArrays(grammar.lexical_log_weights, grammar.binary_rules, grammar.binary_log_weights,
+                         grammar.rule_offsets)
+
+
 def _as_mask(mask, n: int) -> np.ndarray:
     if mask is None:
         return full_mask(n)
@@ -102,8 +115,7 @@ def inside_chart(grammar: Grammar, words: str | Sequence[str] | np.ndarray, mask
         raise TypeError(f"grammar must be a Grammar, got {type(grammar).__name__}")
     ids = grammar.encode(words)
     keep = _as_mask(mask, len(ids))
-    chart, alive = inside_kernel(ids, grammar.lexical_log_weights, grammar.binary_rules,
-                                 grammar.binary_log_weights, keep)
+    chart, alive = inside_kernel(ids, _arrays(grammar), keep)
     return InsideChart(float(chart[0, len(ids), grammar.start]), chart, alive, ids, keep)
 
 
@@ -171,9 +183,7 @@ def _require_parse(ins: InsideChart) -> None:
 def expectations_from_inside(grammar: Grammar, ins: InsideChart) -> Expectations:
     """Outside pass on top of an inside chart: span posteriors and expected rule counts."""
     _require_parse(ins)
-    outside, counts, lexc = outside_kernel(ins.words, grammar.lexical_log_weights, grammar.binary_rules,
-                                           grammar.binary_log_weights, ins.mask, ins.chart, ins.alive,
-                                           grammar.start)
+    outside, counts, lexc = outside_kernel(ins.words, _arrays(grammar), ins.mask, ins.chart, ins.alive, grammar.start)
     post = span_posteriors_kernel(ins.chart, outside, ins.log_z)
     return Expectations(ins.log_z, post, counts, lexc)
 
@@ -212,16 +222,15 @@ def sample_trees(grammar: Grammar, words, n_samples: int = 1, *, mask=None, seed
     n_samples = check_int(n_samples, "n_samples", low=1)
     ins = inside if inside is not None else inside_chart(grammar, words, mask)
     _require_parse(ins)
-    return sample_trees_kernel(ins.chart, ins.alive, ins.mask, grammar.binary_rules, grammar.binary_log_weights,
-                               grammar.rule_offsets, grammar.start, n_samples, kernel_seed(seed))
+    return sample_trees_kernel(ins.chart, ins.alive, ins.mask, _arrays(grammar), grammar.start, n_samples,
+                               kernel_seed(seed))
 
 
 def viterbi(grammar: Grammar, words, mask=None) -> tuple[float, np.ndarray]:
     """Best tree under the (masked) grammar: ``(log weight, nodes (2n-1, 4))`` as in :func:`sample_trees`."""
     ids = grammar.encode(words)
     keep = _as_mask(mask, len(ids))
-    score, nodes = viterbi_kernel(ids, grammar.lexical_log_weights, grammar.binary_rules,
-                                  grammar.binary_log_weights, keep, grammar.start)
+    score, nodes = viterbi_kernel(ids, _arrays(grammar), keep, grammar.start)
     if score == -np.inf:
         raise ValueError("the sentence has no parse under this grammar and mask")
     return float(score), nodes

@@ -19,7 +19,7 @@ from scipy.special import logsumexp
 
 from ..rng import as_generator, kernel_seed, kernel_seeds
 from ..validation import as_float_array, as_int_array, check_float, check_int
-from ._kernels import gibbs_chains
+from ._kernels import MRFArrays, gibbs_chains
 from .elimination import EliminationPlan, default_memory_cap, eliminate, plan_elimination
 
 #: Default refusal threshold of ``method="elimination"``: entries of the largest cluster table.
@@ -439,9 +439,8 @@ class PairwiseMRF:
             if init.shape != (n_chains, self.n_vars):
                 raise ValueError(f"init must have shape (n_vars,) or (n_chains, n_vars) = {(n_chains, self.n_vars)}, "
                                  f"got {init.shape}")
-        ptr, nbr, pot = self.neighbours
-        return gibbs_chains(np.array(init, dtype=np.int64, order="C"), self.log_unary, ptr, nbr, pot, beta,
-                            n_sweeps, burn_in, thin, kernel_seeds(kernel_seed(gen), n_chains))
+        return gibbs_chains(np.array(init, dtype=np.int64, order="C"), MRFArrays(self.log_unary, *self.neighbours),
+                            beta, n_sweeps, burn_in, thin, kernel_seeds(kernel_seed(gen), n_chains))
 
     def sample_independent(self, n_samples: int, seed: Any = None) -> np.ndarray:
         """Exact draws of the *unary-only* model (each variable independent), shape (n_samples, n_vars)."""

@@ -5,10 +5,17 @@ foreign words u..v-1, one side may be empty but not both).  Binary rules combine
 bispans either straight, ``[B C]``: (s,S,u,U) + (S,t,U,v), or inverted, ``<B C>``: (s,S,U,v) +
 (S,t,u,U).  Lexical rules emit a word pair (e_i, f_j) or one null-aligned word.  ``keep`` masks
 bispans, ``pair_keep[i, j]`` masks the lexical pair rule of (i, j).  O(p^3 q^3 N^3) when unpruned.
-Inside sums use per-cell scaling (linear-space products, one exp per child label).
+Inside sums use per-cell scaling (linear-space products, one exp per child label).  Kernels take the
+grammar as one :class:`ITGArrays` bundle and the masked sentence pair as one :class:`MaskedPair`
+(NamedTuples of arrays, one Numba argument each) and unpack the fields they read into locals first.
+The helpers called per bispan and label are inlined into the loops (``inline="always"``): as plain
+calls, passing the bundles made the outside pass about 1.5x slower; a per-split helper taking tuples
+was 1.1x slower than the loop written in place.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
@@ -16,18 +23,41 @@ from .._jit import jit
 from .._kernels import logaddexp
 
 
-@jit
-def _lexical(s, t, u, v, e, f, pair, null_e, null_f, pair_keep, a):
+class ITGArrays(NamedTuple):
+    """An ITG's log weights (:class:`~samplers.pruning.itg.ITG`), bundled for the kernels: ``straight``,
+    ``inverted`` (N, N, N), ``pair`` (N, Ve, Vf), ``null_e`` (N, Ve), ``null_f`` (N, Vf)."""
+
+    straight: np.ndarray
+    inverted: np.ndarray
+    pair: np.ndarray
+    null_e: np.ndarray
+    null_f: np.ndarray
+
+
+class MaskedPair(NamedTuple):
+    """A sentence pair ``e`` (p,), ``f`` (q,) (int64 word ids) with its bispan mask ``keep``
+    (p+1, p+1, q+1, q+1) and lexical pair-rule mask ``pair_keep`` (p, q), bundled for the kernels."""
+
+    e: np.ndarray
+    f: np.ndarray
+    keep: np.ndarray
+    pair_keep: np.ndarray
+
+
+@jit(inline="always")
+def _lexical(itg, bitext, s, t, u, v, a):
+    """Log weight of the lexical rule of label ``a`` over bispan (s, t, u, v) (``-inf``: none or masked)."""
+    e, f, pair_keep = bitext.e, bitext.f, bitext.pair_keep
     le = t - s
     lf = v - u
     if le == 1 and lf == 1:
         if pair_keep[s, u]:
-            return pair[a, e[s], f[u]]
+            return itg.pair[a, e[s], f[u]]
         return -np.inf
     if le == 1 and lf == 0:
-        return null_e[a, e[s]]
+        return itg.null_e[a, e[s]]
     if le == 0 and lf == 1:
-        return null_f[a, f[u]]
+        return itg.null_f[a, f[u]]
     return -np.inf
 
 
@@ -84,15 +114,16 @@ def _bilinear(w, a, el, er):
 
 
 @jit
-def itg_inside_kernel(e, f, straight, inverted, pair, null_e, null_f, keep, pair_keep):
+def itg_inside_kernel(itg, bitext):
     """Pruned inside chart and ``alive`` flags of an ITG."""
-    p = e.shape[0]
-    q = f.shape[0]
-    nt = straight.shape[0]
+    keep = bitext.keep
+    p = bitext.e.shape[0]
+    q = bitext.f.shape[0]
+    nt = itg.straight.shape[0]
     chart = np.full((p + 1, p + 1, q + 1, q + 1, nt), -np.inf)
     alive = np.zeros((p + 1, p + 1, q + 1, q + 1), dtype=np.bool_)
-    ws = np.exp(straight)
-    wi = np.exp(inverted)
+    ws = np.exp(itg.straight)
+    wi = np.exp(itg.inverted)
     acc = np.zeros(nt)
     el = np.empty(nt)
     er = np.empty(nt)
@@ -128,20 +159,40 @@ def itg_inside_kernel(e, f, straight, inverted, pair, null_e, null_f, keep, pair
                             acc[a] += _bilinear(w, a, el, er)
                     for a in range(nt):
                         val = best + np.log(acc[a]) if acc[a] > 0.0 else -np.inf
-                        val = logaddexp(val, _lexical(s, t, u, v, e, f, pair, null_e, null_f, pair_keep, a))
+                        val = logaddexp(val, _lexical(itg, bitext, s, t, u, v, a))
                         chart[s, t, u, v, a] = val
                         if val > -np.inf:
                             alive[s, t, u, v] = True
     return chart, alive
 
 
+@jit(inline="always")
+def _lexical_posteriors(itg, bitext, bispan, out_cell, log_z, posteriors):
+    """Add the posterior of each lexical rule over ``bispan = (s, t, u, v)`` (outside scores ``out_cell``)
+    to ``posteriors = (align (p, q), null_e (p,), null_f (q,))``."""
+    s, t, u, v = bispan
+    align, nul_e, nul_f = posteriors
+    for a in range(out_cell.shape[0]):
+        lx = _lexical(itg, bitext, s, t, u, v, a)
+        if lx == -np.inf:
+            continue
+        post = np.exp(out_cell[a] + lx - log_z)
+        if t - s == 1 and v - u == 1:
+            align[s, u] += post
+        elif t - s == 1:
+            nul_e[s] += post
+        else:
+            nul_f[u] += post
+
+
 @jit
-def itg_outside_kernel(e, f, straight, inverted, pair, null_e, null_f, keep, pair_keep, inside, alive, start):
+def itg_outside_kernel(itg, bitext, inside, alive, start):
     """Pruned outside pass: returns (alignment posteriors (p, q), null_e posteriors (p,),
     null_f posteriors (q,), straight counts (N, N, N), inverted counts (N, N, N))."""
-    p = e.shape[0]
-    q = f.shape[0]
-    nt = straight.shape[0]
+    keep = bitext.keep
+    p = bitext.e.shape[0]
+    q = bitext.f.shape[0]
+    nt = itg.straight.shape[0]
     out = np.full(inside.shape, -np.inf)
     align = np.zeros((p, q))
     nul_e = np.zeros(p)
@@ -152,8 +203,8 @@ def itg_outside_kernel(e, f, straight, inverted, pair, null_e, null_f, keep, pai
     if log_z == -np.inf:
         return align, nul_e, nul_f, cs, ci
     out[0, p, 0, q, start] = 0.0
-    ws = np.exp(straight)
-    wi = np.exp(inverted)
+    ws = np.exp(itg.straight)
+    wi = np.exp(itg.inverted)
     oa = np.empty(nt)
     el = np.empty(nt)
     er = np.empty(nt)
@@ -172,15 +223,7 @@ def itg_outside_kernel(e, f, straight, inverted, pair, null_e, null_f, keep, pai
                         continue
                     for a in range(nt):
                         oa[a] = np.exp(out[s, t, u, v, a] - mo)
-                        lx = _lexical(s, t, u, v, e, f, pair, null_e, null_f, pair_keep, a)
-                        if lx > -np.inf:
-                            post = np.exp(out[s, t, u, v, a] + lx - log_z)
-                            if le == 1 and lf == 1:
-                                align[s, u] += post
-                            elif le == 1:
-                                nul_e[s] += post
-                            else:
-                                nul_f[u] += post
+                    _lexical_posteriors(itg, bitext, (s, t, u, v), out[s, t, u, v], log_z, (align, nul_e, nul_f))
                     if total == 1:
                         continue
                     m = _bispan_splits(s, t, u, v, alive, buf)
@@ -213,12 +256,12 @@ def itg_outside_kernel(e, f, straight, inverted, pair, null_e, null_f, keep, pai
 
 
 @jit
-def itg_sample_alignments_kernel(e, f, straight, inverted, pair, null_e, null_f, keep, pair_keep, inside, alive,
-                                 start, seed):
+def itg_sample_alignments_kernel(itg, bitext, inside, alive, start, seed):
     """Draw one derivation top-down from the pruned inside chart; return its word alignment (p, q) bool."""
     np.random.seed(seed)
-    p = e.shape[0]
-    q = f.shape[0]
+    straight, inverted = itg.straight, itg.inverted
+    p = bitext.e.shape[0]
+    q = bitext.f.shape[0]
     nt = straight.shape[0]
     links = np.zeros((p, q), dtype=np.bool_)
     stack = np.empty((2 * (p + q) + 2, 5), dtype=np.int64)
@@ -238,7 +281,7 @@ def itg_sample_alignments_kernel(e, f, straight, inverted, pair, null_e, null_f,
         top -= 1
         target = inside[s, t, u, v, a]
         r = np.random.random()
-        lx = _lexical(s, t, u, v, e, f, pair, null_e, null_f, pair_keep, a)
+        lx = _lexical(itg, bitext, s, t, u, v, a)
         acc = 0.0
         if lx > -np.inf:
             acc += np.exp(lx - target)

@@ -19,7 +19,14 @@ import numpy as np
 
 from ..rng import as_generator, kernel_seed
 from ..validation import as_float_array, check_float, check_int
-from ._itg_kernels import itg_alignment_mask_kernel, itg_inside_kernel, itg_outside_kernel, itg_sample_alignments_kernel
+from ._itg_kernels import (
+    ITGArrays,
+    MaskedPair,
+    itg_alignment_mask_kernel,
+    itg_inside_kernel,
+    itg_outside_kernel,
+    itg_sample_alignments_kernel,
+)
 from .randomized import run_auxvar_chain
 
 
@@ -150,6 +157,16 @@ class ITGChart(NamedTuple):
     pair_keep: np.ndarray
 
 
+def _arrays(itg: ITG) -> ITGArrays:
+    """The ITG's log weights bundled for the kernels."""
+    return ITGArrays(itg.straight, itg.inverted, itg.pair, itg.null_e, itg.null_f)
+
+
+def _masked_pair(ins: ITGChart) -> MaskedPair:
+    """The sentence pair and masks an inside chart was computed under, bundled for the kernels."""
+    return MaskedPair(ins.e, ins.f, ins.keep, ins.pair_keep)
+
+
 def _masks(keep, pair_keep, p: int, q: int):
     keep = np.ones((p + 1, p + 1, q + 1, q + 1), dtype=np.bool_) if keep is None else np.asarray(keep)
     pair_keep = np.ones((p, q), dtype=np.bool_) if pair_keep is None else np.asarray(pair_keep)
@@ -164,8 +181,7 @@ def itg_inside(itg: ITG, e, f, keep=None, pair_keep=None) -> ITGChart:
     """(Pruned) bitext inside pass, O(p^3 q^3 N^3) unpruned; ``keep``/``pair_keep`` None = exact."""
     e, f = itg.encode(e, f)
     keep, pair_keep = _masks(keep, pair_keep, len(e), len(f))
-    chart, alive = itg_inside_kernel(e, f, itg.straight, itg.inverted, itg.pair, itg.null_e, itg.null_f, keep,
-                                     pair_keep)
+    chart, alive = itg_inside_kernel(_arrays(itg), MaskedPair(e, f, keep, pair_keep))
     return ITGChart(float(chart[0, len(e), 0, len(f), itg.start]), chart, alive, e, f, keep, pair_keep)
 
 
@@ -173,8 +189,7 @@ def itg_expectations_from_inside(itg: ITG, ins: ITGChart) -> ITGExpectations:
     """Outside pass on top of :func:`itg_inside`: alignment posteriors and expected rule counts."""
     if ins.log_z == -np.inf:
         raise ValueError("the sentence pair has no derivation under this ITG and mask")
-    align, ne, nf, cs, ci = itg_outside_kernel(ins.e, ins.f, itg.straight, itg.inverted, itg.pair, itg.null_e,
-                                               itg.null_f, ins.keep, ins.pair_keep, ins.chart, ins.alive, itg.start)
+    align, ne, nf, cs, ci = itg_outside_kernel(_arrays(itg), _masked_pair(ins), ins.chart, ins.alive, itg.start)
     return ITGExpectations(ins.log_z, align, ne, nf, cs, ci)
 
 
@@ -187,8 +202,8 @@ def itg_sample_alignment(itg: ITG, ins: ITGChart, seed=None) -> np.ndarray:
     """Word alignment (p, q) bool of one derivation drawn exactly from the (pruned) inside chart."""
     if ins.log_z == -np.inf:
         raise ValueError("the sentence pair has no derivation under this ITG and mask")
-    return itg_sample_alignments_kernel(ins.e, ins.f, itg.straight, itg.inverted, itg.pair, itg.null_e, itg.null_f,
-                                        ins.keep, ins.pair_keep, ins.chart, ins.alive, itg.start, kernel_seed(seed))
+    return itg_sample_alignments_kernel(_arrays(itg), _masked_pair(ins), ins.chart, ins.alive, itg.start,
+                                        kernel_seed(seed))
 
 
 def alignment_mask(p: int, q: int, links, positive) -> tuple[np.ndarray, np.ndarray]:

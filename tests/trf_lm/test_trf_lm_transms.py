@@ -81,7 +81,7 @@ def test_parallel_path_runs_blocks_of_chains_on_threads_with_the_serial_draws(se
     kernel = skeleton.run_chains_serial
 
     def spy(*args):
-        calls.append((threading.get_ident(), args[2].size))  # (thread, chains in the block)
+        calls.append((threading.get_ident(), args[1].lengths.size))  # (thread, chains in the block)
         return kernel(*args)
 
     monkeypatch.setattr(skeleton, "run_chains_serial", spy)

@@ -1,10 +1,48 @@
-"""Numba kernels of exchange word clustering (Martin, Liermann, Ney 1998).  Private: no validation."""
+"""Numba kernels of exchange word clustering (Martin, Liermann, Ney 1998).  Private: no validation.
+
+The bigram graph travels as one :class:`BigramGraph` bundle and a word's counts by class as one
+:class:`WordMove` (NamedTuples, one Numba argument each); the per-class helpers are inlined into the
+exchange loop (``inline="always"``) and unpack the fields they read first.
+"""
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
 from samplers._jit import jit
+
+
+class BigramGraph(NamedTuple):
+    """Successor and predecessor lists in CSR form (:func:`trf.lm.cluster.bigram_graph`): the successors
+    ``v`` of word ``w`` are ``succ_idx[succ_ptr[w]:succ_ptr[w + 1]]`` with counts ``succ_cnt`` (predecessors
+    likewise), and each word's left and right bigram margins ``word_left``, ``word_right`` (float64)."""
+
+    succ_ptr: np.ndarray
+    succ_idx: np.ndarray
+    succ_cnt: np.ndarray
+    pred_ptr: np.ndarray
+    pred_idx: np.ndarray
+    pred_cnt: np.ndarray
+    word_left: np.ndarray
+    word_right: np.ndarray
+
+
+class WordMove(NamedTuple):
+    """One word's bigram counts by class while it is moved: counts from predecessor / to successor classes
+    (``pred_cls``, ``succ_cls``, (n_classes + 1,)), the ``n_pred`` / ``n_succ`` classes touched (listed in
+    ``nz_pred``, ``nz_succ``), the count of its self-loop ``self_n`` and its margins ``w_left``, ``w_right``."""
+
+    pred_cls: np.ndarray
+    succ_cls: np.ndarray
+    nz_pred: np.ndarray
+    n_pred: int
+    nz_succ: np.ndarray
+    n_succ: int
+    self_n: float
+    w_left: float
+    w_right: float
 
 
 @jit
@@ -52,10 +90,10 @@ def gather_classes(w, ptr, idx, cnt, cls, acc, nz):
     return n, self_n
 
 
-@jit
-def shift_word(k, sign, counts, left, right, pred_cls, succ_cls, nz_pred, n_pred, nz_succ, n_succ, self_n, w_left,
-               w_right):
-    """Add (``sign = 1``) or remove (``sign = -1``) a word's bigram counts to/from class ``k``."""
+@jit(inline="always")
+def shift_word(k, sign, counts, left, right, move):
+    """Add (``sign = 1``) or remove (``sign = -1``) a word's bigram counts (``move``) to/from class ``k``."""
+    pred_cls, succ_cls, nz_pred, n_pred, nz_succ, n_succ, self_n, w_left, w_right = move
     for i in range(n_pred):
         c = nz_pred[i]
         if c != k:
@@ -69,9 +107,10 @@ def shift_word(k, sign, counts, left, right, pred_cls, succ_cls, nz_pred, n_pred
     right[k] += sign * w_right
 
 
-@jit
-def _move_gain(k, counts, left, right, pred_cls, succ_cls, nz_pred, n_pred, nz_succ, n_succ, self_n, w_left, w_right):
-    """Change of the log-likelihood when a word (already removed) joins class ``k``."""
+@jit(inline="always")
+def _move_gain(k, counts, left, right, move):
+    """Change of the log-likelihood when a word (already removed; its counts ``move``) joins class ``k``."""
+    pred_cls, succ_cls, nz_pred, n_pred, nz_succ, n_succ, self_n, w_left, w_right = move
     gain = 0.0
     for i in range(n_pred):
         c = nz_pred[i]
@@ -88,10 +127,13 @@ def _move_gain(k, counts, left, right, pred_cls, succ_cls, nz_pred, n_pred, nz_s
 
 
 @jit
-def exchange_passes(cls, n_classes, order, succ_ptr, succ_idx, succ_cnt, pred_ptr, pred_idx, pred_cnt,
-                    word_left, word_right, word_term, max_passes, history):
-    """Run up to ``max_passes`` exchange passes in place on ``cls``; ``history[p]`` gets the
-    log-likelihood after pass ``p`` (``history[0]``: initial).  Returns the number of passes run."""
+def exchange_passes(cls, n_classes, order, graph, word_term, max_passes, history):
+    """Run up to ``max_passes`` exchange passes in place on ``cls`` over the bigram ``graph`` (a
+    :class:`BigramGraph`); ``history[p]`` gets the log-likelihood after pass ``p`` (``history[0]``:
+    initial).  Returns the number of passes run."""
+    succ_ptr, succ_idx, succ_cnt = graph.succ_ptr, graph.succ_idx, graph.succ_cnt
+    pred_ptr, pred_idx, pred_cnt = graph.pred_ptr, graph.pred_idx, graph.pred_cnt
+    word_left, word_right = graph.word_left, graph.word_right
     counts, left, right = class_bigram_counts(cls, n_classes, succ_ptr, succ_idx, succ_cnt)
     history[0] = class_log_likelihood(counts, left, right, word_term)
     sizes = np.zeros(n_classes, dtype=np.int64)
@@ -110,22 +152,19 @@ def exchange_passes(cls, n_classes, order, succ_ptr, succ_idx, succ_cnt, pred_pt
                 continue  # keep every class non-empty
             n_pred, self_n = gather_classes(w, pred_ptr, pred_idx, pred_cnt, cls, pred_cls, nz_pred)
             n_succ, _ = gather_classes(w, succ_ptr, succ_idx, succ_cnt, cls, succ_cls, nz_succ)
-            shift_word(old, -1.0, counts, left, right, pred_cls, succ_cls, nz_pred, n_pred, nz_succ, n_succ, self_n,
-                       word_left[w], word_right[w])
+            move = WordMove(pred_cls, succ_cls, nz_pred, n_pred, nz_succ, n_succ, self_n, word_left[w], word_right[w])
+            shift_word(old, -1.0, counts, left, right, move)
             # staying put is the reference; another class must be strictly better
             best = old
-            best_gain = _move_gain(old, counts, left, right, pred_cls, succ_cls, nz_pred, n_pred, nz_succ, n_succ,
-                                   self_n, word_left[w], word_right[w])
+            best_gain = _move_gain(old, counts, left, right, move)
             for k in range(n_classes):
                 if k == old:
                     continue
-                gain = _move_gain(k, counts, left, right, pred_cls, succ_cls, nz_pred, n_pred, nz_succ, n_succ,
-                                  self_n, word_left[w], word_right[w])
+                gain = _move_gain(k, counts, left, right, move)
                 if gain > best_gain + 1e-10 * (1.0 + abs(best_gain)):
                     best_gain = gain
                     best = k
-            shift_word(best, 1.0, counts, left, right, pred_cls, succ_cls, nz_pred, n_pred, nz_succ, n_succ, self_n,
-                       word_left[w], word_right[w])
+            shift_word(best, 1.0, counts, left, right, move)
             if best != old:
                 sizes[old] -= 1
                 sizes[best] += 1

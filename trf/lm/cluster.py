@@ -19,7 +19,7 @@ import numpy as np
 
 from samplers.rng import as_generator
 from samplers.validation import as_int_array, check_int
-from trf.lm._cluster_kernels import exchange_passes
+from trf.lm._cluster_kernels import BigramGraph, exchange_passes
 from trf.lm.corpus import EncodedCorpus
 
 __all__ = ["WordClasses", "exchange_clustering", "bigram_graph", "class_bigram_log_likelihood"]
@@ -118,9 +118,9 @@ def exchange_clustering(corpus: EncodedCorpus, vocab_size: int, n_classes: int, 
     cls[order[n_classes:]] = rng.integers(0, n_classes, size=vocab_size - n_classes)
     cls[vocab_size] = n_classes
     history = np.zeros(max_passes + 1)
-    passes = exchange_passes(cls, n_classes, order, succ_ptr, succ_idx.astype(np.int64), succ_cnt, pred_ptr,
-                             pred_idx.astype(np.int64), pred_cnt, word_left, word_right, word_term,
-                             max_passes, history)
+    bundle = BigramGraph(succ_ptr, succ_idx.astype(np.int64), succ_cnt, pred_ptr, pred_idx.astype(np.int64), pred_cnt,
+                         word_left, word_right)
+    passes = exchange_passes(cls, n_classes, order, bundle, word_term, max_passes, history)
     return WordClasses(cls[:vocab_size].copy(), n_classes, history[:passes + 1].copy())
 
 

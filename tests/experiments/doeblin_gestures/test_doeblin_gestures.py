@@ -211,7 +211,7 @@ def _doeblin_objective(m, x, states, target, eps):
     return np.log(pi @ w)
 
 
-def _directional_estimates(m, x, target, eps, d, n, chains, control_variate, seed, part=0):
+def _directional_estimates(m, x, target, eps, d, *, n, chains, control_variate, seed, part=0):
     """Ratio estimate sum(g . d) / sum(Z) over n calls of ``chains`` chains, and its delta-method se
     (``part`` 0: A's gradient, 1: u's)."""
     rng = np.random.default_rng(seed)
@@ -242,7 +242,7 @@ def test_algorithm1_gradient_matches_finite_differences(tiny, control_variate):
         return _doeblin_objective(m.with_weights(m.w_u, w_A), x, states, target, e)
 
     exact = (objective(m.w_A + h * d, eps) - objective(m.w_A - h * d, eps)) / (2 * h)
-    ratio, se = _directional_estimates(m, x, target, eps, d, 1000, 4, control_variate, 9)
+    ratio, se = _directional_estimates(m, x, target, eps, d, n=1000, chains=4, control_variate=control_variate, seed=9)
     assert_close_in_se(ratio, exact, se, what="Algorithm 1 directional derivative")
     with pytest.raises(AssertionError):
         assert_close_in_se(ratio, 0.0, se, what="vs the eps = 1 derivative")
@@ -264,7 +264,8 @@ def test_algorithm1_u_gradient_matches_finite_differences(tiny, control_variate)
         return _doeblin_objective(m.with_weights(w_u, m.w_A), x, states, target, eps)
 
     exact = (objective(m.w_u + h * d) - objective(m.w_u - h * d)) / (2 * h)
-    ratio, se = _directional_estimates(m, x, target, eps, d, 1000, 4, control_variate, 13, part=1)
+    ratio, se = _directional_estimates(m, x, target, eps, d, n=1000, chains=4, control_variate=control_variate, seed=13,
+                                       part=1)
     assert_close_in_se(ratio, exact, se, what="Algorithm 1 u directional derivative")
     with pytest.raises(AssertionError):
         assert_close_in_se(ratio, -exact, se, what="vs the opposite direction")
@@ -278,8 +279,8 @@ def test_control_variate_lowers_algorithm1_variance(tiny):
     m, x, states = tiny
     target = np.array([0, 1])
     d = np.random.default_rng(8).normal(size=m.n_full)
-    _, se_plain = _directional_estimates(m, x, target, 0.1, d, 500, 8, False, 11)
-    _, se_cv = _directional_estimates(m, x, target, 0.1, d, 500, 8, True, 11)
+    _, se_plain = _directional_estimates(m, x, target, 0.1, d, n=500, chains=8, control_variate=False, seed=11)
+    _, se_cv = _directional_estimates(m, x, target, 0.1, d, n=500, chains=8, control_variate=True, seed=11)
     assert se_cv < 0.7 * se_plain, (se_cv, se_plain)
 
 
