@@ -312,10 +312,13 @@ def u_forward(x, w, K, U, C):
 
 
 @jit
-def u_sample_from_alpha(x, alpha, w, K, C, z):
-    """Backward sampling (FFBS) of ``z ~ u`` in place, given forward messages."""
+def u_sample_from_alpha(x, alpha, w, K, C, z, buf):
+    """Backward sampling (FFBS) of ``z ~ u`` in place, given forward messages; ``buf`` (2K+1,) is scratch.
+
+    It allocates nothing: it is a Doeblin restart, called from the core's loop kernels, which are compiled
+    without reference counting (``doeblin.core.loop_jit``).
+    """
     L, S = alpha.shape
-    buf = np.empty(S)
     z[L - 1] = categorical_from_logits(alpha[L - 1])
     for i in range(L - 2, -1, -1):
         for p in range(S):
@@ -331,8 +334,9 @@ def u_draws(x, w, K, rel, size, seed):
     alpha = u_forward(x, w, K, U, C)
     out = np.empty((size, x.shape[0]), dtype=np.int64)
     z = np.empty(x.shape[0], dtype=np.int64)
+    buf = np.empty(2 * K + 1)
     for n in range(size):
-        u_sample_from_alpha(x, alpha, w, K, C, z)
+        u_sample_from_alpha(x, alpha, w, K, C, z, buf)
         out[n] = z
     return out
 
@@ -496,8 +500,8 @@ def alignment_chain(x, w_u, w_A, tables):
 
 @implements(restart, AlignmentChain)
 def draw_from_u(chain, z):
-    """Restart: ``z ~ u`` by backward sampling from the forward messages (FFBS)."""
-    u_sample_from_alpha(chain.x, chain.alpha, chain.w_u, chain.tables.rel.shape[0], chain.C_u, z)
+    """Restart: ``z ~ u`` by backward sampling from the forward messages (FFBS); scratch: ``chain.logits``."""
+    u_sample_from_alpha(chain.x, chain.alpha, chain.w_u, chain.tables.rel.shape[0], chain.C_u, z, chain.logits)
 
 
 @implements(move, AlignmentChain)

@@ -365,3 +365,26 @@ def test_bad_inputs(lexicon, tiny):
         doeblin_gradient(m, x, "ab", 0.0, 4)
     with pytest.raises(ValueError, match="lexicon"):
         GestureModel(lexicon, n_letters=K_TINY)
+
+
+_ALGORITHM1_FIRST = """
+import numpy as np
+from experiments.doeblin_gestures.model import GestureModel, Lexicon, doeblin_gradient
+lex = Lexicon.from_words(["ab", "ba", "abb", "a"], [0.4, 0.3, 0.2, 0.1], n_letters=2)
+m = GestureModel(lex, n_letters=2, relation=np.array([[0, 1], [1, 0]]))
+g, g_u, Z, n = doeblin_gradient(m, np.array([0, 1, 1]), np.array([0, 1]), 0.3, 4, seed=1)
+assert np.isfinite(Z) and Z > 0
+"""
+
+
+def test_algorithm1_compiles_first_in_a_fresh_process(tmp_path):
+    """The restart (FFBS from u) runs inside doeblin.core's loop kernels, compiled without reference counting,
+    so it must not allocate: when Algorithm 1 was the first thing compiled on a fresh Numba cache, the restart's
+    FFBS was typed in that mode and its scratch ``np.empty`` failed to compile (order-dependent: the whole file
+    passed, ``-k algorithm1`` alone failed)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    subprocess.run([sys.executable, "-c", _ALGORITHM1_FIRST], check=True, env=env, timeout=600)
