@@ -33,6 +33,8 @@ from doeblin.markov import stationary_gth
 from samplers._jit import jit
 
 # --------------------------------------------------------------------------- the old loops (5ee6880^)
+# The measured baselines, kept on purpose: they restate the core's loops (doeblin/core.py, doeblin/_seq_kernels.py)
+# as they were before the unification, so a repeated-code scan pairs them with the core (not to be merged).
 
 
 @jit

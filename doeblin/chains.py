@@ -316,15 +316,27 @@ class StagedDoeblinChain:
         the expected cost, ``size`` times :meth:`expected_draw_cost` kernel applications, exceeds
         ``max_steps``.
         """
+        size = self._check_draws(size, max_steps)
+        z, y, steps = exact_staged_draws(self._cdf_rho, self._cdf_C_rev, self._cdf_kernels,
+                                         self.restart_stage, size, kernel_seed(seed))
+        return staged_draws_result(y, z, steps, return_stages, return_steps)
+
+    def _check_draws(self, size: int, max_steps) -> int:
+        """``size`` validated, and refused (ValueError) when ``size`` exact draws would cost more than
+        ``max_steps`` kernel applications in expectation (:meth:`expected_draw_cost` each)."""
         size = check_int(size, "size", low=0)
         check_draw_cost(self.expected_draw_cost(), size, max_steps,
                         f"the stage chain C (restart stage {self.restart_stage}, stationary mass "
                         f"{self.stage_stationary[self.restart_stage]:.3g})")
-        z, y, steps = exact_staged_draws(self._cdf_rho, self._cdf_C_rev, self._cdf_kernels,
-                                         self.restart_stage, size, kernel_seed(seed))
-        out = [y]
-        if return_stages:
-            out.append(z)
-        if return_steps:
-            out.append(steps)
-        return out[0] if len(out) == 1 else tuple(out)
+        return size
+
+
+def staged_draws_result(y, z, steps, return_stages: bool, return_steps: bool):
+    """What a staged chain's ``sample_stationary`` returns: ``y``, followed by the stages ``z`` and the
+    kernel applications ``steps`` when asked for (a tuple then)."""
+    out = [y]
+    if return_stages:
+        out.append(z)
+    if return_steps:
+        out.append(steps)
+    return out[0] if len(out) == 1 else tuple(out)

@@ -39,22 +39,10 @@ its caller for the whole call.
 
 Examples
 --------
-A model is a NamedTuple of arrays and three small kernels::
-
-    class Walk(NamedTuple):
-        cdf_A: np.ndarray      # (n, n) cumulative rows of A
-        cdf_u: np.ndarray      # (n,) cumulative restart law
-
-    @implements(restart, Walk)
-    def _walk_restart(model, state):
-        state[0] = draw_from_cdf(model.cdf_u)
-
-    @implements(move, Walk)
-    def _walk_move(model, state):
-        state[0] = draw_from_cdf(model.cdf_A[state[0]])
-
-after which ``doeblin_path(Walk(cdf_A, cdf_u), state, eps, path)`` runs the strong Doeblin chain.
-:mod:`doeblin._kernels` (finite chains) is exactly this.
+A model is a NamedTuple of arrays and small kernels registered with :func:`implements`: the smallest is
+:class:`doeblin._kernels.FiniteChain` (cumulative rows of ``A`` and of ``u``, one line each for ``restart``
+and ``move``), after which ``doeblin_path(FiniteChain(cdf_A, cdf_u), state, eps, path)`` runs the strong
+Doeblin chain.  ``docs/doeblin.md`` defines such a model outside the package, runnable.
 """
 
 from __future__ import annotations

@@ -109,20 +109,13 @@ def doeblin_factor_draws(fg: FactorGraph, n_draws: int, eps: float, seed: Any = 
     ----------
     fg : FactorGraph
         The model whose Gibbs sweep is the chain's base kernel ``A`` (condition on evidence first).
-    n_draws : int
-        Number of independent exact draws.
-    eps : float
-        Restart probability in (0, 1].
-    seed : int, Generator or None
-        Randomness (SPEC 7).
-    max_steps : int
-        Refuse (ValueError) when the expected number of sweeps, ``n_draws (1 - eps) / eps``, exceeds it.
+    n_draws, eps, seed, max_steps
+        As in :func:`doeblin_gibbs_draws`.
 
     Returns
     -------
-    draws : ndarray of int64 (n_draws, n_vars)
-    sweeps : int
-        Total Gibbs sweeps spent (the cost), ``sum T_i``.
+    draws, sweeps
+        As in :func:`doeblin_gibbs_draws`.
     """
     if not isinstance(fg, FactorGraph):
         raise TypeError(f"fg must be a FactorGraph, got {type(fg).__name__}")

@@ -41,7 +41,7 @@ from ._seq_kernels import (
     sequence_chain,
     sweep_prob,
 )
-from .chains import MAX_EXPECTED_STEPS, StagedDoeblinChain, check_draw_cost
+from .chains import MAX_EXPECTED_STEPS, StagedDoeblinChain, staged_draws_result
 from .implicit import SequenceDoeblinChain, SequenceModel
 from .markov import check_stochastic
 
@@ -139,19 +139,11 @@ class SequenceStagedDoeblinChain:
         (ValueError) when the expected cost exceeds ``max_steps`` kernel applications
         (:meth:`doeblin.StagedDoeblinChain.expected_draw_cost`).
         """
-        size = check_int(size, "size", low=0)
         st = self._stages
-        check_draw_cost(st.expected_draw_cost(), size, max_steps,
-                        f"the stage chain C (restart stage {self.restart_stage}, stationary mass "
-                        f"{st.stage_stationary[self.restart_stage]:.3g})")
+        size = st._check_draws(size, max_steps)
         z, y, steps = seq_staged_draws(self._params(), st._cdf_rho, st._cdf_C_rev, self.restart_stage,
                                        size, kernel_seed(seed))
-        out = [y]
-        if return_stages:
-            out.append(z)
-        if return_steps:
-            out.append(steps)
-        return out[0] if len(out) == 1 else tuple(out)
+        return staged_draws_result(y, z, steps, return_stages, return_steps)
 
     def states(self) -> np.ndarray:
         """All K^L sequences (lexicographic order), shape (K^L, L); refused beyond 4096 states."""

@@ -68,24 +68,34 @@ class FactorGibbsEstimator(KindEstimator):
                 EVALUATIONS: max(budget, 2) * self.n_chains * model.n_vars}
 
 
-class FactorAISEstimator(KindEstimator):
+class _AnnealedEstimator(KindEstimator):
+    """Base of the estimators along AIS's annealing path from the unary-only model (``schedule`` of the
+    temperatures, hard zeros annealed in as penalties of ``zero_penalty`` nats below the smallest finite
+    entry); budget = temperatures."""
+
+    budget_label = "temperatures"
+    quick_budgets = (10, 50)
+    budgets = (10, 100, 1000)
+
+    def __init__(self, schedule: str, zero_penalty: float):
+        if schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+        self.schedule = schedule
+        self.zero_penalty = check_float(zero_penalty, "zero_penalty", low=0.0, low_open=True)
+
+
+class FactorAISEstimator(_AnnealedEstimator):
     """AIS on the factor graph (:func:`samplers.ais.ais_factor_graph`, the one AIS with Gibbs moves on the
     factor bundle; hard zeros annealed in as penalties of ``zero_penalty`` nats below the smallest finite
     entry); ``log_partition`` and AIS-weighted marginals of the chains' final states; budget =
     temperatures.  ``evaluations`` = single-site updates: n_chains x (temperatures - 2) x n_vars."""
 
     name = "ais-factor"
-    budget_label = "temperatures"
     kinds = {FACTOR_GRAPH: ("log_partition", "marginals")}
-    quick_budgets = (10, 50)
-    budgets = (10, 100, 1000)
 
     def __init__(self, n_chains: int = 100, schedule: str = "sigmoid", zero_penalty: float = ZERO_PENALTY):
-        if schedule not in SCHEDULES:
-            raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+        super().__init__(schedule, zero_penalty)
         self.n_chains = check_int(n_chains, "n_chains", low=2)
-        self.schedule = schedule
-        self.zero_penalty = check_float(zero_penalty, "zero_penalty", low=0.0, low_open=True)
 
     def _estimate(self, problem, budget, seed, targets):
         model = problem.model
@@ -99,26 +109,20 @@ class FactorAISEstimator(KindEstimator):
                 EVALUATIONS: (n_temps - 2) * self.n_chains * model.n_vars}
 
 
-class FactorSMCEstimator(KindEstimator):
+class FactorSMCEstimator(_AnnealedEstimator):
     """Annealed SMC on the factor graph (:func:`samplers.ais.smc_factor_graph`: AIS's path and Gibbs moves,
     systematic resampling when a group's ESS falls below half); ``log_partition`` (log of the mean of
     ``n_groups`` independent groups' unbiased estimates); budget = temperatures.  ``evaluations`` =
     single-site updates: particles x (temperatures - 2) x n_vars."""
 
     name = "smc-factor"
-    budget_label = "temperatures"
     kinds = {FACTOR_GRAPH: ("log_partition",)}
-    quick_budgets = (10, 50)
-    budgets = (10, 100, 1000)
 
     def __init__(self, n_particles: int = 25, n_groups: int = 4, schedule: str = "sigmoid",
                  zero_penalty: float = ZERO_PENALTY):
-        if schedule not in SCHEDULES:
-            raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+        super().__init__(schedule, zero_penalty)
         self.n_particles = check_int(n_particles, "n_particles", low=2)
         self.n_groups = check_int(n_groups, "n_groups", low=2)
-        self.schedule = schedule
-        self.zero_penalty = check_float(zero_penalty, "zero_penalty", low=0.0, low_open=True)
 
     def _estimate(self, problem, budget, seed, targets):
         model = problem.model

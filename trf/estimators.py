@@ -100,7 +100,18 @@ class _FixedLambdaBackend(WordBackend):
         self.pi = pi
 
 
-class AugSAZetaEstimator(KindEstimator):
+class _ZetaEstimator(KindEstimator):
+    """Base of the trf estimators: ``zeta`` of ``"trf"`` problems, named ``name`` (the class's by default)."""
+
+    family = "trf"
+    kinds = {TRF: ("zeta",)}
+
+    def __init__(self, name: str | None = None):
+        if name is not None:
+            self.name = name
+
+
+class AugSAZetaEstimator(_ZetaEstimator):
     """AugSA's zeta recursion (17)-(18) with lambda moved along ``min(1, 4t/budget) * lambda`` then
     frozen; budget = iterations (at least 4).  ``evaluations`` = TransMS draws (100 per iteration).
 
@@ -108,14 +119,10 @@ class AugSAZetaEstimator(KindEstimator):
     training (a cold start at the target lambda with zeta(0) is far off for large models).
     """
 
-    family = "trf"
+    name = "augsa-zeta"
     budget_label = "iterations"
-    kinds = {TRF: ("zeta",)}
     quick_budgets = (50, 100)
     budgets = (50, 200, 400)
-
-    def __init__(self, name: str = "augsa-zeta"):
-        self.name = name
 
     def _estimate(self, problem, budget, seed, targets):
         budget = max(budget, 4)
@@ -130,18 +137,14 @@ class AugSAZetaEstimator(KindEstimator):
         return {"zeta": zeta, EVALUATIONS: budget * cfg.n_samples}
 
 
-class AISZetaEstimator(KindEstimator):
+class AISZetaEstimator(_ZetaEstimator):
     """AIS per length with 10 particles (:func:`trf.ais.ais_log_partition`); budget = temperatures
     (at least 2).  ``evaluations`` = particle moves: temperatures x 10 x lengths."""
 
-    family = "trf"
+    name = "ais-zeta"
     budget_label = "temperatures"
-    kinds = {TRF: ("zeta",)}
     quick_budgets = (10, 50)
     budgets = (10, 50, 200)
-
-    def __init__(self, name: str = "ais-zeta"):
-        self.name = name
 
     def _estimate(self, problem, budget, seed, targets):
         budget = max(budget, 2)

@@ -12,8 +12,7 @@ log Z, tree log Z, linear-chain entropy on dense / intermediate / long-tail prob
 
 from __future__ import annotations
 
-import argparse
-import csv
+from experiments.rdp_tables.cli import run_summary, summary_rows, table_parser
 
 # The paper's Table 2 (MSE; D = dense, I = intermediate, L = long-tailed), keyed by
 # (estimator, budget % of N) -> chain log Z D I L, tree log Z D I L, chain entropy D I L.
@@ -60,37 +59,25 @@ def table(rows: list[dict], n_states: int) -> str:
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--summary", help="summary.csv of an earlier run (skip running)")
-    p.add_argument("--n-states", type=int, default=2000)
-    p.add_argument("--chain-length", type=int, default=50)
+    p = table_parser(__doc__, "summary.csv of an earlier run (skip running)")
     p.add_argument("--tree-length", type=int, default=20)
-    p.add_argument("--replicates", type=int, default=100)
     p.add_argument("--no-tree", action="store_true", help="chains only")
     p.add_argument("--no-topk50", action="store_true", help="drop Top-K at 50%% (memory-heavy at N = 10000)")
-    p.add_argument("--out", help="also save the harness results here")
-    p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     if args.summary:
-        with open(args.summary, newline="") as fh:
-            rows = list(csv.DictReader(fh))
+        rows = summary_rows(args.summary)
         for n in sorted({int(r["problem"].split("-N")[1].split("-")[0]) for r in rows}):
             print(table(rows, n) + "\n")
         return
     from rdp.problems import TreeCRFProblem as TreeProblem
     from rdp.suites import rdp_table2_suite
-    from samplers.harness import run_suite
 
     suite = rdp_table2_suite(args.n_states, args.chain_length, args.tree_length, args.replicates)
     if args.no_tree:
         suite.problems = [pr for pr in suite.problems if not isinstance(pr, TreeProblem)]
     if args.no_topk50:
         suite.budgets = {**suite.budgets, "TopK": [20]}
-    results = run_suite(suite, seed=args.seed, progress=False)
-    if args.out:
-        results.save(args.out, plots=False)
-    print(table(results.summary(), args.n_states))
-
+    print(table(run_summary(suite, args), args.n_states))
 
 if __name__ == "__main__":
     main()

@@ -14,8 +14,7 @@ the suite itself with ``--table 3|4``) and prints
 
 from __future__ import annotations
 
-import argparse
-import csv
+from .cli import run_summary, summary_rows, table_parser
 
 # Table 3 of the paper: (estimator, K % of N) -> (bias D, variance D, bias L, variance L); N = 2000.
 PAPER_T3 = {("TopK", 20): (-1.968, 0, -0.403, 0), ("TopK", 50): (-0.995, 0, -0.177, 0),
@@ -83,33 +82,21 @@ def table4(rows: list[dict]) -> str:
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--summary", help="summary.csv of an earlier harness run (the table is chosen from its rows)")
+    p = table_parser(__doc__, "summary.csv of an earlier harness run (the table is chosen from its rows)")
     p.add_argument("--table", type=int, choices=(3, 4), help="run this table's suite here instead")
-    p.add_argument("--n-states", type=int, default=2000)
-    p.add_argument("--chain-length", type=int, default=50)
-    p.add_argument("--replicates", type=int, default=100)
-    p.add_argument("--out", help="also save the harness results here")
-    p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     if args.summary:
-        with open(args.summary, newline="") as fh:
-            rows = list(csv.DictReader(fh))
+        rows = summary_rows(args.summary)
         is_t4 = any(r["estimator"].endswith(("uniform", "local", "global")) for r in rows)
         print(table4(rows) if is_t4 else table3(rows))
         return
     if args.table is None:
         p.error("give --summary or --table")
-    from samplers.harness import run_suite
-
     from .suite import bias_variance_suite, proposals_suite
 
     make = bias_variance_suite if args.table == 3 else proposals_suite
-    results = run_suite(make(args.n_states, args.chain_length, args.replicates), seed=args.seed, progress=False)
-    if args.out:
-        results.save(args.out, plots=False)
-    print((table3 if args.table == 3 else table4)(results.summary()))
-
+    summary = run_summary(make(args.n_states, args.chain_length, args.replicates), args)
+    print((table3 if args.table == 3 else table4)(summary))
 
 if __name__ == "__main__":
     main()

@@ -200,6 +200,15 @@ def _var_to_factor(bundle, f2v, v2f):
             _normalise(v2f[slot], cards[i])
 
 
+@jit(inline="always")
+def _decode_entry(e, lo, hi, strides, states):
+    """``states[: hi - lo]`` = the states of entry ``e`` of the factor whose slots are ``lo:hi`` (C order)."""
+    rest = e
+    for s in range(lo, hi):
+        states[s - lo] = rest // strides[s]
+        rest -= states[s - lo] * strides[s]
+
+
 @jit
 def _factor_to_var(bundle, v2f, out, states):
     """``out[slot, k] = log sum over the factor's entries with its slot variable at k of
@@ -216,10 +225,7 @@ def _factor_to_var(bundle, v2f, out, states):
             phi = log_values[table_ptr[f] + e]
             if phi == -np.inf:
                 continue
-            rest = e
-            for s in range(lo, hi):  # decode the entry's states (C order)
-                states[s - lo] = rest // strides[s]
-                rest -= states[s - lo] * strides[s]
+            _decode_entry(e, lo, hi, strides, states)
             for s in range(lo, hi):
                 acc = phi
                 for t in range(lo, hi):
@@ -283,11 +289,9 @@ def loopy_bp(bundle, max_states, damping, tol, max_iter):
             acc = log_values[table_ptr[f] + e]
             if acc == -np.inf:
                 continue
-            rest = e
+            _decode_entry(e, lo, hi, strides, states)
             for s in range(lo, hi):
-                st = rest // strides[s]
-                rest -= st * strides[s]
-                acc += v2f[s, st]
+                acc += v2f[s, states[s - lo]]
             zf = logaddexp(zf, acc)
         log_z += zf
     beliefs = np.zeros((n_vars, max_states))

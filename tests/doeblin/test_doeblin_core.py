@@ -1,42 +1,19 @@
-"""doeblin.core: the generic restart / staged steps, exact draws and Algorithm 1's suffix weights,
-run on a model defined here through the public extension point (implements)."""
+"""doeblin.core: the generic restart / staged steps, exact draws and Algorithm 1's suffix weights, run
+on the finite models of doeblin._kernels (a model defined outside the package through the public extension
+point, implements, is run by the subprocess test below and by docs/doeblin.md)."""
 
 from __future__ import annotations
-
-from typing import NamedTuple
 
 import numpy as np
 import pytest
 
 from doeblin import StagedDoeblinChain, StrongDoeblinChain, core
-from doeblin.core import draw_from_cdf, implements, move, restart, stage_move
+from doeblin._kernels import FiniteChain, FiniteStagedChain
+from doeblin.core import implements, move, restart
 from doeblin.examples import random_chain
 from doeblin.markov import cumulative_rows
 from samplers._jit import jit
 from samplers.testing import chi_square_gof
-
-
-class Walk(NamedTuple):
-    """A finite chain defined outside the package, as a user would."""
-
-    cdf_A: np.ndarray
-    cdf_u: np.ndarray
-    cdf_stage: np.ndarray      # (k, n, n) cumulative stage kernels, the restart stage's rows = u
-
-
-@implements(restart, Walk)
-def _walk_restart(model, state):
-    state[0] = draw_from_cdf(model.cdf_u)
-
-
-@implements(move, Walk)
-def _walk_move(model, state):
-    state[0] = draw_from_cdf(model.cdf_A[state[0]])
-
-
-@implements(stage_move, Walk)
-def _walk_stage_move(model, stage, state):
-    state[0] = draw_from_cdf(model.cdf_stage[stage, state[0]])
 
 
 @jit
@@ -93,32 +70,31 @@ C = np.array([[0.2, 0.8, 0.0], [0.1, 0.6, 0.3], [0.5, 0.0, 0.5]])
 
 
 @pytest.fixture(scope="module")
-def walk():
-    stages = cumulative_rows(np.stack([np.repeat(U[None], N, 0), A, A2]))
-    return Walk(cumulative_rows(A), cumulative_rows(U), stages)
+def finite():
+    return FiniteChain(cumulative_rows(A), cumulative_rows(U))
 
 
-def test_user_model_exact_draws_match_closed_form(walk):
-    """Prop. 3.2 through the generic kernel on a model defined in this file: chi-square against
+def test_exact_draws_match_closed_form(finite):
+    """Prop. 3.2 through the generic kernel on the finite chain model: chi-square against
     eps u (I - (1 - eps) A)^{-1} (20000 draws; false-alarm rate 1e-3)."""
-    draws, steps = _draws(walk, 0.2, 20000, 1)
+    draws, steps = _draws(finite, 0.2, 20000, 1)
     pi = StrongDoeblinChain(A, U, 0.2).stationary()
     assert chi_square_gof(np.bincount(draws, minlength=N), pi)[2] > 1e-3
     # T ~ Geometric(0.2) on {0, 1, ...}: mean 4, se sqrt(20) / sqrt(20000) = 0.032
     assert abs(steps.mean() - 4.0) < 4 * np.sqrt(20 / 20000)
 
 
-def test_user_model_wrong_law_is_rejected(walk):
+def test_wrong_law_is_rejected(finite):
     """Negative control: the same draws are rejected against A's own stationary law."""
-    draws, _ = _draws(walk, 0.2, 20000, 1)
+    draws, _ = _draws(finite, 0.2, 20000, 1)
     wrong = StrongDoeblinChain(A, U, 0.2).base_stationary()
     assert chi_square_gof(np.bincount(draws, minlength=N), wrong)[2] < 1e-3
 
 
-def test_user_model_path_restart_rate_and_long_run_law(walk):
+def test_path_restart_rate_and_long_run_law(finite):
     """Restarts occur at rate eps (binomial, 4 se), and the path's visit frequencies at lag 50
     (thinned, about independent) follow pi~."""
-    path, restarts = _path(walk, 0.1, 400_000, 2)
+    path, restarts = _path(finite, 0.1, 400_000, 2)
     rate = restarts[1:].mean()
     assert abs(rate - 0.1) < 4 * np.sqrt(0.1 * 0.9 / 400_000)
     thinned = path[::50]
@@ -126,21 +102,22 @@ def test_user_model_path_restart_rate_and_long_run_law(walk):
     assert chi_square_gof(np.bincount(thinned, minlength=N), pi)[2] > 1e-3
 
 
-def test_user_staged_model_matches_finite_staged_chain(walk):
+def test_staged_model_matches_finite_staged_chain():
     """Exact staged draws through the generic kernel equal the finite chain's joint law (chi-square)."""
     chain = StagedDoeblinChain(C, [U, A, A2], 0)
-    z, y = _staged_draws(walk, chain._cdf_rho, chain._cdf_C_rev, 30000, 3)
+    stages = FiniteStagedChain(cumulative_rows(np.stack([np.repeat(U[None], N, 0), A, A2])))
+    z, y = _staged_draws(stages, chain._cdf_rho, chain._cdf_C_rev, 30000, 3)
     joint = chain.stationary(joint=True).ravel()
     assert chi_square_gof(np.bincount(z * N + y, minlength=3 * N), joint)[2] > 1e-3
 
 
-def test_eps_zero_is_the_plain_chain_and_draws_no_uniform(walk):
+def test_eps_zero_is_the_plain_chain_and_draws_no_uniform(finite):
     """restart_step with eps = 0 only moves and draws nothing for the restart decision: after 7 steps
     the state and the generator are exactly where 7 plain moves leave them; with eps > 0 (tiny, so
     no restart happens) each step draws one more uniform and the generator differs."""
-    plain = _moves_then_uniform(walk, 7, 11)
-    assert _uniforms_after_steps(walk, 0.0, 7, 11) == plain
-    assert _uniforms_after_steps(walk, 1e-300, 7, 11) != plain
+    plain = _moves_then_uniform(finite, 7, 11)
+    assert _uniforms_after_steps(finite, 0.0, 7, 11) == plain
+    assert _uniforms_after_steps(finite, 1e-300, 7, 11) != plain
 
 
 def test_suffix_weights_brute_force():
@@ -154,7 +131,7 @@ def test_suffix_weights_brute_force():
 
 def test_implements_rejects_bad_arguments():
     with pytest.raises(ValueError, match="operation"):
-        implements(len, Walk)
+        implements(len, FiniteChain)
     with pytest.raises(TypeError, match="model_class"):
         implements(restart, dict)
 
@@ -170,9 +147,9 @@ def test_doeblin_and_trf_share_one_dispatch_helper():
     from trf import _transms_skeleton as skeleton
 
     with pytest.raises(ValueError, match=r"operation must be one of \['move', 'restart', 'stage_move'\]"):
-        implements(skeleton.propose_append, Walk)
+        implements(skeleton.propose_append, FiniteChain)
     with pytest.raises(ValueError, match="propose_append"):
-        skeleton.implements(move, Walk)
+        skeleton.implements(move, FiniteChain)
     for module in (core, skeleton):  # neither registers overloads itself any more
         assert "overload" not in vars(module) and vars(module)["_implements"] is _dispatch.implements
 
