@@ -40,7 +40,7 @@ import numpy as np
 
 from samplers.models import FactorGraph, TooWideError, read_evid, read_mar, read_uai
 from samplers.models.elimination import default_memory_cap
-from samplers.models.uai_cli import parse_memory
+from samplers.uai_cli import parse_memory
 
 #: The 17 UAI 2014 PR instances of issue 28.
 DEFAULT_INSTANCES = ("Grids_11", "Grids_13", "Grids_14", "Segmentation_12", "Segmentation_14", "DBN_11", "DBN_12",

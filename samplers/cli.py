@@ -27,7 +27,7 @@ COMMAND_MODULES = (
     "samplers.harness.cli",  # mcsa bench list | run
     "trf.cli",               # mcsa trf train | eval | score
     "trf.lm.ngram_cli",      # mcsa ngram train | eval
-    "samplers.models.uai_cli",  # mcsa uai solve
+    "samplers.uai_cli",  # mcsa uai solve
 )
 
 

@@ -23,7 +23,7 @@ import pytest
 
 from samplers.models import TooWideError, read_evid, read_mar, read_uai
 from samplers.models.elimination import default_memory_cap
-from samplers.models.uai_cli import parse_memory
+from samplers.uai_cli import parse_memory
 
 UAI_DIR = os.environ.get("MCSA_UAI_DIR")
 CAP = parse_memory(os.environ["MCSA_UAI_MEMORY_CAP"]) if os.environ.get("MCSA_UAI_MEMORY_CAP") else None

@@ -47,7 +47,7 @@ def register(subparsers) -> None:
                        help="memory the elimination may use, e.g. 8G (default: a quarter of this machine's memory)")
     solve.add_argument("--force", action="store_true", help="overwrite an existing answer file")
     solve.set_defaults(func=run_solve)
-    from ..uai_scores import add_command  # `mcsa uai scores`: the competition's scores of a study
+    from .uai_scores import add_command  # `mcsa uai scores`: the competition's scores of a study
 
     add_command(sub)
     parser.set_defaults(func=lambda args: parser.print_help() or 2)
@@ -88,8 +88,8 @@ def run_solve(args: argparse.Namespace) -> int:
     int
         The exit status (0: written; a refusal raises a ValueError naming the flag or the width).
     """
-    from .elimination import ZeroPartitionError, default_memory_cap
-    from .uai import check_evidence, read_evid, read_uai, write_mar, write_pr
+    from .models.elimination import ZeroPartitionError, default_memory_cap
+    from .models.uai import check_evidence, read_evid, read_uai, write_mar, write_pr
 
     if not os.path.exists(args.model):
         raise FileNotFoundError(f"MODEL.uai {args.model}: no such file")
