@@ -8,7 +8,10 @@ The layering of DESIGN.md, stated as rules a reviewer would otherwise have to re
    (``samplers.problems``, ``samplers.models``, ``samplers.pruning``, ``samplers.estimators``,
    ``samplers.suites``, ``samplers.ais``, ``samplers.mcmc``); the families plug in through entry points.
 4. ``benchmarks/`` never imports ``experiments``.
-5. No circle among the modules of the installed packages (every import, lazy ones inside functions
+5. ``samplers.models`` (the models and their exact answers) sits at the bottom of the core, below the
+   problems, estimators, suites, commands and engine: besides itself it imports only the core's foundations
+   (``samplers._jit``, ``samplers._kernels``, ``samplers._dispatch``, ``samplers.rng``, ``samplers.validation``).
+6. No circle among the modules of the installed packages (every import, lazy ones inside functions
    included, ``TYPE_CHECKING`` blocks excluded; a package ``__init__`` importing its own submodules is
    not an edge).
 
@@ -25,6 +28,9 @@ from pathlib import Path
 PACKAGES = ("samplers", "rdp", "doeblin", "trf")
 FAMILIES = ("rdp", "doeblin", "trf")
 ENGINE = "samplers.harness"
+MODELS = "samplers.models"
+MODELS_ALLOWED = ("samplers.models", "samplers._jit", "samplers._kernels", "samplers._dispatch", "samplers.rng",
+                  "samplers.validation")
 ENGINE_FORBIDDEN = ("samplers.problems", "samplers.models", "samplers.pruning", "samplers.estimators",
                     "samplers.suites", "samplers.ais", "samplers.mcmc")
 
@@ -170,6 +176,9 @@ def check(root: Path) -> list[str]:
                 violations.append(f"{where} (samplers must not import a family or experiments)")
             if _within(imp.source, ENGINE) and any(_within(imp.target, f) for f in ENGINE_FORBIDDEN):
                 violations.append(f"{where} (the harness engine must not import kinds, models or content)")
+            if (_within(imp.source, MODELS) and _within(imp.target, "samplers")
+                    and not any(_within(imp.target, f) for f in MODELS_ALLOWED)):
+                violations.append(f"{where} (samplers.models imports only the core's foundations)")
         else:
             family = imp.source.split(".")[0]
             others = [f for f in (*FAMILIES, "experiments") if f != family]
