@@ -429,12 +429,12 @@ class Study:
                     who = (f"estimator {est.name!r} on problem {problem.name!r} "
                            f"(budget={s.budget}, replicate={s.replicate}, seed={s.seed})")
                     try:
-                        estimates, evaluations = normalise(out["estimates"], exact[problem.name], who)
+                        estimates, evaluations, diagnostics = normalise(out["estimates"], exact[problem.name], who)
                     except (TypeError, ValueError) as exc:
                         error = exc
                         rec.update(status="error", error=str(exc))
                     else:
-                        rec.update(status="ok", estimates=estimates, evaluations=evaluations,
+                        rec.update(status="ok", estimates=estimates, evaluations=evaluations, diagnostics=diagnostics,
                                    seconds=out["seconds"], peak_bytes=out["peak_bytes"],
                                    memory_kind=out["memory_kind"])
                 else:
