@@ -33,7 +33,15 @@ from scipy.special import expit, logsumexp
 
 from .models import FactorGraph, PairwiseMRF
 from .models._kernels import gibbs_chains
-from .models.factor_gibbs import gibbs_move, higher_order_log_weights, unary_log_partition, unary_sample
+from .models.factor_gibbs import (
+    ZERO_PENALTY,
+    gibbs_move,
+    has_hard_zeros,
+    higher_order_log_weights,
+    softened_zero,
+    unary_log_partition,
+    unary_sample,
+)
 from .rng import _MAX_KERNEL_SEED, as_generator
 from .validation import as_float_array, check_float, check_int
 
@@ -180,7 +188,7 @@ def run_ais(sample_initial: Callable[[int, np.random.Generator], Any],
             transition: Callable[[Any, float, np.random.Generator], Any],
             n_temperatures: int = 100, n_chains: int = 100, seed: Any = None, *,
             schedule: str | Any = "linear", log_partition_start: float = 0.0,
-            zero_weights: bool = False) -> AISResult:
+            zero_weights: bool = False, final_log_ratio: Callable[[Any], ArrayLike] | None = None) -> AISResult:
     """Generic AIS along the geometric path ``log f_beta = log f_0 + beta * log_ratio`` (vectorised over chains).
 
     The same algorithm as :func:`ais_log_partition` (Neal 2001, Sec. 2-3) for any model, in Python:
@@ -204,6 +212,12 @@ def run_ais(sample_initial: Callable[[int, np.random.Generator], Any],
         Accept ``log_ratio = -inf`` (a state the target gives zero weight, e.g. a hard zero of a factor
         graph): that chain's importance weight is zero, which keeps ``E[w] = Z_1 / Z_0``.  Refused
         (``ValueError``) when every chain's weight is zero.
+    final_log_ratio : callable ``states -> ndarray (n_chains,)``, optional
+        ``log f_1 - log f_0`` of the target when it differs from the end of the path that ``log_ratio``
+        anneals along (constraint annealing: ``log_ratio`` softens the target's zeros, this keeps them).
+        Used at the last step only: the path is ``f_0 exp(beta_t log_ratio)`` for ``t < T - 1`` and ends
+        at the target ``f_0 exp(final_log_ratio)``.  AIS stays unbiased (Neal 2001, Sec. 2) when
+        ``final_log_ratio`` is finite only where ``log_ratio`` is.
 
     Returns
     -------
@@ -216,17 +230,22 @@ def run_ais(sample_initial: Callable[[int, np.random.Generator], Any],
     x = sample_initial(n_chains, gen)
     log_w = np.zeros(n_chains)
     for t in range(1, betas.size):
-        ratio = _checked_ratio(log_ratio, x, n_chains, zero_weights)
+        ratio = _checked_ratio(_step_ratio(log_ratio, final_log_ratio, t, betas.size), x, n_chains, zero_weights)
         log_w += (betas[t] - betas[t - 1]) * ratio
         if t < betas.size - 1:
             x = transition(x, float(betas[t]), gen)
     if not np.any(np.isfinite(log_w)):
-        raise ValueError(f"every one of the {n_chains} AIS chains has weight zero (each met a zero of the target); "
-                         "use more chains or temperatures")
+        raise ValueError(f"every one of the {n_chains} AIS chains has weight zero (each ended at a zero of the "
+                         "target): the target may have Z = 0, or use more chains or temperatures")
     log_mean, ess, stderr = summarize_log_weights(log_w)
     log_w.flags.writeable = False
     return AISResult(log_partition=log_z0 + log_mean, log_weights=log_w, log_partition_start=log_z0, betas=betas,
                      ess=ess, stderr=stderr)
+
+
+def _step_ratio(log_ratio: Callable, final_log_ratio: Callable | None, t: int, n_temperatures: int) -> Callable:
+    """The log-ratio callback of step ``t``: ``final_log_ratio`` at the last step when given."""
+    return final_log_ratio if final_log_ratio is not None and t == n_temperatures - 1 else log_ratio
 
 
 def _checked_ratio(log_ratio: Callable[[Any], ArrayLike], x: Any, n: int, zero_weights: bool) -> np.ndarray:
@@ -371,16 +390,36 @@ def run_bidirectional_ais(sample_initial: Callable[[int, np.random.Generator], A
     return BidirectionalResult(forward, reverse)
 
 
+def _factor_graph_path(fg: FactorGraph, zero_penalty: float) -> dict[str, Any]:
+    """The callbacks of the constraint-annealing path of a factor graph (:func:`ais_factor_graph`)."""
+    if not isinstance(fg, FactorGraph):
+        raise TypeError(f"fg must be a FactorGraph, got {type(fg).__name__}")
+    zero_as = softened_zero(fg, zero_penalty) if has_hard_zeros(fg) else -np.inf  # no zeros: the plain path
+    path = {"log_ratio": lambda x: higher_order_log_weights(fg, x, zero_as),
+            "transition": lambda x, beta, gen: gibbs_move(fg, x, beta, gen, zero_as),
+            "log_partition_start": unary_log_partition(fg), "zero_weights": True}
+    if zero_as > -np.inf:
+        path["final_log_ratio"] = lambda x: higher_order_log_weights(fg, x)
+    return path
+
+
 def ais_factor_graph(fg: FactorGraph, n_temperatures: int = 100, n_chains: int = 100, seed: Any = None, *,
-                     schedule: str | Any = "linear") -> tuple[AISResult, np.ndarray]:
+                     schedule: str | Any = "linear",
+                     zero_penalty: float = ZERO_PENALTY) -> tuple[AISResult, np.ndarray]:
     """AIS for ``log Z`` of a factor graph, from its unary-only model (Neal 2001), by :func:`run_ais`.
 
-    The path is ``log f_beta = unary + constants + beta * (factors of arity >= 2)``; ``f_0`` is sampled
-    exactly (:func:`samplers.models.factor_gibbs.unary_sample`) and the moves are Numba Gibbs sweeps over
-    the flat factor bundle (:func:`samplers.models.factor_gibbs.gibbs_move`).  Hard zeros stay zeros
-    at every ``beta > 0``: a chain drawn from ``f_0`` at a zero gets importance weight zero
-    (``zero_weights=True``), so AIS stays unbiased for ``Z`` but loses chains on tightly constrained
-    models (see ``ess``).
+    The path is ``log f_t = unary + constants + beta_t * soft(x)``, where ``soft`` sums the factors of
+    arity >= 2 with each zero (``-inf``) entry counted as ``zero_as`` = the smallest finite log entry minus
+    ``zero_penalty`` nats (:func:`samplers.models.factor_gibbs.softened_zero`): **constraint annealing**,
+    whose penalty ``beta_t |zero_as|`` per violated zero rises from 0 at the tractable start to
+    ``|zero_as|``, and whose last step goes to the target itself (penalty infinite).  ``f_0`` is sampled
+    exactly (:func:`samplers.models.factor_gibbs.unary_sample`), the moves are Numba Gibbs sweeps of
+    ``f_t`` over the flat factor bundle (:func:`samplers.models.factor_gibbs.gibbs_move`), and a chain
+    that still violates a zero at the end gets weight zero.  Every ``f_t`` is positive wherever the
+    target is, so AIS stays unbiased for ``Z`` (Neal 2001, Sec. 2); the softening only keeps the chains
+    free to move into the support on tightly constrained models, where the plain path (zeros kept at
+    every ``beta > 0``) loses almost every chain drawn from ``f_0``.  Without zeros in factors of arity
+    >= 2 the path is the plain geometric one.
 
     Parameters
     ----------
@@ -388,27 +427,33 @@ def ais_factor_graph(fg: FactorGraph, n_temperatures: int = 100, n_chains: int =
         The model (condition it on evidence first: :meth:`FactorGraph.condition`).
     n_temperatures, n_chains, seed, schedule
         As in :func:`ais_log_partition`.
+    zero_penalty : float
+        Nats (> 0) a violated zero costs below the smallest finite entry at ``beta = 1`` of the softened path.
 
     Returns
     -------
     (AISResult, ndarray (n_chains, n_vars))
         The estimate and the chains' final states (properly weighted by ``exp(log_weights)``).
+
+    Raises
+    ------
+    ValueError
+        When every chain ends at a zero of the model (``Z = 0``, or too few chains / temperatures).
     """
-    if not isinstance(fg, FactorGraph):
-        raise TypeError(f"fg must be a FactorGraph, got {type(fg).__name__}")
+    path = _factor_graph_path(fg, zero_penalty)
     last: list = []
+    move = path.pop("transition")
 
     def initial(n, gen):
         last[:] = [unary_sample(fg, n, gen)]
         return last[0]
 
-    def move(x, beta, gen):
-        last[:] = [gibbs_move(fg, x, beta, gen)]
+    def keep_last(x, beta, gen):
+        last[:] = [move(x, beta, gen)]
         return last[0]
 
-    res = run_ais(initial, lambda x: higher_order_log_weights(fg, x), move, n_temperatures=n_temperatures,
-                  n_chains=n_chains, seed=seed, schedule=schedule, log_partition_start=unary_log_partition(fg),
-                  zero_weights=True)
+    res = run_ais(initial, transition=keep_last, n_temperatures=n_temperatures, n_chains=n_chains, seed=seed,
+                  schedule=schedule, **path)
     return res, last[0]
 
 
@@ -450,7 +495,8 @@ def run_annealed_smc(sample_initial: Callable[[int, np.random.Generator], np.nda
                      transition: Callable[[np.ndarray, float, np.random.Generator], np.ndarray],
                      n_temperatures: int = 100, n_particles: int = 100, seed: Any = None, *,
                      schedule: str | Any = "linear", log_partition_start: float = 0.0, n_groups: int = 4,
-                     ess_threshold: float = 0.5, zero_weights: bool = False) -> SMCResult:
+                     ess_threshold: float = 0.5, zero_weights: bool = False,
+                     final_log_ratio: Callable[[np.ndarray], np.ndarray] | None = None) -> SMCResult:
     """Annealed SMC (Del Moral, Doucet & Jasra 2006): AIS along the same path as :func:`run_ais`, with
     systematic resampling whenever a group's effective sample size falls below ``ess_threshold`` times
     its size.
@@ -466,6 +512,8 @@ def run_annealed_smc(sample_initial: Callable[[int, np.random.Generator], np.nda
     sample_initial, log_ratio, transition, n_temperatures, schedule, log_partition_start, zero_weights
         As in :func:`run_ais` (``zero_weights``: ``-inf`` ratios are zero weights; such particles die at
         the next resampling).
+    final_log_ratio : callable, optional
+        As in :func:`run_ais`: the target's log ratio, used at the last step only.
     n_particles : int
         Particles per group (>= 2).
     seed : int, Generator or None
@@ -491,11 +539,11 @@ def run_annealed_smc(sample_initial: Callable[[int, np.random.Generator], np.nda
     log_z = np.zeros(n_groups)
     resamples = 0
     for t in range(1, betas.size):
-        ratio = _checked_ratio(log_ratio, x, total, zero_weights)
+        ratio = _checked_ratio(_step_ratio(log_ratio, final_log_ratio, t, betas.size), x, total, zero_weights)
         log_w += (betas[t] - betas[t - 1]) * ratio.reshape(n_groups, n_particles)
         if np.any(np.all(log_w == -np.inf, axis=1)):
-            raise ValueError("every particle of an SMC group has weight zero (each met a zero of the target); use "
-                             "more particles or temperatures")
+            raise ValueError("every particle of an SMC group has weight zero (each met a zero of the target): the "
+                             "target may have Z = 0, or use more particles or temperatures")
         if t == betas.size - 1:
             break
         index = np.arange(total)
@@ -514,12 +562,11 @@ def run_annealed_smc(sample_initial: Callable[[int, np.random.Generator], np.nda
 
 
 def smc_factor_graph(fg: FactorGraph, n_temperatures: int = 100, n_particles: int = 100, seed: Any = None, *,
-                     schedule: str | Any = "linear", n_groups: int = 4) -> SMCResult:
-    """Annealed SMC (:func:`run_annealed_smc`) for ``log Z`` of a factor graph, along the path and with the
-    Gibbs moves of :func:`ais_factor_graph`; ``n_groups`` independent systems of ``n_particles``."""
-    if not isinstance(fg, FactorGraph):
-        raise TypeError(f"fg must be a FactorGraph, got {type(fg).__name__}")
-    return run_annealed_smc(lambda n, gen: unary_sample(fg, n, gen), lambda x: higher_order_log_weights(fg, x),
-                            lambda x, beta, gen: gibbs_move(fg, x, beta, gen), n_temperatures=n_temperatures,
-                            n_particles=n_particles, seed=seed, schedule=schedule,
-                            log_partition_start=unary_log_partition(fg), n_groups=n_groups, zero_weights=True)
+                     schedule: str | Any = "linear", n_groups: int = 4,
+                     zero_penalty: float = ZERO_PENALTY) -> SMCResult:
+    """Annealed SMC (:func:`run_annealed_smc`) for ``log Z`` of a factor graph, along the constraint-annealing
+    path and with the Gibbs moves of :func:`ais_factor_graph`; ``n_groups`` independent systems of
+    ``n_particles``.  ``ValueError`` when every particle of a group ends at a zero of the model."""
+    path = _factor_graph_path(fg, zero_penalty)
+    return run_annealed_smc(lambda n, gen: unary_sample(fg, n, gen), n_temperatures=n_temperatures,
+                            n_particles=n_particles, seed=seed, schedule=schedule, n_groups=n_groups, **path)

@@ -25,8 +25,10 @@ from .._kernels import categorical_from_probs, logaddexp
 def gibbs_sweep_factors(x, beta, zero_as, bundle, logits, cond_sum):
     """One systematic-scan Gibbs sweep (in place) of ``unary + beta * higher-order`` log factors.
 
-    A variable whose conditional is zero everywhere (possible only from an infeasible state) keeps its
-    state.  When ``cond_sum`` has rows, each variable's full conditional probabilities are added to
+    A zero (``-inf``) entry of a factor of arity >= 2 counts as ``zero_as`` (``-inf``: the model itself;
+    finite: the softened model of constraint annealing, :func:`samplers.ais.ais_factor_graph`); zeros of
+    unary factors stay zeros.  A variable whose conditional is zero everywhere (possible only from an
+    infeasible state) keeps its state.  When ``cond_sum`` has rows, each variable's full conditional probabilities are added to
     ``cond_sum[i]`` (the Rao-Blackwellised marginal estimate).  Returns the number of infeasible
     conditionals met.
     """
@@ -46,11 +48,13 @@ def gibbs_sweep_factors(x, beta, zero_as, bundle, logits, cond_sum):
             for s in range(scope_ptr[f], scope_ptr[f + 1]):
                 if s != own:
                     base += strides[s] * x[scope_vars[s]]
-            weight = 1.0 if scope_ptr[f + 1] - scope_ptr[f] == 1 else beta
+            unary = scope_ptr[f + 1] - scope_ptr[f] == 1
+            weight = 1.0 if unary else beta
+            zero = -np.inf if unary else zero_as
             for k in range(n):
                 v = log_values[base + strides[own] * k]
                 if v == -np.inf:
-                    v = zero_as
+                    v = zero
                 if v == -np.inf:
                     logits[k] = -np.inf
                 elif logits[k] != -np.inf:
@@ -89,8 +93,9 @@ def count_zero_factors(x, bundle):
 
 
 @jit
-def gibbs_factor_chains(init, n_sweeps, burn_in, seeds, beta, bundle, max_states):
-    """Run ``init.shape[0]`` Gibbs chains of ``n_sweeps`` sweeps at ``beta`` (one seed per chain).
+def gibbs_factor_chains(init, n_sweeps, burn_in, seeds, beta, zero_as, bundle, max_states):
+    """Run ``init.shape[0]`` Gibbs chains of ``n_sweeps`` sweeps at ``beta`` (one seed per chain), a zero of
+    a factor of arity >= 2 counting as ``zero_as`` (:func:`gibbs_sweep_factors`).
 
     Returns ``(final states (n_chains, n_vars), conditional sums (n_chains, n_vars, max_states) over the
     sweeps after burn_in, infeasible conditionals met)``.
@@ -106,7 +111,7 @@ def gibbs_factor_chains(init, n_sweeps, burn_in, seeds, beta, bundle, max_states
         x = init[c].copy()
         for s in range(n_sweeps):
             target = sums[c] if s >= burn_in else empty
-            stuck += gibbs_sweep_factors(x, beta, -np.inf, bundle, logits, target)
+            stuck += gibbs_sweep_factors(x, beta, zero_as, bundle, logits, target)
         final[c] = x
     return final, sums, stuck
 
@@ -115,8 +120,8 @@ def gibbs_factor_chains(init, n_sweeps, burn_in, seeds, beta, bundle, max_states
 def find_feasible(init, max_sweeps, seed, penalty, bundle, max_states):
     """Search for configurations with no zero factor, one per row of ``init`` (in place).
 
-    Gibbs sweeps of the softened model (each ``-inf`` entry counts as ``penalty``) until the state is
-    feasible or ``max_sweeps`` sweeps are spent.  Returns a boolean array: which rows are feasible.
+    Gibbs sweeps of the softened model (each ``-inf`` entry of a factor of arity >= 2 counts as
+    ``penalty``) until the state is feasible or ``max_sweeps`` sweeps are spent.  Returns a boolean array: which rows are feasible.
     """
     np.random.seed(seed)
     ok = np.zeros(init.shape[0], dtype=np.bool_)
@@ -133,8 +138,9 @@ def find_feasible(init, max_sweeps, seed, penalty, bundle, max_states):
 
 
 @jit
-def higher_order_log_weight(x, bundle):
-    """Sum over factors of arity >= 2 of their log entries at each row of ``x`` (``-inf`` when any is zero)."""
+def higher_order_log_weight(x, bundle, zero_as):
+    """Sum over factors of arity >= 2 of their log entries at each row of ``x``, a zero entry counting as
+    ``zero_as`` (``-inf``: the model's own weight)."""
     scope_ptr, scope_vars, strides = bundle.scope_ptr, bundle.scope_vars, bundle.strides
     table_ptr, log_values = bundle.table_ptr, bundle.log_values
     out = np.zeros(x.shape[0])
@@ -146,7 +152,8 @@ def higher_order_log_weight(x, bundle):
             idx = table_ptr[f]
             for s in range(scope_ptr[f], scope_ptr[f + 1]):
                 idx += strides[s] * x[c, scope_vars[s]]
-            acc += log_values[idx]
+            v = log_values[idx]
+            acc += zero_as if v == -np.inf else v
         out[c] = acc
     return out
 

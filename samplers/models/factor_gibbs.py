@@ -27,12 +27,16 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..rng import as_generator, kernel_seed, kernel_seeds
-from ..validation import check_int
+from ..validation import check_float, check_int
 from ._factor_kernels import find_feasible, gibbs_factor_chains, higher_order_log_weight
 from .factor_graph import FactorGraph
 
 #: Sweeps of the softened model :func:`feasible_states` spends per chain before refusing.
 FEASIBLE_SEARCH_SWEEPS = 200
+
+#: Nats below the smallest finite log entry that a zero of a factor of arity >= 2 weighs in the softened
+#: model (:func:`softened_zero`): a violated zero costs at least this much more than any allowed entry.
+ZERO_PENALTY = 20.0
 
 
 def _check_graph(fg: Any) -> FactorGraph:
@@ -80,29 +84,49 @@ def unary_sample(fg: FactorGraph, n: int, gen: np.random.Generator) -> np.ndarra
     return np.minimum((u > cdf[None]).sum(axis=2), fg.cards - 1).astype(np.int64)
 
 
-def higher_order_log_weights(fg: FactorGraph, x: np.ndarray) -> np.ndarray:
-    """Sum of the log factors of arity >= 2 at each row of ``x`` (``-inf`` where one is zero)."""
-    return higher_order_log_weight(np.ascontiguousarray(x, dtype=np.int64), fg.bundle)
+def softened_zero(fg: FactorGraph, penalty: float = ZERO_PENALTY) -> float:
+    """The finite log weight a zero of a factor of arity >= 2 gets in the softened model: the smallest
+    finite log entry of the graph minus ``penalty`` nats (``penalty > 0``)."""
+    penalty = check_float(penalty, "zero_penalty", low=0.0, low_open=True)
+    finite = fg.bundle.log_values[np.isfinite(fg.bundle.log_values)]
+    return (float(finite.min()) if finite.size else 0.0) - penalty
 
 
-def _run_chains(fg: FactorGraph, init: np.ndarray, n_sweeps: int, burn_in: int, seeds: np.ndarray, beta: float):
+def higher_order_log_weights(fg: FactorGraph, x: np.ndarray, zero_as: float = -np.inf) -> np.ndarray:
+    """Sum of the log factors of arity >= 2 at each row of ``x``, a zero entry counting as ``zero_as``
+    (default ``-inf``: the model's own weight; finite: the softened model, :func:`softened_zero`)."""
+    return higher_order_log_weight(np.ascontiguousarray(x, dtype=np.int64), fg.bundle, float(zero_as))
+
+
+def has_hard_zeros(fg: FactorGraph) -> bool:
+    """Whether some factor of arity >= 2 has a zero (``-inf``) entry: the unary-only model can then draw
+    configurations the model forbids."""
+    b = fg.bundle
+    arity = np.repeat(np.diff(b.scope_ptr), np.diff(b.table_ptr))
+    return bool(np.any(np.isneginf(b.log_values[arity >= 2])))
+
+
+def _run_chains(fg: FactorGraph, init: np.ndarray, n_sweeps: int, burn_in: int, seeds: np.ndarray, beta: float,
+                zero_as: float = -np.inf):
     return gibbs_factor_chains(np.ascontiguousarray(init, dtype=np.int64), n_sweeps, burn_in, seeds, float(beta),
-                               fg.bundle, fg.max_states)
+                               float(zero_as), fg.bundle, fg.max_states)
 
 
-def gibbs_move(fg: FactorGraph, x: np.ndarray, beta: float, gen: np.random.Generator) -> np.ndarray:
-    """One Gibbs sweep of every row of ``x`` leaving ``unary * exp(beta * higher-order)`` invariant."""
+def gibbs_move(fg: FactorGraph, x: np.ndarray, beta: float, gen: np.random.Generator,
+               zero_as: float = -np.inf) -> np.ndarray:
+    """One Gibbs sweep of every row of ``x`` leaving ``unary * exp(beta * higher-order)`` invariant, a zero
+    of a factor of arity >= 2 counting as ``zero_as`` (:func:`higher_order_log_weights`)."""
     seeds = kernel_seeds(gen, x.shape[0])
-    return _run_chains(fg, x, 1, 1, seeds, beta)[0]
+    return _run_chains(fg, x, 1, 1, seeds, beta, zero_as)[0]
 
 
 def feasible_states(fg: FactorGraph, n: int, seed: Any = None, *,
                     max_sweeps: int = FEASIBLE_SEARCH_SWEEPS) -> np.ndarray:
     """``n`` configurations ``(n, n_vars)`` at which no factor is zero, for starting chains.
 
-    Each starts from the unary-only model and takes Gibbs sweeps of a softened model in which every
-    zero entry weighs ``exp(min finite log entry - 20)`` (violations are possible but strongly
-    avoided) until it is feasible.
+    Each starts from the unary-only model and takes Gibbs sweeps of the softened model (a zero of a
+    factor of arity >= 2 weighs :func:`softened_zero`: violations are possible but strongly avoided)
+    until it is feasible.
 
     Raises
     ------
@@ -114,11 +138,8 @@ def feasible_states(fg: FactorGraph, n: int, seed: Any = None, *,
     n = check_int(n, "n", low=1)
     max_sweeps = check_int(max_sweeps, "max_sweeps", low=0)
     gen = as_generator(seed)
-    b = fg.bundle
-    finite = b.log_values[np.isfinite(b.log_values)]
-    penalty = (float(finite.min()) if finite.size else 0.0) - 20.0
     x = unary_sample(fg, n, gen)
-    ok = find_feasible(x, max_sweeps, kernel_seed(gen), penalty, b, fg.max_states)
+    ok = find_feasible(x, max_sweeps, kernel_seed(gen), softened_zero(fg), fg.bundle, fg.max_states)
     if not ok.all():
         raise ValueError(f"no feasible start found: {int((~ok).sum())} of {n} chains still meet a zero factor after "
                          f"{max_sweeps} sweeps of the softened model; pass init= (a configuration with no zero "
