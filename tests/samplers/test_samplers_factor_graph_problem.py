@@ -203,3 +203,14 @@ def test_smc_refuses_bad_arguments_and_dead_groups():
     same = np.array([[0.0, -np.inf], [-np.inf, 0.0]])
     with pytest.raises(ValueError, match="weight zero"):
         smc_factor_graph(FactorGraph([2, 2], [(0, 1), (0, 1)], [same, same[::-1]]), n_temperatures=5, seed=0)
+
+
+def test_published_marginals_carry_their_printed_precision(tmp_path):
+    """A .MAR reference's standard error is half a unit of each entry's last printed digit (so the score's
+    tolerance is the file's rounding, and mcsa's exact answer scores 100 against it)."""
+    fg = FactorGraph([2, 3], [(0, 1)], [np.log([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])])
+    path = _instance(tmp_path, "m", fg, {}, None)
+    Path(f"{path}.MAR").write_text("MAR\n2\n2 0.238 0.762\n3 2.4e-1 3.3e-1 0.42857\n")
+    ref = FactorGraphProblem.from_uai(path, targets=("marginals",)).exact()["marginals"]
+    np.testing.assert_allclose(ref.stderr, [[5e-4, 5e-4, 0.0], [5e-3, 5e-3, 5e-6]])
+    assert "printed to +-0.005" in ref.provenance
