@@ -53,16 +53,30 @@ def printed_half_unit(text: str) -> float:
 
 
 def printed_half_units_mar(text: str, source: str, shape: tuple[int, int]) -> np.ndarray:
-    """Half a unit of the last printed digit of every probability of a ``.MAR`` text (already checked by
-    :func:`~samplers.models.uai.parse_mar`), zero-padded to ``shape`` = (variables, largest cardinality)."""
+    """Rounding of every probability of a ``.MAR`` text (already checked by :func:`~samplers.models.uai.parse_mar`),
+    zero-padded to ``shape`` = (variables, largest cardinality).
+
+    The files print ``%g``-style: a fixed number ``S`` of significant digits with trailing zeros dropped
+    (``0.5`` stands for ``0.500000``), so ``S`` is the most significant digits any entry shows and an entry
+    ``x > 0`` is good to half a unit of its ``S``-th digit, ``0.5 * 10^(floor(log10 x) - S + 1)``; a printed
+    ``0`` is exact.
+    """
     tk = _answer_tokens(text, source, "MAR")
     tokens = tk.tok[tk.pos:]
-    out = np.zeros(shape)
+    entries: list[tuple[int, int, float]] = []
+    digits = 1
     pos = 1
     for v in range(int(float(tokens[0]))):
         k = int(float(tokens[pos]))
-        out[v, :k] = [printed_half_unit(t) for t in tokens[pos + 1:pos + 1 + k]]
+        for j, tok in enumerate(tokens[pos + 1:pos + 1 + k]):
+            mantissa = tok.lower().partition("e")[0].replace(".", "").lstrip("+-0")
+            digits = max(digits, len(mantissa))
+            entries.append((v, j, float(tok)))
         pos += 1 + k
+    out = np.zeros(shape)
+    for v, j, x in entries:
+        if x > 0:
+            out[v, j] = 0.5 * 10.0 ** (math.floor(math.log10(x)) - digits + 1)
     return out
 
 

@@ -206,11 +206,11 @@ def test_smc_refuses_bad_arguments_and_dead_groups():
 
 
 def test_published_marginals_carry_their_printed_precision(tmp_path):
-    """A .MAR reference's standard error is half a unit of each entry's last printed digit (so the score's
-    tolerance is the file's rounding, and mcsa's exact answer scores 100 against it)."""
+    """A .MAR reference's standard error is its rounding: half a unit of each entry's last significant digit,
+    with the file's number of significant digits (``%g`` drops trailing zeros; a printed 0 is exact)."""
     fg = FactorGraph([2, 3], [(0, 1)], [np.log([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])])
     path = _instance(tmp_path, "m", fg, {}, None)
-    Path(f"{path}.MAR").write_text("MAR\n2\n2 0.238 0.762\n3 2.4e-1 3.3e-1 0.42857\n")
+    Path(f"{path}.MAR").write_text("MAR\n2\n2 0.0125 0.9875\n3 0 1 0.42857\n")  # %g: 5 significant digits
     ref = FactorGraphProblem.from_uai(path, targets=("marginals",)).exact()["marginals"]
-    np.testing.assert_allclose(ref.stderr, [[5e-4, 5e-4, 0.0], [5e-3, 5e-3, 5e-6]])
-    assert "printed to +-0.005" in ref.provenance
+    np.testing.assert_allclose(ref.stderr, [[5e-7, 5e-6, 0.0], [0.0, 5e-5, 5e-6]])
+    assert "printed to +-5e-05" in ref.provenance
