@@ -1,5 +1,6 @@
 """Studies on a Dask cluster: ``Study.run(backend="dask")`` and ``mcsa bench run --dask ADDRESS`` give the
-serial rows and stream into the same resumable store (LocalCluster, in-process workers)."""
+serial rows and stream into the same resumable store (LocalCluster, in-process workers), also when a worker
+process is killed mid-study (LocalCluster with worker processes, one killed with SIGKILL)."""
 
 from __future__ import annotations
 
