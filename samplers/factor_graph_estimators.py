@@ -20,7 +20,7 @@ import numpy as np
 
 from .ais import SCHEDULES, ais_factor_graph, smc_factor_graph
 from .harness import KindEstimator
-from .harness.problem import EVALUATIONS
+from .harness.problem import DIAGNOSTICS, EVALUATIONS
 from .models.belief_propagation import loopy_belief_propagation
 from .models.factor_gibbs import ZERO_PENALTY, gibbs_marginals
 from .problems import FACTOR_GRAPH
@@ -29,7 +29,9 @@ from .validation import check_float, check_int
 
 class LoopyBPEstimator(KindEstimator):
     """Loopy BP (:func:`samplers.models.belief_propagation.loopy_belief_propagation`); budget = iterations
-    at most.  ``evaluations`` = factor table entries visited: iterations x sum of table sizes."""
+    at most.  ``evaluations`` = factor table entries visited: iterations x sum of table sizes.  Each run's
+    ``diagnostics`` say whether it converged (largest message change below the tolerance), after how many
+    iterations, and the last change: a run stopped by its budget is marked in the summaries and leaderboards."""
 
     name = "loopy-bp"
     budget_label = "iterations"
@@ -44,7 +46,8 @@ class LoopyBPEstimator(KindEstimator):
         model = problem.model
         res = loopy_belief_propagation(model, damping=self.damping, max_iter=max(budget, 1))
         return {"log_partition": res.log_partition, "marginals": problem.expand(res.marginals),
-                EVALUATIONS: res.iterations * int(model.bundle.log_values.size)}
+                EVALUATIONS: res.iterations * int(model.bundle.log_values.size),
+                DIAGNOSTICS: {"converged": res.converged, "iterations": res.iterations, "max_change": res.max_change}}
 
 
 class FactorGibbsEstimator(KindEstimator):

@@ -7,7 +7,8 @@
 Each cell is the mean over replicates at an estimator's largest budget that ran, printed beside
 the estimator's budget (an unfinished study is scored from the runs stored so far, with
 ``--instances``); estimators whose score is no better than the trivial baseline's on an
-instance are marked.  ``mcsa uai scores FOLDER [--instances DIR]`` (``--instances`` is needed for MAR
+instance are marked, and so are cells whose runs report that they did not converge (loopy BP
+stopped by its iteration budget).  ``mcsa uai scores FOLDER [--instances DIR]`` (``--instances`` is needed for MAR
 only: the published marginals are read again from ``DIR/NAME.uai.MAR``).
 """
 
@@ -44,7 +45,8 @@ def _runs(folder: Path) -> list[dict]:
 
 
 def competition_scores(folder: str | Path, instances: str | Path | None = None) -> list[dict[str, Any]]:
-    """Rows ``{problem, estimator, budget, target, score, n}`` (see the module docstring)."""
+    """Rows ``{problem, estimator, budget, target, score, n, unconverged}`` (see the module docstring;
+    ``unconverged``: how many of the ``n`` runs report that they did not converge)."""
     from .problems import FactorGraphProblem
 
     folder = Path(folder)
@@ -66,8 +68,11 @@ def competition_scores(folder: str | Path, instances: str | Path | None = None) 
     elif instances is None:
         raise ValueError(f"{folder} holds an unfinished study (no results.json): pass --instances DIR to score it")
     cells: dict[tuple, list[float]] = defaultdict(list)
+    stopped: dict[tuple, int] = defaultdict(int)  # runs that report they did not converge
     for rec in runs:
         prob = rec["problem"]
+        if (rec.get("diagnostics") or {}).get("converged") is False:
+            stopped[(prob, rec["estimator"], int(rec["budget"]))] += 1
         for target, value in rec["estimates"].items():
             if target == "log_partition":
                 truth = stored[prob] if prob in stored else reference(prob).get("log_partition")
@@ -83,8 +88,8 @@ def competition_scores(folder: str | Path, instances: str | Path | None = None) 
             else:
                 continue
             cells[(prob, rec["estimator"], int(rec["budget"]), target)].append(score)
-    return [{"problem": p, "estimator": e, "budget": b, "target": t, "score": float(np.mean(v)), "n": len(v)}
-            for (p, e, b, t), v in sorted(cells.items())]
+    return [{"problem": p, "estimator": e, "budget": b, "target": t, "score": float(np.mean(v)), "n": len(v),
+             "unconverged": stopped[(p, e, b)]} for (p, e, b, t), v in sorted(cells.items())]
 
 
 def competition_table(folder: str | Path, instances: str | Path | None = None) -> str:
@@ -115,7 +120,8 @@ def competition_table(folder: str | Path, instances: str | Path | None = None) -
                     continue
                 base = best.get((prob, BASELINE))
                 worse = " (<= trivial)" if est != BASELINE and base is not None and cell["score"] >= base["score"] else ""
-                line.append(f"{cell['score']:.3g}{worse} ({cell['budget']})")
+                stop = f" (not converged in {cell['unconverged']}/{cell['n']} runs)" if cell["unconverged"] else ""
+                line.append(f"{cell['score']:.3g}{worse}{stop} ({cell['budget']})")
             out.append(f"| {est} | " + " | ".join(line) + " |")
         out.append("")
     if not out:

@@ -10,7 +10,7 @@ entry points (:mod:`samplers.harness.registry`).
 
 from .estimator import Estimator, FunctionEstimator, KindEstimator
 from .memory import MemoryMeter, TracemallocMeter
-from .problem import EVALUATIONS, Exact, FunctionProblem, Problem
+from .problem import DIAGNOSTICS, EVALUATIONS, Exact, FunctionProblem, Problem
 from .registry import (
     Suite,
     estimators_for,
@@ -30,7 +30,7 @@ from .runner import run_suite
 from .store import OutputDirError, OutputLock, RunStore
 from .study import RunFailedWarning, RunSpec, Study, run_seed, warmup_seed
 
-__all__ = ["EVALUATIONS", "Estimator", "Exact", "FunctionEstimator", "FunctionProblem", "KindEstimator",
+__all__ = ["DIAGNOSTICS", "EVALUATIONS", "Estimator", "Exact", "FunctionEstimator", "FunctionProblem", "KindEstimator",
            "MemoryMeter", "OutputDirError", "OutputLock", "Problem", "Results", "RunFailedWarning", "RunSpec", "RunStore", "Study",
            "Suite", "TracemallocMeter", "estimators_for", "list_estimators", "list_problems", "list_suites",
            "load_estimators", "load_problems", "load_suite", "register_estimators", "register_problems",

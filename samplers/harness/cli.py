@@ -226,6 +226,16 @@ def cmd_run(args) -> int:
         print(f"mcsa: error: --out: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:
+        from_dask = False
+        if client is not None:
+            from distributed import KilledWorker
+
+            from_dask = isinstance(exc, KilledWorker)
+        if from_dask:
+            print(f"mcsa: error: --dask {args.dask}: workers died running a task more often than the scheduler "
+                  f"allows ({exc}); finished runs are kept in {args.out}/runs.jsonl. Resume with: "
+                  f"{resume_command(args)}", file=sys.stderr)
+            return 1
         if not args.fail_fast:
             raise
         print(f"mcsa: error: stopped at the first failed run (--fail-fast): {type(exc).__name__}: {exc}",

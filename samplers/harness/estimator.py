@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 from typing import Any, Callable, Sequence
 
 from .memory import MemoryMeter, TracemallocMeter
-from .problem import EVALUATIONS
+from .problem import DIAGNOSTICS, EVALUATIONS
 
 
 class Estimator(ABC):
@@ -133,7 +133,8 @@ class KindEstimator(Estimator):
         return tuple(t for t in wanted if t in have)
 
     def estimate(self, problem, budget: int, seed: int) -> dict[str, Any]:
-        """Estimate :meth:`targets_for` ``problem`` at ``budget`` with ``seed``, plus ``"evaluations"``.
+        """Estimate :meth:`targets_for` ``problem`` at ``budget`` with ``seed``, plus ``"evaluations"`` (and
+        ``"diagnostics"`` where the estimator reports them).
 
         Raises
         ------
@@ -145,8 +146,8 @@ class KindEstimator(Estimator):
                              f"{getattr(problem, 'kind', None)!r}; it handles {sorted(self.kinds)}")
         targets = self.targets_for(problem)
         out = self._estimate(problem, int(budget), int(seed), targets)
-        return {k: v for k, v in out.items() if k in targets or k == EVALUATIONS}
+        return {k: v for k, v in out.items() if k in targets or k in (EVALUATIONS, DIAGNOSTICS)}
 
     @abstractmethod
     def _estimate(self, problem, budget: int, seed: int, targets: tuple) -> dict[str, Any]:
-        """Estimates of ``targets`` (extra keys are dropped; ``"evaluations"`` is kept)."""
+        """Estimates of ``targets`` (extra keys are dropped; ``"evaluations"`` and ``"diagnostics"`` are kept)."""

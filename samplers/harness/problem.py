@@ -11,6 +11,10 @@ import numpy as np
 #: Reserved estimate key: an estimator may return ``{"evaluations": n, ...}`` to report a
 #: machine-independent cost (potential evaluations, transitions, chart cells); it is not a target.
 EVALUATIONS = "evaluations"
+#: Reserved estimate key: ``{"diagnostics": {"converged": False, "iterations": 3, ...}, ...}`` reports how a
+#: run went (JSON scalars by name); it is stored with the run, not a target.  ``converged`` is read by the
+#: summaries (``unconverged``) and marked in the leaderboards.
+DIAGNOSTICS = "diagnostics"
 
 
 @dataclass(frozen=True)

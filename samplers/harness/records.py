@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .problem import EVALUATIONS, as_target_value
+from .problem import DIAGNOSTICS, EVALUATIONS, as_target_value
 
 
 def user_stacklevel() -> int:
@@ -43,8 +43,30 @@ def error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def normalise(estimates: Any, exact: Mapping[str, tuple], who: str) -> tuple[dict[str, Any], float | None]:
-    """Validate an estimator's output against the problem's targets: (estimates, evaluations)."""
+def diagnostics_of(raw: Any, who: str) -> dict[str, Any]:
+    """A run's ``diagnostics`` validated: a dict of name -> JSON scalar (bool, int, float, str or None)."""
+    if not isinstance(raw, Mapping):
+        raise TypeError(f"{who} reported diagnostics of type {type(raw).__name__}; expected a dict of name -> value")
+    out: dict[str, Any] = {}
+    for name, value in raw.items():
+        if not isinstance(name, str):
+            raise TypeError(f"{who} reported a diagnostic named {name!r}; names must be strings")
+        if isinstance(value, (bool, np.bool_)):
+            out[name] = bool(value)
+        elif isinstance(value, (int, np.integer)):
+            out[name] = int(value)
+        elif isinstance(value, (float, np.floating)):
+            out[name] = float(value)
+        elif value is None or isinstance(value, str):
+            out[name] = value
+        else:
+            raise TypeError(f"{who} reported diagnostic {name!r} = {value!r}; expected a bool, number, string or None")
+    return out
+
+
+def normalise(estimates: Any, exact: Mapping[str, tuple], who: str
+              ) -> tuple[dict[str, Any], float | None, dict[str, Any] | None]:
+    """Validate an estimator's output against the problem's targets: (estimates, evaluations, diagnostics)."""
     if not isinstance(estimates, Mapping):
         raise TypeError(f"{who} returned {type(estimates).__name__}, expected a dict of target -> value")
     estimates = dict(estimates)
@@ -55,6 +77,7 @@ def normalise(estimates: Any, exact: Mapping[str, tuple], who: str) -> tuple[dic
                 or not math.isfinite(raw) or raw < 0:
             raise ValueError(f"{who} reported evaluations={raw!r}; expected a finite number >= 0")
         evaluations = float(raw)
+    diagnostics = diagnostics_of(estimates.pop(DIAGNOSTICS), who) if DIAGNOSTICS in estimates else None
     if not estimates:
         raise ValueError(f"{who} returned no estimates")
     out = {}
@@ -73,4 +96,4 @@ def normalise(estimates: Any, exact: Mapping[str, tuple], who: str) -> tuple[dic
             warnings.warn(f"{who} gave a non-finite estimate for target {target!r}; it will appear as NaN in "
                           f"the summary", RuntimeWarning, stacklevel=user_stacklevel())
         out[target] = value
-    return out, evaluations
+    return out, evaluations, diagnostics

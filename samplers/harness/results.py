@@ -22,7 +22,7 @@ class Results:
 
     Each row holds one (run, target): ``problem, estimator, budget, budget_label, replicate, seed,
     target, estimate, exact, exact_stderr, error, sq_error, seconds, evaluations, peak_bytes,
-    memory_kind``.  For a scalar target ``error = estimate - exact``; for an array target
+    memory_kind, diagnostics``.  For a scalar target ``error = estimate - exact``; for an array target
     (marginals, expected counts) the row's ``estimate`` and ``exact`` are None, the arrays are kept
     in :attr:`arrays` (same index as the row), ``error`` is the L2 norm of the difference and
     ``sq_error`` its square.  A *measured* target (the problem gives no reference, ``exact`` None)
@@ -31,7 +31,8 @@ class Results:
     none); ``peak_bytes`` is what the estimator's memory meter measured (``memory_kind`` says which
     meter: ``tracemalloc`` = peak of Python/NumPy allocations during the call; ``torch-autograd``
     or ``autograd-saved+outputs`` = bytes saved for backward plus outputs; ``cuda-peak`` = the
-    CUDA caching allocator's peak).
+    CUDA caching allocator's peak); ``diagnostics`` what the estimator reported about the run (a dict such
+    as ``{"converged": False, "iterations": 3}``, written to CSV as JSON; None if it reports none).
 
     Attributes
     ----------
@@ -70,7 +71,7 @@ class Results:
                    "seed": int(record["seed"]), "target": target, "seconds": float(record["seconds"]),
                    "evaluations": None if evaluations is None else float(evaluations),
                    "peak_bytes": None if record.get("peak_bytes") is None else int(record["peak_bytes"]),
-                   "memory_kind": record["memory_kind"]}
+                   "memory_kind": record["memory_kind"], "diagnostics": record.get("diagnostics")}
             if truth is None:
                 if isinstance(value, float):
                     row.update(estimate=value, exact=None, exact_stderr=None, error=None, sq_error=None)
@@ -94,9 +95,10 @@ class Results:
         shape is wrong (the :class:`Study` records such runs as failures instead)."""
         who = f"estimator {estimator!r} on problem {problem!r} (budget={budget}, replicate={replicate})"
         ex = {t: split_exact(v, t, "exact") for t, v in exact.items()}
-        values, evaluations = normalise(estimates, ex, who)
+        values, evaluations, diagnostics = normalise(estimates, ex, who)
         self.add_record({"status": "ok", "problem": problem, "estimator": estimator, "budget": budget,
                          "replicate": replicate, "seed": seed, "estimates": values, "evaluations": evaluations,
+                         "diagnostics": diagnostics,
                          "seconds": seconds, "peak_bytes": peak_bytes, "memory_kind": memory_kind,
                          "budget_label": budget_label}, ex)
 
@@ -154,9 +156,13 @@ class Results:
         enters by perturbing the exact value in every resample by a normal draw with that
         standard deviation.  A cell with one replicate has no interval (None).
 
-        ``score`` = max(0, 100 (1 - RMSE / RMSE_baseline)): the UAI inference competition's
-        partition-function score with the baseline estimator's RMSE (at its largest budget, same
-        problem and target) as MaxErr; None without a baseline.
+        ``score`` = 100 ln(E_b / E) / ln(E_b / tol) clipped to [0, 100] (:func:`samplers.harness.summary.score`):
+        E the cell's RMSE, E_b the baseline estimator's (at its largest budget, same problem and target),
+        ``score_tol`` = tol the reference's precision (the L2 norm of its standard error, at least
+        :data:`~samplers.harness.summary.SCORE_FLOOR`); an error within tol scores 100, the baseline 0,
+        and every halving of the error adds the same amount.  None without a baseline, or where the
+        baseline's error is already within tol.  ``unconverged`` = the cell's runs whose ``diagnostics``
+        say ``converged: False`` (None when no run reports convergence).
 
         Measured targets (no reference) get ``mean_estimate`` and its interval ``mean_lo``/
         ``mean_hi``; bias, MSE and their intervals are None.  A group with a non-finite estimate gets

@@ -39,6 +39,7 @@ import joblib
 import numpy as np
 
 from ..validation import check_int
+from .dask_runs import dask_runs
 from .problem import EVALUATIONS, split_exact
 from .records import error_text, is_interrupt, normalise, user_stacklevel
 from .results import Results
@@ -337,6 +338,8 @@ class Study:
         work = self._work(specs, todo)
         if n_jobs == 1 and backend is None:
             outputs = (_execute(*args) for args in work)
+        elif backend == "dask":
+            outputs = dask_runs(_execute, work)
         else:
             outputs = _parallel(int(n_jobs), backend)(joblib.delayed(_execute)(*args) for args in work)
         bar = tqdm(total=len(specs), initial=len(specs) - len(todo), disable=disable, desc="mcsa study", unit="run",
@@ -444,12 +447,12 @@ class Study:
                     who = (f"estimator {est.name!r} on problem {problem.name!r} "
                            f"(budget={s.budget}, replicate={s.replicate}, seed={s.seed})")
                     try:
-                        estimates, evaluations = normalise(out["estimates"], exact[problem.name], who)
+                        estimates, evaluations, diagnostics = normalise(out["estimates"], exact[problem.name], who)
                     except (TypeError, ValueError) as exc:
                         error = exc
                         rec.update(status="error", error=str(exc))
                     else:
-                        rec.update(status="ok", estimates=estimates, evaluations=evaluations,
+                        rec.update(status="ok", estimates=estimates, evaluations=evaluations, diagnostics=diagnostics,
                                    seconds=out["seconds"], peak_bytes=out["peak_bytes"],
                                    memory_kind=out["memory_kind"])
                 else:
@@ -482,23 +485,8 @@ def _parallel(n_jobs: int, backend: str | None) -> joblib.Parallel:
     """A joblib.Parallel yielding results as they finish (``generator_unordered``) where the backend
     allows it, else in submission order; either way each result is recorded as soon as it arrives.
 
-    ``backend="dask"`` sends the runs to the Dask cluster of the current ``distributed.Client``: joblib
-    registers its Dask backend only inside ``joblib.parallel_config(backend="dask")`` (a plain
-    ``Parallel(backend="dask")`` fails with ``Invalid backend: dask``), so the Parallel object is built
-    inside that context (it keeps the backend it was built with).
+    (``backend="dask"`` goes to :func:`samplers.harness.dask_runs.dask_runs` instead.)
     """
-    if backend == "dask":
-        try:
-            from distributed import get_client
-        except ImportError:
-            raise ImportError("backend='dask' needs dask.distributed: pip install 'mcsa[dask]'") from None
-        try:
-            get_client()
-        except ValueError:
-            raise ValueError("backend='dask' needs a running Dask client: create distributed.Client(address) first "
-                             "(mcsa bench run --dask ADDRESS does)") from None
-        with joblib.parallel_config(backend="dask"):
-            return _parallel(n_jobs, None)
     try:
         return joblib.Parallel(n_jobs=n_jobs, backend=backend, return_as="generator_unordered")
     except (ValueError, TypeError):  # pragma: no cover - backends without unordered generators

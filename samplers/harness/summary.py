@@ -21,12 +21,17 @@ from .records import user_stacklevel
 NO_BETTER = " (<= baseline)"
 #: Errors within this multiple of float64's eps (relative to the reference's scale) count as zero.
 ROUNDOFF = 64 * float(np.finfo(np.float64).eps)
+#: Mark of a leaderboard cell some of whose runs report that they did not converge (``diagnostics``).
+NOT_CONVERGED = " (not converged in {k}/{n} runs)"
+#: The score's error floor: an error at or below max(the reference's standard error, this) scores 100;
+#: in the target's own units (nats for log Z, probability for marginals).
+SCORE_FLOOR = 1e-6
 #: Cost caps (seconds per run, warm) of the leaderboard's matched-cost columns.
 COST_CAPS = (0.003, 0.03, 0.3, 3.0, 30.0)
 SUMMARY_FIELDS = ("problem", "estimator", "budget", "budget_label", "target", "n", "exact", "exact_stderr",
                   "mean_estimate", "mean_lo", "mean_hi", "bias", "bias_lo", "bias_hi", "variance", "mse", "mse_lo",
-                  "mse_hi", "rmse", "rmse_lo", "rmse_hi", "score", "mean_seconds", "mean_evaluations",
-                  "warmup_seconds", "max_peak_bytes", "memory_kind")
+                  "mse_hi", "rmse", "rmse_lo", "rmse_hi", "score", "score_tol", "unconverged", "mean_seconds",
+                  "mean_evaluations", "warmup_seconds", "max_peak_bytes", "memory_kind")
 
 
 def summarise(rows: Sequence[Mapping[str, Any]], arrays: Mapping[int, tuple], warmups: Sequence[Mapping[str, Any]],
@@ -47,7 +52,8 @@ def summarise(rows: Sequence[Mapping[str, Any]], arrays: Mapping[int, tuple], wa
         rng = np.random.default_rng(zlib.crc32(repr((problem, estimator, budget, target)).encode()))
         cell = {"problem": problem, "estimator": estimator, "budget": budget,
                 "budget_label": cell_rows[0]["budget_label"], "target": target, "n": n, "exact": None,
-                "exact_stderr": None, **{f: None for f in _STAT_FIELDS}, "score": None,
+                "exact_stderr": None, **{f: None for f in _STAT_FIELDS}, "score": None, "score_tol": None,
+                "unconverged": _unconverged(cell_rows),
                 "mean_seconds": float(np.mean([r["seconds"] for r in cell_rows])),
                 "mean_evaluations": (None if any(r.get("evaluations") is None for r in cell_rows)
                                      else float(np.mean([r["evaluations"] for r in cell_rows]))),
@@ -77,6 +83,7 @@ def summarise(rows: Sequence[Mapping[str, Any]], arrays: Mapping[int, tuple], wa
         stderr = _stderr(references, problem, target, truth)
         cell["exact"] = None if is_array else truth
         cell["exact_stderr"] = None if is_array else float(stderr)
+        cell["score_tol"] = max(float(np.linalg.norm(stderr)), SCORE_FLOOR)
         if not finite:
             cell.update(bias=float("nan"), variance=float("nan"), mse=float("nan"), rmse=float("nan"))
             if not is_array:
@@ -112,6 +119,12 @@ def summarise(rows: Sequence[Mapping[str, Any]], arrays: Mapping[int, tuple], wa
 
 
 
+def _unconverged(rows: Sequence[Mapping[str, Any]]) -> int | None:
+    """How many of a cell's runs report ``diagnostics["converged"]`` False; None when none reports it."""
+    flags = [d["converged"] for r in rows if isinstance(d := r.get("diagnostics"), Mapping) and "converged" in d]
+    return sum(1 for f in flags if not f) if flags else None
+
+
 def _max_or_none(values: Any) -> int | None:
     """The largest of the values that are not None (a cell whose memory call failed has none)."""
     present = [int(v) for v in values if v is not None]
@@ -119,8 +132,16 @@ def _max_or_none(values: Any) -> int | None:
 
 
 def scores(summary: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Pooled UAI-style ranking: per estimator, the mean 0-100 score over the (problem, target)
-    cells it ran, each at its largest budget (see :meth:`summary`); empty without a baseline."""
+    """Pooled UAI-style ranking: per estimator, the mean 0-100 score (:func:`score`) over the (problem,
+    target) cells it ran, each at its largest budget; empty without a baseline.
+
+    Returns
+    -------
+    list of dict
+        ``{estimator, score, cells, max_rmse, unconverged}`` sorted by score: ``max_rmse`` is the largest
+        RMSE of the pooled cells (the absolute error printed beside the score), ``unconverged`` the runs of
+        those cells that report they did not converge (None when none reports convergence).
+    """
     best: dict[tuple, Mapping[str, Any]] = {}
     for cell in summary:
         if cell["score"] is None:
@@ -128,10 +149,15 @@ def scores(summary: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         key = (cell["estimator"], cell["problem"], cell["target"])
         if key not in best or cell["budget"] > best[key]["budget"]:
             best[key] = cell
-    by_est: "OrderedDict[str, list[float]]" = OrderedDict()
+    by_est: "OrderedDict[str, list[Mapping[str, Any]]]" = OrderedDict()
     for (est, _, _), cell in best.items():
-        by_est.setdefault(est, []).append(cell["score"])
-    table = [{"estimator": e, "score": float(np.mean(v)), "cells": len(v)} for e, v in by_est.items()]
+        by_est.setdefault(est, []).append(cell)
+    table = []
+    for est, cells in by_est.items():
+        flags = [c.get("unconverged") for c in cells if c.get("unconverged") is not None]
+        table.append({"estimator": est, "score": float(np.mean([c["score"] for c in cells])), "cells": len(cells),
+                      "max_rmse": float(max(c["rmse"] for c in cells)),
+                      "unconverged": int(sum(flags)) if flags else None})
     return sorted(table, key=lambda r: -r["score"])
 
 
@@ -219,9 +245,44 @@ def _expanded_tail(n: int, confidence: float) -> float:
     return NormalDist().cdf(-math.sqrt(n / (n - 1)) * float(stdtrit(n - 1, 1 - alpha / 2)))
 
 
+def score(error: float, baseline_error: float, tol: float) -> float | None:
+    """The 0-100 score of an error on the log scale between the baseline's error and the reference's precision.
+
+    ``100 clip(ln(E_b / E) / ln(E_b / tol), 0, 1)`` with ``E`` the error (RMSE), ``E_b`` the baseline's and
+    ``tol`` the error the reference can resolve (its standard error, at least :data:`SCORE_FLOOR`): the
+    share of the orders of magnitude between the baseline and the reference's precision that the
+    estimator closes.  An error at or below ``tol`` scores 100, the baseline's (or a larger one) 0, and
+    each halving of the error adds the same amount: 17.6 nats against a 307-nat baseline, on a reference
+    good to 1e-6 nats, scores 14.6 (the linear ``100 (1 - E / E_b)`` of the UAI competitions gave 94).
+
+    Parameters
+    ----------
+    error, baseline_error : float
+        The estimator's and the baseline's RMSE (finite, >= 0).
+    tol : float
+        The reference's precision (> 0).
+
+    Returns
+    -------
+    float or None
+        None when ``baseline_error <= tol``: the baseline is already as close as the reference can tell,
+        and the scale is empty.
+
+    Examples
+    --------
+    >>> round(score(17.6, 307.0, 1e-6), 1), score(1e-9, 307.0, 1e-6), score(400.0, 307.0, 1e-6)
+    (14.6, 100.0, 0.0)
+    """
+    if not baseline_error > tol:
+        return None
+    if error <= tol:
+        return 100.0
+    return 100.0 * min(1.0, max(0.0, math.log(baseline_error / error) / math.log(baseline_error / tol)))
+
+
 def _add_scores(summary: list[dict[str, Any]], baselines: Mapping[str, str]) -> None:
-    """Fill ``score`` of each cell with a reference: 100 (1 - RMSE / MaxErr), floored at 0, where
-    MaxErr is the baseline's RMSE on the same (problem, target) at the baseline's largest budget."""
+    """Fill ``score`` of each cell with a reference: :func:`score` of its RMSE against the baseline's RMSE
+    on the same (problem, target) at the baseline's largest budget, on the cell's ``score_tol``."""
     if not baselines:
         return
     max_err: dict[tuple[str, str], float] = {}
@@ -234,9 +295,9 @@ def _add_scores(summary: list[dict[str, Any]], baselines: Mapping[str, str]) -> 
             chosen[key], max_err[key] = cell["budget"], cell["rmse"]
     for cell in summary:
         ref = max_err.get((cell["problem"], cell["target"]))
-        if ref is None or cell["rmse"] is None or not math.isfinite(cell["rmse"]) or not ref > 0:
+        if ref is None or cell["rmse"] is None or not math.isfinite(cell["rmse"]) or not math.isfinite(ref):
             continue
-        cell["score"] = max(0.0, 100.0 * (1.0 - cell["rmse"] / ref))
+        cell["score"] = score(cell["rmse"], ref, cell["score_tol"])
 
 
 def _float(x: Any) -> float | None:
@@ -245,6 +306,14 @@ def _float(x: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return v if math.isfinite(v) else None
+
+
+def _convergence_mark(cells: Sequence[Mapping[str, Any]]) -> str:
+    """:data:`NOT_CONVERGED` for summary cells (rows of summary.csv or :meth:`Results.summary`) some of whose
+    runs report that they did not converge; empty otherwise."""
+    stopped = [(int(k), int(float(c["n"]))) for c in cells if (k := _float(c.get("unconverged"))) is not None]
+    k = sum(a for a, _ in stopped)
+    return NOT_CONVERGED.format(k=k, n=sum(b for _, b in stopped)) if k else ""
 
 
 def leaderboard(summary: Sequence[dict[str, Any]], kinds: dict[str, str], caps: Sequence[float] = COST_CAPS) -> str:
@@ -277,7 +346,9 @@ def leaderboard(summary: Sequence[dict[str, Any]], kinds: dict[str, str], caps: 
                 "brackets, the absolute error: RMSE [95% interval] when there is one problem, else the "
                 "largest RMSE over the problems, of the best budget whose mean warm time is within the cap; "
                 f"'-' = no budget that cheap; '{NO_BETTER}' = no better than the baseline on any problem "
-                "(score 0 everywhere).", "",
+                f"(score 0 everywhere); '{NOT_CONVERGED.format(k='k', n='n')}' = k of the cell's n runs report "
+                "that they stopped before converging.  Score: 100 ln(E_b / E) / ln(E_b / tol), clipped to "
+                "[0, 100], E the RMSE, E_b the baseline's, tol the reference's precision.", "",
                 "| estimator | " + " | ".join(f"<= {c:g} s" for c in caps) + " |",
                 "| --- | " + " | ".join("---" for _ in caps) + " |"]
         for est in estimators:
@@ -301,6 +372,7 @@ def leaderboard(summary: Sequence[dict[str, Any]], kinds: dict[str, str], caps: 
                 score = "n/a" if len(known) < len(scores) else f"{np.mean(known):.0f}"
                 if scores and all(s is not None and s <= 0.0 for s in scores):
                     score += NO_BETTER
+                score += _convergence_mark(per_problem)
                 if len(problems) == 1:
                     r = per_problem[0]
                     lo, hi = _float(r.get("rmse_lo")), _float(r.get("rmse_hi"))
@@ -328,7 +400,7 @@ def leaderboard(summary: Sequence[dict[str, Any]], kinds: dict[str, str], caps: 
                     interval = f" [{lo:.3g}, {hi:.3g}]" if lo is not None and hi is not None else ""
                     evals = _float(r.get("mean_evaluations"))
                     cost = f"; {evals:.3g}" if evals is not None else ""
-                    worse = NO_BETTER if _float(r.get("score")) == 0.0 else ""
+                    worse = (NO_BETTER if _float(r.get("score")) == 0.0 else "") + _convergence_mark([r])
                     line.append(f"{_float(r['rmse']):.3g}{interval}{worse} ({r['budget']}; "
                                 f"{_float(r['mean_seconds']):.3g} s{cost})")
                 out.append(f"| {est} | " + " | ".join(line) + " |")

@@ -19,10 +19,11 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .store import move_into_place
-from .summary import SUMMARY_FIELDS, scores
+from .summary import NO_BETTER, SCORE_FLOOR, SUMMARY_FIELDS, scores
 
 ROW_FIELDS = ("problem", "estimator", "budget", "budget_label", "replicate", "seed", "target", "estimate",
-              "exact", "exact_stderr", "error", "sq_error", "seconds", "evaluations", "peak_bytes", "memory_kind")
+              "exact", "exact_stderr", "error", "sq_error", "seconds", "evaluations", "peak_bytes", "memory_kind",
+              "diagnostics")
 
 #: Meaning of each memory meter's number (summary.md legend).
 MEMORY_KINDS = {
@@ -47,8 +48,9 @@ def write_csv(path: str | Path, fields: tuple[str, ...], rows: list[dict[str, An
     with path.open("w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(fields), extrasaction="ignore")
         writer.writeheader()
-        for row in rows:
-            writer.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in fields})
+        for row in rows:  # a dict (a run's diagnostics) as compact JSON
+            writer.writerow({k: ("" if (v := row.get(k)) is None else json.dumps(v, separators=(",", ":"))
+                                 if isinstance(v, dict) else v) for k in fields})
     return path
 
 
@@ -142,11 +144,16 @@ def report_markdown(results: Any, summary: Sequence[Mapping[str, Any]], title: s
     ranking = scores(summary) if any(r["score"] is not None for r in summary) else []
     if ranking:
         base = ", ".join(sorted(set(meta.get("baseline", {}).values())))
-        parts += [f"## Score (UAI style, 0-100, baseline `{base}` = 0)", "",
-                  "max(0, 100 (1 - RMSE / RMSE of the baseline at its largest budget)) per (problem, target), "
-                  "averaged over the cells each estimator ran at its largest budget.", "",
-                  "| estimator | score | cells |", "|---|---|---|"]
-        parts += [f"| {r['estimator']} | {r['score']:.1f} | {r['cells']} |" for r in ranking]
+        parts += [f"## Score (0-100 on a log scale, baseline `{base}` = 0)", "",
+                  "100 ln(E_b / E) / ln(E_b / tol), clipped to [0, 100], per (problem, target): E the RMSE, E_b "
+                  "the baseline's RMSE at its largest budget, tol the reference's precision (its standard error, "
+                  f"at least {SCORE_FLOOR:g}; `score_tol` in summary.csv); averaged over the cells each estimator "
+                  "ran at its largest budget.  The largest RMSE of those cells stands beside it; "
+                  f"`{NO_BETTER.strip()}` marks an estimator no better than the baseline anywhere.", "",
+                  "| estimator | score | largest RMSE | cells | runs not converged |", "|---|---|---|---|---|"]
+        parts += [f"| {r['estimator']} | {r['score']:.1f}{NO_BETTER if r['score'] <= 0.0 else ''} | "
+                  f"{r['max_rmse']:.3g} | {r['cells']} | {'' if r['unconverged'] is None else r['unconverged']} |"
+                  for r in ranking]
         parts.append("")
     refs = meta.get("provenance", {})
     if any(refs.values()):

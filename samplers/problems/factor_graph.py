@@ -32,7 +32,7 @@ import numpy as np
 
 from ..harness import Exact
 from ..models import FactorGraph, PairwiseMRF
-from ..models.uai import parse_mar, parse_pr, read_evid, read_text, read_uai
+from ..models.uai import _answer_tokens, parse_mar, parse_pr, read_evid, read_text, read_uai
 from .kinds import KindProblem, register_kind
 
 FACTOR_GRAPH = "factor-graph"
@@ -50,6 +50,34 @@ def printed_half_unit(text: str) -> float:
     mant, _, exp = tok.lower().partition("e")
     decimals = len(mant.split(".")[1]) if "." in mant else 0
     return 0.5 * 10.0 ** (-decimals + (int(exp) if exp else 0))
+
+
+def printed_half_units_mar(text: str, source: str, shape: tuple[int, int]) -> np.ndarray:
+    """Rounding of every probability of a ``.MAR`` text (already checked by :func:`~samplers.models.uai.parse_mar`),
+    zero-padded to ``shape`` = (variables, largest cardinality).
+
+    The files print ``%g``-style: a fixed number ``S`` of significant digits with trailing zeros dropped
+    (``0.5`` stands for ``0.500000``), so ``S`` is the most significant digits any entry shows and an entry
+    ``x > 0`` is good to half a unit of its ``S``-th digit, ``0.5 * 10^(floor(log10 x) - S + 1)``; a printed
+    ``0`` is exact.
+    """
+    tk = _answer_tokens(text, source, "MAR")
+    tokens = tk.tok[tk.pos:]
+    entries: list[tuple[int, int, float]] = []
+    digits = 1
+    pos = 1
+    for v in range(int(float(tokens[0]))):
+        k = int(float(tokens[pos]))
+        for j, tok in enumerate(tokens[pos + 1:pos + 1 + k]):
+            mantissa = tok.lower().partition("e")[0].replace(".", "").lstrip("+-0")
+            digits = max(digits, len(mantissa))
+            entries.append((v, j, float(tok)))
+        pos += 1 + k
+    out = np.zeros(shape)
+    for v, j, x in entries:
+        if x > 0:
+            out[v, j] = 0.5 * 10.0 ** (math.floor(math.log10(x)) - digits + 1)
+    return out
 
 
 class FactorGraphProblem(KindProblem):
@@ -176,7 +204,9 @@ class FactorGraphProblem(KindProblem):
             table = np.zeros((graph.n_vars, graph.max_states))
             for v, p in enumerate(values):
                 table[v, :p.size] = p
-            reference["marginals"] = Exact(table, 0.0, f"published {mar.name}")
+            halves = printed_half_units_mar(text, os.fspath(mar), table.shape)
+            reference["marginals"] = Exact(table, halves, f"published {mar.name} (probabilities printed to "
+                                                          f"+-{halves.max():.1g} or better)")
         if targets is None and reference:
             targets = tuple(t for t in ("log_partition", "marginals") if t in reference)
         return cls(path.name.removesuffix(".uai"), graph, evidence=evidence, reference=reference, targets=targets,

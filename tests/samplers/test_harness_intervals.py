@@ -10,6 +10,7 @@ import pytest
 from scipy import stats
 
 from samplers.harness import Exact, FunctionEstimator, FunctionProblem, Study, Suite, run_suite
+from samplers.harness.summary import SCORE_FLOOR
 
 BIAS, SD, N_REP, N_CELLS = 0.3, 1.0, 10, 300
 
@@ -101,8 +102,9 @@ def test_measured_targets_are_summarised_by_mean_and_interval(tmp_path):
 
 
 def test_uai_score_against_a_named_baseline():
-    """Score = max(0, 100 (1 - RMSE / RMSE_baseline)): the baseline scores 0, an exact estimator 100,
-    one with half the baseline's error 50; the pooled ranking averages over problems."""
+    """Score = 100 ln(E_b / E) / ln(E_b / tol) in [0, 100] (tol = SCORE_FLOOR for an exact reference): the
+    baseline scores 0, an exact estimator 100, one with half the baseline's error ln 2 / ln(E_b / tol);
+    the pooled ranking averages over problems."""
     problems = [FunctionProblem(f"scale{k}", (lambda k=k: {"log_partition": 10.0 ** k}), payload=10.0 ** k)
                 for k in range(3)]
     trivial = FunctionEstimator("trivial", lambda prob, n, s: {"log_partition": 0.0})
@@ -110,15 +112,17 @@ def test_uai_score_against_a_named_baseline():
     exact = FunctionEstimator("exact", lambda prob, n, s: {"log_partition": prob.payload})
     res = Study(problems, [trivial, half, exact], budgets=[1], replicates=2, baseline="trivial").run(progress=False)
     score = {(c["problem"], c["estimator"]): c["score"] for c in res.summary()}
+    half_scores = [100 * math.log(2) / math.log(10.0 ** k / SCORE_FLOOR) for k in range(3)]
     for k in range(3):
         assert score[(f"scale{k}", "trivial")] == 0.0
-        assert score[(f"scale{k}", "half")] == pytest.approx(50.0)
+        assert score[(f"scale{k}", "half")] == pytest.approx(half_scores[k])
         assert score[(f"scale{k}", "exact")] == 100.0
     assert [(r["estimator"], r["score"], r["cells"]) for r in res.scores()] == [
-        ("exact", 100.0, 3), ("half", 50.0, 3), ("trivial", 0.0, 3)]
-    assert "## Score (UAI style" in res.report_markdown()
+        ("exact", 100.0, 3), ("half", pytest.approx(np.mean(half_scores)), 3), ("trivial", 0.0, 3)]
+    assert "## Score (0-100 on a log scale" in res.report_markdown()
     suite = Suite(problems=problems, estimators=[trivial, half], budgets=[1], replicates=2, baseline="trivial")
-    assert {c["score"] for c in run_suite(suite, progress=False).summary()} == {0.0, 50.0}
+    assert sorted(c["score"] for c in run_suite(suite, progress=False).summary()) == pytest.approx(
+        [0.0] * 3 + sorted(half_scores))
     with pytest.raises(ValueError, match="baseline 'nope'"):
         Study(problems, [trivial], budgets=[1], baseline="nope")
     assert all(c["score"] is None for c in Study(problems, [half], budgets=[1], replicates=2).run(

@@ -203,3 +203,14 @@ def test_smc_refuses_bad_arguments_and_dead_groups():
     same = np.array([[0.0, -np.inf], [-np.inf, 0.0]])
     with pytest.raises(ValueError, match="weight zero"):
         smc_factor_graph(FactorGraph([2, 2], [(0, 1), (0, 1)], [same, same[::-1]]), n_temperatures=5, seed=0)
+
+
+def test_published_marginals_carry_their_printed_precision(tmp_path):
+    """A .MAR reference's standard error is its rounding: half a unit of each entry's last significant digit,
+    with the file's number of significant digits (``%g`` drops trailing zeros; a printed 0 is exact)."""
+    fg = FactorGraph([2, 3], [(0, 1)], [np.log([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])])
+    path = _instance(tmp_path, "m", fg, {}, None)
+    Path(f"{path}.MAR").write_text("MAR\n2\n2 0.0125 0.9875\n3 0 1 0.42857\n")  # %g: 5 significant digits
+    ref = FactorGraphProblem.from_uai(path, targets=("marginals",)).exact()["marginals"]
+    np.testing.assert_allclose(ref.stderr, [[5e-7, 5e-6, 0.0], [0.0, 5e-5, 5e-6]])
+    assert "printed to +-5e-05" in ref.provenance
