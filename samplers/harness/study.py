@@ -33,7 +33,7 @@ import warnings
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import joblib
 import numpy as np
@@ -336,6 +336,7 @@ class Study:
 
         disable = (not sys.stderr.isatty()) if progress is None else not progress
         work = self._work(specs, todo)
+        outputs: Iterator[Any]
         if n_jobs == 1 and backend is None:
             outputs = (_execute(*args) for args in work)
         elif backend == "dask":

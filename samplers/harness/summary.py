@@ -154,7 +154,7 @@ def scores(summary: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         by_est.setdefault(est, []).append(cell)
     table = []
     for est, cells in by_est.items():
-        flags = [c.get("unconverged") for c in cells if c.get("unconverged") is not None]
+        flags = [int(c["unconverged"]) for c in cells if c.get("unconverged") is not None]
         table.append({"estimator": est, "score": float(np.mean([c["score"] for c in cells])), "cells": len(cells),
                       "max_rmse": float(max(c["rmse"] for c in cells)),
                       "unconverged": int(sum(flags)) if flags else None})
