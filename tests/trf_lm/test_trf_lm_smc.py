@@ -58,7 +58,7 @@ def test_local_law_and_end_score_match_brute_force_for_every_template():
     bundle, shift = _smc_model(model)
     fa = bundle.features
     C = model.features.n_classes
-    work = sk.SMCWork(np.zeros(C), np.zeros(V), np.zeros(V, dtype=np.bool_), np.zeros(V, dtype=np.int64), np.zeros(C))
+    work = sk.new_work(V, C)
     rng = np.random.default_rng(0)
     for length in range(0, 12):
         for _ in range(4):

@@ -11,7 +11,9 @@ visiting the whole vocabulary:
   table of contexts, which lists the observed final symbols and their feature indices (``SuccessorTables``);
 
 so ``sum_w exp(s_p) = sum_k exp(dc[k]) (U[k] + sum_{touched w in k} exp(u[w]) (exp(dw[w]) - 1))`` costs
-``O(n_classes + touched words)``, and a draw picks a class, then a word within it.
+``O(n_classes + touched words)``, and a draw picks a class, then a word within it.  The word part is kept as the
+factor ``exp(dw[w])``, a product of the successors' ``exp(lambda)`` (precomputed per bundle, as is ``exp(u)``),
+so that neither the class masses nor the draws evaluate an exponential per touched word.
 
 Layout of sentences as in :mod:`trf.lm._feature_kernels` (``w[0]`` is ``<s>``, ``</s>`` at ``j + 1``).
 """
@@ -30,7 +32,7 @@ from trf.lm._feature_kernels import HashedFeatures, pattern_key, row_fires, row_
 
 
 class SuccessorTables(NamedTuple):
-    """Contexts of the non-unigram features and their final symbols.
+    """Contexts of the non-unigram features that do not end in ``</s>`` and their final symbols.
 
     Context ``k`` (key ``ctx_hi[k], ctx_lo[k]``: the feature key with its last symbol ``EMPTY``, found through
     ``ctx_slots``) has the final symbols ``succ_symbol[ctx_start[k]:ctx_start[k + 1]]`` with feature indices
@@ -53,11 +55,13 @@ class SMCModel(NamedTuple):
     class_start: np.ndarray  # (C + 1,): words of class k are class_words[class_start[k]:class_start[k+1]]
     class_words: np.ndarray
     u: np.ndarray            # (V,) unigram log-weights, shifted so that max(u) = 0
+    exp_u: np.ndarray        # (V,) exp(u)
     class_mass: np.ndarray   # (C,) sum of exp(u) over each class
     lam: np.ndarray
     features: HashedFeatures
     succ: SuccessorTables
     succ_lam: np.ndarray     # lam[succ.succ_feature]: the successors' weights in successor order (read in sequence)
+    succ_exp: np.ndarray     # exp(succ_lam)
 
 
 class SMCRun(NamedTuple):
@@ -83,24 +87,31 @@ class SMCOutput(NamedTuple):
 class TableCache(NamedTuple):
     """The local tables of the particles at one position, kept from their weighting to their children's draws.
 
-    ``mass[n]`` is particle ``n``'s ``log_mass``; its touched words and their ``dw`` are
-    ``words[start[n]:start[n] + n_touched[n]]`` and ``dw[...]``; ``n_touched[n] < 0``: not kept (no room)."""
+    ``mass[n]`` is particle ``n``'s ``log_mass``; its touched words and their ``factor`` are
+    ``words[start[n]:start[n] + n_touched[n]]`` and ``factor[...]``; ``n_touched[n] < 0``: not kept (no room)."""
 
     mass: np.ndarray       # (rows, C)
     start: np.ndarray      # (n_particles,)
     n_touched: np.ndarray  # (n_particles,)
-    words: np.ndarray  # (capacity,)
-    dw: np.ndarray     # (capacity,)
+    words: np.ndarray      # (capacity,)
+    factor: np.ndarray     # (capacity,)
 
 
 class SMCWork(NamedTuple):
     """Scratch of one particle's local tables."""
 
     dc: np.ndarray       # (C,) class-final feature weights
-    dw: np.ndarray       # (V,) word-final feature weights (0 off the touched words)
+    factor: np.ndarray   # (V,) exp of the word-final feature weights (1 off the touched words)
     mark: np.ndarray     # (V,) bool: word touched
-    touched: np.ndarray  # (V,) touched words, first n_touched valid
+    touched: np.ndarray  # (V + 1,) touched words, first n_touched valid (one spare: written before the count)
     log_mass: np.ndarray  # (C,) log of each class's mass under the local law
+
+
+@jit
+def new_work(n_words, n_classes):
+    """A cleared :class:`SMCWork` (factors 1, no word touched)."""
+    return SMCWork(np.zeros(n_classes), np.ones(n_words), np.zeros(n_words, dtype=np.bool_),
+                   np.zeros(n_words + 1, dtype=np.int64), np.zeros(n_classes))
 
 
 @jit(inline="always")
@@ -112,17 +123,15 @@ def context_key(r, p, w, c, rows):
 @jit
 def local_tables(model, w, c, p, work):
     """Fill ``work`` with the local law at position ``p`` given ``w[:p]``, ``c[:p]``; return ``(log Z_loc,
-    n_touched)``: ``log sum_w exp(s_p(w))`` over the vocabulary (relative to the shift of ``model.u``)."""
+    n_touched)``: ``log sum_w exp(s_p(w))`` over the vocabulary (relative to the shift of ``model.u``).
+
+    ``work.factor`` must be 1 and ``work.mark`` False everywhere (as :func:`clear_tables` leaves them)."""
     fa = model.features
     row_len, row_off, row_type = fa.row_len, fa.row_off, fa.row_type
     ctx_hi, ctx_lo, ctx_slots, ctx_start, succ_symbol, _ = model.succ
-    succ_lam = model.succ_lam
-    V = model.n_words
+    succ_lam, succ_exp = model.succ_lam, model.succ_exp
     C = model.n_classes
-    dc = work.dc
-    dw = work.dw
-    mark = work.mark
-    touched = work.touched
+    dc, factor, mark, touched = work.dc, work.factor, work.mark, work.touched
     dc[:] = 0.0
     n_touched = 0
     for r in range(row_len.size):
@@ -133,33 +142,30 @@ def local_tables(model, w, c, p, work):
         k = table_find(hi, lo, ctx_hi, ctx_lo, ctx_slots)
         if k < 0:
             continue
-        word_final = row_type[r, L - 1] == 0
-        for s in range(ctx_start[k], ctx_start[k + 1]):
-            sym = succ_symbol[s]
-            val = succ_lam[s]
-            if word_final:
-                if sym < V:
-                    if not mark[sym]:
-                        mark[sym] = True
-                        touched[n_touched] = sym
-                        n_touched += 1
-                    dw[sym] += val
-            elif sym < C:
-                dc[sym] += val
+        if row_type[r, L - 1] == 0:  # word-final: scale the touched words' factors (no branch on the mark)
+            for s in range(ctx_start[k], ctx_start[k + 1]):
+                sym = succ_symbol[s]
+                touched[n_touched] = sym
+                n_touched += 1 - mark[sym]
+                mark[sym] = True
+                factor[sym] *= succ_exp[s]
+        else:
+            for s in range(ctx_start[k], ctx_start[k + 1]):
+                dc[succ_symbol[s]] += succ_lam[s]
     # class masses: U[k] plus the corrections of the touched words, in the log domain with dc
-    log_mass, class_mass, word_class, u = work.log_mass, model.class_mass, model.word_class, model.u
+    log_mass, class_mass, word_class, exp_u = work.log_mass, model.class_mass, model.word_class, model.exp_u
     for k in range(C):
         log_mass[k] = class_mass[k]
     for t in range(n_touched):
         v = touched[t]
-        log_mass[word_class[v]] += np.exp(u[v]) * np.expm1(dw[v])
+        log_mass[word_class[v]] += exp_u[v] * (factor[v] - 1.0)
     for k in range(C):
         mass = log_mass[k]
         if mass < 1e-9 * class_mass[k]:  # heavy cancellation: sum the class directly
             mass = 0.0
             for i in range(model.class_start[k], model.class_start[k + 1]):
                 v = model.class_words[i]
-                mass += np.exp(u[v] + dw[v])
+                mass += exp_u[v] * factor[v]
         log_mass[k] = (dc[k] + np.log(mass)) if mass > 0.0 else -np.inf
     return logsumexp_1d(log_mass), n_touched
 
@@ -168,7 +174,7 @@ def local_tables(model, w, c, p, work):
 def clear_tables(work, n_touched):
     for t in range(n_touched):
         v = work.touched[t]
-        work.dw[v] = 0.0
+        work.factor[v] = 1.0
         work.mark[v] = False
 
 
@@ -190,12 +196,12 @@ def draw_word(model, work, log_z):
     total = 0.0
     for i in range(start, stop):
         v = model.class_words[i]
-        total += np.exp(model.u[v] + work.dw[v])
+        total += model.exp_u[v] * work.factor[v]
     target = np.random.random() * total
     acc = 0.0
     for i in range(start, stop):
         v = model.class_words[i]
-        acc += np.exp(model.u[v] + work.dw[v])
+        acc += model.exp_u[v] * work.factor[v]
         if target < acc:
             return v
     return model.class_words[stop - 1]
@@ -283,7 +289,7 @@ def keep_tables(cache, work, n, n_touched, used):
     for t in range(n_touched):
         v = work.touched[t]
         cache.words[used + t] = v
-        cache.dw[used + t] = work.dw[v]
+        cache.factor[used + t] = work.factor[v]
     return used + n_touched
 
 
@@ -296,7 +302,7 @@ def restore_tables(cache, work, n):
     for t in range(n_touched):
         v = cache.words[start + t]
         work.touched[t] = v
-        work.dw[v] = cache.dw[start + t]
+        work.factor[v] = cache.factor[start + t]
         work.mark[v] = True
     return n_touched
 
@@ -337,9 +343,7 @@ def new_particles(run, n_words, n_classes):
 def new_scratch(run, n_words, n_classes):
     """The :class:`SMCScratch` of a run (the table cache within ``run.cache_bytes``)."""
     n = run.n_particles
-    work = SMCWork(np.zeros(n_classes), np.zeros(n_words), np.zeros(n_words, dtype=np.bool_),
-                   np.zeros(n_words, dtype=np.int64), np.zeros(n_classes))
-    return SMCScratch(work, new_table_cache(run, n_classes, n_words), np.zeros(n, dtype=np.int64), np.empty(n),
+    return SMCScratch(new_work(n_words, n_classes), new_table_cache(run, n_classes, n_words), np.zeros(n, dtype=np.int64), np.empty(n),
                       np.empty(n), np.empty(n, dtype=np.int64))
 
 
