@@ -40,7 +40,7 @@ def _two_word_log_z(bundle, first_lo, first_hi, out):
     c = np.zeros(4, dtype=np.int64)
     w[0] = V + 1
     c[0] = C + 1
-    _, n_touched = sk.local_tables(bundle, w, c, 1, work)
+    _, n_touched, _ = sk.local_tables(bundle, w, c, 1, work)
     first = np.empty(V)
     for v in range(V):
         first[v] = bundle.u[v] + work.dc[bundle.word_class[v]] + np.log(work.factor[v])
@@ -49,7 +49,7 @@ def _two_word_log_z(bundle, first_lo, first_hi, out):
     for w1 in range(first_lo, first_hi):
         w[1] = w1
         c[1] = bundle.word_class[w1]
-        _, n_touched = sk.local_tables(bundle, w, c, 2, work)
+        _, n_touched, _ = sk.local_tables(bundle, w, c, 2, work)
         for w2 in range(V):
             w[2] = w2
             c[2] = bundle.word_class[w2]

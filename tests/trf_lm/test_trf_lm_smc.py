@@ -40,7 +40,7 @@ def _buffers(model, history):
 @jit
 def _draws(bundle, w, c, p, work, n, seed):
     np.random.seed(seed)
-    log_z, n_touched = sk.local_tables(bundle, w, c, p, work)
+    log_z, n_touched, _ = sk.local_tables(bundle, w, c, p, work)
     counts = np.zeros(bundle.n_words)
     for _ in range(n):
         counts[sk.draw_word(bundle, work, log_z)] += 1
@@ -49,32 +49,39 @@ def _draws(bundle, w, c, p, work, n, seed):
 
 
 def test_local_law_and_end_score_match_brute_force_for_every_template():
-    """The local normaliser sum_w exp(s_p(history, w)), computed from the class masses and the touched words, is
-    the brute-force log-sum-exp of the features firing at p for every candidate word; the end score is the
-    score of the </s> position; draws follow the local law.  Histories up to 11 words reach every template
-    (the tied ones read 6-9 words back)."""
+    """The local normaliser sum_w exp(s_p(history, w)), computed from the class masses and the touched words' factors
+    exp(lambda), is the brute-force log-sum-exp of the features firing at p for every candidate word, and each
+    word's local probability exp(u + dc + log factor - log Z_loc) is the brute-force one, both to 1e-10; the end
+    score that local_tables reads from the same contexts is the score of the </s> position (end_score, from the
+    feature table); draws follow the local law.  Histories up to 11 words reach every template (the tied ones read
+    6-9 words back); the weights are scaled so that the factors span exp(+-10)."""
     V, M = 5, 12
     model = _model(V, M, ALL_TEMPLATES, n_sentences=120)
+    model.lam *= 3.0
     bundle, shift = _smc_model(model)
     fa = bundle.features
     C = model.features.n_classes
     work = sk.new_work(V, C)
+    assert np.abs(bundle.succ_lam).max() > 6.0  # informative: large weights, factors far from 1
     rng = np.random.default_rng(0)
     for length in range(0, 12):
         for _ in range(4):
             history = rng.integers(0, V, size=length)
             w, c = _buffers(model, history)
             p = length + 1
-            log_z, n_touched = sk.local_tables(bundle, w, c, p, work)
+            log_z, n_touched, end = sk.local_tables(bundle, w, c, p, work)
+            q = np.exp(bundle.u + work.dc[model.features.word_class] + np.log(work.factor) - log_z)
             sk.clear_tables(work, n_touched)
+            assert np.all(work.factor == 1.0) and not work.mark.any()
             scores = []
             for v in range(V):
                 w[p], c[p] = v, model.features.word_class[v]
                 scores.append(fk.positions_score(w, c, M + 5, p, p, bundle.lam, fa))
-            assert np.isclose(log_z + shift, logsumexp(scores), atol=1e-9), (history, log_z + shift, logsumexp(scores))
+            assert abs(log_z + shift - logsumexp(scores)) < 1e-10, (history, log_z + shift, logsumexp(scores))
+            assert np.abs(q - np.exp(np.array(scores) - logsumexp(scores))).max() < 1e-10
+            w, c = _buffers(model, history)
+            assert end == sk.end_score(bundle, w, c, length) == sk.history_end_score(bundle, w, c, p)
             if length:
-                w, c = _buffers(model, history)
-                end = sk.end_score(bundle, w, c, length)
                 assert np.isclose(end, fk.positions_score(w, c, length, p, p, bundle.lam, fa), atol=1e-12)
     history = rng.integers(0, V, size=7)
     w, c = _buffers(model, history)
@@ -374,7 +381,7 @@ def test_kept_local_tables_give_the_same_draws_as_recomputed_ones(pinned):
     n_particles, m = 300, 10
     reference = np.random.default_rng(4).integers(0, 5, size=m) if pinned else smc_module._NO_REFERENCE
     C, V = model.features.n_classes, model.features.n_words
-    partial = 16 * C * 100  # room for the class masses of 100 of the 300 particles
+    partial = 32 * (C + 1) * 100  # room for the class masses of 100 of the 300 identities
     results = []
     for cache_bytes in (0, partial, smc_module.TABLE_CACHE_BYTES):
         run = sk.SMCRun(n_particles, m, 123, reference, cache_bytes)

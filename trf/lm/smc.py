@@ -44,9 +44,10 @@ TABLE_CACHE_BYTES = 64 << 20
 tables are recomputed; the draws do not depend on it)."""
 
 
-def successor_tables(features: SentenceFeatures) -> SuccessorTables:
-    """Group the non-unigram features by context (their key with the last symbol ``EMPTY``), leaving out the
-    features that end in ``</s>`` (they fire at the end of a sentence, not at a word: :func:`end_score`)."""
+def successor_tables(features: SentenceFeatures) -> tuple[SuccessorTables, np.ndarray]:
+    """Group the non-unigram features by context (their key with the last symbol ``EMPTY``): each context's
+    successors (the features ending in a word or class) and its end feature (the one ending in ``</s>``, which fires
+    at the end of a sentence, not at a word; -1: none)."""
     row_group, row_len, _, row_type = features.rows
     length_of_group = np.zeros(int(row_group.max()) + 1, dtype=np.int64)
     length_of_group[row_group] = row_len
@@ -54,25 +55,32 @@ def successor_tables(features: SentenceFeatures) -> SuccessorTables:
     end_of_group[row_group] = np.where(row_type[np.arange(row_len.size), row_len - 1] == 0, features.n_words,
                                        features.n_classes)
     hi, lo = features.key_hi, features.key_lo
-    length = length_of_group[hi >> 48]
+    group = hi >> 48
+    length = length_of_group[group]
+    keep = np.flatnonzero(length >= 2)
+    hi, lo, length, end = hi[keep], lo[keep], length[keep], end_of_group[group[keep]]
     # the last symbol sits at slot length - 1: slots 0, 1 in hi (bits 24..47, 0..23), 2, 3 in lo
     shift = np.where(length % 2 == 1, 24, 0)
     word = np.where(length <= 2, hi, lo)
     last = (word >> shift) & _SYMBOL
-    keep = np.flatnonzero((length >= 2) & (last < end_of_group[hi >> 48]))
-    hi, lo, length, shift, word, last = hi[keep], lo[keep], length[keep], shift[keep], word[keep], last[keep]
     blank = np.int64(fk.EMPTY) << shift
     cleared = (word & ~(np.int64(_SYMBOL) << shift)) | blank
     ctx_hi = np.where(length <= 2, cleared, hi)
     ctx_lo = np.where(length <= 2, lo, cleared)
     order = np.lexsort((ctx_lo, ctx_hi))
-    ctx_hi, ctx_lo = ctx_hi[order], ctx_lo[order]
+    ctx_hi, ctx_lo, last, end, feature = ctx_hi[order], ctx_lo[order], last[order], end[order], keep[order]
     new = np.ones(order.size, dtype=bool)
     new[1:] = (ctx_hi[1:] != ctx_hi[:-1]) | (ctx_lo[1:] != ctx_lo[:-1])
+    context = np.cumsum(new) - 1
     starts = np.flatnonzero(new)
     u_hi, u_lo = ctx_hi[starts], ctx_lo[starts]
-    return SuccessorTables(u_hi, u_lo, hash_table(u_hi, u_lo), np.append(starts, order.size).astype(np.int64),
-                           last[order].astype(np.int64), keep[order].astype(np.int64))
+    at_end = last >= end
+    end_feature = np.full(starts.size, -1, dtype=np.int64)
+    end_feature[context[at_end]] = feature[at_end]
+    ctx_start = np.zeros(starts.size + 1, dtype=np.int64)
+    ctx_start[1:] = np.cumsum(np.bincount(context[~at_end], minlength=starts.size))
+    return SuccessorTables(u_hi, u_lo, hash_table(u_hi, u_lo), ctx_start, last[~at_end].astype(np.int64),
+                           feature[~at_end].astype(np.int64)), end_feature
 
 
 class _Structure:
@@ -83,7 +91,7 @@ class _Structure:
         self.features = feats
         self.class_words, self.class_start = feats.class_members()
         self.hashed = feats.hashed()
-        self.succ = successor_tables(feats)
+        self.succ, self.ctx_end = successor_tables(feats)
         # unigram[a, w]: the feature of unigram row a that word w fires (-1: unseen), from the features' dense tables
         base, dense = feats.dense_tables()
         _, row_len, _, row_type = feats.rows
@@ -112,7 +120,7 @@ class _Structure:
             succ_exp = np.exp(succ_lam)
         return SMCModel(int(feats.n_words), int(feats.n_classes), feats.word_class.astype(np.int64), self.class_start,
                         self.class_words, u, exp_u, class_mass.astype(np.float64), lam, self.hashed, self.succ,
-                        succ_lam, succ_exp), shift
+                        succ_lam, succ_exp, np.where(self.ctx_end >= 0, lam[self.ctx_end], 0.0)), shift
 
 
 def _structure(feats: SentenceFeatures) -> _Structure:
