@@ -88,15 +88,16 @@ class SMCOutput(NamedTuple):
 class TableCache(NamedTuple):
     """The local tables of the identities at one position, kept from their weighting to their children's draws.
 
-    ``mass[i]`` is identity ``i``'s ``log_mass``; its touched words of class ``k`` and their factors are
-    ``words[a:b]`` and ``factor[a:b]`` with ``a, b = start[i, k], start[i, k + 1]`` (sorted by class, so that a draw
-    reads one class); ``kept[i]``: False when there was no room (then the tables are recomputed)."""
+    ``mass[i]`` is identity ``i``'s ``log_mass``; its touched words, their classes and factors are ``words[a:b]``,
+    ``word_class[a:b]`` and ``factor[a:b]`` with ``a, b = start[i], start[i] + n_touched[i]`` (a draw loads the
+    entries of its class); ``n_touched[i] < 0``: not kept, no room (then the tables are recomputed)."""
 
-    mass: np.ndarray    # (rows, C)
-    start: np.ndarray   # (rows, C + 1)
-    kept: np.ndarray    # (n_particles,) bool
-    words: np.ndarray   # (capacity,)
-    factor: np.ndarray  # (capacity,)
+    mass: np.ndarray        # (rows, C)
+    start: np.ndarray       # (n_particles,)
+    n_touched: np.ndarray   # (n_particles,)
+    words: np.ndarray       # (capacity,)
+    word_class: np.ndarray  # (capacity,)
+    factor: np.ndarray      # (capacity,)
 
 
 class SMCWork(NamedTuple):
@@ -245,14 +246,17 @@ def draw_word(model, work, log_z):
 @jit
 def draw_kept_word(model, cache, factor, i, log_z):
     """A word from identity ``i``'s kept local law (:func:`keep_tables`): a class, then a word in it, with only
-    that class's factors loaded into ``factor`` (all 1, and left so)."""
+    that class's factors loaded into ``factor`` (all 1, and left so).  The same draw as :func:`draw_word` on the
+    recomputed tables."""
     k = draw_class(cache.mass[i], log_z)
-    a, b = cache.start[i, k], cache.start[i, k + 1]
+    a, b = cache.start[i], cache.start[i] + cache.n_touched[i]
     for e in range(a, b):
-        factor[cache.words[e]] = cache.factor[e]
+        if cache.word_class[e] == k:
+            factor[cache.words[e]] = cache.factor[e]
     v = draw_in_class(model, factor, k)
     for e in range(a, b):
-        factor[cache.words[e]] = 1.0
+        if cache.word_class[e] == k:
+            factor[cache.words[e]] = 1.0
     return v
 
 
@@ -317,42 +321,29 @@ def multinomial_ancestors(log_w, out, first):
 
 @jit
 def new_table_cache(run, n_classes, n_words):
-    """A :class:`TableCache` within ``run.cache_bytes``: half for the class masses and offsets (16 bytes x classes
-    per identity), half for the touched words (16 bytes each), at most what ``n_particles`` identities can touch."""
+    """A :class:`TableCache` within ``run.cache_bytes``: half for the class masses (8 bytes x classes per identity),
+    half for the touched words (24 bytes each), at most what ``n_particles`` identities can touch."""
     n = run.n_particles
-    rows = min(n, run.cache_bytes // (32 * (n_classes + 1)))
-    capacity = min(n * n_words, run.cache_bytes // 32) if rows > 0 else 0
-    return TableCache(np.empty((rows, n_classes)), np.zeros((rows, n_classes + 1), dtype=np.int64),
-                      np.zeros(n, dtype=np.bool_), np.empty(capacity, dtype=np.int64), np.empty(capacity))
+    rows = min(n, run.cache_bytes // (16 * n_classes))
+    capacity = min(n * n_words, run.cache_bytes // 48) if rows > 0 else 0
+    return TableCache(np.empty((rows, n_classes)), np.zeros(n, dtype=np.int64), np.full(n, -1, dtype=np.int64),
+                      np.empty(capacity, dtype=np.int64), np.empty(capacity, dtype=np.int64), np.empty(capacity))
 
 
 @jit
 def keep_tables(model, cache, work, i, n_touched, used):
-    """Store identity ``i``'s tables in ``cache`` (touched words sorted by class) if there is room; return the
-    touched-word entries now used."""
+    """Store identity ``i``'s tables in ``cache`` if there is room; return the touched-word entries now used."""
     if i >= cache.mass.shape[0] or used + n_touched > cache.words.size:
-        cache.kept[i] = False
+        cache.n_touched[i] = -1
         return used
-    cache.kept[i] = True
     cache.mass[i, :] = work.log_mass
-    start = cache.start[i]
-    start[:] = 0
-    word_class = model.word_class
+    cache.start[i] = used
+    cache.n_touched[i] = n_touched
     for t in range(n_touched):
-        start[word_class[work.touched[t]] + 1] += 1
-    start[0] = used
-    for k in range(1, start.size):
-        start[k] += start[k - 1]
-    for t in range(n_touched):  # start[k] as class k's cursor: it ends at the class's end ...
         v = work.touched[t]
-        k = word_class[v]
-        e = start[k]
-        start[k] = e + 1
-        cache.words[e] = v
-        cache.factor[e] = work.factor[v]
-    for k in range(start.size - 1, 0, -1):  # ... which is where class k + 1 starts
-        start[k] = start[k - 1]
-    start[0] = used
+        cache.words[used + t] = v
+        cache.word_class[used + t] = model.word_class[v]
+        cache.factor[used + t] = work.factor[v]
     return used + n_touched
 
 
@@ -504,7 +495,7 @@ def propagate(model, now, children, scratch, p, reference, stop):
             c_new[n, q] = c[a, q]
         if pinned and n == 0:
             v = reference[p - 1]
-        elif cache.kept[ia]:
+        elif cache.n_touched[ia] >= 0:
             if tables_of >= 0:  # the kept draw loads its class into work.factor, which must be clear
                 clear_tables(work, n_touched)
                 n_touched = 0
