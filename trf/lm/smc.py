@@ -45,9 +45,21 @@ tables are recomputed; the draws do not depend on it)."""
 
 
 def successor_tables(features: SentenceFeatures) -> tuple[SuccessorTables, np.ndarray]:
-    """Group the non-unigram features by context (their key with the last symbol ``EMPTY``): each context's
-    successors (the features ending in a word or class) and its end feature (the one ending in ``</s>``, which fires
-    at the end of a sentence, not at a word; -1: none)."""
+    """Group the non-unigram features by context (their key with the last symbol ``EMPTY``).
+
+    Parameters
+    ----------
+    features : SentenceFeatures
+        The feature set.
+
+    Returns
+    -------
+    tables : SuccessorTables
+        Each context's successors: the features that end in a word or a class.
+    end_feature : ndarray of int64 (contexts,)
+        Each context's end feature, the one ending in ``</s>`` (it fires at the end of a sentence, not at a word;
+        the SMC kernels read its weight as the history's end score); -1: none.
+    """
     row_group, row_len, _, row_type = features.rows
     length_of_group = np.zeros(int(row_group.max()) + 1, dtype=np.int64)
     length_of_group[row_group] = row_len
