@@ -244,19 +244,21 @@ def draw_word(model, work, log_z):
 
 
 @jit
-def draw_kept_word(model, cache, factor, i, log_z):
+def draw_kept_word(model, cache, work, i, log_z):
     """A word from identity ``i``'s kept local law (:func:`keep_tables`): a class, then a word in it, with only
-    that class's factors loaded into ``factor`` (all 1, and left so).  The same draw as :func:`draw_word` on the
-    recomputed tables."""
+    that class's factors loaded into ``work.factor`` (cleared before, and left so; ``work.touched`` lists them
+    meanwhile).  The same draw as :func:`draw_word` on the recomputed tables."""
+    factor, loaded = work.factor, work.touched
     k = draw_class(cache.mass[i], log_z)
-    a, b = cache.start[i], cache.start[i] + cache.n_touched[i]
-    for e in range(a, b):
+    n_loaded = 0
+    for e in range(cache.start[i], cache.start[i] + cache.n_touched[i]):
         if cache.word_class[e] == k:
             factor[cache.words[e]] = cache.factor[e]
+            loaded[n_loaded] = cache.words[e]
+            n_loaded += 1
     v = draw_in_class(model, factor, k)
-    for e in range(a, b):
-        if cache.word_class[e] == k:
-            factor[cache.words[e]] = 1.0
+    for t in range(n_loaded):
+        factor[loaded[t]] = 1.0
     return v
 
 
@@ -496,11 +498,11 @@ def propagate(model, now, children, scratch, p, reference, stop):
         if pinned and n == 0:
             v = reference[p - 1]
         elif cache.n_touched[ia] >= 0:
-            if tables_of >= 0:  # the kept draw loads its class into work.factor, which must be clear
+            if tables_of >= 0:  # the kept draw loads its class into work, which must be clear
                 clear_tables(work, n_touched)
                 n_touched = 0
                 tables_of = -1
-            v = draw_kept_word(model, cache, work.factor, ia, log_w[a])
+            v = draw_kept_word(model, cache, work, ia, log_w[a])
         else:
             if ia != tables_of:
                 clear_tables(work, n_touched)
