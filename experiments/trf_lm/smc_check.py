@@ -35,26 +35,25 @@ def _two_word_log_z(bundle, first_lo, first_hi, out):
     """``out[w1] = log sum_{w2} exp(s_1(w1) + s_2(w1, w2) + end(w1, w2))`` (relative to ``2 * shift``)."""
     V = bundle.n_words
     C = bundle.n_classes
-    work = sk.SMCWork(np.zeros(C), np.zeros(V), np.zeros(V, dtype=np.bool_), np.zeros(V, dtype=np.int64),
-                      np.zeros(C))
+    work = sk.new_work(V, C)
     w = np.zeros(4, dtype=np.int64)
     c = np.zeros(4, dtype=np.int64)
     w[0] = V + 1
     c[0] = C + 1
-    _, n_touched = sk.local_tables(bundle, w, c, 1, work)
+    _, n_touched, _ = sk.local_tables(bundle, w, c, 1, work)
     first = np.empty(V)
     for v in range(V):
-        first[v] = bundle.u[v] + work.dc[bundle.word_class[v]] + work.dw[v]
+        first[v] = bundle.u[v] + work.dc[bundle.word_class[v]] + np.log(work.factor[v])
     sk.clear_tables(work, n_touched)
     scores = np.empty(V)
     for w1 in range(first_lo, first_hi):
         w[1] = w1
         c[1] = bundle.word_class[w1]
-        _, n_touched = sk.local_tables(bundle, w, c, 2, work)
+        _, n_touched, _ = sk.local_tables(bundle, w, c, 2, work)
         for w2 in range(V):
             w[2] = w2
             c[2] = bundle.word_class[w2]
-            scores[w2] = bundle.u[w2] + work.dc[c[2]] + work.dw[w2] + sk.end_score(bundle, w, c, 2)
+            scores[w2] = bundle.u[w2] + work.dc[c[2]] + np.log(work.factor[w2]) + sk.end_score(bundle, w, c, 2)
         sk.clear_tables(work, n_touched)
         top = scores.max()
         out[w1] = first[w1] + top + np.log(np.exp(scores - top).sum())

@@ -11,7 +11,9 @@ visiting the whole vocabulary:
   table of contexts, which lists the observed final symbols and their feature indices (``SuccessorTables``);
 
 so ``sum_w exp(s_p) = sum_k exp(dc[k]) (U[k] + sum_{touched w in k} exp(u[w]) (exp(dw[w]) - 1))`` costs
-``O(n_classes + touched words)``, and a draw picks a class, then a word within it.
+``O(n_classes + touched words)``, and a draw picks a class, then a word within it.  The word part is kept as the
+factor ``exp(dw[w])``, a product of the successors' ``exp(lambda)`` (precomputed per bundle, as is ``exp(u)``),
+so that neither the class masses nor the draws evaluate an exponential per touched word.
 
 Layout of sentences as in :mod:`trf.lm._feature_kernels` (``w[0]`` is ``<s>``, ``</s>`` at ``j + 1``).
 """
@@ -33,8 +35,8 @@ class SuccessorTables(NamedTuple):
     """Contexts of the non-unigram features and their final symbols.
 
     Context ``k`` (key ``ctx_hi[k], ctx_lo[k]``: the feature key with its last symbol ``EMPTY``, found through
-    ``ctx_slots``) has the final symbols ``succ_symbol[ctx_start[k]:ctx_start[k + 1]]`` with feature indices
-    ``succ_feature[...]``."""
+    ``ctx_slots``) has the final words or classes ``succ_symbol[ctx_start[k]:ctx_start[k + 1]]`` with feature indices
+    ``succ_feature[...]`` (the features ending in ``</s>`` are apart: :attr:`SMCModel.ctx_end_lam`)."""
 
     ctx_hi: np.ndarray
     ctx_lo: np.ndarray
@@ -53,11 +55,14 @@ class SMCModel(NamedTuple):
     class_start: np.ndarray  # (C + 1,): words of class k are class_words[class_start[k]:class_start[k+1]]
     class_words: np.ndarray
     u: np.ndarray            # (V,) unigram log-weights, shifted so that max(u) = 0
+    exp_u: np.ndarray        # (V,) exp(u)
     class_mass: np.ndarray   # (C,) sum of exp(u) over each class
     lam: np.ndarray
     features: HashedFeatures
     succ: SuccessorTables
     succ_lam: np.ndarray     # lam[succ.succ_feature]: the successors' weights in successor order (read in sequence)
+    succ_exp: np.ndarray     # exp(succ_lam)
+    ctx_end_lam: np.ndarray  # (contexts,) lambda of each context followed by </s> (0: unseen)
 
 
 class SMCRun(NamedTuple):
@@ -81,26 +86,35 @@ class SMCOutput(NamedTuple):
 
 
 class TableCache(NamedTuple):
-    """The local tables of the particles at one position, kept from their weighting to their children's draws.
+    """The local tables of the identities at one position, kept from their weighting to their children's draws.
 
-    ``mass[n]`` is particle ``n``'s ``log_mass``; its touched words and their ``dw`` are
-    ``words[start[n]:start[n] + n_touched[n]]`` and ``dw[...]``; ``n_touched[n] < 0``: not kept (no room)."""
+    ``mass[i]`` is identity ``i``'s ``log_mass``; its touched words, their classes and factors are ``words[a:b]``,
+    ``word_class[a:b]`` and ``factor[a:b]`` with ``a, b = start[i], start[i] + n_touched[i]`` (a draw loads the
+    entries of its class); ``n_touched[i] < 0``: not kept, no room (then the tables are recomputed)."""
 
-    mass: np.ndarray       # (rows, C)
-    start: np.ndarray      # (n_particles,)
-    n_touched: np.ndarray  # (n_particles,)
-    words: np.ndarray  # (capacity,)
-    dw: np.ndarray     # (capacity,)
+    mass: np.ndarray        # (rows, C)
+    start: np.ndarray       # (n_particles,)
+    n_touched: np.ndarray   # (n_particles,)
+    words: np.ndarray       # (capacity,)
+    word_class: np.ndarray  # (capacity,)
+    factor: np.ndarray      # (capacity,)
 
 
 class SMCWork(NamedTuple):
     """Scratch of one particle's local tables."""
 
     dc: np.ndarray       # (C,) class-final feature weights
-    dw: np.ndarray       # (V,) word-final feature weights (0 off the touched words)
+    factor: np.ndarray   # (V,) exp of the word-final feature weights (1 off the touched words)
     mark: np.ndarray     # (V,) bool: word touched
-    touched: np.ndarray  # (V,) touched words, first n_touched valid
+    touched: np.ndarray  # (V + 1,) touched words, first n_touched valid (one spare: written before the count)
     log_mass: np.ndarray  # (C,) log of each class's mass under the local law
+
+
+@jit
+def new_work(n_words, n_classes):
+    """A cleared :class:`SMCWork` (factors 1, no word touched)."""
+    return SMCWork(np.zeros(n_classes), np.ones(n_words), np.zeros(n_words, dtype=np.bool_),
+                   np.zeros(n_words + 1, dtype=np.int64), np.zeros(n_classes))
 
 
 @jit(inline="always")
@@ -109,96 +123,143 @@ def context_key(r, p, w, c, rows):
     return pattern_key(r, p, w, c, rows, rows.row_len[r] - 1)
 
 
+@jit(inline="always")
+def context_index(model, r, p, w, c):
+    """Row ``r``'s context at position ``p`` in ``model.succ`` (-1: a unigram row, a row that does not fire at ``p``,
+    or an unseen context)."""
+    fa, succ = model.features, model.succ
+    if fa.row_len[r] == 1 or p + fa.row_off[r, 0] < 0:
+        return -1
+    hi, lo = context_key(r, p, w, c, fa)
+    return table_find(hi, lo, succ.ctx_hi, succ.ctx_lo, succ.ctx_slots)
+
+
 @jit
 def local_tables(model, w, c, p, work):
     """Fill ``work`` with the local law at position ``p`` given ``w[:p]``, ``c[:p]``; return ``(log Z_loc,
-    n_touched)``: ``log sum_w exp(s_p(w))`` over the vocabulary (relative to the shift of ``model.u``)."""
-    fa = model.features
-    row_len, row_off, row_type = fa.row_len, fa.row_off, fa.row_type
-    ctx_hi, ctx_lo, ctx_slots, ctx_start, succ_symbol, _ = model.succ
-    succ_lam = model.succ_lam
-    V = model.n_words
+    n_touched, end)``: ``log sum_w exp(s_p(w))`` over the vocabulary (relative to the shift of ``model.u``) and the
+    end score ``s_p(</s>)`` of the history as a sentence of length ``p - 1`` (:func:`end_score`), which reads the
+    same contexts.
+
+    ``work.factor`` must be 1 and ``work.mark`` False everywhere (as :func:`clear_tables` leaves them)."""
+    row_len, row_type = model.features.row_len, model.features.row_type
+    ctx_start, succ_symbol = model.succ.ctx_start, model.succ.succ_symbol
+    succ_lam, succ_exp = model.succ_lam, model.succ_exp
     C = model.n_classes
-    dc = work.dc
-    dw = work.dw
-    mark = work.mark
-    touched = work.touched
+    dc, factor, mark, touched = work.dc, work.factor, work.mark, work.touched
     dc[:] = 0.0
     n_touched = 0
+    end = 0.0
     for r in range(row_len.size):
-        L = row_len[r]
-        if L == 1 or p + row_off[r, 0] < 0:
-            continue
-        hi, lo = context_key(r, p, w, c, fa)
-        k = table_find(hi, lo, ctx_hi, ctx_lo, ctx_slots)
+        k = context_index(model, r, p, w, c)
         if k < 0:
             continue
-        word_final = row_type[r, L - 1] == 0
-        for s in range(ctx_start[k], ctx_start[k + 1]):
-            sym = succ_symbol[s]
-            val = succ_lam[s]
-            if word_final:
-                if sym < V:
-                    if not mark[sym]:
-                        mark[sym] = True
-                        touched[n_touched] = sym
-                        n_touched += 1
-                    dw[sym] += val
-            elif sym < C:
-                dc[sym] += val
+        end += model.ctx_end_lam[k]
+        if row_type[r, row_len[r] - 1] == 0:  # word-final: scale the touched words' factors (no branch on the mark)
+            for s in range(ctx_start[k], ctx_start[k + 1]):
+                sym = succ_symbol[s]
+                touched[n_touched] = sym
+                n_touched += 1 - mark[sym]
+                mark[sym] = True
+                factor[sym] *= succ_exp[s]
+        else:
+            for s in range(ctx_start[k], ctx_start[k + 1]):
+                dc[succ_symbol[s]] += succ_lam[s]
     # class masses: U[k] plus the corrections of the touched words, in the log domain with dc
-    log_mass, class_mass, word_class, u = work.log_mass, model.class_mass, model.word_class, model.u
+    log_mass, class_mass, word_class, exp_u = work.log_mass, model.class_mass, model.word_class, model.exp_u
     for k in range(C):
         log_mass[k] = class_mass[k]
     for t in range(n_touched):
         v = touched[t]
-        log_mass[word_class[v]] += np.exp(u[v]) * np.expm1(dw[v])
+        log_mass[word_class[v]] += exp_u[v] * (factor[v] - 1.0)
     for k in range(C):
         mass = log_mass[k]
         if mass < 1e-9 * class_mass[k]:  # heavy cancellation: sum the class directly
             mass = 0.0
             for i in range(model.class_start[k], model.class_start[k + 1]):
                 v = model.class_words[i]
-                mass += np.exp(u[v] + dw[v])
+                mass += exp_u[v] * factor[v]
         log_mass[k] = (dc[k] + np.log(mass)) if mass > 0.0 else -np.inf
-    return logsumexp_1d(log_mass), n_touched
+    return logsumexp_1d(log_mass), n_touched, end
+
+
+@jit
+def history_end_score(model, w, c, p):
+    """The end score of :func:`local_tables` alone: ``s_p(</s>)`` of ``w[:p]`` as a sentence of length ``p - 1``."""
+    end = 0.0
+    for r in range(model.features.row_len.size):
+        k = context_index(model, r, p, w, c)
+        if k >= 0:
+            end += model.ctx_end_lam[k]
+    return end
 
 
 @jit
 def clear_tables(work, n_touched):
     for t in range(n_touched):
         v = work.touched[t]
-        work.dw[v] = 0.0
+        work.factor[v] = 1.0
         work.mark[v] = False
+
+
+@jit(inline="always")
+def draw_class(log_mass, log_z):
+    """A class by its mass ``exp(log_mass[k] - log_z)``."""
+    C = log_mass.size
+    r = np.random.random()
+    acc = 0.0
+    k = C - 1
+    for kk in range(C):
+        acc += np.exp(log_mass[kk] - log_z)
+        if r < acc:
+            k = kk
+            break
+    while k > 0 and not log_mass[k] > -np.inf:  # rounding at the end of the cdf (or no finite mass)
+        k -= 1
+    return k
+
+
+@jit(inline="always")
+def draw_in_class(model, factor, k):
+    """A word of class ``k`` by its weight ``exp(u[v]) factor[v]``."""
+    start, stop = model.class_start[k], model.class_start[k + 1]
+    total = 0.0
+    for i in range(start, stop):
+        v = model.class_words[i]
+        total += model.exp_u[v] * factor[v]
+    target = np.random.random() * total
+    acc = 0.0
+    for i in range(start, stop):
+        v = model.class_words[i]
+        acc += model.exp_u[v] * factor[v]
+        if target < acc:
+            return v
+    return model.class_words[stop - 1]
 
 
 @jit
 def draw_word(model, work, log_z):
     """A word from the local law in ``work`` (whose log normaliser is ``log_z``): a class, then a word in it."""
-    C = model.n_classes
-    r = np.random.random()
-    acc = 0.0
-    k = C - 1
-    for kk in range(C):
-        acc += np.exp(work.log_mass[kk] - log_z)
-        if r < acc:
-            k = kk
-            break
-    while k > 0 and not work.log_mass[k] > -np.inf:  # rounding at the end of the cdf (or no finite mass)
-        k -= 1
-    start, stop = model.class_start[k], model.class_start[k + 1]
-    total = 0.0
-    for i in range(start, stop):
-        v = model.class_words[i]
-        total += np.exp(model.u[v] + work.dw[v])
-    target = np.random.random() * total
-    acc = 0.0
-    for i in range(start, stop):
-        v = model.class_words[i]
-        acc += np.exp(model.u[v] + work.dw[v])
-        if target < acc:
-            return v
-    return model.class_words[stop - 1]
+    return draw_in_class(model, work.factor, draw_class(work.log_mass, log_z))
+
+
+@jit
+def draw_kept_word(model, cache, work, i, log_z):
+    """A word from identity ``i``'s kept local law (:func:`keep_tables`): a class, then a word in it, with only
+    that class's factors loaded into ``work.factor`` (cleared before, and left so; ``work.touched`` lists them
+    meanwhile).  The same draw as :func:`draw_word` on the recomputed tables."""
+    factor, loaded = work.factor, work.touched
+    k = draw_class(cache.mass[i], log_z)
+    n_loaded = 0
+    for e in range(cache.start[i], cache.start[i] + cache.n_touched[i]):
+        if cache.word_class[e] == k:
+            factor[cache.words[e]] = cache.factor[e]
+            loaded[n_loaded] = cache.words[e]
+            n_loaded += 1
+    v = draw_in_class(model, factor, k)
+    for t in range(n_loaded):
+        factor[loaded[t]] = 1.0
+    return v
 
 
 @jit
@@ -262,43 +323,30 @@ def multinomial_ancestors(log_w, out, first):
 
 @jit
 def new_table_cache(run, n_classes, n_words):
-    """A :class:`TableCache` within ``run.cache_bytes``: half for the class masses (8 bytes x classes per particle),
-    half for the touched words (16 bytes each), at most what ``n_particles`` particles can touch."""
+    """A :class:`TableCache` within ``run.cache_bytes``: half for the class masses (8 bytes x classes per identity),
+    half for the touched words (24 bytes each), at most what ``n_particles`` identities can touch."""
     n = run.n_particles
     rows = min(n, run.cache_bytes // (16 * n_classes))
-    capacity = min(n * n_words, run.cache_bytes // 32) if rows > 0 else 0
+    capacity = min(n * n_words, run.cache_bytes // 48) if rows > 0 else 0
     return TableCache(np.empty((rows, n_classes)), np.zeros(n, dtype=np.int64), np.full(n, -1, dtype=np.int64),
-                      np.empty(capacity, dtype=np.int64), np.empty(capacity))
+                      np.empty(capacity, dtype=np.int64), np.empty(capacity, dtype=np.int64), np.empty(capacity))
 
 
 @jit
-def keep_tables(cache, work, n, n_touched, used):
-    """Store particle ``n``'s tables in ``cache`` if there is room; return the touched-word entries now used."""
-    if n >= cache.mass.shape[0] or used + n_touched > cache.words.size:
-        cache.n_touched[n] = -1
+def keep_tables(model, cache, work, i, n_touched, used):
+    """Store identity ``i``'s tables in ``cache`` if there is room; return the touched-word entries now used."""
+    if i >= cache.mass.shape[0] or used + n_touched > cache.words.size:
+        cache.n_touched[i] = -1
         return used
-    cache.mass[n, :] = work.log_mass
-    cache.start[n] = used
-    cache.n_touched[n] = n_touched
+    cache.mass[i, :] = work.log_mass
+    cache.start[i] = used
+    cache.n_touched[i] = n_touched
     for t in range(n_touched):
         v = work.touched[t]
         cache.words[used + t] = v
-        cache.dw[used + t] = work.dw[v]
+        cache.word_class[used + t] = model.word_class[v]
+        cache.factor[used + t] = work.factor[v]
     return used + n_touched
-
-
-@jit
-def restore_tables(cache, work, n):
-    """Load particle ``n``'s kept tables into ``work`` (as :func:`local_tables` left them); return ``n_touched``."""
-    work.log_mass[:] = cache.mass[n]
-    start = cache.start[n]
-    n_touched = cache.n_touched[n]
-    for t in range(n_touched):
-        v = cache.words[start + t]
-        work.touched[t] = v
-        work.dw[v] = cache.dw[start + t]
-        work.mark[v] = True
-    return n_touched
 
 
 class Particles(NamedTuple):
@@ -337,21 +385,20 @@ def new_particles(run, n_words, n_classes):
 def new_scratch(run, n_words, n_classes):
     """The :class:`SMCScratch` of a run (the table cache within ``run.cache_bytes``)."""
     n = run.n_particles
-    work = SMCWork(np.zeros(n_classes), np.zeros(n_words), np.zeros(n_words, dtype=np.bool_),
-                   np.zeros(n_words, dtype=np.int64), np.zeros(n_classes))
-    return SMCScratch(work, new_table_cache(run, n_classes, n_words), np.zeros(n, dtype=np.int64), np.empty(n),
-                      np.empty(n), np.empty(n, dtype=np.int64))
+    return SMCScratch(new_work(n_words, n_classes), new_table_cache(run, n_classes, n_words),
+                      np.zeros(n, dtype=np.int64), np.empty(n), np.empty(n), np.empty(n, dtype=np.int64))
 
 
 @jit
-def end_weights(model, now, scratch, j, stop):
-    """``scratch.ends[n] = s_{j+1}(x_n, </s>)`` for every particle (once per identity); False when ``stop`` rose."""
+def end_weights(model, now, scratch, p, stop):
+    """``scratch.ends[n]``: the end score of each particle's history ``x[:p]`` as a sentence of length ``p - 1``
+    (once per identity), without its local tables (the last position); False when ``stop`` rose."""
     ends, first, ident = scratch.ends, scratch.first, now.ident
     for n in range(ends.size):
         if (n & 4095) == 4095 and stop[0] != 0:
             return False
         f = first[ident[n]]
-        ends[n] = end_score(model, now.w[n], now.c[n], j) if f == n else ends[f]
+        ends[n] = history_end_score(model, now.w[n], now.c[n], p) if f == n else ends[f]
     return True
 
 
@@ -383,34 +430,35 @@ def keep_sentences(now, ends, keep, j):
 
 
 @jit
-def record_length(model, now, scratch, j, log_prefix, output, stop):
-    """End the particles at length ``j``: ``output.log_z[j - 1]`` (``log_prefix``, the log normaliser of the
-    prefixes, plus the log mean end weight), ``output.ess[j - 1]`` and the kept sentences; False when ``stop``
-    rose."""
-    if not end_weights(model, now, scratch, j, stop):
-        return False
+def record_length(now, scratch, j, log_prefix, output):
+    """End the particles at length ``j`` by their end weights ``scratch.ends``: ``output.log_z[j - 1]``
+    (``log_prefix``, the log normaliser of the prefixes, plus the log mean end weight), ``output.ess[j - 1]`` and
+    the kept sentences."""
     output.log_z[j - 1] = log_prefix + log_mean_exp(scratch.ends)
     output.ess[j - 1] = effective_size(scratch.ends)
     keep_sentences(now, scratch.ends, output.keep, j)
-    return True
 
 
 @jit
 def weigh_particles(model, now, scratch, p, stop):
-    """``scratch.log_w[n]``: each particle's local normaliser at position ``p`` (its incremental weight), computed
-    once per identity and its tables kept in ``scratch.cache`` where there is room; False when ``stop`` rose."""
-    work, cache, first, log_w, ident = scratch.work, scratch.cache, scratch.first, scratch.log_w, now.ident
+    """``scratch.log_w[n]``: each particle's local normaliser at position ``p`` (its incremental weight), and
+    ``scratch.ends[n]`` its end score as a sentence of length ``p - 1``, computed once per identity, its tables kept
+    in ``scratch.cache`` where there is room; False when ``stop`` rose."""
+    work, cache, first, log_w, ends = scratch.work, scratch.cache, scratch.first, scratch.log_w, scratch.ends
+    ident = now.ident
     used = 0
     for n in range(log_w.size):
         if (n & 4095) == 4095 and stop[0] != 0:
             return False
         i = ident[n]
-        if first[i] == n:
-            log_w[n], n_touched = local_tables(model, now.w[n], now.c[n], p, work)
-            used = keep_tables(cache, work, i, n_touched, used)
+        f = first[i]
+        if f == n:
+            log_w[n], n_touched, ends[n] = local_tables(model, now.w[n], now.c[n], p, work)
+            used = keep_tables(model, cache, work, i, n_touched, used)
             clear_tables(work, n_touched)
         else:
-            log_w[n] = log_w[first[i]]
+            log_w[n] = log_w[f]
+            ends[n] = ends[f]
     return True
 
 
@@ -428,7 +476,7 @@ def resample(scratch, pinned):
 @jit
 def propagate(model, now, children, scratch, p, reference, stop):
     """``children``: each particle's ancestor's history (``scratch.anc``) extended by a word at ``p`` drawn from
-    the ancestor's local law (restored from ``scratch.cache`` or recomputed), or the reference's word for the
+    the ancestor's local law (kept in ``scratch.cache`` or recomputed), or the reference's word for the
     pinned particle 0 (``reference`` non-empty), and the children's identities (equal ancestor identity and word:
     one identity; ``scratch.first`` their first particles); False when ``stop`` rose."""
     work, cache, first, log_w, anc = scratch.work, scratch.cache, scratch.first, scratch.log_w, scratch.anc
@@ -449,13 +497,16 @@ def propagate(model, now, children, scratch, p, reference, stop):
             c_new[n, q] = c[a, q]
         if pinned and n == 0:
             v = reference[p - 1]
+        elif cache.n_touched[ia] >= 0:
+            if tables_of >= 0:  # the kept draw loads its class into work, which must be clear
+                clear_tables(work, n_touched)
+                n_touched = 0
+                tables_of = -1
+            v = draw_kept_word(model, cache, work, ia, log_w[a])
         else:
             if ia != tables_of:
                 clear_tables(work, n_touched)
-                if cache.n_touched[ia] >= 0:
-                    n_touched = restore_tables(cache, work, ia)
-                else:
-                    _, n_touched = local_tables(model, w_new[n], c_new[n], p, work)
+                _, n_touched, _ = local_tables(model, w_new[n], c_new[n], p, work)
                 tables_of = ia
             v = draw_word(model, work, log_w[a])
         w_new[n, p] = v
@@ -487,8 +538,9 @@ def smc_log_z(model, run, output, stop):
     distinct history (particles share one when they descend from one history and drew the same words: every
     particle at ``p = 1``, and most at a word the model is sure of), kept (within ``run.cache_bytes``) until the
     children have drawn, and recomputed only for histories that found no room -- the draws are the same either
-    way, as are the end scores shared by equal histories.  One position is :func:`record_length` (the sentences
-    ending before it), :func:`weigh_particles`, :func:`resample` and :func:`propagate`.
+    way, as are the end scores shared by equal histories.  One position is :func:`weigh_particles` (which also
+    gives the end scores of the histories: they read the same contexts), :func:`record_length` (the sentences ending
+    before it), :func:`resample` and :func:`propagate`.
 
     ``run.reference`` (int64 words) of length ``max_length`` makes it *conditional* SMC (Andrieu, Doucet and
     Holenstein 2010): particle 0 is pinned to the reference sentence (it keeps its own ancestor and takes the
@@ -507,13 +559,15 @@ def smc_log_z(model, run, output, stop):
     for p in range(1, run.max_length + 2):
         if stop[0] != 0:
             return
-        if p >= 2 and (not pinned or p == run.max_length + 1):
-            if not record_length(model, now, scratch, p - 1, log_prefix, output, stop):
+        if p <= run.max_length:
+            if not weigh_particles(model, now, scratch, p, stop):
                 return
+        elif not end_weights(model, now, scratch, p, stop):
+            return
+        if p >= 2 and (not pinned or p == run.max_length + 1):
+            record_length(now, scratch, p - 1, log_prefix, output)
         if p > run.max_length:
             break
-        if not weigh_particles(model, now, scratch, p, stop):
-            return
         log_prefix += log_mean_exp(scratch.log_w)
         resample(scratch, pinned)
         if not propagate(model, now, children, scratch, p, run.reference, stop):

@@ -32,7 +32,7 @@ from trf.lm import _feature_kernels as fk
 from trf.lm._smc_kernels import SMCModel, SMCOutput, SMCRun, SuccessorTables
 from trf.lm._smc_kernels import smc_log_z as _smc_run
 from trf.lm.features import SentenceFeatures, hash_table
-from trf.lm.model import SentenceTRF, unigram_weights
+from trf.lm.model import SentenceTRF
 
 __all__ = ["ConditionalSMCResult", "SMCResult", "SMCSampler", "conditional_smc_log_z", "smc_log_z", "successor_tables"]
 
@@ -44,15 +44,33 @@ TABLE_CACHE_BYTES = 64 << 20
 tables are recomputed; the draws do not depend on it)."""
 
 
-def successor_tables(features: SentenceFeatures) -> SuccessorTables:
-    """Group the non-unigram features by context (their key with the last symbol ``EMPTY``)."""
-    row_group, row_len, _, _ = features.rows
+def successor_tables(features: SentenceFeatures) -> tuple[SuccessorTables, np.ndarray]:
+    """Group the non-unigram features by context (their key with the last symbol ``EMPTY``).
+
+    Parameters
+    ----------
+    features : SentenceFeatures
+        The feature set.
+
+    Returns
+    -------
+    tables : SuccessorTables
+        Each context's successors: the features that end in a word or a class.
+    end_feature : ndarray of int64 (contexts,)
+        Each context's end feature, the one ending in ``</s>`` (it fires at the end of a sentence, not at a word;
+        the SMC kernels read its weight as the history's end score); -1: none.
+    """
+    row_group, row_len, _, row_type = features.rows
     length_of_group = np.zeros(int(row_group.max()) + 1, dtype=np.int64)
     length_of_group[row_group] = row_len
+    end_of_group = np.zeros_like(length_of_group)  # the </s> symbol of the group's last element (word or class)
+    end_of_group[row_group] = np.where(row_type[np.arange(row_len.size), row_len - 1] == 0, features.n_words,
+                                       features.n_classes)
     hi, lo = features.key_hi, features.key_lo
-    length = length_of_group[hi >> 48]
+    group = hi >> 48
+    length = length_of_group[group]
     keep = np.flatnonzero(length >= 2)
-    hi, lo, length = hi[keep], lo[keep], length[keep]
+    hi, lo, length, end = hi[keep], lo[keep], length[keep], end_of_group[group[keep]]
     # the last symbol sits at slot length - 1: slots 0, 1 in hi (bits 24..47, 0..23), 2, 3 in lo
     shift = np.where(length % 2 == 1, 24, 0)
     word = np.where(length <= 2, hi, lo)
@@ -62,36 +80,59 @@ def successor_tables(features: SentenceFeatures) -> SuccessorTables:
     ctx_hi = np.where(length <= 2, cleared, hi)
     ctx_lo = np.where(length <= 2, lo, cleared)
     order = np.lexsort((ctx_lo, ctx_hi))
-    ctx_hi, ctx_lo = ctx_hi[order], ctx_lo[order]
+    ctx_hi, ctx_lo, last, end, feature = ctx_hi[order], ctx_lo[order], last[order], end[order], keep[order]
     new = np.ones(order.size, dtype=bool)
     new[1:] = (ctx_hi[1:] != ctx_hi[:-1]) | (ctx_lo[1:] != ctx_lo[:-1])
+    context = np.cumsum(new) - 1
     starts = np.flatnonzero(new)
     u_hi, u_lo = ctx_hi[starts], ctx_lo[starts]
-    return SuccessorTables(u_hi, u_lo, hash_table(u_hi, u_lo), np.append(starts, order.size).astype(np.int64),
-                           last[order].astype(np.int64), keep[order].astype(np.int64))
+    at_end = last >= end
+    end_feature = np.full(starts.size, -1, dtype=np.int64)
+    end_feature[context[at_end]] = feature[at_end]
+    ctx_start = np.zeros(starts.size + 1, dtype=np.int64)
+    ctx_start[1:] = np.cumsum(np.bincount(context[~at_end], minlength=starts.size))
+    return SuccessorTables(u_hi, u_lo, hash_table(u_hi, u_lo), ctx_start, last[~at_end].astype(np.int64),
+                           feature[~at_end].astype(np.int64)), end_feature
 
 
 class _Structure:
-    """The lambda-independent part of the SMC bundle of a feature set (class lists, successor tables)."""
+    """The lambda-independent part of the SMC bundle of a feature set (class lists, successor tables, and where
+    each word's unigram weights sit)."""
 
     def __init__(self, feats: SentenceFeatures) -> None:
         self.features = feats
         self.class_words, self.class_start = feats.class_members()
         self.hashed = feats.hashed()
-        self.succ = successor_tables(feats)
+        self.succ, self.ctx_end = successor_tables(feats)
+        # unigram[a, w]: the feature of unigram row a that word w fires (-1: unseen), from the features' dense tables
+        base, dense = feats.dense_tables()
+        _, row_len, _, row_type = feats.rows
+        words = np.arange(feats.n_words)
+        self.unigram = np.array([dense[base[r] + (words if row_type[r, 0] == 0 else feats.word_class)]
+                                 for r in np.flatnonzero(row_len == 1)], dtype=np.int64).reshape(-1, feats.n_words)
+
+    def unigram_weights(self, lam: np.ndarray) -> np.ndarray:
+        """``u[w]``: the weight of the unigram features that word ``w`` fires (word and class unigrams), as
+        :func:`trf.lm.model.unigram_weights` but from a look-up of ``2 V`` entries instead of a pass over the
+        features."""
+        return np.where(self.unigram >= 0, lam[self.unigram], 0.0).sum(axis=0)
 
     def bundle(self, lam: np.ndarray) -> tuple[SMCModel, float]:
         """The kernels' bundle at ``lam`` and the shift taken out of the unigram weights (add ``j * shift`` to
         a kernel's ``log Z_j``)."""
         feats = self.features
-        u, _ = unigram_weights(feats, lam)
+        lam = np.asarray(lam, dtype=np.float64)
+        u = self.unigram_weights(lam)
         shift = float(u.max())
         u = u - shift
-        lam = np.asarray(lam, dtype=np.float64)
-        class_mass = np.bincount(feats.word_class, weights=np.exp(u), minlength=feats.n_classes)[:feats.n_classes]
+        exp_u = np.exp(u)
+        class_mass = np.bincount(feats.word_class, weights=exp_u, minlength=feats.n_classes)[:feats.n_classes]
+        succ_lam = lam[self.succ.succ_feature]
+        with np.errstate(over="ignore"):  # a diverging lambda: infinite factors, as exp(s_p) overflows in the kernel
+            succ_exp = np.exp(succ_lam)
         return SMCModel(int(feats.n_words), int(feats.n_classes), feats.word_class.astype(np.int64), self.class_start,
-                        self.class_words, u, class_mass.astype(np.float64), lam,
-                        self.hashed, self.succ, lam[self.succ.succ_feature]), shift
+                        self.class_words, u, exp_u, class_mass.astype(np.float64), lam, self.hashed, self.succ,
+                        succ_lam, succ_exp, np.where(self.ctx_end >= 0, lam[self.ctx_end], 0.0)), shift
 
 
 def _structure(feats: SentenceFeatures) -> _Structure:
