@@ -199,12 +199,14 @@ def main(argv=None) -> int:
     if args.quality_runs:
         print(f"\n{args.quality_runs} SMC runs ({args.particles} particles, all lengths, one thread) of each proposal on "
               "each trainer's lambda:")
-        print("| trained with | proposal | seconds per run | mean ESS | spread of log Z-hat_j (median over j) |")
-        print("|---|---|---|---|---|")
+        print("| trained with | proposal | seconds per run | mean ESS | spread of log Z-hat_j (median over j) | "
+              "spread^2 x seconds (work at equal error) |")
+        print("|---|---|---|---|---|---|")
         for run in runs:
             for proposal, seconds, ess, spread in _proposal_quality(run["trainer"], args.proposals, args.particles,
                                                                     args.quality_runs):
-                print(f"| {run['spec']} / {run['proposal']} | {proposal} | {seconds:.3f} | {ess:.1f} | {spread:.3f} |")
+                print(f"| {run['spec']} / {run['proposal']} | {proposal} | {seconds:.3f} | {ess:.1f} | {spread:.3f} | "
+                      f"{spread ** 2 * seconds:.2e} |")
     if args.reference is None:
         return 0
     print(f"\nOne SMC run ({args.particles} particles, all lengths) on each trainer's bundle, current against "
