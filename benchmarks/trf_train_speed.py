@@ -138,7 +138,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--reference", default=None, help="git revision whose SMC kernel to time against (A/B)")
     parser.add_argument("--proposals", nargs="+", default=["exact"], help="SMC proposals (exact, partial); each feature "
-                        "set trains with each (a set whose rows all read the previous symbol only with the first)")
+                        "set trains with each (a set that the partial proposal draws whole only with the first)")
     parser.add_argument("--quality-runs", type=int, default=0, help="after the rounds, this many single SMC runs of "
                         "each proposal on each trainer's lambda: seconds, ESS and spread of log Z-hat_j")
     args = parser.parse_args(argv)
@@ -172,8 +172,8 @@ def main(argv=None) -> int:
     for spec in args.features:
         for proposal in args.proposals:
             feats, trainer = _trainer(train, len(vocab), word_class, spec, proposal, args)
-            if proposal != args.proposals[0] and trainer.backend.smc.structure.previous_rows.all():
-                continue  # every row reads the previous symbol: the partial proposal is the exact one
+            if proposal != args.proposals[0] and trainer.backend.smc.structure.proposal_rows.all():
+                continue  # the partial proposal draws from every row: it is the exact one
             warm_start = time.perf_counter()
             _block(trainer, max(1, args.warm_iterations))   # compiles, then lets lambda leave 0
             runs.append({"spec": spec, "proposal": proposal, "feats": feats, "trainer": trainer,

@@ -647,7 +647,8 @@ def copy_resampled(model, now, children, scratch, p):
 @jit
 def smc_log_z_partial(model, run, output, stop):
     """:func:`smc_log_z` with the partial proposal: each particle draws ``x_p`` from the local law of the rows
-    ``model.draw_row`` (those reading ``x_{p-1}`` and the unigrams: few successors) and is weighted by
+    ``model.draw_row`` (the unigrams, those reading ``x_{p-1}`` and those ending in a class: few word successors) and
+    is weighted by
     ``exp(s_p(x_{<p}, x_p)) / q(x_p | x_{<p}) = Z'(x_{<p}) exp(rest_score)`` (the other rows' weights at the drawn
     word), then the particles are resampled systematically.  The product of the mean incremental weights times the
     mean end weight is unbiased for ``Z_j`` as with the exact proposal (Del Moral 2004); the weights now vary with the

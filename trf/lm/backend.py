@@ -72,7 +72,7 @@ class SentenceBackend:
         Particles per SMC run (one run per Numba thread) when ``sampler="smc"``.
     smc_proposal : {"exact", "partial"}
         The SMC particles' proposal (:data:`trf.lm.smc.PROPOSALS`): the model's local law, or the local law of the
-        rows that read the previous symbol with the other rows as importance weights.
+        unigram, class-final and previous-symbol rows with the other rows as importance weights.
     """
 
     def __init__(self, train: EncodedCorpus, features: SentenceFeatures, dev: EncodedCorpus | None = None, *,

@@ -320,9 +320,9 @@ def register(subparsers) -> None:
     train.add_argument("--smc-particles", type=positive_int, default=300,
                        help="particles per SMC run (one run per Numba thread: all cores unless NUMBA_NUM_THREADS)")
     train.add_argument("--smc-proposal", choices=PROPOSALS, default="exact",
-                       help="the SMC particles' proposal: the model's exact local law (default), or 'partial': the "
-                            "rows reading the previous word drawn, the other rows as importance weights (2-3x the "
-                            "it/s with the full feature set; its estimates stay unbiased, their spread varies)")
+                       help="the SMC particles' proposal: the model's exact local law (default), or 'partial': words "
+                            "drawn from the unigram, class-final and previous-word rows, the other rows (word skips, "
+                            "tied words) as importance weights (faster with the full feature set; still unbiased)")
     train.add_argument("--minutes", type=positive_float, default=None,
                        help=f"training time limit; the first stage of Eq. 24-25 ends at half of it unless --t0 is given "
                             f"(default {DEFAULT_MINUTES:g} when --max-iterations is not given either)")

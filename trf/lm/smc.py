@@ -41,8 +41,9 @@ _NO_KEEP = np.zeros((1, 0, 1), dtype=np.int64)
 _NO_REFERENCE = np.zeros(0, dtype=np.int64)
 PROPOSALS = ("exact", "partial")
 """SMC proposals: ``"exact"`` draws each word from the model's local law (all template rows: fully adapted);
-``"partial"`` from the local law of the rows that read the previous symbol and the unigrams, the other rows entering
-as importance weights of the drawn word (:func:`trf.lm._smc_kernels.smc_log_z_partial`)."""
+``"partial"`` from the local law of the unigram rows, the rows that read the previous symbol and the rows that end in a
+class (a class's mass, no word list), the other rows -- word-final skips, long skips and tied word rows -- entering as
+importance weights of the drawn word (:func:`trf.lm._smc_kernels.smc_log_z_partial`)."""
 TABLE_CACHE_BYTES = 64 << 20
 """Memory per run for the particles' local tables between their weighting and their children's draws (beyond it the
 tables are recomputed; the draws do not depend on it)."""
@@ -114,10 +115,12 @@ class _Structure:
         words = np.arange(feats.n_words)
         self.unigram = np.array([dense[base[r] + (words if row_type[r, 0] == 0 else feats.word_class)]
                                  for r in np.flatnonzero(row_len == 1)], dtype=np.int64).reshape(-1, feats.n_words)
-        # the partial proposal's rows: unigrams and every row whose context reads the previous symbol (offset -1)
+        # the partial proposal's rows: unigrams, rows whose context reads the previous symbol (offset -1) and rows
+        # ending in a class (they add to a class's mass; the cost of a local law is in the word-final successor lists)
         _, _, row_off, _ = feats.rows
         before_last = np.arange(row_off.shape[1])[None, :] < (row_len - 1)[:, None]
-        self.previous_rows = (row_len == 1) | ((row_off == -1) & before_last).any(axis=1)
+        class_final = row_type[np.arange(row_len.size), row_len - 1] == 1
+        self.proposal_rows = (row_len == 1) | class_final | ((row_off == -1) & before_last).any(axis=1)
 
     def unigram_weights(self, lam: np.ndarray) -> np.ndarray:
         """``u[w]``: the weight of the unigram features that word ``w`` fires (word and class unigrams), as
@@ -129,7 +132,7 @@ class _Structure:
         """The kernels' bundle at ``lam`` for ``proposal`` (:data:`PROPOSALS`) and the shift taken out of the unigram
         weights (add ``j * shift`` to a kernel's ``log Z_j``)."""
         feats = self.features
-        draw_row = self.previous_rows if proposal == "partial" else np.ones_like(self.previous_rows)
+        draw_row = self.proposal_rows if proposal == "partial" else np.ones_like(self.proposal_rows)
         lam = np.asarray(lam, dtype=np.float64)
         u = self.unigram_weights(lam)
         shift = float(u.max())

@@ -127,8 +127,8 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
         Particles per SMC run (``sampler="smc"``).
     smc_proposal : {"exact", "partial"}
         The SMC particles' proposal (:data:`trf.lm.smc.PROPOSALS`): the model's local law (default), or the local
-        law of the rows that read the previous symbol, the other rows weighing the drawn word (about 2-3x the
-        iterations per second of the full feature set; docs/trf-lm.md "Training speed").
+        law of the unigram, class-final and previous-symbol rows, the other rows weighing the drawn word (faster
+        with the full feature set; docs/trf-lm.md "Training speed").
 
     Returns
     -------
