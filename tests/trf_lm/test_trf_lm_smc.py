@@ -428,11 +428,10 @@ def test_smc_is_unbiased_for_z_with_every_template():
 def test_partial_proposal_is_unbiased_for_z_and_needs_its_correction():
     """Issue 27: the partial proposal (words drawn from the local law of the unigram rows, the rows reading the
     previous symbol and the class-final rows, 22 of the 31 rows; the other 9 -- word skips, long word skips, tied word
-    rows -- weigh the drawn word) with every
-    template row on three words and lengths 1-9: the mean ratio of 1000 runs of 50 particles to the exact Z_j is 1
-    within 4 standard errors at every length (observed |z| <= 1.9).  Negative control: the same kernel with the
-    correction left out (the other rows' lambda read as 0 at the drawn word) misses by more than 4 standard errors at
-    some length (observed up to 4.7e4)."""
+    rows -- weigh the drawn word) with every template row on three words and lengths 1-9: the mean ratio of 1000 runs
+    of 50 particles to the exact Z_j is 1 within 4 standard errors at every length (observed |z| <= 1.9).  Negative
+    control: the same kernel with the correction left out (the other rows' lambda read as 0 at the drawn word) misses
+    by more than 4 standard errors at some length (observed up to 4.7e4)."""
     V, M = 3, 9
     model = _model(V, M, ALL_TEMPLATES, n_sentences=150, scale=0.5, seed=6)
     log_z = np.array([exact_log_z(model, j) for j in range(1, M + 1)])
