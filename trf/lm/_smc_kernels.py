@@ -142,7 +142,7 @@ def local_tables(model, w, c, p, work):
     n_touched, end)``: ``log sum_w exp(s_p(w))`` over the vocabulary (relative to the shift of ``model.u``) and the
     end score ``s_p(</s>)`` of the history as a sentence of length ``p - 1`` (:func:`end_score`), which reads the
     same contexts.  Only the rows of ``model.draw_row`` enter ``s_p`` (all of them but for the partial proposal,
-    :func:`smc_log_z_partial`); the end score reads every row.
+    :func:`smc_log_z`); the end score reads every row.
 
     ``work.factor`` must be 1 and ``work.mark`` False everywhere (as :func:`clear_tables` leaves them)."""
     row_len, row_type = model.features.row_len, model.features.row_type
@@ -556,12 +556,16 @@ def smc_log_z(model, run, output, stop):
 
     ``stop[0] != 0`` (set by another thread, e.g. on Ctrl-C) ends the run early, leaving the output incomplete.
 
-    A bundle with ``rest_rows`` runs :func:`smc_log_z_partial` instead (plain runs only)."""
-    if model.rest_rows.size > 0:
-        smc_log_z_partial(model, run, output, stop)
-        return
+    A bundle with ``rest_rows`` uses the *partial proposal* (plain runs only; ``reference`` is not read): each particle
+    draws ``x_p`` from the local law of the rows ``model.draw_row`` (the unigrams, those reading ``x_{p-1}`` and those
+    ending in a class: few word successors; :func:`draw_partial`) and is weighted by ``exp(s_p(x_{<p}, x_p)) /
+    q(x_p | x_{<p}) = Z'(x_{<p}) exp(rest_score)`` (the other rows' weights at the drawn word), then the particles are
+    resampled systematically (:func:`copy_resampled`).  The product of the mean incremental weights times the mean end
+    weight is unbiased for ``Z_j`` as with the exact proposal (Del Moral 2004); the incremental weights now vary with
+    the drawn word."""
     np.random.seed(run.seed)
-    pinned = run.reference.size > 0
+    partial = model.rest_rows.size > 0
+    pinned = run.reference.size > 0 and not partial
     now = new_particles(run, model.n_words, model.n_classes)
     children = new_particles(run, model.n_words, model.n_classes)
     scratch = new_scratch(run, model.n_words, model.n_classes)
@@ -570,7 +574,10 @@ def smc_log_z(model, run, output, stop):
         if stop[0] != 0:
             return
         if p <= run.max_length:
-            if not weigh_particles(model, now, scratch, p, stop):
+            if partial:
+                if not draw_partial(model, now, scratch, p, stop):
+                    return
+            elif not weigh_particles(model, now, scratch, p, stop):
                 return
         elif not end_weights(model, now, scratch, p, stop):
             return
@@ -579,9 +586,13 @@ def smc_log_z(model, run, output, stop):
         if p > run.max_length:
             break
         log_prefix += log_mean_exp(scratch.log_w)
-        resample(scratch, pinned)
-        if not propagate(model, now, children, scratch, p, run.reference, stop):
-            return
+        if partial:
+            systematic_ancestors(scratch.log_w, scratch.anc)
+            copy_resampled(model, now, children, scratch, p)
+        else:
+            resample(scratch, pinned)
+            if not propagate(model, now, children, scratch, p, run.reference, stop):
+                return
         now, children = children, now
 
 
@@ -642,35 +653,3 @@ def copy_resampled(model, now, children, scratch, p):
             seen[key] = k
             first[k] = n
         children.ident[n] = k
-
-
-@jit
-def smc_log_z_partial(model, run, output, stop):
-    """:func:`smc_log_z` with the partial proposal: each particle draws ``x_p`` from the local law of the rows
-    ``model.draw_row`` (the unigrams, those reading ``x_{p-1}`` and those ending in a class: few word successors) and
-    is weighted by
-    ``exp(s_p(x_{<p}, x_p)) / q(x_p | x_{<p}) = Z'(x_{<p}) exp(rest_score)`` (the other rows' weights at the drawn
-    word), then the particles are resampled systematically.  The product of the mean incremental weights times the
-    mean end weight is unbiased for ``Z_j`` as with the exact proposal (Del Moral 2004); the weights now vary with the
-    drawn word, so the end-of-sentence ESS is lower than the exact proposal's.  Plain runs only (no reference)."""
-    np.random.seed(run.seed)
-    now = new_particles(run, model.n_words, model.n_classes)
-    children = new_particles(run, model.n_words, model.n_classes)
-    scratch = new_scratch(run, model.n_words, model.n_classes)
-    log_prefix = 0.0
-    for p in range(1, run.max_length + 2):
-        if stop[0] != 0:
-            return
-        if p <= run.max_length:
-            if not draw_partial(model, now, scratch, p, stop):
-                return
-        elif not end_weights(model, now, scratch, p, stop):
-            return
-        if p >= 2:
-            record_length(now, scratch, p - 1, log_prefix, output)
-        if p > run.max_length:
-            break
-        log_prefix += log_mean_exp(scratch.log_w)
-        systematic_ancestors(scratch.log_w, scratch.anc)
-        copy_resampled(model, now, children, scratch, p)
-        now, children = children, now

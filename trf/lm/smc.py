@@ -43,7 +43,7 @@ PROPOSALS = ("exact", "partial")
 """SMC proposals: ``"exact"`` draws each word from the model's local law (all template rows: fully adapted);
 ``"partial"`` from the local law of the unigram rows, the rows that read the previous symbol and the rows that end in a
 class (a class's mass, no word list), the other rows -- word-final skips, long skips and tied word rows -- entering as
-importance weights of the drawn word (:func:`trf.lm._smc_kernels.smc_log_z_partial`)."""
+importance weights of the drawn word (:func:`trf.lm._smc_kernels.smc_log_z`)."""
 TABLE_CACHE_BYTES = 64 << 20
 """Memory per run for the particles' local tables between their weighting and their children's draws (beyond it the
 tables are recomputed; the draws do not depend on it)."""
