@@ -20,6 +20,12 @@ whose kernel takes ``(model, run, output, stop)``) against the current one on th
 both keep the same sentences, the largest difference of their estimates, and the median time ratio over ``--repeats``
 interleaved runs.
 
+``--proposals exact partial`` trains each feature set with each SMC proposal (:data:`trf.lm.smc.PROPOSALS`; a set
+that the partial proposal draws whole, such as ``w+c``, only with the first), the table adding each run's median
+smallest end-of-sentence ESS; ``--quality-runs R`` then times ``R`` single-thread SMC runs of each proposal on each
+trainer's lambda and prints their mean ESS and the spread of their ``log Z-hat_j`` (median over lengths), with
+``spread^2 x seconds``, the work that a given error costs -- speed at equal statistical quality.
+
 The fortunes files are written by ``benchmarks/trf_score_speed.py`` (or ``experiments/trf_lm/benchmark.py``) from the
 Debian packages ``fortunes fortunes-min fortune-anarchism``; any text with one sentence per line serves.
 """
