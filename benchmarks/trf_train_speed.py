@@ -20,6 +20,12 @@ whose kernel takes ``(model, run, output, stop)``) against the current one on th
 both keep the same sentences, the largest difference of their estimates, and the median time ratio over ``--repeats``
 interleaved runs.
 
+``--proposals exact partial`` trains each feature set with each SMC proposal (:data:`trf.lm.smc.PROPOSALS`; a set
+that the partial proposal draws whole, such as ``w+c``, only with the first), the table adding each run's median
+smallest end-of-sentence ESS; ``--quality-runs R`` then times ``R`` single-thread SMC runs of each proposal on each
+trainer's lambda and prints their mean ESS and the spread of their ``log Z-hat_j`` (median over lengths), with
+``spread^2 x seconds``, the work that a given error costs -- speed at equal statistical quality.
+
 The fortunes files are written by ``benchmarks/trf_score_speed.py`` (or ``experiments/trf_lm/benchmark.py``) from the
 Debian packages ``fortunes fortunes-min fortune-anarchism``; any text with one sentence per line serves.
 """
@@ -36,25 +42,52 @@ from pathlib import Path
 import numpy as np
 
 
-def _trainer(train, vocab_size: int, word_class: np.ndarray, spec: str, args):
+def _trainer(train, vocab_size: int, word_class: np.ndarray, spec: str, proposal: str, args):
     from trf.augsa import AugSA
     from trf.lm.backend import SentenceBackend, lm_config
     from trf.lm.features import SentenceFeatures
 
     feats = SentenceFeatures.build(train, vocab_size, spec, word_class=word_class)
-    backend = SentenceBackend(train, feats, None, sampler="smc", smc_particles=args.particles)
+    backend = SentenceBackend(train, feats, None, sampler="smc", smc_particles=args.particles, smc_proposal=proposal)
     config = lm_config(n_samples=args.samples, t_c=500.0, beta_lambda=0.0, t0=10 ** 9, stop_window=None,
                        guard_every=0, seed=args.seed)
     return feats, AugSA(backend, config, progress=False)
 
 
-def _block(trainer, n: int) -> tuple[float, float]:
-    """Seconds of ``n`` iterations and the seconds spent drawing in them."""
+def _block(trainer, n: int) -> tuple[float, float, list[float]]:
+    """Seconds of ``n`` iterations, the seconds spent drawing in them and each iteration's smallest SMC
+    end-of-sentence ESS (over lengths and runs)."""
     sampling = trainer.time_sampling
     start = time.perf_counter()
+    ess = []
     for _ in range(n):
-        trainer.state, _ = trainer.step(trainer.state)
-    return time.perf_counter() - start, trainer.time_sampling - sampling
+        trainer.state, info = trainer.step(trainer.state)
+        ess.append(info["smc_min_ess"])
+    return time.perf_counter() - start, trainer.time_sampling - sampling, ess
+
+
+def _proposal_quality(trainer, proposals, particles: int, replicates: int):
+    """On the trainer's lambda, ``replicates`` SMC runs (one thread) of each proposal: seconds per run, the mean
+    end-of-sentence ESS over lengths and runs, and the median over lengths of the spread (standard deviation) of
+    ``log Z-hat_j`` over the runs -- the error that a run's cost buys."""
+    from trf.lm import _smc_kernels as sk
+    from trf.lm.smc import TABLE_CACHE_BYTES
+
+    smc = trainer.backend.smc
+    m, stop = smc.m, np.zeros(1, dtype=np.int64)
+    rows = []
+    for proposal in proposals:
+        bundle, _ = smc.structure.bundle(trainer.lam, proposal)
+        out, ess = np.zeros((replicates, m)), np.zeros((replicates, m))
+        sk.smc_log_z(bundle, sk.SMCRun(particles, m, 1, np.zeros(0, dtype=np.int64), TABLE_CACHE_BYTES),
+                     sk.SMCOutput(out[0], ess[0], np.zeros((m, 0, m), dtype=np.int64)), stop)  # compile
+        start = time.perf_counter()
+        for r in range(replicates):
+            sk.smc_log_z(bundle, sk.SMCRun(particles, m, 100 + r, np.zeros(0, dtype=np.int64), TABLE_CACHE_BYTES),
+                         sk.SMCOutput(out[r], ess[r], np.zeros((m, 0, m), dtype=np.int64)), stop)
+        seconds = (time.perf_counter() - start) / replicates
+        rows.append((proposal, seconds, float(ess.mean()), float(np.median(out.std(axis=0, ddof=1)))))
+    return rows
 
 
 REFERENCE_FILES = {  # reference module name -> (path at REV, import rewrites), for trf_transms_speed.load_reference
@@ -110,6 +143,10 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=5, help="interleaved rounds")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--reference", default=None, help="git revision whose SMC kernel to time against (A/B)")
+    parser.add_argument("--proposals", nargs="+", default=["exact"], help="SMC proposals (exact, partial); each feature "
+                        "set trains with each (a set that the partial proposal draws whole only with the first)")
+    parser.add_argument("--quality-runs", type=int, default=0, help="after the rounds, this many single SMC runs of "
+                        "each proposal on each trainer's lambda: seconds, ESS and spread of log Z-hat_j")
     args = parser.parse_args(argv)
     if not Path(args.train).is_file():
         raise SystemExit(f"--train {args.train!r} is not a file; write the fortunes files with "
@@ -121,6 +158,12 @@ def main(argv=None) -> int:
             raise SystemExit(f"--{name} must be >= 1, got {getattr(args, name)}")
     if args.warm_iterations < 0:
         raise SystemExit(f"--warm-iterations must be >= 0, got {args.warm_iterations}")
+    if args.quality_runs == 1 or args.quality_runs < 0:
+        raise SystemExit(f"--quality-runs must be 0 or >= 2, got {args.quality_runs}")
+    from trf.lm.smc import PROPOSALS
+    for proposal in args.proposals:
+        if proposal not in PROPOSALS:
+            raise SystemExit(f"--proposals: {proposal!r} is not one of {', '.join(PROPOSALS)}")
 
     import numba
     from trf_transms_speed import load_reference  # beside this script
@@ -133,26 +176,43 @@ def main(argv=None) -> int:
     word_class = exchange_clustering(train, len(vocab), args.classes, seed=0, max_passes=2).classes
     runs = []
     for spec in args.features:
-        feats, trainer = _trainer(train, len(vocab), word_class, spec, args)
-        warm_start = time.perf_counter()
-        _block(trainer, max(1, args.warm_iterations))   # compiles, then lets lambda leave 0
-        runs.append({"spec": spec, "feats": feats, "trainer": trainer, "warm": time.perf_counter() - warm_start,
-                     "rates": [], "draw_share": []})
+        for proposal in args.proposals:
+            feats, trainer = _trainer(train, len(vocab), word_class, spec, proposal, args)
+            if proposal != args.proposals[0] and trainer.backend.smc.structure.proposal_rows.all():
+                continue  # the partial proposal draws from every row: it is the exact one
+            warm_start = time.perf_counter()
+            _block(trainer, max(1, args.warm_iterations))   # compiles, then lets lambda leave 0
+            runs.append({"spec": spec, "proposal": proposal, "feats": feats, "trainer": trainer,
+                         "warm": time.perf_counter() - warm_start, "rates": [], "draw_share": [], "ess": []})
     for _ in range(args.repeats):
         for run in runs:
-            seconds, sampling = _block(run["trainer"], args.block)
+            seconds, sampling, ess = _block(run["trainer"], args.block)
             run["rates"].append(args.block / seconds)
             run["draw_share"].append(sampling / seconds)
+            run["ess"].extend(ess)
     base = np.array(runs[0]["rates"])
     print(f"{len(train)} sentences, vocabulary {len(vocab)}, {args.classes} classes; SMC {args.particles} particles x "
           f"{numba.get_num_threads()} runs, K = {args.samples}; {args.warm_iterations} untimed iterations, then "
           f"{args.repeats} interleaved rounds of {args.block}; load average {os.getloadavg()[0]:.1f}")
-    print(f"| features (rows, features) | it/s (median) | drawing share | it/s / {runs[0]['spec']} (median of rounds) |")
-    print("|---|---|---|---|")
+    print(f"| features (rows, features) | proposal | it/s (median) | drawing share | smallest ESS (median) | "
+          f"it/s / {runs[0]['spec']} (median of rounds) |")
+    print("|---|---|---|---|---|---|")
     for run in runs:
         rates = np.array(run["rates"])
-        print(f"| {run['spec']} ({run['feats'].rows.row_len.size}, {run['feats'].n_features:,}) | "
-              f"{np.median(rates):.2f} | {np.median(run['draw_share']):.2f} | **{np.median(rates / base):.2f}** |")
+        print(f"| {run['spec']} ({run['feats'].rows.row_len.size}, {run['feats'].n_features:,}) | {run['proposal']} | "
+              f"{np.median(rates):.2f} | {np.median(run['draw_share']):.2f} | {np.median(run['ess']):.1f} | "
+              f"**{np.median(rates / base):.2f}** |")
+    if args.quality_runs:
+        print(f"\n{args.quality_runs} SMC runs ({args.particles} particles, all lengths, one thread) of each proposal on "
+              "each trainer's lambda:")
+        print("| trained with | proposal | seconds per run | mean ESS | spread of log Z-hat_j (median over j) | "
+              "spread^2 x seconds (work at equal error) |")
+        print("|---|---|---|---|---|---|")
+        for run in runs:
+            for proposal, seconds, ess, spread in _proposal_quality(run["trainer"], args.proposals, args.particles,
+                                                                    args.quality_runs):
+                print(f"| {run['spec']} / {run['proposal']} | {proposal} | {seconds:.3f} | {ess:.1f} | {spread:.3f} | "
+                      f"{spread ** 2 * seconds:.2e} |")
     if args.reference is None:
         return 0
     print(f"\nOne SMC run ({args.particles} particles, all lengths) on each trainer's bundle, current against "

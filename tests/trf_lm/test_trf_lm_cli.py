@@ -286,10 +286,24 @@ def test_train_with_the_smc_sampler(trained, tmp_path, capsys):
     lm = trf.load(out)
     assert lm.meta["sampler"] == "smc" and lm.meta["smc_particles"] == 50 and lm.meta["iterations"] == 5
     for flag, value, expected in (("--smc-particles", "0", "expected an integer >= 1"),
-                                  ("--sampler", "gibbs", "invalid choice")):
+                                  ("--sampler", "gibbs", "invalid choice"), ("--smc-proposal", "local", "invalid choice")):
         with pytest.raises(SystemExit):
             main(["trf", "train", "--train", str(train), "--out", str(out), flag, value])
         assert f"argument {flag}: {expected}" in capsys.readouterr().err
+
+
+def test_train_with_the_partial_smc_proposal(trained, tmp_path, capsys):
+    """--smc-proposal partial trains the full feature set with the partial proposal, recorded in the model; the
+    default is the exact one."""
+    folder, train, model = trained
+    out = tmp_path / "partial.npz"
+    assert main(["trf", "train", "--train", str(train), "--out", str(out), "--quiet", "--max-iterations", "5",
+                 "--features", "w+c+ws+cs+wsh+csh+tied", "--smc-proposal", "partial", "--smc-particles", "50",
+                 "--classes", "2", "--no-check"]) == 0
+    lm = trf.load(out)
+    assert lm.meta["sampler"] == "smc" and lm.meta["smc_proposal"] == "partial" and lm.meta["iterations"] == 5
+    assert np.isfinite(lm.lam).all() and np.any(lm.lam != 0)
+    assert trf.load(model).meta["smc_proposal"] == "exact"
 
 
 def test_a_zeta_that_gives_positive_log_probabilities_gives_no_augsa_perplexity(trained, tmp_path, capsys):

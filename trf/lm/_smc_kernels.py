@@ -63,6 +63,8 @@ class SMCModel(NamedTuple):
     succ_lam: np.ndarray     # lam[succ.succ_feature]: the successors' weights in successor order (read in sequence)
     succ_exp: np.ndarray     # exp(succ_lam)
     ctx_end_lam: np.ndarray  # (contexts,) lambda of each context followed by </s> (0: unseen)
+    draw_row: np.ndarray     # (rows,) bool: the rows whose successors the proposal's local law visits (all: exact)
+    rest_rows: np.ndarray    # the other rows, weighed at the drawn word (empty: the exact, fully adapted proposal)
 
 
 class SMCRun(NamedTuple):
@@ -139,7 +141,8 @@ def local_tables(model, w, c, p, work):
     """Fill ``work`` with the local law at position ``p`` given ``w[:p]``, ``c[:p]``; return ``(log Z_loc,
     n_touched, end)``: ``log sum_w exp(s_p(w))`` over the vocabulary (relative to the shift of ``model.u``) and the
     end score ``s_p(</s>)`` of the history as a sentence of length ``p - 1`` (:func:`end_score`), which reads the
-    same contexts.
+    same contexts.  Only the rows of ``model.draw_row`` enter ``s_p`` (all of them but for the partial proposal,
+    :func:`smc_log_z`); the end score reads every row.
 
     ``work.factor`` must be 1 and ``work.mark`` False everywhere (as :func:`clear_tables` leaves them)."""
     row_len, row_type = model.features.row_len, model.features.row_type
@@ -155,6 +158,8 @@ def local_tables(model, w, c, p, work):
         if k < 0:
             continue
         end += model.ctx_end_lam[k]
+        if not model.draw_row[r]:
+            continue
         if row_type[r, row_len[r] - 1] == 0:  # word-final: scale the touched words' factors (no branch on the mark)
             for s in range(ctx_start[k], ctx_start[k + 1]):
                 sym = succ_symbol[s]
@@ -549,9 +554,18 @@ def smc_log_z(model, run, output, stop):
     ``E[1 / Z-hat] = 1 / Z``, so ``log Z-hat`` errs *high* in expectation: the upper side of bidirectional Monte
     Carlo.  An empty ``reference`` gives the plain run.
 
-    ``stop[0] != 0`` (set by another thread, e.g. on Ctrl-C) ends the run early, leaving the output incomplete."""
+    ``stop[0] != 0`` (set by another thread, e.g. on Ctrl-C) ends the run early, leaving the output incomplete.
+
+    A bundle with ``rest_rows`` uses the *partial proposal* (plain runs only; ``reference`` is not read): each particle
+    draws ``x_p`` from the local law of the rows ``model.draw_row`` (the unigrams, those reading ``x_{p-1}`` and those
+    ending in a class: few word successors; :func:`draw_partial`) and is weighted by ``exp(s_p(x_{<p}, x_p)) /
+    q(x_p | x_{<p}) = Z'(x_{<p}) exp(rest_score)`` (the other rows' weights at the drawn word), then the particles are
+    resampled systematically (:func:`copy_resampled`).  The product of the mean incremental weights times the mean end
+    weight is unbiased for ``Z_j`` as with the exact proposal (Del Moral 2004); the incremental weights now vary with
+    the drawn word."""
     np.random.seed(run.seed)
-    pinned = run.reference.size > 0
+    partial = model.rest_rows.size > 0
+    pinned = run.reference.size > 0 and not partial
     now = new_particles(run, model.n_words, model.n_classes)
     children = new_particles(run, model.n_words, model.n_classes)
     scratch = new_scratch(run, model.n_words, model.n_classes)
@@ -560,7 +574,10 @@ def smc_log_z(model, run, output, stop):
         if stop[0] != 0:
             return
         if p <= run.max_length:
-            if not weigh_particles(model, now, scratch, p, stop):
+            if partial:
+                if not draw_partial(model, now, scratch, p, stop):
+                    return
+            elif not weigh_particles(model, now, scratch, p, stop):
                 return
         elif not end_weights(model, now, scratch, p, stop):
             return
@@ -569,7 +586,70 @@ def smc_log_z(model, run, output, stop):
         if p > run.max_length:
             break
         log_prefix += log_mean_exp(scratch.log_w)
-        resample(scratch, pinned)
-        if not propagate(model, now, children, scratch, p, run.reference, stop):
-            return
+        if partial:
+            systematic_ancestors(scratch.log_w, scratch.anc)
+            copy_resampled(model, now, children, scratch, p)
+        else:
+            resample(scratch, pinned)
+            if not propagate(model, now, children, scratch, p, run.reference, stop):
+                return
         now, children = children, now
+
+
+@jit
+def rest_score(model, w, c, p):
+    """The weights of the rows outside the proposal (``model.rest_rows``) firing at ``p`` with the word ``w[p]``: the
+    partial proposal's importance correction (hash look-ups, no successor list)."""
+    total = 0.0
+    for i in range(model.rest_rows.size):
+        total += row_weight(model.rest_rows[i], p, p, w, c, model.lam, model.features)
+    return total
+
+
+@jit
+def draw_partial(model, now, scratch, p, stop):
+    """Each particle draws its word at ``p`` (written into ``now``) from the local law of the proposal's rows
+    (``model.draw_row``), ``q(v) = exp(s'_p(v)) / Z'``; its incremental weight ``scratch.log_w[n]`` is
+    ``log Z' + rest_score``, i.e. ``exp(s_p(v)) / q(v)``, and ``scratch.ends[n]`` is the end score of its history
+    ``x[:p]`` (tables once per run of particles of one identity); False when ``stop`` rose."""
+    work, log_w, ends, ident = scratch.work, scratch.log_w, scratch.ends, now.ident
+    n_touched = 0
+    tables_of = -1
+    log_q = 0.0
+    end = 0.0
+    for n in range(log_w.size):
+        if (n & 4095) == 4095 and stop[0] != 0:
+            clear_tables(work, n_touched)
+            return False
+        if ident[n] != tables_of:
+            clear_tables(work, n_touched)
+            log_q, n_touched, end = local_tables(model, now.w[n], now.c[n], p, work)
+            tables_of = ident[n]
+        v = draw_word(model, work, log_q)
+        now.w[n, p] = v
+        now.c[n, p] = model.word_class[v]
+        log_w[n] = log_q + rest_score(model, now.w[n], now.c[n], p)
+        ends[n] = end
+    clear_tables(work, n_touched)
+    return True
+
+
+@jit
+def copy_resampled(model, now, children, scratch, p):
+    """``children``: the histories ``x[:p + 1]`` of the ancestors ``scratch.anc``, with their identities (equal
+    ancestor identity and word: one identity; ``scratch.first`` their first particles)."""
+    anc, first = scratch.anc, scratch.first
+    V = model.n_words
+    seen = Dict.empty(key_type=types.int64, value_type=types.int64)
+    for n in range(anc.size):
+        a = anc[n]
+        for q in range(p + 1):
+            children.w[n, q] = now.w[a, q]
+            children.c[n, q] = now.c[a, q]
+        key = now.ident[a] * (V + 1) + now.w[a, p]
+        k = seen.get(key, -1)
+        if k < 0:
+            k = len(seen)
+            seen[key] = k
+            first[k] = n
+        children.ident[n] = k

@@ -70,12 +70,15 @@ class SentenceBackend:
         from the model's local law, resampled; reaches high-weight sentences that the chains miss).
     smc_particles : int
         Particles per SMC run (one run per Numba thread) when ``sampler="smc"``.
+    smc_proposal : {"exact", "partial"}
+        The SMC particles' proposal (:data:`trf.lm.smc.PROPOSALS`): the model's local law, or the local law of the
+        unigram, class-final and previous-symbol rows with the other rows as importance weights.
     """
 
     def __init__(self, train: EncodedCorpus, features: SentenceFeatures, dev: EncodedCorpus | None = None, *,
                  m: int | None = None, max_length: int | None = None, n_chains: int = 30, seed: int = 0,
                  ll_sentences: int | None = None, parallel: bool = True, sampler: str = "transms",
-                 smc_particles: int = 300) -> None:
+                 smc_particles: int = 300, smc_proposal: str = "exact") -> None:
         lengths = train.lengths
         if lengths.size == 0 or lengths.min() < 1:
             raise ValueError("train must hold at least one sentence and no empty sentence")
@@ -98,7 +101,7 @@ class SentenceBackend:
         if sampler not in SAMPLERS:
             raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
         self.smc = (SMCSampler(features, sample_max, check_int(smc_particles, "smc_particles", low=1),
-                               None if parallel else 1) if sampler == "smc" else None)
+                               None if parallel else 1, smc_proposal) if sampler == "smc" else None)
         # chains start at random training sentences (shorter burn-in than single words)
         self.state = self.sampler.init_chains(check_int(n_chains, "n_chains", low=1), seed, start=train)
         self.parallel = parallel

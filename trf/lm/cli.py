@@ -34,6 +34,7 @@ from samplers.argtypes import (
 )
 from samplers.textio import read_lines, write_text, write_with_fallback
 from trf.io import check_output_file
+from trf.lm.smc import PROPOSALS
 from trf.lm.train import DEFAULT_FEATURES
 
 #: Python argument names of ``train_lm`` whose data-dependent errors are reported with the flag (``--classes``).
@@ -98,7 +99,8 @@ def _train_logged(args) -> int:
             seed=args.seed, checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every, resume=args.resume,
             time_limit=None if minutes is None else minutes * 60, first_stage_share=share,
             progress=not args.quiet, log_every=args.log_every, step_rule=args.step_rule, refine=args.refine,
-            sampler=args.sampler, smc_particles=args.smc_particles, encoding=args.encoding,
+            sampler=args.sampler, smc_particles=args.smc_particles, smc_proposal=args.smc_proposal,
+            encoding=args.encoding,
             save=lambda m: write_with_fallback(m.save, args.out, "--out", what="the trained model"))
     model, result = trained.model, trained.result
     if args.classes is None and model.features.n_classes < DEFAULT_CLASSES:
@@ -317,6 +319,10 @@ def register(subparsers) -> None:
                             "sentences that chains miss (default), or TransMS chains (the paper's sampler)")
     train.add_argument("--smc-particles", type=positive_int, default=300,
                        help="particles per SMC run (one run per Numba thread: all cores unless NUMBA_NUM_THREADS)")
+    train.add_argument("--smc-proposal", choices=PROPOSALS, default="exact",
+                       help="the SMC particles' proposal: the model's exact local law (default), or 'partial': words "
+                            "drawn from the unigram, class-final and previous-word rows, the other rows (word skips, "
+                            "tied words) as importance weights (faster with the full feature set; still unbiased)")
     train.add_argument("--minutes", type=positive_float, default=None,
                        help=f"training time limit; the first stage of Eq. 24-25 ends at half of it unless --t0 is given "
                             f"(default {DEFAULT_MINUTES:g} when --max-iterations is not given either)")

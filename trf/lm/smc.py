@@ -39,6 +39,11 @@ __all__ = ["ConditionalSMCResult", "SMCResult", "SMCSampler", "conditional_smc_l
 _SYMBOL = (1 << 24) - 1
 _NO_KEEP = np.zeros((1, 0, 1), dtype=np.int64)
 _NO_REFERENCE = np.zeros(0, dtype=np.int64)
+PROPOSALS = ("exact", "partial")
+"""SMC proposals: ``"exact"`` draws each word from the model's local law (all template rows: fully adapted);
+``"partial"`` from the local law of the unigram rows, the rows that read the previous symbol and the rows that end in a
+class (a class's mass, no word list), the other rows -- word-final skips, long skips and tied word rows -- entering as
+importance weights of the drawn word (:func:`trf.lm._smc_kernels.smc_log_z`)."""
 TABLE_CACHE_BYTES = 64 << 20
 """Memory per run for the particles' local tables between their weighting and their children's draws (beyond it the
 tables are recomputed; the draws do not depend on it)."""
@@ -110,6 +115,12 @@ class _Structure:
         words = np.arange(feats.n_words)
         self.unigram = np.array([dense[base[r] + (words if row_type[r, 0] == 0 else feats.word_class)]
                                  for r in np.flatnonzero(row_len == 1)], dtype=np.int64).reshape(-1, feats.n_words)
+        # the partial proposal's rows: unigrams, rows whose context reads the previous symbol (offset -1) and rows
+        # ending in a class (they add to a class's mass; the cost of a local law is in the word-final successor lists)
+        _, _, row_off, _ = feats.rows
+        before_last = np.arange(row_off.shape[1])[None, :] < (row_len - 1)[:, None]
+        class_final = row_type[np.arange(row_len.size), row_len - 1] == 1
+        self.proposal_rows = (row_len == 1) | class_final | ((row_off == -1) & before_last).any(axis=1)
 
     def unigram_weights(self, lam: np.ndarray) -> np.ndarray:
         """``u[w]``: the weight of the unigram features that word ``w`` fires (word and class unigrams), as
@@ -117,10 +128,11 @@ class _Structure:
         features."""
         return np.where(self.unigram >= 0, lam[self.unigram], 0.0).sum(axis=0)
 
-    def bundle(self, lam: np.ndarray) -> tuple[SMCModel, float]:
-        """The kernels' bundle at ``lam`` and the shift taken out of the unigram weights (add ``j * shift`` to
-        a kernel's ``log Z_j``)."""
+    def bundle(self, lam: np.ndarray, proposal: str = "exact") -> tuple[SMCModel, float]:
+        """The kernels' bundle at ``lam`` for ``proposal`` (:data:`PROPOSALS`) and the shift taken out of the unigram
+        weights (add ``j * shift`` to a kernel's ``log Z_j``)."""
         feats = self.features
+        draw_row = self.proposal_rows if proposal == "partial" else np.ones_like(self.proposal_rows)
         lam = np.asarray(lam, dtype=np.float64)
         u = self.unigram_weights(lam)
         shift = float(u.max())
@@ -132,7 +144,8 @@ class _Structure:
             succ_exp = np.exp(succ_lam)
         return SMCModel(int(feats.n_words), int(feats.n_classes), feats.word_class.astype(np.int64), self.class_start,
                         self.class_words, u, exp_u, class_mass.astype(np.float64), lam, self.hashed, self.succ,
-                        succ_lam, succ_exp, np.where(self.ctx_end >= 0, lam[self.ctx_end], 0.0)), shift
+                        succ_lam, succ_exp, np.where(self.ctx_end >= 0, lam[self.ctx_end], 0.0), draw_row,
+                        np.flatnonzero(~draw_row).astype(np.int64)), shift
 
 
 def _structure(feats: SentenceFeatures) -> _Structure:
@@ -144,8 +157,14 @@ def _structure(feats: SentenceFeatures) -> _Structure:
     return cache["_smc_structure"]
 
 
-def _smc_model(model: SentenceTRF) -> tuple[SMCModel, float]:
-    return _structure(model.features).bundle(model.lam)
+def _smc_model(model: SentenceTRF, proposal: str = "exact") -> tuple[SMCModel, float]:
+    return _structure(model.features).bundle(model.lam, proposal)
+
+
+def _check_proposal(proposal: str) -> str:
+    if proposal not in PROPOSALS:
+        raise ValueError(f"proposal must be one of {', '.join(PROPOSALS)}, got {proposal!r}")
+    return proposal
 
 
 def _run_tasks(bundle: SMCModel, tasks: list, threads: int | None) -> float:
@@ -260,7 +279,8 @@ class SMCResult:
 
 
 def smc_log_z(model: SentenceTRF, max_length: int | None = None, *, n_particles: int = 1000,
-              n_replicates: int = 4, seed=None, threads: int | None = None, n_keep: int = 0) -> SMCResult:
+              n_replicates: int = 4, seed=None, threads: int | None = None, n_keep: int = 0,
+              proposal: str = "exact") -> SMCResult:
     """SMC estimates of ``log Z_j(lambda)`` for ``j = 1..max_length`` (default: the model's ``m``).
 
     Parameters
@@ -280,12 +300,15 @@ def smc_log_z(model: SentenceTRF, max_length: int | None = None, *, n_particles:
         so results do not depend on it.
     n_keep : int
         Sentences per run and length to keep for :meth:`SMCResult.draws` (0: none).
+    proposal : {"exact", "partial"}
+        The particles' proposal (:data:`PROPOSALS`); both estimates are unbiased for ``Z_j``.
     """
+    proposal = _check_proposal(proposal)
     max_length = check_int(model.m if max_length is None else max_length, "max_length", low=1)
     n_particles = check_int(n_particles, "n_particles", low=1)
     n_replicates = check_int(n_replicates, "n_replicates", low=1)
     n_keep = check_int(n_keep, "n_keep", low=0)
-    bundle, shift = _smc_model(model)
+    bundle, shift = _smc_model(model, proposal)
     seeds = kernel_seeds(seed, n_replicates)
     out = np.zeros((n_replicates, max_length))
     ess = np.zeros((n_replicates, max_length))
@@ -418,11 +441,14 @@ class SMCSampler:
     end-of-sentence weights.  This is sampling-importance-resampling: exact as the particles grow, biased for a
     finite number -- but unlike Gibbs-type chains it proposes whole sentences word by word from the model's local
     law, so it reaches the high-weight sentences that TransMS chains never visit (fortunes: two-word names
-    holding most of ``Z_2``), and the lambda update can push them down.
+    holding most of ``Z_2``), and the lambda update can push them down.  ``proposal`` (:data:`PROPOSALS`) picks the
+    particles' proposal.
     """
 
-    def __init__(self, features: SentenceFeatures, m: int, n_particles: int = 1000, n_runs: int | None = None) -> None:
+    def __init__(self, features: SentenceFeatures, m: int, n_particles: int = 1000, n_runs: int | None = None,
+                 proposal: str = "exact") -> None:
         self.structure = _structure(features)
+        self.proposal = _check_proposal(proposal)
         self.m = check_int(m, "m", low=1)
         self.n_particles = check_int(n_particles, "n_particles", low=1)
         self.n_runs = check_int(n_runs or numba.get_num_threads(), "n_runs", low=1)
@@ -432,7 +458,7 @@ class SMCSampler:
         end-of-sentence ESS over lengths and runs, and the SMC ``log Z-hat_j`` (key ``"log_z"``)."""
         n_samples = check_int(n_samples, "n_samples", low=1)
         rng = np.random.default_rng(seed)
-        bundle, shift = self.structure.bundle(np.asarray(lam, dtype=np.float64))
+        bundle, shift = self.structure.bundle(np.asarray(lam, dtype=np.float64), self.proposal)
         seeds = kernel_seeds(rng, self.n_runs)
         out = np.zeros((self.n_runs, self.m))
         ess = np.zeros((self.n_runs, self.m))
