@@ -22,7 +22,7 @@ def trained(tmp_path_factory):
     train.write_text(TEXT + "\n")
     model = folder / "model.npz"
     args = ["trf", "train", "--train", str(train), "--valid", str(train), "--out", str(model), "--classes", "3",
-            "--features", "w+c+ws+cpw+tied", "--max-iterations", "30", "--samples", "20", "--chains", "2",
+            "--features", "w+c+ws+cpw+tied", "--max-iterations", "30", "--samples", "20",
             "--t-c", "100", "--t0", "10", "--quiet", "--checkpoint", str(folder / "ckpt.npz"),
             "--checkpoint-every", "10"]
     assert main(args) == 0
@@ -101,7 +101,7 @@ def test_cli_resume_continues_from_the_checkpoint(trained, capsys):
     folder, train, model = trained
     again = folder / "again.npz"
     args = ["trf", "train", "--train", str(train), "--out", str(again), "--classes", "3", "--features",
-            "w+c+ws+cpw+tied", "--max-iterations", "40", "--samples", "20", "--chains", "2", "--t-c", "100",
+            "w+c+ws+cpw+tied", "--max-iterations", "40", "--samples", "20", "--t-c", "100",
             "--t0", "10", "--quiet", "--checkpoint", str(folder / "ckpt.npz"), "--resume"]
     from trf.augsa import CHECKPOINT_KIND
     from trf.io import read_npz
@@ -118,7 +118,7 @@ def test_stop_rule_flags_and_the_printed_reason(trained, tmp_path, capsys):
     line says what ended training."""
     folder, train, model = trained
     base = ["trf", "train", "--train", str(train), "--valid", str(train), "--classes", "3", "--features", "w+c",
-            "--samples", "10", "--chains", "2", "--t-c", "100", "--t0", "10", "--quiet", "--max-iterations", "20"]
+            "--samples", "10", "--t-c", "100", "--t0", "10", "--quiet", "--max-iterations", "20"]
     out = tmp_path / "m.npz"
     assert main(base + ["--out", str(out), "--stop-window", "2", "--stop-tol", "1e9"]) == 0
     text = capsys.readouterr().out
@@ -306,6 +306,21 @@ def test_train_with_the_partial_smc_proposal(trained, tmp_path, capsys):
     assert trf.load(model).meta["smc_proposal"] == "exact"
 
 
+@pytest.mark.parametrize("flags, named", [(["--sampler", "transms", "--smc-particles", "50"], "--smc-particles"),
+                                          (["--sampler", "transms", "--smc-proposal", "partial"], "--smc-proposal"),
+                                          (["--chains", "5"], "--chains")])
+def test_a_flag_of_the_other_sampler_is_refused_not_ignored(trained, tmp_path, capsys, flags, named):
+    """--smc-particles / --smc-proposal with --sampler transms, or --chains with the default SMC sampler, did nothing
+    silently; now the command stops before training, naming the flag and the sampler."""
+    folder, train, model = trained
+    out = tmp_path / "never.npz"
+    assert main(["trf", "train", "--train", str(train), "--out", str(out), "--quiet", "--max-iterations", "2",
+                 *flags]) == 2
+    err = capsys.readouterr().err
+    assert f"{named} does not apply to --sampler" in err and "Traceback" not in err
+    assert not out.exists()
+
+
 def test_a_zeta_that_gives_positive_log_probabilities_gives_no_augsa_perplexity(trained, tmp_path, capsys):
     """zeta far below log Z_j / Z_1 makes log p(j, x) > 0 for some sentences -- impossible for a discrete sentence:
     with --no-check that is an error naming the count, with the check the AugSA value is withheld and named."""
@@ -340,7 +355,7 @@ def test_train_checks_the_normalisers_on_the_dev_text(trained, tmp_path, capsys)
     dev = tmp_path / "dev.txt"
     dev.write_text("the cat sat\nthe cat sat on the mat and the dog ran home\n")
     base = ["trf", "train", "--train", str(train), "--valid", str(dev), "--classes", "3", "--features", "w+c",
-            "--samples", "10", "--chains", "2", "--t-c", "100", "--t0", "10", "--quiet", "--max-iterations", "5"]
+            "--samples", "10", "--t-c", "100", "--t0", "10", "--quiet", "--max-iterations", "5"]
     assert main(base + ["--out", str(tmp_path / "m.npz")]) == 0
     captured = capsys.readouterr()
     assert "dev perplexity " in captured.out and "1 sentences" in captured.out

@@ -61,7 +61,7 @@ def test_paper_step_rule_on_the_toy_corpus_ends_with_a_clear_message(toy, t_max)
 def test_cli_train_prints_the_guard_message(toy, tmp_path, capsys):
     path, _, _ = toy
     args = ["trf", "train", "--train", str(path), "--out", str(tmp_path / "m.npz"), "--classes", "3", "--features",
-            "w+c+ws+cs+cpw", "--max-iterations", "100", "--samples", "20", "--chains", "2", "--t-c", "100", "--t0",
+            "w+c+ws+cs+cpw", "--max-iterations", "100", "--samples", "20", "--t-c", "100", "--t0",
             "10", "--quiet", "--step-rule", "fixed", "--on-violation", "stop"]
     assert main(args) == 0
     err = capsys.readouterr().err

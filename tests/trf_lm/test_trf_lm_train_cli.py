@@ -10,7 +10,7 @@ from samplers.cli import main
 from trf.io import read_npz
 
 TEXT = "\n".join(["the cat sat", "the dog sat", "a cat ran", "the cat ran home", "a dog sat down", "the end"] * 6)
-FAST = ["--samples", "10", "--chains", "2", "--t-c", "100", "--t0", "2", "--quiet", "--refine", "0"]
+FAST = ["--samples", "10", "--t-c", "100", "--t0", "2", "--quiet", "--refine", "0"]
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ TEXT = "\n".join(["the cat sat", "the dog sat", "a cat ran", "the cat ran home",
 def _cmd(train, out, ckpt, t_max, resume=False):
     cmd = [sys.executable, "-m", "samplers.cli", "trf", "train", "--train", str(train), "--out", str(out),
            "--classes", "3", "--features", "w+c+ws", "--max-iterations", str(t_max), "--samples", "20",
-           "--chains", "2", "--t-c", "100", "--t0", "10", "--quiet", "--checkpoint", str(ckpt),
+           "--t-c", "100", "--t0", "10", "--quiet", "--checkpoint", str(ckpt),
            "--checkpoint-every", "5"]
     return cmd + (["--resume"] if resume else [])
 

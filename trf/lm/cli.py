@@ -60,6 +60,15 @@ def _train(args) -> int:
         logger.setLevel(level)
 
 
+def _check_sampler_flags(args) -> None:
+    """A sampler's flags given with the other sampler are refused, not ignored."""
+    other = {"smc": ("--chains", args.chains), "transms": ("--smc-particles", args.smc_particles)}
+    flags = [other[args.sampler]] + ([("--smc-proposal", args.smc_proposal)] if args.sampler == "transms" else [])
+    for flag, value in flags:
+        if value is not None:
+            raise ValueError(f"{flag} does not apply to --sampler {args.sampler}")
+
+
 def _train_logged(args) -> int:
     from trf.augsa import CHECKPOINT_KIND
     from trf.io import read_npz
@@ -84,6 +93,7 @@ def _train_logged(args) -> int:
             read_npz(args.checkpoint, CHECKPOINT_KIND)
         except ValueError as exc:
             raise ValueError(f"--checkpoint {args.checkpoint!r} cannot be resumed from: {exc}") from None
+    _check_sampler_flags(args)
     minutes = args.minutes
     if minutes is None and args.max_iterations is None:
         minutes = DEFAULT_MINUTES
@@ -95,11 +105,13 @@ def _train_logged(args) -> int:
         trained = train_and_check(
             args.train, valid_path=args.valid, check=None if args.no_check else _check_kw(args), valid_flag="--valid",
             features=args.features, classes=args.classes, vocab_size=args.vocab_size,
-            min_count=args.min_count, max_length=args.max_length, config=lm_config(**overrides), n_chains=args.chains,
+            min_count=args.min_count, max_length=args.max_length, config=lm_config(**overrides),
+            n_chains=30 if args.chains is None else args.chains,
             seed=args.seed, checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every, resume=args.resume,
             time_limit=None if minutes is None else minutes * 60, first_stage_share=share,
             progress=not args.quiet, log_every=args.log_every, step_rule=args.step_rule, refine=args.refine,
-            sampler=args.sampler, smc_particles=args.smc_particles, smc_proposal=args.smc_proposal,
+            sampler=args.sampler, smc_particles=300 if args.smc_particles is None else args.smc_particles,
+            smc_proposal=args.smc_proposal or "exact",
             encoding=args.encoding,
             save=lambda m: write_with_fallback(m.save, args.out, "--out", what="the trained model"))
     model, result = trained.model, trained.result
@@ -313,14 +325,17 @@ def register(subparsers) -> None:
     train.add_argument("--refine", type=nonnegative_float, default=0.1,
                        help="footnote-17 zeta refinement at the end: max(100, REFINE x iterations) zeta-only "
                             "iterations (default 0.1; 0: none)")
-    train.add_argument("--chains", type=positive_int, default=30, help="parallel TransMS chains (--sampler transms)")
+    train.add_argument("--chains", type=positive_int, default=None,
+                       help="parallel TransMS chains (--sampler transms; default 30)")
     train.add_argument("--sampler", choices=("smc", "transms"), default="smc",
                        help="how AugSA draws its samples: SMC over all lengths, which reaches the high-weight "
                             "sentences that chains miss (default), or TransMS chains (the paper's sampler)")
-    train.add_argument("--smc-particles", type=positive_int, default=300,
-                       help="particles per SMC run (one run per Numba thread: all cores unless NUMBA_NUM_THREADS)")
-    train.add_argument("--smc-proposal", choices=PROPOSALS, default="exact",
-                       help="the SMC particles' proposal: the model's exact local law (default), or 'partial': words "
+    train.add_argument("--smc-particles", type=positive_int, default=None,
+                       help="particles per SMC run (--sampler smc; default 300; one run per Numba thread: all cores "
+                            "unless NUMBA_NUM_THREADS)")
+    train.add_argument("--smc-proposal", choices=PROPOSALS, default=None,
+                       help="the SMC particles' proposal (--sampler smc): the model's exact local law (default), or "
+                            "'partial': words "
                             "drawn from the unigram, class-final and previous-word rows, the other rows (word skips, "
                             "tied words) as importance weights (faster with the full feature set; still unbiased)")
     train.add_argument("--minutes", type=positive_float, default=None,

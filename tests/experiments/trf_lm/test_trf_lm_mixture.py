@@ -29,7 +29,7 @@ def run(tmp_path_factory):
     held.write_text(HELD + "\n")
     model, kn = folder / "trf.npz", folder / "kn.npz"
     assert main(["trf", "train", "--train", str(train), "--out", str(model), "--classes", "3", "--features", "w+c",
-                 "--max-iterations", "30", "--samples", "20", "--chains", "2", "--t-c", "100", "--quiet"]) == 0
+                 "--max-iterations", "30", "--samples", "20", "--t-c", "100", "--quiet"]) == 0
     assert main(["ngram", "train", "--train", str(train), "--out", str(kn), "--order", "3"]) == 0
     check = folder / "check.json"
     # exact_limit keeps V^j small enough here that the check is exact at every length: checked = exact
