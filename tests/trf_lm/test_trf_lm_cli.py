@@ -363,3 +363,26 @@ def test_train_checks_the_normalisers_on_the_dev_text(trained, tmp_path, capsys)
     assert main(base + ["--out", str(tmp_path / "n.npz"), "--no-check"]) == 0
     assert "dev perplexity" not in capsys.readouterr().out
     assert "dev_check" not in SentenceTRF.load(tmp_path / "n.npz").meta
+
+
+def test_score_refuses_a_positive_log_probability_naming_the_length(trained, capsys, monkeypatch, tmp_path):
+    """A normaliser estimate far too low at one length gives sentences of that length p > 1: those lines are
+    written as nan, one error names the length and the least excess, every other line keeps its value, exit 1."""
+    folder, train, model = trained
+    lm = trf.load(model)
+    lines = ["the cat sat", "the cat ran home", "a dog ran"]
+    before = lm.log_prob(lines)
+    lm.zeta[2] -= 60.0  # length 3 now believes its normaliser e^60 times smaller than it is
+    broken = tmp_path / "broken.npz"
+    lm.save(broken)
+    after = trf.load(broken).log_prob(lines)
+    assert after[0] > 0 and after[2] > 0 and after[1] < 0  # the premise: lengths 3 impossible, length 4 fine
+    monkeypatch.setattr("sys.stdin", io.StringIO("\n".join(lines) + "\n"))
+    capsys.readouterr()
+    assert main(["trf", "score", "--model", str(broken)]) == 1
+    captured = capsys.readouterr()
+    out = [float(x) for x in captured.out.splitlines()]
+    assert len(out) == 3 and np.isnan(out[0]) and np.isnan(out[2])
+    assert np.isclose(out[1], before[1], atol=1e-5)
+    assert captured.err.count("error") == 1 and "2 line(s) got a positive log-probability" in captured.err
+    assert f"length(s) 3 (>= {max(after[0], after[2]):.2f} nats)" in captured.err and "mcsa trf eval" in captured.err

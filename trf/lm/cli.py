@@ -249,6 +249,7 @@ def _score(args) -> int:
     if not lines:
         raise ValueError("no lines on stdin (one sentence per line expected)")
     values, unknown, skipped = score_lines(model, lines)
+    impossible = _impossible_lines(args.model, lines, values)
     if skipped:
         print(f"mcsa trf score: warning: {len(skipped)} line(s) not scored (blank, or longer than the model's "
               f"m={model.m} words without a pooled sub-model), written as "
@@ -263,7 +264,28 @@ def _score(args) -> int:
             text = "nan" if np.isnan(value) else f"{value:.6f}"
             out.write(f"{text}\t{n_unk}\n" if args.unk else text + "\n")
     out.flush()
-    return 0
+    return 1 if impossible else 0
+
+
+def _impossible_lines(model_path: str, lines: list[str], values: np.ndarray) -> list[int]:
+    """Lines whose log-probability came out positive (``p > 1``): AugSA's normaliser of their length is too low, so
+    the value is no probability.  They are set to NaN in ``values`` (written as nan / null) and named in one error
+    line on stderr with the lengths and the least amount by which those lengths' values are too high; their
+    indices are returned (the command then exits with status 1 after writing every line)."""
+    bad = np.flatnonzero(np.nan_to_num(values, nan=-np.inf) > 0)
+    if bad.size == 0:
+        return []
+    lengths = np.array([len(lines[i].split()) for i in bad])
+    excess = {int(j): float(values[bad[lengths == j]].max()) for j in np.unique(lengths)}
+    named = ", ".join(f"{j} (>= {x:.2f} nats)" for j, x in sorted(excess.items())[:8])
+    more = f" and {len(excess) - 8} more" if len(excess) > 8 else ""
+    print(f"mcsa trf score: error: {bad.size} line(s) got a positive log-probability (a probability above 1), "
+          f"written as nan; first: line {bad[0] + 1}.  The model's normaliser (AugSA's zeta) is too low at length(s) "
+          f"{named}{more}, so every value at those lengths is too high by at least that much: check the model with "
+          f"`mcsa trf eval --model {model_path} --test FILE`, whose perplexity uses checked "
+          "normalisers", file=sys.stderr)
+    values[bad] = np.nan
+    return bad.tolist()
 
 
 def score_lines(model, lines: list[str]) -> tuple[np.ndarray, np.ndarray, list[int]]:
@@ -367,7 +389,9 @@ def register(subparsers) -> None:
                     help="AIS base law of the --ais estimates (uniform: the paper's Sec. 7 setting)")
     ev.set_defaults(func=_eval)
     score = subparsers.add_parser("score", help="log-probabilities of sentences read from stdin, one line out per "
-                              "line in (blank lines give nan and one warning)")
+                              "line in (blank lines give nan and one warning; a positive log-probability, which "
+                              "means the model's normaliser is too low, is written as nan with an error and exit "
+                              "status 1)")
     score.add_argument("--model", required=True, help="model file written by mcsa trf train")
     score.add_argument("--unk", action="store_true", help="second tab-separated column: number of <unk> tokens")
     score.add_argument("--jsonl", action="store_true",
