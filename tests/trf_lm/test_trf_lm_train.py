@@ -233,3 +233,64 @@ def test_the_feature_step_rule_keeps_the_guard_quiet_with_the_full_feature_set(t
     feats = SentenceFeatures.build(corpus, V, "w+c+ws", word_class=WORD_CLASS)
     assert feature_step_scale(corpus, feats) == pytest.approx(
         SentenceFeatures.build(corpus, V, "w+c", word_class=WORD_CLASS).counts.sum() / feats.counts.sum())
+
+
+def test_support_groups_match_brute_force_supports():
+    """Two features share a group iff they fire in the same sentences with the same counts (brute force over the
+    per-sentence feature counts of a small corpus with a repeated sentence)."""
+    sentences = [[1, 2, 3], [1, 2, 3], [4, 5, 1], [1, 2], [3, 3, 3, 3], [5, 4]]
+    corpus = EncodedCorpus.from_sentences(sentences)
+    feats = SentenceFeatures.build(corpus, 6, "w+c+ws+wsh+tied", word_class=np.array([0, 0, 1, 1, 2, 2]))
+    sizes = feats.support_groups(corpus)
+    from trf.lm import _feature_kernels as fk
+    sent, feat = fk.corpus_feature_hits(feats._flat(corpus), feats.symbols(), feats.hashed())
+    support = [tuple(sorted(collections_counter(sent[feat == i]).items())) for i in range(feats.n_features)]
+    expected = np.array([support.count(s) for s in support])
+    np.testing.assert_array_equal(sizes, expected)
+    assert sizes.max() > 1 and sizes.min() == 1  # the corpus has both shadowed and lone features
+
+
+def collections_counter(values):
+    from collections import Counter
+
+    return Counter(values.tolist())
+
+
+def test_the_group_preconditioner_is_the_pseudo_inverse_of_a_perfectly_correlated_block():
+    """For features that fire together in every sentence (a block ``sigma 1 1^T`` of the empirical covariance) the
+    Moore-Penrose step ``Sigma^+ delta`` equals the diagonal step of Eq. (16) divided by the block's size, which is
+    what ``group_preconditioner`` gives; a feature alone keeps Eq. (16)."""
+    from trf.lm.train import group_preconditioner
+
+    rng = np.random.default_rng(3)
+    sigma = np.array([0.02, 0.02, 0.02, 0.02, 0.5])  # four features of one group, one on its own
+    g = np.array([4, 4, 4, 4, 1])
+    cov = np.zeros((5, 5))
+    cov[:4, :4] = sigma[0]
+    cov[4, 4] = sigma[4]
+    delta = np.r_[np.full(4, rng.normal()), rng.normal()]
+    np.testing.assert_allclose(delta / group_preconditioner(sigma, g), np.linalg.pinv(cov) @ delta, rtol=1e-10)
+    assert not np.allclose(delta / sigma, np.linalg.pinv(cov) @ delta)  # Eq. (16) alone over-steps the block
+
+
+def test_the_group_step_rule_divides_each_first_step_by_its_group_size(tmp_path):
+    """One AugSA iteration from lambda = 0 draws the same sample under every step rule (same seed, same lambda), so
+    the first lambda step of ``"groups"`` is that of ``"data"`` times ``(max(sigma, floor) + mu) / (max(sigma g,
+    floor) + mu)`` feature by feature (Eq. 38; the floor ``1/n`` of both rules), and differs from it where ``g > 1``."""
+    from trf.lm.corpus import encode_file
+    from trf.lm.train import train_lm
+
+    text = tmp_path / "train.txt"
+    text.write_text("\n".join(["the cat sat", "the dog sat down", "a cat ran home", "the end", "a dog ran"] * 4
+                              + ["no cat sat down home"]))
+    kw = dict(features="w+c+ws+cs+wsh+csh+tied", config=lm_config(n_samples=20, t_max=1, t_c=100.0, t0=10),
+              classes=3, n_chains=2, progress=False, refine=0, seed=5)
+    data, _ = train_lm(text, step_rule="data", **kw)
+    groups, _ = train_lm(text, step_rule="groups", **kw)
+    train = encode_file(text, data.vocab)
+    sigma = data.features.stratified_variance(train)
+    g = data.features.support_groups(train)
+    floor, mu = 1.0 / len(train), kw["config"].l2
+    np.testing.assert_allclose(groups.lam, data.lam * (np.maximum(sigma, floor) + mu) / (np.maximum(sigma * g, floor) + mu),
+                               rtol=1e-9, atol=1e-15)
+    assert g.max() > 1 and not np.allclose(groups.lam, data.lam)

@@ -340,9 +340,12 @@ def register(subparsers) -> None:
                             "(default 100; 0: no stop rule, train to --max-iterations or --minutes)")
     train.add_argument("--stop-tol", dest="stop_tol", type=positive_float, default=None,
                        help="stop when S_t < STOP_TOL (default 1e-4)")
-    train.add_argument("--step-rule", dest="step_rule", choices=("features", "data", "fixed"), default="features",
+    train.add_argument("--step-rule", dest="step_rule", choices=("features", "groups", "data", "fixed"),
+                       default="features",
                        help="features (default): data, and the lambda rate scaled by a(w+c) / a(FEATURES), a = "
-                            "features firing per training sentence; data: feature variances floored at "
+                            "features firing per training sentence; groups: data, and each feature's variance "
+                            "times the number of features firing in exactly the same training sentences (one "
+                            "step per group, not per feature); data: feature variances floored at "
                             "1/n_sentences; fixed: 1e-15 (paper)")
     train.add_argument("--refine", type=nonnegative_float, default=0.1,
                        help="footnote-17 zeta refinement at the end: max(100, REFINE x iterations) zeta-only "
