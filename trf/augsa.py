@@ -391,9 +391,12 @@ class AugSA:
             self.length_weight = np.where(self.pi0 > 0, self.pi / self.pi0, 0.0)
             self._inv_pi0 = np.where(self.pi0 > 0, 1.0 / self.pi0, 0.0)
         self.mean = as_float_array(backend.empirical_mean, "backend.empirical_mean", ndim=1)
-        sigma = as_float_array(backend.feature_variance, "backend.feature_variance", ndim=1)
+        sigma = as_float_array(backend.feature_variance, "backend.feature_variance", ndim=1, finite=False)
         if self.mean.shape[0] != d or sigma.shape[0] != d:
             raise ValueError(f"backend.empirical_mean and feature_variance must have length d = {d}")
+        if np.isnan(sigma).any() or (sigma < 0).any():
+            raise ValueError("backend.feature_variance must be >= 0 (+inf: a weight the data cannot inform, which "
+                             "then never moves)")
         self.sigma = np.maximum(sigma, self.config.variance_floor)
         zeta = as_float_array(backend.initial_zeta(), "backend.initial_zeta()", ndim=1).copy()
         if zeta.shape[0] != m:

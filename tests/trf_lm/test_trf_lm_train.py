@@ -266,18 +266,18 @@ def collections_counter(values):
 def test_the_group_preconditioner_is_the_pseudo_inverse_of_a_perfectly_correlated_block():
     """For features that fire together in every sentence (a block ``sigma 1 1^T`` of the empirical covariance) the
     Moore-Penrose step ``Sigma^+ delta`` equals the diagonal step of Eq. (16) divided by the block's size, which is
-    what ``group_preconditioner`` gives; a feature alone keeps Eq. (16)."""
+    what ``group_preconditioner`` gives; a feature alone keeps Eq. (16), and one with no variance takes no step."""
     from trf.lm.train import group_preconditioner
 
     rng = np.random.default_rng(3)
-    sigma = np.array([0.02, 0.02, 0.02, 0.02, 0.5])  # four features of one group, one on its own
-    g = np.array([4, 4, 4, 4, 1])
-    cov = np.zeros((5, 5))
+    sigma = np.array([0.02, 0.02, 0.02, 0.02, 0.5, 0.0])  # four features of one group, one alone, one uninformed
+    g = np.array([4, 4, 4, 4, 1, 1])
+    cov = np.zeros((6, 6))
     cov[:4, :4] = sigma[0]
     cov[4, 4] = sigma[4]
-    delta = np.r_[np.full(4, rng.normal()), rng.normal()]
+    delta = np.r_[np.full(4, rng.normal()), rng.normal(), rng.normal()]
     np.testing.assert_allclose(delta / group_preconditioner(sigma, g), np.linalg.pinv(cov) @ delta, rtol=1e-10)
-    assert not np.allclose(delta / sigma, np.linalg.pinv(cov) @ delta)  # Eq. (16) alone over-steps the block
+    assert not np.allclose(delta[:5] / sigma[:5], (np.linalg.pinv(cov) @ delta)[:5])  # Eq. (16) over-steps the block
 
 
 def test_the_group_step_rule_divides_each_first_step_by_its_group_size(tmp_path):
@@ -302,8 +302,11 @@ def test_the_group_step_rule_divides_each_first_step_by_its_group_size(tmp_path)
     floor, mu = 1.0 / len(train), kw["config"].l2
     g_lam, _ = learning_rates(1, 100.0, 0.8, 0.6, 10)
     p_hat = data.features.counts / len(train) - data.lam * (np.maximum(sigma, floor) + mu) / g_lam  # from Eq. (38)
-    np.testing.assert_allclose(groups.lam, data.lam * (np.maximum(sigma, floor) + mu)
-                               / (np.maximum(np.maximum(sigma * g, floor), p_hat) + mu), rtol=1e-9, atol=1e-15)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        expected = np.where(sigma > 0, data.lam * (np.maximum(sigma, floor) + mu)
+                            / (np.maximum(np.maximum(sigma * g, floor), p_hat) + mu), 0.0)
+    np.testing.assert_allclose(groups.lam, expected, rtol=1e-9, atol=1e-15)
+    assert np.any((sigma == 0) & (data.lam != 0)) and np.all(groups.lam[sigma == 0] == 0)  # length-only features
     assert g.max() > 1 and not np.allclose(groups.lam, data.lam)
 
 

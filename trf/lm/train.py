@@ -317,8 +317,16 @@ def group_preconditioner(variance: np.ndarray, group_size: np.ndarray) -> np.nda
     to 72 after 2,452 iterations, log p = +3.1 with AugSA's zeta).  The pseudo-inverse of the block,
     ``(sigma 1 1^T)^+ = 1 1^T / (sigma g^2)``, applied to the gradient ``delta 1`` gives ``delta / (sigma g)`` per
     feature: the diagonal step divided by ``g``, so the group's sentence moves by one Newton step.  Features no
-    other one shadows (``g = 1``: the frequent ones) keep Eq. (16)."""
-    return np.asarray(variance, dtype=np.float64) * np.asarray(group_size, dtype=np.float64)
+    other one shadows (``g = 1``: the frequent ones) keep Eq. (16).
+
+    A feature with ``sigma_i = 0`` fires equally often in every training sentence of a length (the skip rows
+    reaching from ``<s>`` to ``</s>`` fire exactly when a sentence has that length): the data hold no information
+    on its weight apart from the length normaliser ``zeta_j``, the block's pseudo-inverse is 0, and its variance
+    becomes ``+inf`` so that its weight never moves (with the censoring at ``1/n`` instead, such weights took steps
+    of ``n gamma`` times their noisy gradients and passed the guard's ``|lambda| <= 50`` within 300 iterations on
+    fortunes)."""
+    variance = np.asarray(variance, dtype=np.float64)
+    return np.where(variance > 0, variance * np.asarray(group_size, dtype=np.float64), np.inf)
 
 
 def feature_step_scale(train: EncodedCorpus, features: SentenceFeatures) -> float:
