@@ -343,7 +343,7 @@ def register(subparsers) -> None:
     train.add_argument("--step-rule", dest="step_rule", choices=("features", "groups", "data", "fixed"),
                        default="features",
                        help="features (default): data, and the lambda rate scaled by a(w+c) / a(FEATURES), a = "
-                            "features firing per training sentence; groups: data, and each feature's variance "
+                            "features firing per training sentence; groups: features, and each feature's variance "
                             "times the number of features firing in exactly the same training sentences (one "
                             "step per group, not per feature) and at least the sample's mean; data: feature variances floored at "
                             "1/n_sentences; fixed: 1e-15 (paper)")

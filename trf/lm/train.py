@@ -107,7 +107,7 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
     step_rule : {"features", "groups", "data", "fixed"}
         ``"features"`` (default): ``"data"``, and the lambda rate scaled by :func:`feature_step_scale` (1 for
         ``w+c``, smaller for richer sets, so that one step moves a sentence's score about as much whatever the
-        feature set).  ``"groups"``: ``"data"``, each feature's variance times the size of its support group
+        feature set).  ``"groups"``: ``"features"``, each feature's variance times the size of its support group
         (:func:`group_preconditioner`: features firing in exactly the same training sentences share one step), and
         censored from below by the sample's mean (``AugSAConfig.model_variance``: a feature the sampler
         over-produces steps down by about ``gamma``, not ``gamma / sigma``).  ``"data"`` censors the stratified feature variances ``sigma`` of Eq. (16)/(38) from below
@@ -181,7 +181,7 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
     if step_rule == "groups":
         backend.feature_variance = group_preconditioner(backend.feature_variance, feats.support_groups(train))
         cfg = replace(cfg, model_variance=True)
-    if step_rule == "features":
+    if step_rule in ("features", "groups"):
         cfg = replace(cfg, lambda_step=cfg.lambda_step * feature_step_scale(train, feats))
     train_start = time.perf_counter()
     hooks = list(callbacks)
