@@ -115,12 +115,14 @@ def test_pruned_scoring_equals_the_full_look_up(corpus, spec):
     np.testing.assert_allclose(pruned, full, atol=1e-12)
     np.testing.assert_allclose(pruned, np.stack([feats.feature_vector(s) for s in fresh]) @ lam, atol=1e-12)
     plan = feats.score_plan()
-    order, parents = plan.order, plan.parents
-    assert sorted(order.tolist()) == list(range(order.size))
-    position = {int(r): k for k, r in enumerate(order)}
+    order, visit, parents = plan.order, plan.visit, plan.parents
+    assert sorted(order.tolist()) == sorted(visit.tolist()) == list(range(order.size))
+    position = {int(r): k for k, r in enumerate(visit)}
     assert all(position[int(q)] < position[r] for r in range(parents.shape[0]) for q in parents[r] if q >= 0)
-    # the word and class unigrams and the class (skip-)bigrams read dense tables (issue 27: faster scoring)
+    # the word and class unigrams and the class (skip-)bigrams read dense tables, the class (skip-)trigrams rank
+    # bitmaps (issue 27: faster scoring)
     assert int((plan.dense_base >= 0).sum()) == {ALL: 11, "w+c+ws+cs+cpw": 5, "w+c": 3}[spec]
+    assert int((plan.bit_base >= 0).sum()) == {ALL: 3, "w+c+ws+cs+cpw": 3, "w+c": 1}[spec]
     if spec == ALL:
         hashed, symbols = feats.hashed(), feats.symbols()
         out = np.empty(len(fresh))  # parents shifted by one row: no longer sub-patterns
@@ -129,6 +131,33 @@ def test_pruned_scoring_equals_the_full_look_up(corpus, spec):
         out = np.empty(len(fresh))  # dense tables shifted by one entry: other features
         fk.corpus_scores_pruned(flat, symbols, lam, hashed, plan._replace(dense=np.roll(plan.dense, 1)), out)
         assert not np.allclose(out, full)
+        out = np.empty(len(fresh))  # the bitmaps' features shifted by one: other features
+        shifted = np.append(np.roll(plan.bit_feature[:-1], 1), -1)
+        fk.corpus_scores_pruned(flat, symbols, lam, hashed, plan._replace(bit_feature=shifted), out)
+        assert not np.allclose(out, full)
+
+
+def test_bitmap_tables_find_every_class_trigram(corpus):
+    """The rank bitmaps of the class (skip-)trigram rows (issue 27: faster scoring) give, for every key of their key
+    space, the hash table's answer: the feature index or -1 (bit and rank recomputed here in plain Python)."""
+    feats = SentenceFeatures.build(corpus, V, ALL, word_class=WORD_CLASS)
+    bit_base, bits, bit_rank, bit_feature = feats.bitmap_tables()
+    width = feats.n_classes + 2
+    words = bits.view(np.uint64)
+    rows = np.flatnonzero(bit_base >= 0)
+    assert rows.size == 3
+    for r in rows:
+        s0, s1, s2 = (a.ravel() for a in np.meshgrid(*[np.arange(width)] * 3, indexing="ij"))
+        hi = np.int64(feats.rows.row_group[r]) << 48 | s0 << 24 | s1
+        lo = s2 << 24 | np.int64(fk.EMPTY)
+        expected = fk.table_lookup_many(hi, lo, feats.key_hi, feats.key_lo, feats.slots)
+        got = []
+        for k in (bit_base[r] + (s0 * width + s1) * width + s2).tolist():
+            word = int(words[k >> 6])
+            below = bin(word & ((1 << (k & 63)) - 1)).count("1")
+            got.append(int(bit_feature[bit_rank[k >> 6] + below]) if word >> (k & 63) & 1 else -1)
+        np.testing.assert_array_equal(got, expected)
+        assert (expected >= 0).any() and (expected < 0).any()
 
 
 def _scores_one_at_a_time(feats, corpus, lam):

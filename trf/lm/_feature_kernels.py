@@ -71,16 +71,26 @@ class FlatCorpus(NamedTuple):
 
 
 class ScorePlan(NamedTuple):
-    """How :func:`corpus_scores_pruned` visits the rows: ``order`` (every row after its parents), ``parents[r, a]``
-    (-1 pads; the scorer reads two columns), and dense feature-index tables for the rows with small key spaces: row ``r`` with
-    ``dense_base[r] >= 0`` reads ``dense[dense_base[r] + s0]`` (one symbol) or ``dense[dense_base[r] + s0 * width +
-    s1]`` (two class symbols) instead of the hash table (-1: unseen)."""
+    """How :func:`corpus_scores_pruned` visits the rows.
+
+    ``order``: the rows in the order a sentence's weights are added (shorter patterns first); ``visit``: the order
+    the rows are looked up in, every row after its parents ``parents[r, a]`` (-1 pads; up to three columns are read).
+    Rows with small key spaces do not read the hash table: row ``r`` with ``dense_base[r] >= 0`` reads
+    ``dense[dense_base[r] + s0]`` (one symbol) or ``dense[dense_base[r] + s0 * width + s1]`` (two class symbols), the
+    feature index or -1; row ``r`` with ``bit_base[r] >= 0`` (three class symbols) reads bit ``k = bit_base[r] + (s0
+    * width + s1) * width + s2`` of ``bits`` (64 keys per int64 word; set: an observed n-gram) and, if set, feature
+    ``bit_feature[rank]`` with ``rank = bit_rank[k >> 6] +`` the set bits below ``k`` in its word."""
 
     order: np.ndarray
+    visit: np.ndarray
     parents: np.ndarray
     dense_base: np.ndarray
     dense: np.ndarray
     width: int
+    bit_base: np.ndarray
+    bits: np.ndarray
+    bit_rank: np.ndarray
+    bit_feature: np.ndarray
 
 
 @jit(inline="always")
@@ -336,12 +346,14 @@ def corpus_scores_pruned(corpus, symbols, lam, fa, plan, out):
     first = 0
     while first < offsets.size - 1:
         last, n_pos = _load_block(corpus, symbols, first, block)
-        for k in range(order.size):
-            n = _row_look_ups(order[k], n_pos, fa, plan, block, look)
-            if plan.dense_base[order[k]] >= 0:
-                _resolve_dense(order[k], n, lam, plan, block, look)
+        for r in plan.visit:
+            n = _row_look_ups(r, n_pos, fa, plan, block, look)
+            if plan.dense_base[r] >= 0:
+                _resolve_dense(r, n, lam, plan, block, look)
+            elif plan.bit_base[r] >= 0:
+                _resolve_bits(r, n, lam, plan, block, look)
             else:
-                _resolve_look_ups(order[k], n, lam, fa, block, look)
+                _resolve_look_ups(r, n, lam, fa, block, look)
         t = 0
         for i in range(first, last):  # the same lam in the same order as one look-up at a time
             total = 0.0
@@ -408,12 +420,14 @@ def _load_block(corpus, symbols, first, block):
 @jit(inline="always")
 def _row_look_ups(r, n_pos, fa, plan, block, look):
     """Row ``r`` at every position of the block: not firing (-2) and pruned by an unseen parent (-1) are resolved at
-    once; the others are queued in ``look``: the dense table's index (in ``look.hash``) for a dense row, else the key
-    and its hash.  Return their number."""
+    once; the others are queued in ``look``: the dense table's or the bitmap's index (in ``look.hash``) for a dense or a
+    bitmap row, else the key and its hash.  Return their number."""
     sym, found, val, parents = block.sym, block.found, block.val, plan.parents
-    first_off, unigram, base = fa.row_off[r, 0], fa.row_len[r] == 1, plan.dense_base[r]
+    first_off, unigram, base, bit_base = fa.row_off[r, 0], fa.row_len[r] == 1, plan.dense_base[r], plan.bit_base[r]
     group, width = np.int64(fa.row_group[r]) << 48, plan.width
-    q0, q1 = parents[r, 0], parents[r, 1] if parents.shape[1] > 1 else -1
+    n_par = parents.shape[1]
+    q0, q1, q2 = parents[r, 0], parents[r, 1] if n_par > 1 else -1, parents[r, 2] if n_par > 2 else -1
+    f0, f1, f2 = found[max(q0, 0)], found[max(q1, 0)], found[max(q2, 0)]
     sym0, sym1, sym2, sym3 = (sym[block.src[r, 0]], sym[block.src[r, 1]], sym[block.src[r, 2]],
                               sym[block.src[r, 3]])
     o0, o1, o2, o3 = block.off[r, 0], block.off[r, 1], block.off[r, 2], block.off[r, 3]
@@ -426,12 +440,17 @@ def _row_look_ups(r, n_pos, fa, plan, block, look):
         if p + first_off < 0 or (unigram and p == block.last_p[t]):
             found_r[t] = -2
             continue
-        if (q0 >= 0 and found[q0, t] == -1) or (q1 >= 0 and found[q1, t] == -1):
+        if ((q0 >= 0) & (f0[t] == -1)) | ((q1 >= 0) & (f1[t] == -1)) | ((q2 >= 0) & (f2[t] == -1)):
             continue
         q = block.at[t]
         if base >= 0:  # queue the dense table's index
             look.pos[n] = t
             look.hash[n] = base + sym0[q] if unigram else base + sym0[q + o0] * width + sym1[q]
+            n += 1
+            continue
+        if bit_base >= 0:  # queue the bit's index
+            look.pos[n] = t
+            look.hash[n] = bit_base + (sym0[q + o0] * width + sym1[q + o1]) * width + sym2[q]
             n += 1
             continue
         hi = group | (sym0[q + o0] << 24) | sym1[q + o1]
@@ -454,12 +473,13 @@ def _resolve_look_ups(r, n, lam, fa, block, look):
     for e in range(n):  # probe on along the lines just read: the first slot with the key's fingerprint, or -1
         h = look.hash[e]
         fp = fingerprint(h)
-        s = h & mask
         v = look.cand[e]
-        while v >= 0 and (v >> 32) != fp:
-            s = (s + 1) & mask
-            v = slots[s]
-        look.cand[e] = v & np.int64(0xFFFFFFFF) if v >= 0 else -1
+        if (v >= 0) & ((v >> 32) != fp):  # the first slot holds another key (rarer than a hit or an empty slot)
+            s = h & mask
+            while (v >= 0) & ((v >> 32) != fp):
+                s = (s + 1) & mask
+                v = slots[s]
+        look.cand[e] = (v & np.int64(0xFFFFFFFF)) | (v >> 63)  # the feature, or -1 (v < 0: an empty slot)
     for e in range(n):  # the candidates' keys and weights, branch-free
         f = max(look.cand[e], 0)
         look.cand_hi[e] = key_hi[f]
@@ -468,13 +488,12 @@ def _resolve_look_ups(r, n, lam, fa, block, look):
     found_r, val_r = block.found[r], block.val[r]
     for e in range(n):
         f = look.cand[e]
-        if f >= 0 and (look.cand_hi[e] != look.hi[e] or look.cand_lo[e] != look.lo[e]):  # fingerprint collision
+        if (f >= 0) & ((look.cand_hi[e] != look.hi[e]) | (look.cand_lo[e] != look.lo[e])):  # fingerprint collision
             f = table_find(look.hi[e], look.lo[e], key_hi, key_lo, slots)
             look.cand_lam[e] = lam[max(f, 0)]
-        x = look.cand_lam[e]
         t = look.pos[e]
         found_r[t] = f
-        val_r[t] = x if f >= 0 else 0.0
+        val_r[t] = look.cand_lam[e] if f >= 0 else 0.0
 
 
 @jit(inline="always")
@@ -483,6 +502,34 @@ def _resolve_dense(r, n, lam, plan, block, look):
     dense, found_r, val_r = plan.dense, block.found[r], block.val[r]
     for e in range(n):
         look.cand[e] = dense[look.hash[e]]
+    for e in range(n):
+        f = look.cand[e]
+        x = lam[max(f, 0)]
+        t = look.pos[e]
+        found_r[t] = f
+        val_r[t] = x if f >= 0 else 0.0
+
+
+@jit(inline="always")
+def _set_bits(x):
+    """Number of set bits of the int64 ``x`` (SWAR; every shifted term is masked, so the sign does not matter)."""
+    x = x - ((x >> 1) & np.int64(0x5555555555555555))
+    x = (x & np.int64(0x3333333333333333)) + ((x >> 2) & np.int64(0x3333333333333333))
+    x = (x + (x >> 4)) & np.int64(0x0F0F0F0F0F0F0F0F)
+    return (x * np.int64(0x0101010101010101)) >> 56
+
+
+@jit(inline="always")
+def _resolve_bits(r, n, lam, plan, block, look):
+    """The ``n`` queued bitmap reads of row ``r`` (:class:`ScorePlan`) and their weights, in branch-free passes."""
+    bits, bit_rank, bit_feature, found_r, val_r = plan.bits, plan.bit_rank, plan.bit_feature, block.found[r], block.val[r]
+    for e in range(n):
+        k = look.hash[e]
+        word = bits[k >> 6]
+        b = k & 63
+        hit = (word >> b) & 1
+        rank = bit_rank[k >> 6] + _set_bits(word & ((np.int64(1) << b) - 1))
+        look.cand[e] = bit_feature[rank] if hit else -1  # bit_feature ends with a -1: rank can be its size
     for e in range(n):
         f = look.cand[e]
         x = lam[max(f, 0)]

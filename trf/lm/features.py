@@ -38,6 +38,7 @@ from trf.lm.corpus import EncodedCorpus
 __all__ = ["FEATURE_TYPES", "parse_feature_spec", "SentenceFeatures"]
 
 _W, _C = 0, 1
+BITMAP_KEYS = 1 << 25  # largest key space of a class row read from a rank bitmap (SentenceFeatures.bitmap_tables)
 
 
 def _ngram(offsets, kind):
@@ -64,23 +65,39 @@ def hash_table(key_hi: np.ndarray, key_lo: np.ndarray) -> np.ndarray:
     return slots
 
 
-def row_parents(rows: fk.Templates, n_parents: int = 2) -> np.ndarray:
+def row_parents(rows: fk.Templates, n_parents: int = 2, projections: bool = False) -> np.ndarray:
     """For each template row, up to ``n_parents`` other rows whose (offset, type) pattern is a proper
     subset of its own (largest first; -1 pads), among rows of at least two elements.
 
     Wherever a row fires, such a parent fires too with a sub-pattern of the same symbols, so an n-gram
     of the row can only be an observed feature if the parent's n-gram is (unigram rows are excluded:
     they do not fire at ``</s>``).  The scorers and samplers skip the look-up of a row whose parent is unseen.
+
+    With ``projections``, a parent may also read the class of a word the row reads (``(c-2 c-1 c0)`` for
+    ``(w-2 w-1 w0)``, ``(c-1 c0)`` for ``(w-1 w0)``): its n-gram is a function of the row's, so the same
+    argument holds.  Such a parent can be as long as the row, so the rows must then be visited in the order
+    of :func:`visit_order`.  Parents are ranked by length, then by their number of word elements (the more
+    specific first).
     """
     _, row_len, row_off, row_type = rows
     pattern = [frozenset((int(row_off[r, e]), int(row_type[r, e])) for e in range(row_len[r]))
                for r in range(row_len.size)]
     parents = np.full((row_len.size, n_parents), -1, dtype=np.int64)
     for r, pat in enumerate(pattern):
-        subs = sorted((q for q, sub in enumerate(pattern) if len(sub) >= 2 and sub < pat),
-                      key=lambda q: (-len(pattern[q]), q))
+        reach = pat | {(o, _C) for o, _ in pat} if projections else pat
+        subs = sorted((q for q, sub in enumerate(pattern)
+                       if q != r and len(sub) >= 2 and sub <= reach and len(sub) <= len(pat) and sub != pat),
+                      key=lambda q: (-len(pattern[q]), -sum(k == _W for _, k in pattern[q]), q))
         parents[r, :len(subs[:n_parents])] = subs[:n_parents]
     return parents
+
+
+def visit_order(rows: fk.Templates) -> np.ndarray:
+    """The rows ordered by length, then by number of word elements: every parent of :func:`row_parents` (with
+    ``projections``) comes before its children."""
+    _, row_len, _, row_type = rows
+    n_word = [int(np.sum(row_type[r, :row_len[r]] == _W)) for r in range(row_len.size)]
+    return np.array(sorted(range(row_len.size), key=lambda r: (int(row_len[r]), n_word[r], r)), dtype=np.int64)
 
 
 def parse_feature_spec(spec: str) -> tuple[str, ...]:
@@ -214,15 +231,56 @@ class SentenceFeatures:
         return out
 
     def score_plan(self) -> fk.ScorePlan:
-        """How :meth:`scores` visits the rows (cached): shorter patterns first, up to two parent rows per row
-        (:func:`row_parents`: a row's n-gram can only be observed if each parent's is), and the dense tables of
-        :meth:`dense_tables`."""
+        """How :meth:`scores` visits the rows (cached): the weights are added shorter patterns first; the rows are
+        looked up in :func:`visit_order`, skipping a row where one of its up to three parents (:func:`row_parents`
+        with ``projections``) is unseen; the dense tables of :meth:`dense_tables` and the bitmaps of
+        :meth:`bitmap_tables` replace the hash table for the rows with small key spaces."""
         if getattr(self, "_score_plan", None) is None:
             row_len = self.rows.row_len
             order = np.array(sorted(range(row_len.size), key=lambda r: (int(row_len[r]), r)), dtype=np.int64)
             base, dense = self.dense_tables()
-            self._score_plan = fk.ScorePlan(order, row_parents(self.rows), base, dense, int(self.n_classes) + 2)
+            self._score_plan = fk.ScorePlan(order, visit_order(self.rows), row_parents(self.rows, 3, projections=True),
+                                            base, dense, int(self.n_classes) + 2, *self.bitmap_tables())
         return self._score_plan
+
+    def bitmap_tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Rank bitmaps of the class rows of three symbols (class trigrams and skip-trigrams), when their key space
+        ``(n_classes + 2) ** 3`` is at most ``BITMAP_KEYS``: ``(bit_base, bits, bit_rank, bit_feature)`` as
+        :class:`trf.lm._feature_kernels.ScorePlan` reads them (``bit_base[r] = -1``: the row is not a bitmap row).
+
+        A look-up is one bit and, if it is set, a count of the set bits before it in its 64-bit word: no probe and
+        no key comparison.  The features of a group are found from their keys, so the bitmaps cost ``2 *
+        (n_classes + 2) ** 3 / 8`` bytes per group plus 8 bytes per feature of those rows (about 2 MB per group at
+        200 classes)."""
+        group, row_len, _, row_type = self.rows
+        width = self.n_classes + 2
+        bit_base = np.full(row_len.size, -1, dtype=np.int64)
+        keys = width ** 3
+        if keys > BITMAP_KEYS:
+            return bit_base, np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), np.full(1, -1, dtype=np.int64)
+        eligible = (row_len == 3) & np.all(row_type[:, :3] == _C, axis=1)
+        chosen = [g for g in np.unique(group) if np.all(eligible[group == g])]
+        span = -(-keys // 64) * 64
+        starts, indices, features = {}, [], []
+        for k, g in enumerate(chosen):
+            starts[g] = k * span
+            f = np.flatnonzero((self.key_hi >> 48) == g)
+            hi, lo = self.key_hi[f], self.key_lo[f]
+            s0, s1, s2 = (hi >> 24) & fk.EMPTY, hi & fk.EMPTY, (lo >> 24) & fk.EMPTY
+            indices.append(k * span + (s0 * width + s1) * width + s2)
+            features.append(f)
+        for r in range(row_len.size):
+            bit_base[r] = starts.get(group[r], -1)
+        index = np.concatenate(indices) if indices else np.zeros(0, dtype=np.int64)
+        by_index = np.argsort(index, kind="stable")
+        index = index[by_index]
+        feature = np.concatenate(features)[by_index] if features else np.zeros(0, dtype=np.int64)
+        n_words = max(len(chosen) * span // 64, 1)
+        bits = np.zeros(n_words, dtype=np.uint64)
+        np.bitwise_or.at(bits, index >> 6, np.left_shift(np.uint64(1), (index & 63).astype(np.uint64)))
+        per_word = np.bincount(index >> 6, minlength=n_words)
+        bit_rank = np.concatenate(([0], np.cumsum(per_word)[:-1])).astype(np.int64)
+        return bit_base, bits.view(np.int64), bit_rank, np.append(feature, -1).astype(np.int64)
 
     def dense_tables(self) -> tuple[np.ndarray, np.ndarray]:
         """Dense feature-index tables of the rows with small key spaces (cached): the word unigram over the
