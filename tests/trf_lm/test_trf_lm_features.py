@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from trf.lm import _feature_kernels as fk
+from trf.lm import features as features_module
 from trf.lm.corpus import EncodedCorpus
 from trf.lm.features import FEATURE_TYPES, SentenceFeatures, parse_feature_spec
 
@@ -122,7 +123,7 @@ def test_pruned_scoring_equals_the_full_look_up(corpus, spec):
     # the word and class unigrams and the class (skip-)bigrams read dense tables, the class (skip-)trigrams rank
     # bitmaps (issue 27: faster scoring)
     assert int((plan.dense_base >= 0).sum()) == {ALL: 11, "w+c+ws+cs+cpw": 5, "w+c": 3}[spec]
-    assert int((plan.bit_base >= 0).sum()) == {ALL: 3, "w+c+ws+cs+cpw": 3, "w+c": 1}[spec]
+    assert int((plan.bit_base >= 0).sum()) == {ALL: 12, "w+c+ws+cs+cpw": 6, "w+c": 2}[spec]
     if spec == ALL:
         hashed, symbols = feats.hashed(), feats.symbols()
         out = np.empty(len(fresh))  # parents shifted by one row: no longer sub-patterns
@@ -137,27 +138,47 @@ def test_pruned_scoring_equals_the_full_look_up(corpus, spec):
         assert not np.allclose(out, full)
 
 
-def test_bitmap_tables_find_every_class_trigram(corpus):
-    """The rank bitmaps of the class (skip-)trigram rows (issue 27: faster scoring) give, for every key of their key
-    space, the hash table's answer: the feature index or -1 (bit and rank recomputed here in plain Python)."""
+@pytest.mark.parametrize("n_frequent", [4, 100])
+def test_bitmap_tables_find_every_key_they_hold(corpus, monkeypatch, n_frequent):
+    """The rank bitmaps (issue 27: faster scoring) of the class (skip-)trigram rows and of the word pair rows over
+    the frequent words give, for every key they hold, the hash table's answer: the feature index or -1 (bit and rank
+    recomputed here in plain Python).  With 4 of the 9 word symbols frequent, the other words' pairs are left out."""
+    monkeypatch.setattr(features_module, "FREQUENT_WORDS", n_frequent)
     feats = SentenceFeatures.build(corpus, V, ALL, word_class=WORD_CLASS)
-    bit_base, bits, bit_rank, bit_feature = feats.bitmap_tables()
+    bit_base, bits, bit_feature, frequent, n_frequent = feats.bitmap_tables()
+    assert n_frequent == min(n_frequent, V + 2) and sorted(frequent[frequent < n_frequent]) == list(range(n_frequent))
     width = feats.n_classes + 2
-    words = bits.view(np.uint64)
+    words, ranks = bits[0::2].view(np.uint64), bits[1::2]
+    group, row_len, _, row_type = feats.rows
     rows = np.flatnonzero(bit_base >= 0)
-    assert rows.size == 3
+    assert rows.tolist() == [r for r in range(row_len.size) if row_len[r] == 3 and all(row_type[r, :3] == 1)
+                             or row_len[r] == 2 and all(row_type[r, :2] == 0)]
+    answers = []
     for r in rows:
-        s0, s1, s2 = (a.ravel() for a in np.meshgrid(*[np.arange(width)] * 3, indexing="ij"))
-        hi = np.int64(feats.rows.row_group[r]) << 48 | s0 << 24 | s1
+        n = 3 if row_type[r, 0] == 1 else 2
+        symbols = [a.ravel() for a in np.meshgrid(*[np.arange(width if n == 3 else V + 2)] * n, indexing="ij")]
+        if n == 3:
+            s0, s1, s2 = symbols
+            index = (s0 * width + s1) * width + s2
+        else:
+            s0, s1 = symbols
+            s2 = np.full(s0.size, fk.EMPTY)
+            held = (frequent[s0] < n_frequent) & (frequent[s1] < n_frequent)
+            assert held.sum() == n_frequent ** 2
+            s0, s1, s2 = s0[held], s1[held], s2[held]
+            index = frequent[s0] * n_frequent + frequent[s1]
+        hi = np.int64(group[r]) << 48 | s0 << 24 | s1
         lo = s2 << 24 | np.int64(fk.EMPTY)
         expected = fk.table_lookup_many(hi, lo, feats.key_hi, feats.key_lo, feats.slots)
         got = []
-        for k in (bit_base[r] + (s0 * width + s1) * width + s2).tolist():
+        for k in (bit_base[r] + index).tolist():
             word = int(words[k >> 6])
             below = bin(word & ((1 << (k & 63)) - 1)).count("1")
-            got.append(int(bit_feature[bit_rank[k >> 6] + below]) if word >> (k & 63) & 1 else -1)
+            got.append(int(bit_feature[ranks[k >> 6] + below]) if word >> (k & 63) & 1 else -1)
         np.testing.assert_array_equal(got, expected)
-        assert (expected >= 0).any() and (expected < 0).any()
+        answers.append(expected)
+    answers = np.concatenate(answers)
+    assert (answers >= 0).any() and (answers < 0).any()
 
 
 def _scores_one_at_a_time(feats, corpus, lam):

@@ -77,9 +77,12 @@ class ScorePlan(NamedTuple):
     the rows are looked up in, every row after its parents ``parents[r, a]`` (-1 pads; up to three columns are read).
     Rows with small key spaces do not read the hash table: row ``r`` with ``dense_base[r] >= 0`` reads
     ``dense[dense_base[r] + s0]`` (one symbol) or ``dense[dense_base[r] + s0 * width + s1]`` (two class symbols), the
-    feature index or -1; row ``r`` with ``bit_base[r] >= 0`` (three class symbols) reads bit ``k = bit_base[r] + (s0
-    * width + s1) * width + s2`` of ``bits`` (64 keys per int64 word; set: an observed n-gram) and, if set, feature
-    ``bit_feature[rank]`` with ``rank = bit_rank[k >> 6] +`` the set bits below ``k`` in its word."""
+    feature index or -1.  Row ``r`` with ``bit_base[r] >= 0`` reads a rank bitmap at key ``k``: three class symbols,
+    ``k = bit_base[r] + (s0 * width + s1) * width + s2``; two words, both among the ``n_frequent`` words that
+    ``frequent`` numbers (``frequent[w] = n_frequent`` for the others, which read the hash table), ``k = bit_base[r] +
+    frequent[w0'] * n_frequent + frequent[w1']``.  ``bits[2 * i]`` holds keys ``64 i .. 64 i + 63`` (bit set: an
+    observed n-gram) and ``bits[2 * i + 1]`` the number of set bits before them, so a set bit's rank is that count
+    plus the set bits below it in its word, and its feature is ``bit_feature[rank]``."""
 
     order: np.ndarray
     visit: np.ndarray
@@ -89,8 +92,9 @@ class ScorePlan(NamedTuple):
     width: int
     bit_base: np.ndarray
     bits: np.ndarray
-    bit_rank: np.ndarray
     bit_feature: np.ndarray
+    frequent: np.ndarray
+    n_frequent: int
 
 
 @jit(inline="always")
@@ -308,23 +312,24 @@ def corpus_feature_hits(corpus, symbols, fa):
 
 @jit
 def corpus_scores_pruned(corpus, symbols, lam, fa, plan, out):
-    """:func:`corpus_scores` that reads the small rows from dense tables, skips the look-up of a row whose parent
-    row fired with an unseen n-gram (:class:`ScorePlan`), and issues the hash look-ups of many positions together.
+    """:func:`corpus_scores` that reads the small rows from dense tables and rank bitmaps, skips the look-up of a row
+    whose parent row fired with an unseen n-gram (:class:`ScorePlan`), and issues the look-ups of many positions
+    together.
 
-    ``plan.order`` lists the rows with every row after its parents (shorter patterns first); ``plan.parents[r, :2]``
-    (-1 pads) are rows whose pattern is a proper sub-pattern of row ``r``'s: wherever ``r`` fires they fire on a
-    subset of the same symbols, so an unseen parent n-gram means an unseen n-gram of ``r``.
+    ``plan.visit`` lists the rows with every row after its parents; ``plan.parents[r]`` (-1 pads) are rows whose
+    pattern is a proper sub-pattern of row ``r``'s or the class projection of one: wherever ``r`` fires they fire
+    on a function of the same symbols, so an unseen parent n-gram means an unseen n-gram of ``r``.
 
     The sentences are taken in blocks of about ``SCORE_BLOCK`` positions (or one longer sentence) and the rows in
-    ``plan.order``.  For one row, every position of the block whose parents are seen is queued first (a dense row:
-    the table's index; else the key and its hash); then a dense row's entries and weights are read in branch-free
-    passes; a hashed row's first slots are read in one branch-free pass, the probes are resolved on the lines just
-    read, and the candidates' keys and weights are read in a second branch-free pass and compared.  The loads of a
-    pass do not depend on each other, so their cache misses overlap instead of following one another (one look-up
-    at a time, a look-up's misses -- slot, ``key_hi``, ``key_lo``, ``lam`` -- and the branch on each stall the
-    next: 3.1-3.4x the time, docs/trf-lm.md).  A
-    sentence's score adds the same ``lam`` in the same order (positions, then ``plan.order``) as one look-up at a
-    time would, so the result does not depend on the blocks.
+    ``plan.visit``.  For one row, every position of the block whose parents are seen is queued first (a dense row:
+    the table's index; a bitmap row: the bit's index; else the key and its hash); then a dense row's entries and
+    weights are read in branch-free passes, a bitmap row's bit words and ranks, features and weights likewise; a
+    hashed row's first slots are read in one branch-free pass, the probes are resolved on the lines just read, and
+    the candidates' keys and weights are read in a second branch-free pass and compared.  The loads of a pass do
+    not depend on each other, so their cache misses overlap instead of following one another (one look-up at a
+    time, a look-up's misses -- slot, ``key_hi``, ``key_lo``, ``lam`` -- and the branch on each stall the next:
+    3.1-3.4x the time, docs/trf-lm.md).  A sentence's score adds the same ``lam`` in the same order (positions, then
+    ``plan.order``) as one look-up at a time would, so the result does not depend on the blocks or on ``visit``.
     """
     order, row_len = plan.order, fa.row_len
     offsets = corpus.offsets
@@ -333,45 +338,82 @@ def corpus_scores_pruned(corpus, symbols, lam, fa, plan, out):
     n_rows = row_len.size
     src = np.full((n_rows, 4), 2, dtype=np.int64)
     off = np.zeros((n_rows, 4), dtype=np.int64)
+    pair_group = np.ones(n_rows, dtype=np.bool_)  # every row of r's group has at most two elements
     for r in range(n_rows):
         for e in range(row_len[r]):
             src[r, e] = fa.row_type[r, e]
             off[r, e] = fa.row_off[r, e]
-    block = _ScoreBlock(np.full((3, 2 * cap + 2), EMPTY, dtype=np.int64), src, off, np.empty(cap, dtype=np.int64),
+        for q in range(n_rows):
+            if fa.row_group[q] == fa.row_group[r] and row_len[q] > 2:
+                pair_group[r] = False
+    block = _ScoreBlock(np.full((4, 2 * cap + 2), EMPTY, dtype=np.int64), src, off, np.empty(cap, dtype=np.int64),
                         np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64),
                         np.full((n_rows, cap), -2, dtype=np.int64), np.zeros((n_rows, cap)))
     look = _LookUps(np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64),
                     np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64),
-                    np.empty(cap, dtype=np.int64), np.empty(cap))
+                    np.empty(cap, dtype=np.int64), np.empty(cap), np.empty(cap, dtype=np.int64),
+                    np.empty(cap, dtype=np.int64))
     first = 0
     while first < offsets.size - 1:
-        last, n_pos = _load_block(corpus, symbols, first, block)
+        last, n_pos = _load_block(corpus, symbols, plan, first, block)
         for r in plan.visit:
-            n = _row_look_ups(r, n_pos, fa, plan, block, look)
+            n, n_bits = _row_look_ups(r, n_pos, fa, plan, block, look)
             if plan.dense_base[r] >= 0:
                 _resolve_dense(r, n, lam, plan, block, look)
-            elif plan.bit_base[r] >= 0:
-                _resolve_bits(r, n, lam, plan, block, look)
-            else:
-                _resolve_look_ups(r, n, lam, fa, block, look)
-        t = 0
-        for i in range(first, last):  # the same lam in the same order as one look-up at a time
-            total = 0.0
-            for _ in range(offsets[i + 1] - offsets[i] + 1):
-                for k in range(order.size):
-                    total += block.val[order[k], t]
-                t += 1
-            out[i] = total
+                continue
+            if n_bits > 0:
+                _resolve_bits(r, n_bits, lam, plan, block, look)
+            if n > 0:
+                _resolve_look_ups(r, n, lam, fa, block, look, pair_group[r])
+        _block_sums(first, last, offsets, order, block.val, out)
         first = last
 
 
+@jit(inline="always")
+def _block_sums(first, last, offsets, order, val, out):
+    """``out[i]`` for the block's sentences ``first..last - 1``: the weights ``val[r, t]`` of each sentence's positions
+    ``t``, then rows ``order``, added in that order -- the order of one look-up at a time, so the sums are the same
+    bit for bit.  Four sentences are summed side by side: their chains of additions do not wait for each other."""
+    t = 0
+    i = first
+    while i < last:
+        n0 = offsets[i + 1] - offsets[i] + 1
+        n1 = offsets[i + 2] - offsets[i + 1] + 1 if i + 1 < last else 0
+        n2 = offsets[i + 3] - offsets[i + 2] + 1 if i + 2 < last else 0
+        n3 = offsets[i + 4] - offsets[i + 3] + 1 if i + 3 < last else 0
+        t0, t1, t2, t3 = t, t + n0, t + n0 + n1, t + n0 + n1 + n2
+        total0 = total1 = total2 = total3 = 0.0
+        for step in range(max(max(n0, n1), max(n2, n3))):
+            a0, a1, a2, a3 = step < n0, step < n1, step < n2, step < n3
+            for k in range(order.size):
+                row = val[order[k]]
+                if a0:
+                    total0 += row[t0 + step]
+                if a1:
+                    total1 += row[t1 + step]
+                if a2:
+                    total2 += row[t2 + step]
+                if a3:
+                    total3 += row[t3 + step]
+        out[i] = total0
+        if i + 1 < last:
+            out[i + 1] = total1
+        if i + 2 < last:
+            out[i + 2] = total2
+        if i + 3 < last:
+            out[i + 3] = total3
+        t = t3 + n3
+        i += 4
+
+
 class _ScoreBlock(NamedTuple):
-    """Work arrays of :func:`corpus_scores_pruned` for a block of positions ``t``: ``sym`` (3, buffer) holds the
-    block's sentences as ``<s> words </s>`` (line 0), their classes (line 1) and ``EMPTY`` (line 2); element ``e``
-    of row ``r`` at buffer index ``q`` is ``sym[src[r, e], q + off[r, e]]`` (missing elements read line 2);
-    ``at[t]`` is the buffer index of position ``t``, ``local[t]`` its position in its sentence, ``last_p[t]`` that
-    sentence's ``</s>`` position; ``found[r, t]`` is -2 (row does not fire), -1 (unseen) or the feature index,
-    ``val[r, t]`` its weight (0 unless found)."""
+    """Work arrays of :func:`corpus_scores_pruned` for a block of positions ``t``: ``sym`` (4, buffer) holds the
+    block's sentences as ``<s> words </s>`` (line 0), their classes (line 1), ``EMPTY`` (line 2) and the words'
+    numbers among the frequent words (line 3, ``ScorePlan.frequent``); element ``e`` of row ``r`` at buffer index
+    ``q`` is ``sym[src[r, e], q + off[r, e]]`` (missing elements read line 2); ``at[t]`` is the buffer index of
+    position ``t``, ``local[t]`` its position in its sentence, ``last_p[t]`` that sentence's ``</s>`` position;
+    ``found[r, t]`` is -2 (row does not fire), -1 (unseen) or the feature index, ``val[r, t]`` its weight (0 unless
+    found)."""
 
     sym: np.ndarray
     src: np.ndarray
@@ -384,8 +426,8 @@ class _ScoreBlock(NamedTuple):
 
 
 class _LookUps(NamedTuple):
-    """The pending hash look-ups of one row in a block: position, key, hash, then the candidate feature (-1: none)
-    and its key and weight."""
+    """The pending look-ups of one row in a block: position, key, hash (or a dense table's index), then the
+    candidate feature (-1: none) and its key and weight; and the pending bitmap reads: position and bit index."""
 
     pos: np.ndarray
     hi: np.ndarray
@@ -395,18 +437,22 @@ class _LookUps(NamedTuple):
     cand_hi: np.ndarray
     cand_lo: np.ndarray
     cand_lam: np.ndarray
+    bit_pos: np.ndarray
+    bit_index: np.ndarray
 
 
 @jit(inline="always")
-def _load_block(corpus, symbols, first, block):
+def _load_block(corpus, symbols, plan, first, block):
     """Load sentences ``first, first + 1, ...`` into ``block`` until it holds ``SCORE_BLOCK`` positions (at least
     one sentence); return ``(last, n_pos)``: sentences ``first..last - 1``, ``n_pos`` positions."""
-    offsets, tokens, sym = corpus.offsets, corpus.tokens, block.sym
+    offsets, tokens, sym, frequent = corpus.offsets, corpus.tokens, block.sym, plan.frequent
     n_pos = 0
     b = 0
     last = first
     while last < offsets.size - 1 and (last == first or n_pos < SCORE_BLOCK):
         j = load_sentence(tokens[offsets[last]:offsets[last + 1]], symbols, sym[0, b:], sym[1, b:])
+        for p in range(j + 2):
+            sym[3, b + p] = frequent[sym[0, b + p]]
         for p in range(1, j + 2):
             block.at[n_pos] = b + p
             block.local[n_pos] = p
@@ -420,19 +466,23 @@ def _load_block(corpus, symbols, first, block):
 @jit(inline="always")
 def _row_look_ups(r, n_pos, fa, plan, block, look):
     """Row ``r`` at every position of the block: not firing (-2) and pruned by an unseen parent (-1) are resolved at
-    once; the others are queued in ``look``: the dense table's or the bitmap's index (in ``look.hash``) for a dense or a
-    bitmap row, else the key and its hash.  Return their number."""
+    once; the others are queued: the dense table's index (in ``look.hash``) for a dense row; the bit's index (in
+    ``look.bit_index``) for a bitmap row whose key is in its bitmap; else the key and its hash.  Return the numbers
+    ``(n, n_bits)`` queued in ``look.pos`` and in ``look.bit_pos``."""
     sym, found, val, parents = block.sym, block.found, block.val, plan.parents
     first_off, unigram, base, bit_base = fa.row_off[r, 0], fa.row_len[r] == 1, plan.dense_base[r], plan.bit_base[r]
-    group, width = np.int64(fa.row_group[r]) << 48, plan.width
+    group, width, n_frequent = np.int64(fa.row_group[r]) << 48, plan.width, plan.n_frequent
+    word_bits = bit_base >= 0 and fa.row_type[r, 0] == 0  # a word pair's bitmap, else three classes'
     n_par = parents.shape[1]
     q0, q1, q2 = parents[r, 0], parents[r, 1] if n_par > 1 else -1, parents[r, 2] if n_par > 2 else -1
     f0, f1, f2 = found[max(q0, 0)], found[max(q1, 0)], found[max(q2, 0)]
     sym0, sym1, sym2, sym3 = (sym[block.src[r, 0]], sym[block.src[r, 1]], sym[block.src[r, 2]],
                               sym[block.src[r, 3]])
+    fq = sym[3]
     o0, o1, o2, o3 = block.off[r, 0], block.off[r, 1], block.off[r, 2], block.off[r, 3]
     found_r, val_r = found[r], val[r]
     n = 0
+    n_bits = 0
     for t in range(n_pos):
         p = block.local[t]
         found_r[t] = -1
@@ -448,11 +498,19 @@ def _row_look_ups(r, n_pos, fa, plan, block, look):
             look.hash[n] = base + sym0[q] if unigram else base + sym0[q + o0] * width + sym1[q]
             n += 1
             continue
-        if bit_base >= 0:  # queue the bit's index
-            look.pos[n] = t
-            look.hash[n] = bit_base + (sym0[q + o0] * width + sym1[q + o1]) * width + sym2[q]
-            n += 1
-            continue
+        if bit_base >= 0:
+            if word_bits:
+                a, b = fq[q + o0], fq[q]
+                if (a < n_frequent) & (b < n_frequent):  # both words frequent: queue the bit's index
+                    look.bit_pos[n_bits] = t
+                    look.bit_index[n_bits] = bit_base + a * n_frequent + b
+                    n_bits += 1
+                    continue
+            else:
+                look.bit_pos[n_bits] = t
+                look.bit_index[n_bits] = bit_base + (sym0[q + o0] * width + sym1[q + o1]) * width + sym2[q]
+                n_bits += 1
+                continue
         hi = group | (sym0[q + o0] << 24) | sym1[q + o1]
         lo = (sym2[q + o2] << 24) | sym3[q + o3]
         look.pos[n] = t
@@ -460,12 +518,15 @@ def _row_look_ups(r, n_pos, fa, plan, block, look):
         look.lo[n] = lo
         look.hash[n] = key_hash(hi, lo)
         n += 1
-    return n
+    return n, n_bits
 
 
 @jit(inline="always")
-def _resolve_look_ups(r, n, lam, fa, block, look):
-    """The ``n`` queued look-ups of row ``r`` (:func:`table_find` of each, in passes whose loads overlap)."""
+def _resolve_look_ups(r, n, lam, fa, block, look, pair_group):
+    """The ``n`` queued look-ups of row ``r`` (:func:`table_find` of each, in passes whose loads overlap).
+
+    With ``pair_group`` (every row of ``r``'s group has at most two elements, so every key of the group has the same
+    ``lo``), a candidate of the group whose ``key_hi`` matches is the key: ``key_lo`` is not read."""
     key_hi, key_lo, slots = fa.key_hi, fa.key_lo, fa.slots
     mask = slots.size - 1
     for e in range(n):  # first probes, branch-free: the misses overlap
@@ -480,11 +541,18 @@ def _resolve_look_ups(r, n, lam, fa, block, look):
                 s = (s + 1) & mask
                 v = slots[s]
         look.cand[e] = (v & np.int64(0xFFFFFFFF)) | (v >> 63)  # the feature, or -1 (v < 0: an empty slot)
-    for e in range(n):  # the candidates' keys and weights, branch-free
-        f = max(look.cand[e], 0)
-        look.cand_hi[e] = key_hi[f]
-        look.cand_lo[e] = key_lo[f]
-        look.cand_lam[e] = lam[f]
+    if pair_group:
+        for e in range(n):  # the candidates' keys and weights, branch-free
+            f = max(look.cand[e], 0)
+            look.cand_hi[e] = key_hi[f]
+            look.cand_lo[e] = look.lo[e]
+            look.cand_lam[e] = lam[f]
+    else:
+        for e in range(n):
+            f = max(look.cand[e], 0)
+            look.cand_hi[e] = key_hi[f]
+            look.cand_lo[e] = key_lo[f]
+            look.cand_lam[e] = lam[f]
     found_r, val_r = block.found[r], block.val[r]
     for e in range(n):
         f = look.cand[e]
@@ -522,17 +590,16 @@ def _set_bits(x):
 @jit(inline="always")
 def _resolve_bits(r, n, lam, plan, block, look):
     """The ``n`` queued bitmap reads of row ``r`` (:class:`ScorePlan`) and their weights, in branch-free passes."""
-    bits, bit_rank, bit_feature, found_r, val_r = plan.bits, plan.bit_rank, plan.bit_feature, block.found[r], block.val[r]
+    bits, bit_feature, found_r, val_r = plan.bits, plan.bit_feature, block.found[r], block.val[r]
     for e in range(n):
-        k = look.hash[e]
-        word = bits[k >> 6]
+        k = look.bit_index[e]
+        word = bits[2 * (k >> 6)]
         b = k & 63
-        hit = (word >> b) & 1
-        rank = bit_rank[k >> 6] + _set_bits(word & ((np.int64(1) << b) - 1))
-        look.cand[e] = bit_feature[rank] if hit else -1  # bit_feature ends with a -1: rank can be its size
+        rank = bits[2 * (k >> 6) + 1] + _set_bits(word & ((np.int64(1) << b) - 1))
+        look.cand[e] = bit_feature[rank] if (word >> b) & 1 else -1  # bit_feature ends with a -1: rank can be its size
     for e in range(n):
         f = look.cand[e]
         x = lam[max(f, 0)]
-        t = look.pos[e]
+        t = look.bit_pos[e]
         found_r[t] = f
         val_r[t] = x if f >= 0 else 0.0

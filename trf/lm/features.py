@@ -39,6 +39,7 @@ __all__ = ["FEATURE_TYPES", "parse_feature_spec", "SentenceFeatures"]
 
 _W, _C = 0, 1
 BITMAP_KEYS = 1 << 25  # largest key space of a class row read from a rank bitmap (SentenceFeatures.bitmap_tables)
+FREQUENT_WORDS = 2048  # words whose pairs the word pair rows read from rank bitmaps (SentenceFeatures.bitmap_tables)
 
 
 def _ngram(offsets, kind):
@@ -243,44 +244,64 @@ class SentenceFeatures:
                                             base, dense, int(self.n_classes) + 2, *self.bitmap_tables())
         return self._score_plan
 
-    def bitmap_tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Rank bitmaps of the class rows of three symbols (class trigrams and skip-trigrams), when their key space
-        ``(n_classes + 2) ** 3`` is at most ``BITMAP_KEYS``: ``(bit_base, bits, bit_rank, bit_feature)`` as
-        :class:`trf.lm._feature_kernels.ScorePlan` reads them (``bit_base[r] = -1``: the row is not a bitmap row).
+    def bitmap_tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+        """Rank bitmaps of the class rows of three symbols (class trigrams and skip-trigrams; when their key space
+        ``(n_classes + 2) ** 3`` is at most ``BITMAP_KEYS``) and of the word rows of two symbols over the
+        ``FREQUENT_WORDS`` words most frequent in those rows' features (with ``<s>`` and ``</s>``; the pairs of
+        other words stay on the hash table), cached: ``(bit_base, bits, bit_feature, frequent, n_frequent)`` as
+        :class:`trf.lm._feature_kernels.ScorePlan` reads them (``bit_base[r] = -1``: no bitmap).
 
-        A look-up is one bit and, if it is set, a count of the set bits before it in its 64-bit word: no probe and
-        no key comparison.  The features of a group are found from their keys, so the bitmaps cost ``2 *
-        (n_classes + 2) ** 3 / 8`` bytes per group plus 8 bytes per feature of those rows (about 2 MB per group at
-        200 classes)."""
+        A look-up is one bit and, if it is set, a count of the set bits before it in its 64-bit word, held beside
+        the word: no probe and no key comparison, and the bitmaps are small enough to stay in cache (Issue 27: at 200
+        classes, 2 MB per class trigram group and 1 MB per word pair group).  Each row of a group reads the group's
+        bitmap, found from the features' keys; it costs ``2 * keys / 8`` bytes plus 8 bytes per feature in it."""
+        if getattr(self, "_bitmap_tables", None) is None:
+            self._bitmap_tables = self._build_bitmaps()
+        return self._bitmap_tables
+
+    def _build_bitmaps(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
         group, row_len, _, row_type = self.rows
         width = self.n_classes + 2
-        bit_base = np.full(row_len.size, -1, dtype=np.int64)
-        keys = width ** 3
-        if keys > BITMAP_KEYS:
-            return bit_base, np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), np.full(1, -1, dtype=np.int64)
-        eligible = (row_len == 3) & np.all(row_type[:, :3] == _C, axis=1)
-        chosen = [g for g in np.unique(group) if np.all(eligible[group == g])]
-        span = -(-keys // 64) * 64
-        starts, indices, features = {}, [], []
-        for k, g in enumerate(chosen):
-            starts[g] = k * span
-            f = np.flatnonzero((self.key_hi >> 48) == g)
-            hi, lo = self.key_hi[f], self.key_lo[f]
-            s0, s1, s2 = (hi >> 24) & fk.EMPTY, hi & fk.EMPTY, (lo >> 24) & fk.EMPTY
-            indices.append(k * span + (s0 * width + s1) * width + s2)
+        feature_group = self.key_hi >> 48
+        s0, s1, s2 = (self.key_hi >> 24) & fk.EMPTY, self.key_hi & fk.EMPTY, (self.key_lo >> 24) & fk.EMPTY
+        triple = (row_len == 3) & np.all(row_type[:, :3] == _C, axis=1)
+        pair = (row_len == 2) & np.all(row_type[:, :2] == _W, axis=1)
+        triples = [g for g in np.unique(group) if np.all(triple[group == g])] if width ** 3 <= BITMAP_KEYS else []
+        pairs = [g for g in np.unique(group) if np.all(pair[group == g])]
+        # the frequent words: by their count in the features of the word pair rows (s0 and s1 are words there)
+        in_pairs = np.isin(feature_group, pairs)
+        n_symbols = self.n_words + 2
+        popular = (np.bincount(s0[in_pairs], weights=self.counts[in_pairs], minlength=n_symbols)
+                   + np.bincount(s1[in_pairs], weights=self.counts[in_pairs], minlength=n_symbols))
+        n_frequent = min(FREQUENT_WORDS, n_symbols)
+        frequent = np.full(n_symbols, n_frequent, dtype=np.int64)
+        frequent[np.argsort(-popular, kind="stable")[:n_frequent]] = np.arange(n_frequent)
+        starts, indices, features, start = {}, [], [], 0
+        for g, keys in [(g, width ** 3) for g in triples] + [(g, n_frequent ** 2) for g in pairs]:
+            f = np.flatnonzero(feature_group == g)
+            if g in pairs:
+                a, b = frequent[s0[f]], frequent[s1[f]]
+                keep = (a < n_frequent) & (b < n_frequent)
+                f, index = f[keep], a[keep] * n_frequent + b[keep]
+            else:
+                index = (s0[f] * width + s1[f]) * width + s2[f]
+            starts[g] = start
+            indices.append(start + index)
             features.append(f)
-        for r in range(row_len.size):
-            bit_base[r] = starts.get(group[r], -1)
+            start += -(-keys // 64) * 64
+        bit_base = np.array([starts.get(g, -1) for g in group], dtype=np.int64)
         index = np.concatenate(indices) if indices else np.zeros(0, dtype=np.int64)
+        feature = np.concatenate(features) if features else np.zeros(0, dtype=np.int64)
         by_index = np.argsort(index, kind="stable")
-        index = index[by_index]
-        feature = np.concatenate(features)[by_index] if features else np.zeros(0, dtype=np.int64)
-        n_words = max(len(chosen) * span // 64, 1)
-        bits = np.zeros(n_words, dtype=np.uint64)
-        np.bitwise_or.at(bits, index >> 6, np.left_shift(np.uint64(1), (index & 63).astype(np.uint64)))
+        index, feature = index[by_index], feature[by_index]
+        n_words = max(start // 64, 1)
+        words = np.zeros(n_words, dtype=np.uint64)
+        np.bitwise_or.at(words, index >> 6, np.left_shift(np.uint64(1), (index & 63).astype(np.uint64)))
         per_word = np.bincount(index >> 6, minlength=n_words)
-        bit_rank = np.concatenate(([0], np.cumsum(per_word)[:-1])).astype(np.int64)
-        return bit_base, bits.view(np.int64), bit_rank, np.append(feature, -1).astype(np.int64)
+        bits = np.empty(2 * n_words, dtype=np.int64)
+        bits[0::2] = words.view(np.int64)
+        bits[1::2] = np.concatenate(([0], np.cumsum(per_word)[:-1]))
+        return bit_base, bits, np.append(feature, -1).astype(np.int64), frequent, int(n_frequent)
 
     def dense_tables(self) -> tuple[np.ndarray, np.ndarray]:
         """Dense feature-index tables of the rows with small key spaces (cached): the word unigram over the
