@@ -97,6 +97,12 @@ def test_feature_table_roundtrip_memory_and_bad_input(corpus):
         SentenceFeatures.build(corpus, V, "c", word_class=[0, 1])
     with pytest.raises(ValueError, match="lam"):
         feats.scores(corpus, np.zeros(3))
+    lam = np.zeros(feats.n_features)  # a non-finite weight that a sentence reads, or weights whose sum overflows
+    lam[7] = np.nan
+    with pytest.raises(ValueError, match="lam must be finite; found non-finite value at index 7"):
+        feats.scores(corpus, lam)
+    with pytest.raises(ValueError, match="overflow"):
+        feats.scores(corpus, np.full(feats.n_features, 1e308))
 
 
 @pytest.mark.parametrize("spec", [ALL, "w+c+ws+cs+cpw", "w+c"])

@@ -223,12 +223,20 @@ class SentenceFeatures:
         return fk.FlatCorpus(tokens, corpus.offsets)
 
     def scores(self, corpus: EncodedCorpus, lam) -> np.ndarray:
-        """``lambda . f(x)`` for every sentence of ``corpus`` (unseen n-grams contribute nothing)."""
-        lam = as_float_array(lam, "lam", ndim=1)
+        """``lambda . f(x)`` for every sentence of ``corpus`` (unseen n-grams contribute nothing).
+
+        A non-finite weight is refused (ValueError naming ``lam``) when a sentence reads it: the finiteness check
+        runs on the scores, since reading all of a 3M-feature ``lam`` costs as much as scoring 2,000 positions."""
+        lam = as_float_array(lam, "lam", ndim=1, finite=False)  # checked through the scores: 24 MB not read twice
         if lam.size != self.n_features:
             raise ValueError(f"lam must have n_features={self.n_features} entries, got {lam.size}")
         out = np.empty(len(corpus))
         fk.corpus_scores_pruned(self._flat(corpus), self.symbols(), lam, self.hashed(), self.score_plan(), out)
+        if not np.all(np.isfinite(out)):
+            bad = np.flatnonzero(~np.isfinite(lam))
+            if bad.size:
+                raise ValueError(f"lam must be finite; found non-finite value at index {bad[0]}")
+            raise ValueError("lam's weights overflow float64 in a sentence score (|lambda . f(x)| > 1.8e308)")
         return out
 
     def score_plan(self) -> fk.ScorePlan:
