@@ -30,7 +30,7 @@ from samplers._jit import jit
 
 EMPTY = (1 << 24) - 1
 MAX_SYMBOL = EMPTY - 1
-SCORE_BLOCK = 256  # positions whose hash look-ups of one row are issued together (corpus_scores_pruned)
+SCORE_BLOCK = 1024  # positions whose hash look-ups of one row are issued together (corpus_scores_pruned)
 
 
 class Templates(NamedTuple):
@@ -596,7 +596,9 @@ def _resolve_bits(r, n, lam, plan, block, look):
         word = bits[2 * (k >> 6)]
         b = k & 63
         rank = bits[2 * (k >> 6) + 1] + _set_bits(word & ((np.int64(1) << b) - 1))
-        look.cand[e] = bit_feature[rank] if (word >> b) & 1 else -1  # bit_feature ends with a -1: rank can be its size
+        look.cand[e] = rank if (word >> b) & 1 else bit_feature.size - 1  # bit_feature ends with a -1
+    for e in range(n):  # the features, then their weights: the loads of each pass overlap
+        look.cand[e] = bit_feature[look.cand[e]]
     for e in range(n):
         f = look.cand[e]
         x = lam[max(f, 0)]
