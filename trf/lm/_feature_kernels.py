@@ -74,7 +74,8 @@ class ScorePlan(NamedTuple):
     """How :func:`corpus_scores_pruned` visits the rows.
 
     ``order``: the rows in the order a sentence's weights are added (shorter patterns first); ``visit``: the order
-    the rows are looked up in, every row after its parents ``parents[r, a]`` (-1 pads; up to three columns are read).
+    the rows are looked up in, in levels ``visit[level_end[v]:level_end[v + 1]]`` whose rows have their parents
+    ``parents[r, a]`` (-1 pads; up to three columns are read) in earlier levels.
     Rows with small key spaces do not read the hash table: row ``r`` with ``dense_base[r] >= 0`` reads
     ``dense[dense_base[r] + s0]`` (one symbol) or ``dense[dense_base[r] + s0 * width + s1]`` (two class symbols), the
     feature index or -1.  Row ``r`` with ``bit_base[r] >= 0`` reads a rank bitmap at key ``k``: three class symbols,
@@ -86,6 +87,7 @@ class ScorePlan(NamedTuple):
 
     order: np.ndarray
     visit: np.ndarray
+    level_end: np.ndarray
     parents: np.ndarray
     dense_base: np.ndarray
     dense: np.ndarray
@@ -321,11 +323,12 @@ def corpus_scores_pruned(corpus, symbols, lam, fa, plan, out):
     on a function of the same symbols, so an unseen parent n-gram means an unseen n-gram of ``r``.
 
     The sentences are taken in blocks of about ``SCORE_BLOCK`` positions (or one longer sentence) and the rows in
-    ``plan.visit``.  For one row, every position of the block whose parents are seen is queued first (a dense row:
-    the table's index; a bitmap row: the bit's index; else the key and its hash); then a dense row's entries and
-    weights are read in branch-free passes, a bitmap row's bit words and ranks, features and weights likewise; a
-    hashed row's first slots are read in one branch-free pass, the probes are resolved on the lines just read, and
-    the candidates' keys and weights are read in a second branch-free pass and compared.  The loads of a pass do
+    ``plan.visit``, level by level (``plan.level_end``: the rows of a level have their parents in earlier levels).
+    For the rows of one level, every position of the block whose parents are seen is queued first (a dense row: the
+    table's index; a bitmap row: the bit's index; else the key and its hash); then the dense entries and weights are
+    read in branch-free passes, the bitmaps' words and ranks, features and weights likewise; the hashed look-ups'
+    first slots are read in one branch-free pass, the probes are resolved on the lines just read, and the
+    candidates' keys and weights are read in a second branch-free pass and compared.  The loads of a pass do
     not depend on each other, so their cache misses overlap instead of following one another (one look-up at a
     time, a look-up's misses -- slot, ``key_hi``, ``key_lo``, ``lam`` -- and the branch on each stall the next:
     3.1-3.4x the time, docs/trf-lm.md).  A sentence's score adds the same ``lam`` in the same order (positions, then
@@ -349,22 +352,24 @@ def corpus_scores_pruned(corpus, symbols, lam, fa, plan, out):
     block = _ScoreBlock(np.full((4, 2 * cap + 2), EMPTY, dtype=np.int64), src, off, np.empty(cap, dtype=np.int64),
                         np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64),
                         np.full((n_rows, cap), -2, dtype=np.int64), np.zeros((n_rows, cap)))
-    look = _LookUps(np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64),
-                    np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64),
-                    np.empty(cap, dtype=np.int64), np.empty(cap), np.empty(cap, dtype=np.int64),
-                    np.empty(cap, dtype=np.int64))
+    size = n_rows * cap  # every row of a level at every position of a block
+    look = _LookUps(np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64),
+                    np.empty(size, dtype=np.int64), np.empty(size, dtype=np.bool_), np.empty(size, dtype=np.int64),
+                    np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64), np.empty(size),
+                    np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64),
+                    np.empty(size, dtype=np.int64))
+    found, val = block.found.reshape(size), block.val.reshape(size)
     first = 0
     while first < offsets.size - 1:
         last, n_pos = _load_block(corpus, symbols, plan, first, block)
-        for r in plan.visit:
-            n, n_bits = _row_look_ups(r, n_pos, fa, plan, block, look)
-            if plan.dense_base[r] >= 0:
-                _resolve_dense(r, n, lam, plan, block, look)
-                continue
-            if n_bits > 0:
-                _resolve_bits(r, n_bits, lam, plan, block, look)
-            if n > 0:
-                _resolve_look_ups(r, n, lam, fa, block, look, pair_group[r])
+        for v in range(plan.level_end.size - 1):
+            counts = (np.int64(0), np.int64(0), np.int64(0))
+            for k in range(plan.level_end[v], plan.level_end[v + 1]):
+                counts = _row_look_ups(plan.visit[k], n_pos, fa, plan, block, look, counts, pair_group)
+            n, n_bits, n_dense = counts
+            _resolve_dense(n_dense, lam, plan, found, val, look)
+            _resolve_bits(n_bits, lam, plan, found, val, look)
+            _resolve_look_ups(n, lam, fa, found, val, look)
         _block_sums(first, last, offsets, order, block.val, out)
         first = last
 
@@ -426,19 +431,23 @@ class _ScoreBlock(NamedTuple):
 
 
 class _LookUps(NamedTuple):
-    """The pending look-ups of one row in a block: position, key, hash (or a dense table's index), then the
-    candidate feature (-1: none) and its key and weight; and the pending bitmap reads: position and bit index."""
+    """The pending look-ups of one level's rows in a block, each at ``r * cap + t`` (row ``r``, position ``t``): the
+    hashed ones (where, key, hash, whether the key's group has only pairs, then the candidate feature -- -1: none --
+    and its key and weight), the bitmap reads (where, bit index) and the dense reads (where, table index)."""
 
     pos: np.ndarray
     hi: np.ndarray
     lo: np.ndarray
     hash: np.ndarray
+    pair: np.ndarray
     cand: np.ndarray
     cand_hi: np.ndarray
     cand_lo: np.ndarray
     cand_lam: np.ndarray
     bit_pos: np.ndarray
     bit_index: np.ndarray
+    dense_pos: np.ndarray
+    dense_index: np.ndarray
 
 
 @jit(inline="always")
@@ -464,14 +473,15 @@ def _load_block(corpus, symbols, plan, first, block):
 
 
 @jit(inline="always")
-def _row_look_ups(r, n_pos, fa, plan, block, look):
+def _row_look_ups(r, n_pos, fa, plan, block, look, counts, pair_group):
     """Row ``r`` at every position of the block: not firing (-2) and pruned by an unseen parent (-1) are resolved at
-    once; the others are queued: the dense table's index (in ``look.hash``) for a dense row; the bit's index (in
-    ``look.bit_index``) for a bitmap row whose key is in its bitmap; else the key and its hash.  Return the numbers
-    ``(n, n_bits)`` queued in ``look.pos`` and in ``look.bit_pos``."""
+    once; the others are queued after the ``counts = (hashed, bitmap, dense)`` already queued: the dense table's
+    index for a dense row; the bit's index for a bitmap row whose key is in its bitmap; else the key and its hash.
+    Return the new counts."""
+    n, n_bits, n_dense = counts
     sym, found, val, parents = block.sym, block.found, block.val, plan.parents
     first_off, unigram, base, bit_base = fa.row_off[r, 0], fa.row_len[r] == 1, plan.dense_base[r], plan.bit_base[r]
-    group, width, n_frequent = np.int64(fa.row_group[r]) << 48, plan.width, plan.n_frequent
+    group, width, n_frequent, pair = np.int64(fa.row_group[r]) << 48, plan.width, plan.n_frequent, pair_group[r]
     word_bits = bit_base >= 0 and fa.row_type[r, 0] == 0  # a word pair's bitmap, else three classes'
     n_par = parents.shape[1]
     q0, q1, q2 = parents[r, 0], parents[r, 1] if n_par > 1 else -1, parents[r, 2] if n_par > 2 else -1
@@ -481,8 +491,7 @@ def _row_look_ups(r, n_pos, fa, plan, block, look):
     fq = sym[3]
     o0, o1, o2, o3 = block.off[r, 0], block.off[r, 1], block.off[r, 2], block.off[r, 3]
     found_r, val_r = found[r], val[r]
-    n = 0
-    n_bits = 0
+    at = r * found.shape[1]  # where row r's entries start in the flat block arrays
     for t in range(n_pos):
         p = block.local[t]
         found_r[t] = -1
@@ -494,39 +503,41 @@ def _row_look_ups(r, n_pos, fa, plan, block, look):
             continue
         q = block.at[t]
         if base >= 0:  # queue the dense table's index
-            look.pos[n] = t
-            look.hash[n] = base + sym0[q] if unigram else base + sym0[q + o0] * width + sym1[q]
-            n += 1
+            look.dense_pos[n_dense] = at + t
+            look.dense_index[n_dense] = base + sym0[q] if unigram else base + sym0[q + o0] * width + sym1[q]
+            n_dense += 1
             continue
         if bit_base >= 0:
             if word_bits:
                 a, b = fq[q + o0], fq[q]
                 if (a < n_frequent) & (b < n_frequent):  # both words frequent: queue the bit's index
-                    look.bit_pos[n_bits] = t
+                    look.bit_pos[n_bits] = at + t
                     look.bit_index[n_bits] = bit_base + a * n_frequent + b
                     n_bits += 1
                     continue
             else:
-                look.bit_pos[n_bits] = t
+                look.bit_pos[n_bits] = at + t
                 look.bit_index[n_bits] = bit_base + (sym0[q + o0] * width + sym1[q + o1]) * width + sym2[q]
                 n_bits += 1
                 continue
         hi = group | (sym0[q + o0] << 24) | sym1[q + o1]
         lo = (sym2[q + o2] << 24) | sym3[q + o3]
-        look.pos[n] = t
+        look.pos[n] = at + t
         look.hi[n] = hi
         look.lo[n] = lo
         look.hash[n] = key_hash(hi, lo)
+        look.pair[n] = pair
         n += 1
-    return n, n_bits
+    return n, n_bits, n_dense
 
 
 @jit(inline="always")
-def _resolve_look_ups(r, n, lam, fa, block, look, pair_group):
-    """The ``n`` queued look-ups of row ``r`` (:func:`table_find` of each, in passes whose loads overlap).
+def _resolve_look_ups(n, lam, fa, found, val, look):
+    """The ``n`` queued hash look-ups (:func:`table_find` of each, in passes whose loads overlap); ``found`` and
+    ``val`` are the block's, flat.
 
-    With ``pair_group`` (every row of ``r``'s group has at most two elements, so every key of the group has the same
-    ``lo``), a candidate of the group whose ``key_hi`` matches is the key: ``key_lo`` is not read."""
+    A key whose group has only pairs (``look.pair``: every row of the group has at most two elements, so every key
+    of the group has the same ``lo``) is the candidate when their ``key_hi`` match: ``key_lo`` is not read."""
     key_hi, key_lo, slots = fa.key_hi, fa.key_lo, fa.slots
     mask = slots.size - 1
     for e in range(n):  # first probes, branch-free: the misses overlap
@@ -541,41 +552,33 @@ def _resolve_look_ups(r, n, lam, fa, block, look, pair_group):
                 s = (s + 1) & mask
                 v = slots[s]
         look.cand[e] = (v & np.int64(0xFFFFFFFF)) | (v >> 63)  # the feature, or -1 (v < 0: an empty slot)
-    if pair_group:
-        for e in range(n):  # the candidates' keys and weights, branch-free
-            f = max(look.cand[e], 0)
-            look.cand_hi[e] = key_hi[f]
-            look.cand_lo[e] = look.lo[e]
-            look.cand_lam[e] = lam[f]
-    else:
-        for e in range(n):
-            f = max(look.cand[e], 0)
-            look.cand_hi[e] = key_hi[f]
-            look.cand_lo[e] = key_lo[f]
-            look.cand_lam[e] = lam[f]
-    found_r, val_r = block.found[r], block.val[r]
+    for e in range(n):  # the candidates' keys and weights, branch-free
+        f = max(look.cand[e], 0)
+        look.cand_hi[e] = key_hi[f]
+        look.cand_lo[e] = look.lo[e] if look.pair[e] else key_lo[f]
+        look.cand_lam[e] = lam[f]
     for e in range(n):
         f = look.cand[e]
         if (f >= 0) & ((look.cand_hi[e] != look.hi[e]) | (look.cand_lo[e] != look.lo[e])):  # fingerprint collision
             f = table_find(look.hi[e], look.lo[e], key_hi, key_lo, slots)
             look.cand_lam[e] = lam[max(f, 0)]
         t = look.pos[e]
-        found_r[t] = f
-        val_r[t] = look.cand_lam[e] if f >= 0 else 0.0
+        found[t] = f
+        val[t] = look.cand_lam[e] if f >= 0 else 0.0
 
 
 @jit(inline="always")
-def _resolve_dense(r, n, lam, plan, block, look):
-    """The ``n`` queued dense-table reads of row ``r`` and their weights, in branch-free passes."""
-    dense, found_r, val_r = plan.dense, block.found[r], block.val[r]
+def _resolve_dense(n, lam, plan, found, val, look):
+    """The ``n`` queued dense-table reads and their weights, in branch-free passes."""
+    dense = plan.dense
     for e in range(n):
-        look.cand[e] = dense[look.hash[e]]
+        look.cand[e] = dense[look.dense_index[e]]
     for e in range(n):
         f = look.cand[e]
         x = lam[max(f, 0)]
-        t = look.pos[e]
-        found_r[t] = f
-        val_r[t] = x if f >= 0 else 0.0
+        t = look.dense_pos[e]
+        found[t] = f
+        val[t] = x if f >= 0 else 0.0
 
 
 @jit(inline="always")
@@ -588,9 +591,9 @@ def _set_bits(x):
 
 
 @jit(inline="always")
-def _resolve_bits(r, n, lam, plan, block, look):
-    """The ``n`` queued bitmap reads of row ``r`` (:class:`ScorePlan`) and their weights, in branch-free passes."""
-    bits, bit_feature, found_r, val_r = plan.bits, plan.bit_feature, block.found[r], block.val[r]
+def _resolve_bits(n, lam, plan, found, val, look):
+    """The ``n`` queued bitmap reads (:class:`ScorePlan`) and their weights, in branch-free passes."""
+    bits, bit_feature = plan.bits, plan.bit_feature
     for e in range(n):
         k = look.bit_index[e]
         word = bits[2 * (k >> 6)]
@@ -603,5 +606,5 @@ def _resolve_bits(r, n, lam, plan, block, look):
         f = look.cand[e]
         x = lam[max(f, 0)]
         t = look.bit_pos[e]
-        found_r[t] = f
-        val_r[t] = x if f >= 0 else 0.0
+        found[t] = f
+        val[t] = x if f >= 0 else 0.0

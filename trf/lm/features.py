@@ -76,8 +76,8 @@ def row_parents(rows: fk.Templates, n_parents: int = 2, projections: bool = Fals
 
     With ``projections``, a parent may also read the class of a word the row reads (``(c-2 c-1 c0)`` for
     ``(w-2 w-1 w0)``, ``(c-1 c0)`` for ``(w-1 w0)``): its n-gram is a function of the row's, so the same
-    argument holds.  Such a parent can be as long as the row, so the rows must then be visited in the order
-    of :func:`visit_order`.  Parents are ranked by length, then by their number of word elements (the more
+    argument holds.  Such a parent can be as long as the row, so the rows must then be visited in levels
+    (:func:`visit_levels`).  Parents are ranked by length, then by their number of word elements (the more
     specific first).
     """
     _, row_len, row_off, row_type = rows
@@ -93,12 +93,20 @@ def row_parents(rows: fk.Templates, n_parents: int = 2, projections: bool = Fals
     return parents
 
 
-def visit_order(rows: fk.Templates) -> np.ndarray:
-    """The rows ordered by length, then by number of word elements: every parent of :func:`row_parents` (with
-    ``projections``) comes before its children."""
-    _, row_len, _, row_type = rows
-    n_word = [int(np.sum(row_type[r, :row_len[r]] == _W)) for r in range(row_len.size)]
-    return np.array(sorted(range(row_len.size), key=lambda r: (int(row_len[r]), n_word[r], r)), dtype=np.int64)
+def visit_levels(parents: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows in levels: level 0 holds the rows without parents, level ``v`` the rows whose parents are all in
+    earlier levels.  Returns ``(visit, level_end)``: the rows by level (then by index), and the end of each level in
+    ``visit`` (``level_end[0] = 0``)."""
+    level = np.full(parents.shape[0], -1, dtype=np.int64)
+    for _ in range(parents.shape[0]):
+        for r in range(parents.shape[0]):
+            below = [level[q] for q in parents[r] if q >= 0]
+            if level[r] < 0 and all(v >= 0 for v in below):
+                level[r] = 1 + max(below, default=-1)
+    if np.any(level < 0):
+        raise ValueError("row parents form a cycle")
+    visit = np.lexsort((np.arange(level.size), level)).astype(np.int64)
+    return visit, np.concatenate(([0], np.cumsum(np.bincount(level)))).astype(np.int64)
 
 
 def parse_feature_spec(spec: str) -> tuple[str, ...]:
@@ -241,15 +249,16 @@ class SentenceFeatures:
 
     def score_plan(self) -> fk.ScorePlan:
         """How :meth:`scores` visits the rows (cached): the weights are added shorter patterns first; the rows are
-        looked up in :func:`visit_order`, skipping a row where one of its up to three parents (:func:`row_parents`
+        looked up level by level (:func:`visit_levels`), skipping a row where one of its up to three parents (:func:`row_parents`
         with ``projections``) is unseen; the dense tables of :meth:`dense_tables` and the bitmaps of
         :meth:`bitmap_tables` replace the hash table for the rows with small key spaces."""
         if getattr(self, "_score_plan", None) is None:
             row_len = self.rows.row_len
             order = np.array(sorted(range(row_len.size), key=lambda r: (int(row_len[r]), r)), dtype=np.int64)
             base, dense = self.dense_tables()
-            self._score_plan = fk.ScorePlan(order, visit_order(self.rows), row_parents(self.rows, 3, projections=True),
-                                            base, dense, int(self.n_classes) + 2, *self.bitmap_tables())
+            parents = row_parents(self.rows, 3, projections=True)
+            self._score_plan = fk.ScorePlan(order, *visit_levels(parents), parents, base, dense,
+                                            int(self.n_classes) + 2, *self.bitmap_tables())
         return self._score_plan
 
     def bitmap_tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
