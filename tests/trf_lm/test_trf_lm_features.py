@@ -88,6 +88,8 @@ def test_feature_table_roundtrip_memory_and_bad_input(corpus):
     again = SentenceFeatures.from_arrays(arrays, meta)
     np.testing.assert_array_equal(again.feature_vector([1, 2, 3]), feats.feature_vector([1, 2, 3]))
     assert 24e6 <= feats.bytes_per_million() <= 64e6
+    plan = feats.score_plan()  # the scorer's own tables are counted apart
+    assert feats.scoring_nbytes() == sum(a.nbytes for a in plan if isinstance(a, np.ndarray)) > plan.bits.nbytes
     assert feats.max_context == 9
     with pytest.raises(ValueError, match="unknown template"):
         parse_feature_spec("w+trigger")

@@ -400,6 +400,11 @@ class SentenceFeatures:
         """Bytes held by the feature set (keys, counts, hash table; the weights add 8 per feature)."""
         return int(self.key_hi.nbytes + self.key_lo.nbytes + self.counts.nbytes + self.slots.nbytes)
 
+    def scoring_nbytes(self) -> int:
+        """Bytes of the tables that :meth:`scores` adds (built on first use and kept): the dense tables, the rank
+        bitmaps with their features, the frequent words' numbers and the plan's small arrays."""
+        return int(sum(np.asarray(a).nbytes for a in self.score_plan() if isinstance(a, np.ndarray)))
+
     def bytes_per_million(self, with_weights: bool = True) -> float:
         """Memory per million features, including one float64 weight each when ``with_weights``."""
         total = self.nbytes() + (8 * self.n_features if with_weights else 0)
