@@ -189,6 +189,12 @@ def test_bitmap_tables_find_every_key_they_hold(corpus, monkeypatch, n_frequent)
     assert (answers >= 0).any() and (answers < 0).any()
 
 
+def _key(feats, r, w, c, p):
+    """The key ``(group, symbols)`` of row ``r`` at position ``p`` of the symbol lists ``w`` and ``c``."""
+    group, row_len, row_off, row_type = feats.rows
+    return int(group[r]), tuple((w if row_type[r, e] == 0 else c)[p + row_off[r, e]] for e in range(row_len[r]))
+
+
 def _scores_one_at_a_time(feats, corpus, lam):
     """Plain-Python scores summed in the scorer's order (positions, then ``score_plan().order``), each n-gram found
     in a dict of the decoded keys: no hash table, no pruning, no dense tables."""
@@ -204,24 +210,28 @@ def _scores_one_at_a_time(feats, corpus, lam):
             for r in order:
                 if p + row_off[r, 0] < 0 or (row_len[r] == 1 and p == j + 1):
                     continue
-                key = (int(group[r]), tuple((w if row_type[r, e] == 0 else c)[p + row_off[r, e]]
-                                            for e in range(row_len[r])))
-                if key in index:
+                if (key := _key(feats, r, w, c, p)) in index:
                     total += lam[index[key]]
         out.append(total)
     return np.array(out)
 
 
-def test_batched_scoring_is_bit_identical_to_one_look_up_at_a_time(corpus):
-    """Issue 27 (scoring speed): the scorer issues the hash look-ups of a block of ``fk.SCORE_BLOCK`` positions
-    together.  On sentences of length 1, longer than a block, and with words never seen in training (ids V..V+2:
-    unseen unigrams and n-grams), its scores equal -- bit for bit -- a plain-Python sum in the same order over a
-    dict of the features, and do not depend on which sentences share a block.  A fingerprint collision (a slot
-    whose fingerprint matches an unseen key but whose key differs) scores nothing; negative control: the collided
+@pytest.mark.parametrize("n_frequent", [4, 2048])
+def test_batched_scoring_is_bit_identical_to_one_look_up_at_a_time(corpus, monkeypatch, n_frequent):
+    """Issue 27 (scoring speed): the scorer issues the look-ups of a block of ``fk.SCORE_BLOCK`` positions together,
+    level by level, through dense tables, rank bitmaps (the word pairs of the ``n_frequent`` most frequent words: 4
+    of the 11 word symbols, so that pairs of the others go to the hash table, or all of them) and the hash table.
+    On sentences of length 1, longer than a block, and with words never seen in training (ids V..V+2: unseen
+    unigrams and n-grams), its scores equal -- bit for bit -- a plain-Python sum in the same order over a dict of
+    the features, and do not depend on which sentences share a block.  A fingerprint collision (a slot whose
+    fingerprint matches an unseen key but whose key differs) scores nothing; negative control: the collided
     feature's weight, had the key not been compared."""
+    monkeypatch.setattr(features_module, "FREQUENT_WORDS", n_frequent)
     n_words = V + 3
     word_class = np.append(WORD_CLASS, [0, 1, 2])
     feats = SentenceFeatures.build(corpus, n_words, ALL, word_class=word_class)
+    plan = feats.score_plan()
+    assert plan.n_frequent == min(n_frequent, n_words + 2)
     rng = np.random.default_rng(12)
     sentences = [[7], [2], rng.integers(0, n_words, size=fk.SCORE_BLOCK + 44)]
     sentences += [rng.integers(0, n_words, size=rng.integers(1, 30)) for _ in range(40)]
@@ -231,9 +241,26 @@ def test_batched_scoring_is_bit_identical_to_one_look_up_at_a_time(corpus):
     np.testing.assert_array_equal(batched, _scores_one_at_a_time(feats, fresh, lam))
     alone = np.concatenate([feats.scores(EncodedCorpus.from_sentences([s]), lam) for s in sentences])
     np.testing.assert_array_equal(batched, alone)
-    # a collision: the word bigram (w-1 w0) = (7, 8) is unseen (8 never occurs in training) and always looked up
-    bigram_group = int(feats.rows.row_group[2])
-    hi = np.int64(bigram_group) << 48 | np.int64(7) << 24 | np.int64(8)
+    if n_frequent == 2048:  # every word pair is in a bitmap: no hash look-up to collide
+        return
+    # a collision: a word pair (w-d w0) = (a, b), d = 6..9 (the tied rows), that is unseen, not in a bitmap (a word
+    # not frequent) and looked up in the hash table (its parents are seen) in the sentence a 0 ... 0 b
+    keys = set(_decode(feats))
+
+    def hashed_and_unseen(r, a, b):
+        d = -int(feats.rows.row_off[r, 0])
+        sentence = [a] + [0] * (d - 1) + [b]
+        w = [n_words + 1, *sentence, n_words]
+        c = [feats.n_classes + 1, *(int(word_class[t]) for t in sentence), feats.n_classes]
+        return (_key(feats, r, w, c, d + 1) not in keys and n_frequent in (plan.frequent[a], plan.frequent[b])
+                and all(_key(feats, q, w, c, d + 1) in keys for q in plan.parents[r] if q >= 0)), sentence
+
+    tied = [r for r in range(24, 28)]
+    assert all(feats.rows.row_len[r] == 2 and feats.rows.row_off[r, 0] <= -6 for r in tied)
+    r, a, b = next((r, a, b) for r in tied for a in range(V) for b in range(V) if hashed_and_unseen(r, a, b)[0])
+    sentence = hashed_and_unseen(r, a, b)[1]
+    bigram_group = int(feats.rows.row_group[r])
+    hi = np.int64(bigram_group) << 48 | np.int64(a) << 24 | np.int64(b)
     lo = np.int64(fk.EMPTY) << 24 | np.int64(fk.EMPTY)
     assert fk.table_lookup_many(np.array([hi]), np.array([lo]), feats.key_hi, feats.key_lo, feats.slots)[0] == -1
     h = fk.key_hash(hi, lo)
@@ -243,7 +270,7 @@ def test_batched_scoring_is_bit_identical_to_one_look_up_at_a_time(corpus):
         s = (s + 1) & (slots.size - 1)
     other = 3  # any feature: the collided slot points at it under the unseen key's fingerprint
     slots[s] = fk.fingerprint(h) << 32 | other
-    pair = EncodedCorpus.from_sentences([[7, 8]])
+    pair = EncodedCorpus.from_sentences([sentence])
     out = np.empty(1)
     hashed = feats.hashed()._replace(slots=slots)
     fk.corpus_scores_pruned(fk.FlatCorpus(pair.tokens, pair.offsets), feats.symbols(), lam, hashed,
