@@ -25,7 +25,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+from llvmlite import ir
 from numba import types
+from numba.core import cgutils
 from numba.extending import intrinsic
 
 from samplers._jit import jit
@@ -482,6 +484,8 @@ def _row_look_ups(r, n_pos, fa, plan, block, look, counts, pair_group):
     Return the new counts."""
     n, n_bits, n_dense = counts
     sym, found, val, parents = block.sym, block.found, block.val, plan.parents
+    bits, slots = plan.bits, fa.slots
+    mask = slots.size - 1
     first_off, unigram, base, bit_base = fa.row_off[r, 0], fa.row_len[r] == 1, plan.dense_base[r], plan.bit_base[r]
     group, width, n_frequent, pair = np.int64(fa.row_group[r]) << 48, plan.width, plan.n_frequent, pair_group[r]
     word_bits = bit_base >= 0 and fa.row_type[r, 0] == 0  # a word pair's bitmap, else three classes'
@@ -513,21 +517,27 @@ def _row_look_ups(r, n_pos, fa, plan, block, look, counts, pair_group):
             if word_bits:
                 a, b = fq[q + o0], fq[q]
                 if (a < n_frequent) & (b < n_frequent):  # both words frequent: queue the bit's index
+                    k = bit_base + a * n_frequent + b
+                    _prefetch(bits, 2 * (k >> 6))
                     look.bit_pos[n_bits] = at + t
-                    look.bit_index[n_bits] = bit_base + a * n_frequent + b
+                    look.bit_index[n_bits] = k
                     n_bits += 1
                     continue
             else:
+                k = bit_base + (sym0[q + o0] * width + sym1[q + o1]) * width + sym2[q]
+                _prefetch(bits, 2 * (k >> 6))
                 look.bit_pos[n_bits] = at + t
-                look.bit_index[n_bits] = bit_base + (sym0[q + o0] * width + sym1[q + o1]) * width + sym2[q]
+                look.bit_index[n_bits] = k
                 n_bits += 1
                 continue
         hi = group | (sym0[q + o0] << 24) | sym1[q + o1]
         lo = (sym2[q + o2] << 24) | sym3[q + o3]
+        h = key_hash(hi, lo)
+        _prefetch(slots, h & mask)
         look.pos[n] = at + t
         look.hi[n] = hi
         look.lo[n] = lo
-        look.hash[n] = key_hash(hi, lo)
+        look.hash[n] = h
         look.pair[n] = pair
         n += 1
     return n, n_bits, n_dense
@@ -581,6 +591,24 @@ def _resolve_dense(n, lam, plan, found, val, look):
         t = look.dense_pos[e]
         found[t] = f
         val[t] = x if f >= 0 else 0.0
+
+
+@intrinsic
+def _prefetch(typingctx, array, index):
+    """Ask for the cache line of ``array[index]`` (LLVM's ``prefetch``: no wait, no fault): a look-up queued now
+    finds its line in cache when its pass reads it."""
+    def codegen(context, builder, signature, args):
+        item = cgutils.get_item_pointer(context, builder, signature.args[0],
+                                        context.make_array(signature.args[0])(context, builder, args[0]), [args[1]],
+                                        wraparound=False)
+        byte_pointer = ir.IntType(8).as_pointer()
+        int32 = ir.IntType(32)
+        function = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [byte_pointer, int32, int32, int32]), "llvm.prefetch.p0i8")
+        builder.call(function, [builder.bitcast(item, byte_pointer), ir.Constant(int32, 0), ir.Constant(int32, 3),
+                                ir.Constant(int32, 1)])
+        return context.get_dummy_value()
+    return types.void(array, index), codegen
 
 
 @intrinsic
