@@ -484,7 +484,7 @@ def _row_look_ups(r, n_pos, fa, plan, block, look, counts, pair_group):
     Return the new counts."""
     n, n_bits, n_dense = counts
     sym, found, val, parents = block.sym, block.found, block.val, plan.parents
-    bits, slots = plan.bits, fa.slots
+    bits, slots, dense = plan.bits, fa.slots, plan.dense
     mask = slots.size - 1
     first_off, unigram, base, bit_base = fa.row_off[r, 0], fa.row_len[r] == 1, plan.dense_base[r], plan.bit_base[r]
     group, width, n_frequent, pair = np.int64(fa.row_group[r]) << 48, plan.width, plan.n_frequent, pair_group[r]
@@ -509,8 +509,10 @@ def _row_look_ups(r, n_pos, fa, plan, block, look, counts, pair_group):
             continue
         q = block.at[t]
         if base >= 0:  # queue the dense table's index
+            k = base + sym0[q] if unigram else base + sym0[q + o0] * width + sym1[q]
+            _prefetch(dense, k)
             look.dense_pos[n_dense] = at + t
-            look.dense_index[n_dense] = base + sym0[q] if unigram else base + sym0[q + o0] * width + sym1[q]
+            look.dense_index[n_dense] = k
             n_dense += 1
             continue
         if bit_base >= 0:
@@ -563,7 +565,10 @@ def _resolve_look_ups(n, lam, fa, found, val, look):
             while (v >= 0) & ((v >> 32) != fp):
                 s = (s + 1) & mask
                 v = slots[s]
-        look.cand[e] = (v & np.int64(0xFFFFFFFF)) | (v >> 63)  # the feature, or -1 (v < 0: an empty slot)
+        f = (v & np.int64(0xFFFFFFFF)) | (v >> 63)  # the feature, or -1 (v < 0: an empty slot)
+        _prefetch(key_hi, max(f, 0))
+        _prefetch(lam, max(f, 0))
+        look.cand[e] = f
     for e in range(n):  # the candidates' keys and weights, branch-free
         f = max(look.cand[e], 0)
         look.cand_hi[e] = key_hi[f]
@@ -584,7 +589,9 @@ def _resolve_dense(n, lam, plan, found, val, look):
     """The ``n`` queued dense-table reads and their weights, in branch-free passes."""
     dense = plan.dense
     for e in range(n):
-        look.cand[e] = dense[look.dense_index[e]]
+        f = dense[look.dense_index[e]]
+        _prefetch(lam, max(f, 0))
+        look.cand[e] = f
     for e in range(n):
         f = look.cand[e]
         x = lam[max(f, 0)]
@@ -628,9 +635,13 @@ def _resolve_bits(n, lam, plan, found, val, look):
         word = bits[2 * (k >> 6)]
         b = k & 63
         rank = bits[2 * (k >> 6) + 1] + _set_bits(word & ((np.int64(1) << b) - 1))
-        look.cand[e] = rank if (word >> b) & 1 else bit_feature.size - 1  # bit_feature ends with a -1
+        rank = rank if (word >> b) & 1 else bit_feature.size - 1  # bit_feature ends with a -1
+        _prefetch(bit_feature, rank)
+        look.cand[e] = rank
     for e in range(n):  # the features, then their weights: the loads of each pass overlap
-        look.cand[e] = bit_feature[look.cand[e]]
+        f = bit_feature[look.cand[e]]
+        _prefetch(lam, max(f, 0))
+        look.cand[e] = f
     for e in range(n):
         f = look.cand[e]
         x = lam[max(f, 0)]
