@@ -592,10 +592,17 @@ def _resolve_dense(n, lam, plan, found, val, look):
         f = dense[look.dense_index[e]]
         _prefetch(lam, max(f, 0))
         look.cand[e] = f
+    _store_weights(n, lam, look.dense_pos, found, val, look)
+
+
+@jit(inline="always")
+def _store_weights(n, lam, where, found, val, look):
+    """``found[where[e]]`` = the ``n`` queued reads' features ``look.cand[e]`` (-1: unseen) and ``val[where[e]]``
+    their weights (0 when unseen)."""
     for e in range(n):
         f = look.cand[e]
         x = lam[max(f, 0)]
-        t = look.dense_pos[e]
+        t = where[e]
         found[t] = f
         val[t] = x if f >= 0 else 0.0
 
@@ -642,9 +649,4 @@ def _resolve_bits(n, lam, plan, found, val, look):
         f = bit_feature[look.cand[e]]
         _prefetch(lam, max(f, 0))
         look.cand[e] = f
-    for e in range(n):
-        f = look.cand[e]
-        x = lam[max(f, 0)]
-        t = look.bit_pos[e]
-        found[t] = f
-        val[t] = x if f >= 0 else 0.0
+    _store_weights(n, lam, look.bit_pos, found, val, look)
