@@ -22,7 +22,9 @@ Storage: per feature two int64 key words and one float64 count, plus an int64 op
 table (index and a hash fingerprint per slot) at load factor <= 0.5 (see
 :mod:`trf.lm._feature_kernels`), i.e. about 40-56 bytes per feature
 (:meth:`SentenceFeatures.bytes_per_million`).  The same
-table is read from Numba by the samplers and scorers.
+table is read from Numba by the samplers and scorers.  The scorer adds its own tables on first use (dense tables
+and rank bitmaps of the rows with small key spaces, :meth:`SentenceFeatures.score_plan`): about 7 bytes per
+feature of the full set (:meth:`SentenceFeatures.scoring_nbytes`).
 """
 
 from __future__ import annotations
