@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from trf.lm import _feature_kernels as fk
+from trf.lm import features as features_module
 from trf.lm.corpus import EncodedCorpus
 from trf.lm.features import FEATURE_TYPES, SentenceFeatures, parse_feature_spec
 
@@ -87,6 +88,8 @@ def test_feature_table_roundtrip_memory_and_bad_input(corpus):
     again = SentenceFeatures.from_arrays(arrays, meta)
     np.testing.assert_array_equal(again.feature_vector([1, 2, 3]), feats.feature_vector([1, 2, 3]))
     assert 24e6 <= feats.bytes_per_million() <= 64e6
+    plan = feats.score_plan()  # the scorer's own tables are counted apart
+    assert feats.scoring_nbytes() == sum(a.nbytes for a in plan if isinstance(a, np.ndarray)) > plan.bits.nbytes
     assert feats.max_context == 9
     with pytest.raises(ValueError, match="unknown template"):
         parse_feature_spec("w+trigger")
@@ -96,6 +99,12 @@ def test_feature_table_roundtrip_memory_and_bad_input(corpus):
         SentenceFeatures.build(corpus, V, "c", word_class=[0, 1])
     with pytest.raises(ValueError, match="lam"):
         feats.scores(corpus, np.zeros(3))
+    lam = np.zeros(feats.n_features)  # a non-finite weight that a sentence reads, or weights whose sum overflows
+    lam[7] = np.nan
+    with pytest.raises(ValueError, match="lam must be finite; found non-finite value at index 7"):
+        feats.scores(corpus, lam)
+    with pytest.raises(ValueError, match="overflow"):
+        feats.scores(corpus, np.full(feats.n_features, 1e308))
 
 
 @pytest.mark.parametrize("spec", [ALL, "w+c+ws+cs+cpw", "w+c"])
@@ -115,12 +124,14 @@ def test_pruned_scoring_equals_the_full_look_up(corpus, spec):
     np.testing.assert_allclose(pruned, full, atol=1e-12)
     np.testing.assert_allclose(pruned, np.stack([feats.feature_vector(s) for s in fresh]) @ lam, atol=1e-12)
     plan = feats.score_plan()
-    order, parents = plan.order, plan.parents
-    assert sorted(order.tolist()) == list(range(order.size))
-    position = {int(r): k for k, r in enumerate(order)}
+    order, visit, parents = plan.order, plan.visit, plan.parents
+    assert sorted(order.tolist()) == sorted(visit.tolist()) == list(range(order.size))
+    position = {int(r): k for k, r in enumerate(visit)}
     assert all(position[int(q)] < position[r] for r in range(parents.shape[0]) for q in parents[r] if q >= 0)
-    # the word and class unigrams and the class (skip-)bigrams read dense tables (issue 27: faster scoring)
+    # the word and class unigrams and the class (skip-)bigrams read dense tables, the class (skip-)trigrams rank
+    # bitmaps (issue 27: faster scoring)
     assert int((plan.dense_base >= 0).sum()) == {ALL: 11, "w+c+ws+cs+cpw": 5, "w+c": 3}[spec]
+    assert int((plan.bit_base >= 0).sum()) == {ALL: 12, "w+c+ws+cs+cpw": 6, "w+c": 2}[spec]
     if spec == ALL:
         hashed, symbols = feats.hashed(), feats.symbols()
         out = np.empty(len(fresh))  # parents shifted by one row: no longer sub-patterns
@@ -129,6 +140,59 @@ def test_pruned_scoring_equals_the_full_look_up(corpus, spec):
         out = np.empty(len(fresh))  # dense tables shifted by one entry: other features
         fk.corpus_scores_pruned(flat, symbols, lam, hashed, plan._replace(dense=np.roll(plan.dense, 1)), out)
         assert not np.allclose(out, full)
+        out = np.empty(len(fresh))  # the bitmaps' features shifted by one: other features
+        shifted = np.append(np.roll(plan.bit_feature[:-1], 1), -1)
+        fk.corpus_scores_pruned(flat, symbols, lam, hashed, plan._replace(bit_feature=shifted), out)
+        assert not np.allclose(out, full)
+
+
+@pytest.mark.parametrize("n_frequent", [4, 100])
+def test_bitmap_tables_find_every_key_they_hold(corpus, monkeypatch, n_frequent):
+    """The rank bitmaps (issue 27: faster scoring) of the class (skip-)trigram rows and of the word pair rows over
+    the frequent words give, for every key they hold, the hash table's answer: the feature index or -1 (bit and rank
+    recomputed here in plain Python).  With 4 of the 9 word symbols frequent, the other words' pairs are left out."""
+    monkeypatch.setattr(features_module, "FREQUENT_WORDS", n_frequent)
+    feats = SentenceFeatures.build(corpus, V, ALL, word_class=WORD_CLASS)
+    bit_base, bits, bit_feature, frequent, n_frequent = feats.bitmap_tables()
+    assert n_frequent == min(n_frequent, V + 2) and sorted(frequent[frequent < n_frequent]) == list(range(n_frequent))
+    width = feats.n_classes + 2
+    words, ranks = bits[0::2].view(np.uint64), bits[1::2]
+    group, row_len, _, row_type = feats.rows
+    rows = np.flatnonzero(bit_base >= 0)
+    assert rows.tolist() == [r for r in range(row_len.size) if row_len[r] == 3 and all(row_type[r, :3] == 1)
+                             or row_len[r] == 2 and all(row_type[r, :2] == 0)]
+    answers = []
+    for r in rows:
+        n = 3 if row_type[r, 0] == 1 else 2
+        symbols = [a.ravel() for a in np.meshgrid(*[np.arange(width if n == 3 else V + 2)] * n, indexing="ij")]
+        if n == 3:
+            s0, s1, s2 = symbols
+            index = (s0 * width + s1) * width + s2
+        else:
+            s0, s1 = symbols
+            s2 = np.full(s0.size, fk.EMPTY)
+            held = (frequent[s0] < n_frequent) & (frequent[s1] < n_frequent)
+            assert held.sum() == n_frequent ** 2
+            s0, s1, s2 = s0[held], s1[held], s2[held]
+            index = frequent[s0] * n_frequent + frequent[s1]
+        hi = np.int64(group[r]) << 48 | s0 << 24 | s1
+        lo = s2 << 24 | np.int64(fk.EMPTY)
+        expected = fk.table_lookup_many(hi, lo, feats.key_hi, feats.key_lo, feats.slots)
+        got = []
+        for k in (bit_base[r] + index).tolist():
+            word = int(words[k >> 6])
+            below = bin(word & ((1 << (k & 63)) - 1)).count("1")
+            got.append(int(bit_feature[ranks[k >> 6] + below]) if word >> (k & 63) & 1 else -1)
+        np.testing.assert_array_equal(got, expected)
+        answers.append(expected)
+    answers = np.concatenate(answers)
+    assert (answers >= 0).any() and (answers < 0).any()
+
+
+def _key(feats, r, w, c, p):
+    """The key ``(group, symbols)`` of row ``r`` at position ``p`` of the symbol lists ``w`` and ``c``."""
+    group, row_len, row_off, row_type = feats.rows
+    return int(group[r]), tuple((w if row_type[r, e] == 0 else c)[p + row_off[r, e]] for e in range(row_len[r]))
 
 
 def _scores_one_at_a_time(feats, corpus, lam):
@@ -146,24 +210,28 @@ def _scores_one_at_a_time(feats, corpus, lam):
             for r in order:
                 if p + row_off[r, 0] < 0 or (row_len[r] == 1 and p == j + 1):
                     continue
-                key = (int(group[r]), tuple((w if row_type[r, e] == 0 else c)[p + row_off[r, e]]
-                                            for e in range(row_len[r])))
-                if key in index:
+                if (key := _key(feats, r, w, c, p)) in index:
                     total += lam[index[key]]
         out.append(total)
     return np.array(out)
 
 
-def test_batched_scoring_is_bit_identical_to_one_look_up_at_a_time(corpus):
-    """Issue 27 (scoring speed): the scorer issues the hash look-ups of a block of ``fk.SCORE_BLOCK`` positions
-    together.  On sentences of length 1, longer than a block, and with words never seen in training (ids V..V+2:
-    unseen unigrams and n-grams), its scores equal -- bit for bit -- a plain-Python sum in the same order over a
-    dict of the features, and do not depend on which sentences share a block.  A fingerprint collision (a slot
-    whose fingerprint matches an unseen key but whose key differs) scores nothing; negative control: the collided
+@pytest.mark.parametrize("n_frequent", [4, 2048])
+def test_batched_scoring_is_bit_identical_to_one_look_up_at_a_time(corpus, monkeypatch, n_frequent):
+    """Issue 27 (scoring speed): the scorer issues the look-ups of a block of ``fk.SCORE_BLOCK`` positions together,
+    level by level, through dense tables, rank bitmaps (the word pairs of the ``n_frequent`` most frequent words: 4
+    of the 11 word symbols, so that pairs of the others go to the hash table, or all of them) and the hash table.
+    On sentences of length 1, longer than a block, and with words never seen in training (ids V..V+2: unseen
+    unigrams and n-grams), its scores equal -- bit for bit -- a plain-Python sum in the same order over a dict of
+    the features, and do not depend on which sentences share a block.  A fingerprint collision (a slot whose
+    fingerprint matches an unseen key but whose key differs) scores nothing; negative control: the collided
     feature's weight, had the key not been compared."""
+    monkeypatch.setattr(features_module, "FREQUENT_WORDS", n_frequent)
     n_words = V + 3
     word_class = np.append(WORD_CLASS, [0, 1, 2])
     feats = SentenceFeatures.build(corpus, n_words, ALL, word_class=word_class)
+    plan = feats.score_plan()
+    assert plan.n_frequent == min(n_frequent, n_words + 2)
     rng = np.random.default_rng(12)
     sentences = [[7], [2], rng.integers(0, n_words, size=fk.SCORE_BLOCK + 44)]
     sentences += [rng.integers(0, n_words, size=rng.integers(1, 30)) for _ in range(40)]
@@ -173,9 +241,26 @@ def test_batched_scoring_is_bit_identical_to_one_look_up_at_a_time(corpus):
     np.testing.assert_array_equal(batched, _scores_one_at_a_time(feats, fresh, lam))
     alone = np.concatenate([feats.scores(EncodedCorpus.from_sentences([s]), lam) for s in sentences])
     np.testing.assert_array_equal(batched, alone)
-    # a collision: the word bigram (w-1 w0) = (7, 8) is unseen (8 never occurs in training) and always looked up
-    bigram_group = int(feats.rows.row_group[2])
-    hi = np.int64(bigram_group) << 48 | np.int64(7) << 24 | np.int64(8)
+    if n_frequent == 2048:  # every word pair is in a bitmap: no hash look-up to collide
+        return
+    # a collision: a word pair (w-d w0) = (a, b), d = 6..9 (the tied rows), that is unseen, not in a bitmap (a word
+    # not frequent) and looked up in the hash table (its parents are seen) in the sentence a 0 ... 0 b
+    keys = set(_decode(feats))
+
+    def hashed_and_unseen(r, a, b):
+        d = -int(feats.rows.row_off[r, 0])
+        sentence = [a] + [0] * (d - 1) + [b]
+        w = [n_words + 1, *sentence, n_words]
+        c = [feats.n_classes + 1, *(int(word_class[t]) for t in sentence), feats.n_classes]
+        return (_key(feats, r, w, c, d + 1) not in keys and n_frequent in (plan.frequent[a], plan.frequent[b])
+                and all(_key(feats, q, w, c, d + 1) in keys for q in plan.parents[r] if q >= 0)), sentence
+
+    tied = [r for r in range(24, 28)]
+    assert all(feats.rows.row_len[r] == 2 and feats.rows.row_off[r, 0] <= -6 for r in tied)
+    r, a, b = next((r, a, b) for r in tied for a in range(V) for b in range(V) if hashed_and_unseen(r, a, b)[0])
+    sentence = hashed_and_unseen(r, a, b)[1]
+    bigram_group = int(feats.rows.row_group[r])
+    hi = np.int64(bigram_group) << 48 | np.int64(a) << 24 | np.int64(b)
     lo = np.int64(fk.EMPTY) << 24 | np.int64(fk.EMPTY)
     assert fk.table_lookup_many(np.array([hi]), np.array([lo]), feats.key_hi, feats.key_lo, feats.slots)[0] == -1
     h = fk.key_hash(hi, lo)
@@ -185,7 +270,7 @@ def test_batched_scoring_is_bit_identical_to_one_look_up_at_a_time(corpus):
         s = (s + 1) & (slots.size - 1)
     other = 3  # any feature: the collided slot points at it under the unseen key's fingerprint
     slots[s] = fk.fingerprint(h) << 32 | other
-    pair = EncodedCorpus.from_sentences([[7, 8]])
+    pair = EncodedCorpus.from_sentences([sentence])
     out = np.empty(1)
     hashed = feats.hashed()._replace(slots=slots)
     fk.corpus_scores_pruned(fk.FlatCorpus(pair.tokens, pair.offsets), feats.symbols(), lam, hashed,

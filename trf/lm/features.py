@@ -22,7 +22,9 @@ Storage: per feature two int64 key words and one float64 count, plus an int64 op
 table (index and a hash fingerprint per slot) at load factor <= 0.5 (see
 :mod:`trf.lm._feature_kernels`), i.e. about 40-56 bytes per feature
 (:meth:`SentenceFeatures.bytes_per_million`).  The same
-table is read from Numba by the samplers and scorers.
+table is read from Numba by the samplers and scorers.  The scorer adds its own tables on first use (dense tables
+and rank bitmaps of the rows with small key spaces, :meth:`SentenceFeatures.score_plan`): about 7 bytes per
+feature of the full set (:meth:`SentenceFeatures.scoring_nbytes`).
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ from trf.lm.corpus import EncodedCorpus
 __all__ = ["FEATURE_TYPES", "parse_feature_spec", "SentenceFeatures"]
 
 _W, _C = 0, 1
+BITMAP_KEYS = 1 << 25  # largest key space of a class row read from a rank bitmap (SentenceFeatures.bitmap_tables)
+FREQUENT_WORDS = 2048  # words whose pairs the word pair rows read from rank bitmaps (SentenceFeatures.bitmap_tables)
 
 
 def _ngram(offsets, kind):
@@ -64,23 +68,47 @@ def hash_table(key_hi: np.ndarray, key_lo: np.ndarray) -> np.ndarray:
     return slots
 
 
-def row_parents(rows: fk.Templates, n_parents: int = 2) -> np.ndarray:
+def row_parents(rows: fk.Templates, n_parents: int = 2, projections: bool = False) -> np.ndarray:
     """For each template row, up to ``n_parents`` other rows whose (offset, type) pattern is a proper
     subset of its own (largest first; -1 pads), among rows of at least two elements.
 
     Wherever a row fires, such a parent fires too with a sub-pattern of the same symbols, so an n-gram
     of the row can only be an observed feature if the parent's n-gram is (unigram rows are excluded:
     they do not fire at ``</s>``).  The scorers and samplers skip the look-up of a row whose parent is unseen.
+
+    With ``projections``, a parent may also read the class of a word the row reads (``(c-2 c-1 c0)`` for
+    ``(w-2 w-1 w0)``, ``(c-1 c0)`` for ``(w-1 w0)``): its n-gram is a function of the row's, so the same
+    argument holds.  Such a parent can be as long as the row, so the rows must then be visited in levels
+    (:func:`visit_levels`).  Parents are ranked by length, then by their number of word elements (the more
+    specific first).
     """
     _, row_len, row_off, row_type = rows
     pattern = [frozenset((int(row_off[r, e]), int(row_type[r, e])) for e in range(row_len[r]))
                for r in range(row_len.size)]
     parents = np.full((row_len.size, n_parents), -1, dtype=np.int64)
     for r, pat in enumerate(pattern):
-        subs = sorted((q for q, sub in enumerate(pattern) if len(sub) >= 2 and sub < pat),
-                      key=lambda q: (-len(pattern[q]), q))
+        reach = pat | {(o, _C) for o, _ in pat} if projections else pat
+        subs = sorted((q for q, sub in enumerate(pattern)
+                       if q != r and len(sub) >= 2 and sub <= reach and len(sub) <= len(pat) and sub != pat),
+                      key=lambda q: (-len(pattern[q]), -sum(k == _W for _, k in pattern[q]), q))
         parents[r, :len(subs[:n_parents])] = subs[:n_parents]
     return parents
+
+
+def visit_levels(parents: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows in levels: level 0 holds the rows without parents, level ``v`` the rows whose parents are all in
+    earlier levels.  Returns ``(visit, level_end)``: the rows by level (then by index), and the end of each level in
+    ``visit`` (``level_end[0] = 0``)."""
+    level = np.full(parents.shape[0], -1, dtype=np.int64)
+    for _ in range(parents.shape[0]):
+        for r in range(parents.shape[0]):
+            below = [level[q] for q in parents[r] if q >= 0]
+            if level[r] < 0 and all(v >= 0 for v in below):
+                level[r] = 1 + max(below, default=-1)
+    if np.any(level < 0):
+        raise ValueError("row parents form a cycle")
+    visit = np.lexsort((np.arange(level.size), level)).astype(np.int64)
+    return visit, np.concatenate(([0], np.cumsum(np.bincount(level)))).astype(np.int64)
 
 
 def parse_feature_spec(spec: str) -> tuple[str, ...]:
@@ -205,24 +233,112 @@ class SentenceFeatures:
         return fk.FlatCorpus(tokens, corpus.offsets)
 
     def scores(self, corpus: EncodedCorpus, lam) -> np.ndarray:
-        """``lambda . f(x)`` for every sentence of ``corpus`` (unseen n-grams contribute nothing)."""
-        lam = as_float_array(lam, "lam", ndim=1)
+        """``lambda . f(x)`` for every sentence of ``corpus`` (unseen n-grams contribute nothing).
+
+        A non-finite weight is refused (ValueError naming ``lam``) when a sentence reads it: the finiteness check
+        runs on the scores, since reading all of a 3M-feature ``lam`` costs as much as scoring 2,000 positions."""
+        lam = as_float_array(lam, "lam", ndim=1, finite=False)  # checked through the scores: 24 MB not read twice
         if lam.size != self.n_features:
             raise ValueError(f"lam must have n_features={self.n_features} entries, got {lam.size}")
         out = np.empty(len(corpus))
         fk.corpus_scores_pruned(self._flat(corpus), self.symbols(), lam, self.hashed(), self.score_plan(), out)
+        if not np.all(np.isfinite(out)):
+            bad = np.flatnonzero(~np.isfinite(lam))
+            if bad.size:
+                raise ValueError(f"lam must be finite; found non-finite value at index {bad[0]}")
+            raise ValueError("lam's weights overflow float64 in a sentence score (|lambda . f(x)| > 1.8e308)")
         return out
 
     def score_plan(self) -> fk.ScorePlan:
-        """How :meth:`scores` visits the rows (cached): shorter patterns first, up to two parent rows per row
-        (:func:`row_parents`: a row's n-gram can only be observed if each parent's is), and the dense tables of
-        :meth:`dense_tables`."""
+        """How :meth:`scores` visits the rows (cached): the weights are added shorter patterns first; the rows are
+        looked up level by level (:func:`visit_levels`), skipping a row where one of its up to three parents (:func:`row_parents`
+        with ``projections``) is unseen; the dense tables of :meth:`dense_tables` and the bitmaps of
+        :meth:`bitmap_tables` replace the hash table for the rows with small key spaces."""
         if getattr(self, "_score_plan", None) is None:
             row_len = self.rows.row_len
             order = np.array(sorted(range(row_len.size), key=lambda r: (int(row_len[r]), r)), dtype=np.int64)
-            base, dense = self.dense_tables()
-            self._score_plan = fk.ScorePlan(order, row_parents(self.rows), base, dense, int(self.n_classes) + 2)
+            base, dense = self._score_dense()
+            parents = row_parents(self.rows, 3, projections=True)
+            self._score_plan = fk.ScorePlan(order, *visit_levels(parents), parents, base, dense,
+                                            int(self.n_classes) + 2, *self.bitmap_tables())
         return self._score_plan
+
+    def _score_dense(self) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`dense_tables` for the scorer: one table per group (the tied rows of a group read the same one) and
+        int32 entries (feature indices), so the tables take less cache."""
+        base, dense = self.dense_tables()
+        group, row_len, _, row_type = self.rows
+        first: dict[tuple, int] = {}
+        blocks, start, own = [], 0, np.full(base.size, -1, dtype=np.int64)
+        for r in np.flatnonzero(base >= 0):
+            shape = (int(group[r]), int(row_len[r]), tuple(row_type[r, :row_len[r]].tolist()))
+            if shape not in first:
+                size = self.n_words + 2 if row_len[r] == 1 and row_type[r, 0] == _W else (
+                    self.n_classes + 2) ** int(row_len[r])
+                blocks.append(dense[base[r]:base[r] + size])
+                first[shape], start = start, start + size
+            own[r] = first[shape]
+        table = np.concatenate(blocks).astype(np.int32) if blocks else np.zeros(0, dtype=np.int32)
+        return own, table
+
+    def bitmap_tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+        """Rank bitmaps of the class rows of three symbols (class trigrams and skip-trigrams; when their key space
+        ``(n_classes + 2) ** 3`` is at most ``BITMAP_KEYS``) and of the word rows of two symbols over the
+        ``FREQUENT_WORDS`` words most frequent in those rows' features (with ``<s>`` and ``</s>``; the pairs of
+        other words stay on the hash table), cached: ``(bit_base, bits, bit_feature, frequent, n_frequent)`` as
+        :class:`trf.lm._feature_kernels.ScorePlan` reads them (``bit_base[r] = -1``: no bitmap).
+
+        A look-up is one bit and, if it is set, a count of the set bits before it in its 64-bit word, held beside
+        the word: no probe and no key comparison, and the bitmaps are small enough to stay in cache (Issue 27: at 200
+        classes, 2 MB per class trigram group and 1 MB per word pair group).  Each row of a group reads the group's
+        bitmap, found from the features' keys; it costs ``2 * keys / 8`` bytes plus 8 bytes per feature in it."""
+        if getattr(self, "_bitmap_tables", None) is None:
+            self._bitmap_tables = self._build_bitmaps()
+        return self._bitmap_tables
+
+    def _build_bitmaps(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+        group, row_len, _, row_type = self.rows
+        width = self.n_classes + 2
+        feature_group = self.key_hi >> 48
+        s0, s1, s2 = (self.key_hi >> 24) & fk.EMPTY, self.key_hi & fk.EMPTY, (self.key_lo >> 24) & fk.EMPTY
+        triple = (row_len == 3) & np.all(row_type[:, :3] == _C, axis=1)
+        pair = (row_len == 2) & np.all(row_type[:, :2] == _W, axis=1)
+        triples = [g for g in np.unique(group) if np.all(triple[group == g])] if width ** 3 <= BITMAP_KEYS else []
+        pairs = [g for g in np.unique(group) if np.all(pair[group == g])]
+        # the frequent words: by their count in the features of the word pair rows (s0 and s1 are words there)
+        in_pairs = np.isin(feature_group, pairs)
+        n_symbols = self.n_words + 2
+        popular = (np.bincount(s0[in_pairs], weights=self.counts[in_pairs], minlength=n_symbols)
+                   + np.bincount(s1[in_pairs], weights=self.counts[in_pairs], minlength=n_symbols))
+        n_frequent = min(FREQUENT_WORDS, n_symbols)
+        frequent = np.full(n_symbols, n_frequent, dtype=np.int64)
+        frequent[np.argsort(-popular, kind="stable")[:n_frequent]] = np.arange(n_frequent)
+        starts, indices, features, start = {}, [], [], 0
+        for g, keys in [(g, width ** 3) for g in triples] + [(g, n_frequent ** 2) for g in pairs]:
+            f = np.flatnonzero(feature_group == g)
+            if g in pairs:
+                a, b = frequent[s0[f]], frequent[s1[f]]
+                keep = (a < n_frequent) & (b < n_frequent)
+                f, index = f[keep], a[keep] * n_frequent + b[keep]
+            else:
+                index = (s0[f] * width + s1[f]) * width + s2[f]
+            starts[g] = start
+            indices.append(start + index)
+            features.append(f)
+            start += -(-keys // 64) * 64
+        bit_base = np.array([starts.get(g, -1) for g in group], dtype=np.int64)
+        index = np.concatenate(indices) if indices else np.zeros(0, dtype=np.int64)
+        feature = np.concatenate(features) if features else np.zeros(0, dtype=np.int64)
+        by_index = np.argsort(index, kind="stable")
+        index, feature = index[by_index], feature[by_index]
+        n_words = max(start // 64, 1)
+        words = np.zeros(n_words, dtype=np.uint64)
+        np.bitwise_or.at(words, index >> 6, np.left_shift(np.uint64(1), (index & 63).astype(np.uint64)))
+        per_word = np.bincount(index >> 6, minlength=n_words)
+        bits = np.empty(2 * n_words, dtype=np.int64)
+        bits[0::2] = words.view(np.int64)
+        bits[1::2] = np.concatenate(([0], np.cumsum(per_word)[:-1]))
+        return bit_base, bits, np.append(feature, -1).astype(np.int64), frequent, int(n_frequent)
 
     def dense_tables(self) -> tuple[np.ndarray, np.ndarray]:
         """Dense feature-index tables of the rows with small key spaces (cached): the word unigram over the
@@ -306,6 +422,11 @@ class SentenceFeatures:
     def nbytes(self) -> int:
         """Bytes held by the feature set (keys, counts, hash table; the weights add 8 per feature)."""
         return int(self.key_hi.nbytes + self.key_lo.nbytes + self.counts.nbytes + self.slots.nbytes)
+
+    def scoring_nbytes(self) -> int:
+        """Bytes of the tables that :meth:`scores` adds (built on first use and kept): the dense tables, the rank
+        bitmaps with their features, the frequent words' numbers and the plan's small arrays."""
+        return int(sum(np.asarray(a).nbytes for a in self.score_plan() if isinstance(a, np.ndarray)))
 
     def bytes_per_million(self, with_weights: bool = True) -> float:
         """Memory per million features, including one float64 weight each when ``with_weights``."""
