@@ -22,7 +22,7 @@ scoring 2.6-3x slower.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from llvmlite import ir
@@ -610,8 +610,7 @@ def _store_weights(n, lam, where, found, val, look):
         val[t] = x if f >= 0 else 0.0
 
 
-@intrinsic
-def _prefetch(typingctx, array, index):
+def _prefetch_typing(typingctx, array, index):
     """Ask for the cache line of ``array[index]`` (LLVM's ``prefetch``: no wait, no fault): a look-up queued now
     finds its line in cache when its pass reads it."""
     def codegen(context, builder, signature, args):
@@ -628,12 +627,17 @@ def _prefetch(typingctx, array, index):
     return types.void(array, index), codegen
 
 
-@intrinsic
-def _set_bits(typingctx, x):
+_prefetch: Any = intrinsic(_prefetch_typing)  # Any: called from jitted code as _prefetch(array, index)
+
+
+def _set_bits_typing(typingctx, x):
     """Number of set bits of the int64 ``x`` (LLVM's ``ctpop``: one instruction where the CPU has one)."""
     def codegen(context, builder, signature, args):
         return builder.ctpop(args[0])
     return types.int64(types.int64), codegen
+
+
+_set_bits: Any = intrinsic(_set_bits_typing)  # Any: called from jitted code as _set_bits(x)
 
 
 @jit(inline="always")

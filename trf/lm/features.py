@@ -259,8 +259,10 @@ class SentenceFeatures:
             order = np.array(sorted(range(row_len.size), key=lambda r: (int(row_len[r]), r)), dtype=np.int64)
             base, dense = self._score_dense()
             parents = row_parents(self.rows, 3, projections=True)
-            self._score_plan = fk.ScorePlan(order, *visit_levels(parents), parents, base, dense,
-                                            int(self.n_classes) + 2, *self.bitmap_tables())
+            visit, level_end = visit_levels(parents)
+            bit_base, bits, bit_feature, frequent, n_frequent = self.bitmap_tables()
+            self._score_plan = fk.ScorePlan(order, visit, level_end, parents, base, dense, int(self.n_classes) + 2,
+                                            bit_base, bits, bit_feature, frequent, n_frequent)
         return self._score_plan
 
     def _score_dense(self) -> tuple[np.ndarray, np.ndarray]:
