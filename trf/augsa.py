@@ -172,13 +172,6 @@ class AugSAConfig:
         Lower censoring of sigma (1e-15 in Sec. 5.2).
     l2 : float
         mu of Eq. (38); 0 gives Eq. (16).
-    model_variance : bool
-        Censor ``sigma_i`` from below also by the iteration's sample mean ``p-hat[f_i]`` (the Poisson variance of
-        a count feature at the model's current mean): Eq. (16) divides by the *data's* variance, the Fisher
-        information at the optimum; where the sampler produces a rare feature far more often than the data (a
-        degenerate batch repeating one sentence), ``(p~ - p-hat) / sigma`` is then about ``-1`` instead of
-        ``-p-hat / sigma`` (a count-2 feature of fortunes: ``-1.7e4``, so one step of ``gamma = 2e-3`` moved it by
-        -34).  False keeps the paper's update.
     lambda_step : float
         Factor on the lambda rate ``gamma_lambda,t`` of Eq. (24) (the state's starting ``step_scale``; e.g. the
         feature-set rule of :func:`trf.lm.train.feature_step_scale`).
@@ -223,7 +216,6 @@ class AugSAConfig:
     pi0_floor: float = 1e-5
     variance_floor: float = 1e-15
     l2: float = 0.0
-    model_variance: bool = False
     lambda_step: float = 1.0
     clip: float | None = None
     stop_window: int | None = None
@@ -496,10 +488,8 @@ class AugSA:
         g_lam, g_zeta = learning_rates(t, cfg.t_c, cfg.beta_lambda, cfg.beta_zeta, state.t0)
         g_lam *= state.step_scale
         K = cfg.n_samples
-        sample_mean = np.asarray(batch.feature_sum, dtype=np.float64) / K
-        grad = self.mean - sample_mean - cfg.l2 * state.lam
-        sigma = np.maximum(self.sigma, sample_mean) if cfg.model_variance else self.sigma
-        d_lam = g_lam / (sigma + cfg.l2) * grad                                  # Eq. (16) / (38)
+        grad = self.mean - np.asarray(batch.feature_sum, dtype=np.float64) / K - cfg.l2 * state.lam
+        d_lam = g_lam / (self.sigma + cfg.l2) * grad                             # Eq. (16) / (38)
         delta = np.bincount(np.asarray(batch.lengths) - 1, minlength=len(state.zeta))[: len(state.zeta)] / K
         d_zeta = g_zeta * delta * self._inv_pi0                                   # Eq. (17)
         if cfg.clip is not None:

@@ -345,7 +345,7 @@ def register(subparsers) -> None:
                        help="features (default): data, and the lambda rate scaled by a(w+c) / a(FEATURES), a = "
                             "features firing per training sentence; groups: features, and each feature's variance "
                             "times the number of features firing in exactly the same training sentences (one "
-                            "step per group, not per feature) and at least the sample's mean; data: feature variances floored at "
+                            "step per group, not per feature); data: feature variances floored at "
                             "1/n_sentences; fixed: 1e-15 (paper)")
     train.add_argument("--refine", type=nonnegative_float, default=0.1,
                        help="footnote-17 zeta refinement at the end: max(100, REFINE x iterations) zeta-only "

@@ -108,9 +108,8 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
         ``"features"`` (default): ``"data"``, and the lambda rate scaled by :func:`feature_step_scale` (1 for
         ``w+c``, smaller for richer sets, so that one step moves a sentence's score about as much whatever the
         feature set).  ``"groups"``: ``"features"``, each feature's variance times the size of its support group
-        (:func:`group_preconditioner`: features firing in exactly the same training sentences share one step), and
-        censored from below by the sample's mean (``AugSAConfig.model_variance``: a feature the sampler
-        over-produces steps down by about ``gamma``, not ``gamma / sigma``).  ``"data"`` censors the stratified feature variances ``sigma`` of Eq. (16)/(38) from below
+        (:func:`group_preconditioner`: features firing in exactly the same training sentences share one step; a
+        feature with no variance within any length takes none).  ``"data"`` censors the stratified feature variances ``sigma`` of Eq. (16)/(38) from below
         at ``1/n`` for ``n`` training sentences -- the variance of a count feature seen in one sentence,
         the smallest non-zero value the data can give -- so no lambda step exceeds ``n gamma_lambda``
         times its gradient (features with zero empirical variance otherwise get steps of 1e15 x the
@@ -180,7 +179,6 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
         cfg = replace(cfg, variance_floor=max(cfg.variance_floor, 1.0 / stats.sentences))
     if step_rule == "groups":
         backend.feature_variance = group_preconditioner(backend.feature_variance, feats.support_groups(train))
-        cfg = replace(cfg, model_variance=True)
     if step_rule in ("features", "groups"):
         cfg = replace(cfg, lambda_step=cfg.lambda_step * feature_step_scale(train, feats))
     train_start = time.perf_counter()
