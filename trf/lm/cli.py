@@ -312,7 +312,8 @@ def register(subparsers) -> None:
     train.add_argument("--out", "-o", required=True, help="model file to write")
     train.add_argument("--features", default=DEFAULT_FEATURES,
                        help=f"feature templates of Table 2 joined by + (w, c, ws, cs, wsh, csh, cpw, tied; default "
-                            f"{DEFAULT_FEATURES}, the set measured to train; the paper's best: w+c+ws+cs+wsh+csh+tied)")
+                            f"{DEFAULT_FEATURES}, the set measured to train; the paper's best: w+c+ws+cs+wsh+csh+tied, "
+                            "with --step-rule groups and the exact SMC proposal)")
     train.add_argument("--classes", type=positive_int, default=None,
                        help="word classes (Brown-style exchange clustering; default 200, or the vocabulary size if "
                             "smaller)")
@@ -362,7 +363,9 @@ def register(subparsers) -> None:
                        help="the SMC particles' proposal (--sampler smc): the model's exact local law (default), or "
                             "'partial': words "
                             "drawn from the unigram, class-final and previous-word rows, the other rows (word skips, "
-                            "tied words) as importance weights (faster with the full feature set; still unbiased)")
+                            "tied words) as importance weights (faster with the full feature set and unbiased, but "
+                            "blind to the rows it leaves out: trained full-set models grew mass it misses; "
+                            "docs/trf-lm.md)")
     train.add_argument("--minutes", type=positive_float, default=None,
                        help=f"training time limit; the first stage of Eq. 24-25 ends at half of it unless --t0 is given "
                             f"(default {DEFAULT_MINUTES:g} when --max-iterations is not given either)")
