@@ -7,24 +7,17 @@ import pytest
 
 from experiments.trf_lm.probe import main
 from trf.lm.check import exact_log_z
-from trf.lm.corpus import EncodedCorpus, Vocabulary
-from trf.lm.features import SentenceFeatures
-from trf.lm.model import SentenceTRF, smoothed_length_law
+from trf.lm.model import SentenceTRF
 
 
-def _model(tmp_path):
-    rng = np.random.default_rng(4)
-    V, M = 6, 4
-    corpus = EncodedCorpus.from_sentences([rng.integers(0, V, size=rng.integers(1, M + 1)) for _ in range(60)])
-    feats = SentenceFeatures.build(corpus, V, "w+c+ws+tied", word_class=np.arange(V) % 2)
-    vocab = Vocabulary(["<unk>"] + [f"w{i}" for i in range(1, V)])
-    lam = rng.normal(size=feats.n_features)
-    exact = np.array([exact_log_z(SentenceTRF(vocab, feats, smoothed_length_law(corpus.lengths, M), lam,
-                                              np.zeros(M)), j) for j in range(1, M + 1)])
-    model = SentenceTRF(vocab, feats, smoothed_length_law(corpus.lengths, M), lam, np.zeros(M))
-    zeta = exact - model.log_z1() - np.array([0.0, 1.0, 2.0, 3.0])  # zeta_j lies j - 1 nats below log Z_j
-    model = SentenceTRF(vocab, feats, model.pi, lam, zeta)
-    path = tmp_path / "m.npz"
+@pytest.fixture
+def lm(tmp_path, random_lm):
+    """The random model with ``zeta_j`` set ``j - 1`` nats below the exact ``log Z_j - log Z_1``."""
+    model, _ = random_lm("w+c+ws+tied")
+    exact = np.array([exact_log_z(model, j) for j in range(1, model.m + 1)])
+    model = SentenceTRF(model.vocab, model.features, model.pi, model.lam,
+                        exact - model.log_z1() - np.arange(model.m, dtype=float))
+    path = tmp_path / "low.npz"
     model.save(path)
     return model, path
 
@@ -35,10 +28,10 @@ def _gaps(out: str, proposal: str) -> dict[int, float]:
     return {int(k): float(v) for k, v in (item.split(":") for item in row.split("AugSA:")[1].split())}
 
 
-def test_the_probe_measures_how_far_zeta_lies_below_log_z(tmp_path, capsys):
+def test_the_probe_measures_how_far_zeta_lies_below_log_z(lm, capsys):
     """A model whose zeta_j lies j - 1 nats below the exact log Z_j: with 2000 particles on six words both
     proposals report gaps of j - 1 within 0.1 nats, and --show prints sentences of the asked length."""
-    model, path = _model(tmp_path)
+    model, path = lm
     assert main(["--model", str(path), "--particles", "2000", "--runs", "2", "--show", "3"]) == 0
     out = capsys.readouterr().out
     for proposal in ("partial", "exact"):
@@ -49,8 +42,8 @@ def test_the_probe_measures_how_far_zeta_lies_below_log_z(tmp_path, capsys):
     assert shown and all(len(words) == 3 for words in shown)
 
 
-def test_the_probe_reads_a_checkpoints_parameters_and_refuses_bad_input(tmp_path, capsys):
-    model, path = _model(tmp_path)
+def test_the_probe_reads_a_checkpoints_parameters_and_refuses_bad_input(lm, tmp_path, capsys):
+    model, path = lm
     ckpt = tmp_path / "c.npz"
     np.savez(ckpt, lam=model.lam, zeta=model.zeta + np.array([0.0, 1.0, 2.0, 3.0]))  # now zeta_j = log Z_j - log Z_1
     assert main(["--model", str(path), "--checkpoint", str(ckpt), "--particles", "2000", "--runs", "2",

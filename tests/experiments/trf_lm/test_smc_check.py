@@ -3,43 +3,34 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from scipy.special import logsumexp
 
 from experiments.trf_lm.smc_check import exact_two_word, main
 from trf.lm.check import exact_log_z
-from trf.lm.corpus import EncodedCorpus, Vocabulary
-from trf.lm.features import SentenceFeatures
-from trf.lm.model import SentenceTRF, smoothed_length_law
 
 
-def _model(tmp_path):
-    rng = np.random.default_rng(4)
-    V, M = 6, 4
-    corpus = EncodedCorpus.from_sentences([rng.integers(0, V, size=rng.integers(1, M + 1)) for _ in range(60)])
-    feats = SentenceFeatures.build(corpus, V, "w+c+ws+cpw", word_class=np.arange(V) % 2)
-    vocab = Vocabulary(["<unk>"] + [f"w{i}" for i in range(1, V)])
-    model = SentenceTRF(vocab, feats, smoothed_length_law(corpus.lengths, M), rng.normal(size=feats.n_features),
-                        np.zeros(M))
-    path = tmp_path / "m.npz"
-    model.save(path)
+@pytest.fixture
+def lm(tmp_path, random_lm):
+    model, path = random_lm("w+c+ws+cpw")
     test = tmp_path / "test.txt"
     test.write_text("w1 w2\nw3 w1 w4\n")
     return model, path, test
 
 
-def test_exact_two_word_sum_and_the_table(tmp_path, capsys):
-    model, path, test = _model(tmp_path)
+def test_exact_two_word_sum_and_the_table(lm, capsys):
+    model, path, test = lm
     assert np.isclose(logsumexp(exact_two_word(model)), exact_log_z(model, 2), atol=1e-9)
     assert main(["--model", str(path), "--test", str(test), "--particles", "2000", "--runs", "2", "--exact-z2"]) == 0
     out = capsys.readouterr().out
     assert f"exact log Z_2 = {exact_log_z(model, 2):.3f}" in out and "test PPL (2 sentences" in out
 
 
-def test_the_conditional_column_brackets_the_exact_values(tmp_path, capsys):
+def test_the_conditional_column_brackets_the_exact_values(lm, capsys):
     """--conditional-particles adds the upper side: at every length the SMC estimate is at most and the conditional
     one at least the exact log Z_j, within 0.2 nats (4 runs of 2000 particles on 6 words), and the perplexity with
     the conditional normalisers is printed beside the SMC one."""
-    model, path, test = _model(tmp_path)
+    model, path, test = lm
     assert main(["--model", str(path), "--test", str(test), "--particles", "2000", "--runs", "4",
                  "--conditional-particles", "2000"]) == 0
     out = capsys.readouterr().out
