@@ -40,13 +40,18 @@ def main(argv=None) -> int:
 
     try:
         model = SentenceTRF.load(args.model)
-        if args.checkpoint is not None:
-            with np.load(args.checkpoint, allow_pickle=False) as state:
-                model = SentenceTRF(model.vocab, model.features, model.pi, state["lam"], state["zeta"], model.meta,
-                                    pooled=model.pooled)
-    except (OSError, ValueError, KeyError) as exc:
-        print(f"probe: error: {exc}", file=sys.stderr)
+    except (OSError, ValueError) as exc:
+        print(f"probe: error: --model: {exc}", file=sys.stderr)
         return 2
+    if args.checkpoint is not None:
+        try:
+            with np.load(args.checkpoint, allow_pickle=False) as state:
+                lam, zeta = state["lam"], state["zeta"]
+            model = SentenceTRF(model.vocab, model.features, model.pi, lam, zeta, model.meta, pooled=model.pooled)
+        except (OSError, ValueError, KeyError, EOFError) as exc:
+            print(f"probe: error: --checkpoint {args.checkpoint!r} is not a training checkpoint of --model's feature "
+                  f"set (mcsa trf train --checkpoint): {exc}", file=sys.stderr)
+            return 2
     if not 0 <= args.show <= model.m:
         parser.error(f"--show must be a length in 1..{model.m} (or 0)")
     lengths = [j for j in LENGTHS if j <= model.m]

@@ -50,6 +50,10 @@ def test_the_probe_reads_a_checkpoints_parameters_and_refuses_bad_input(lm, tmp_
                  "--proposals", "exact"]) == 0
     np.testing.assert_allclose(list(_gaps(capsys.readouterr().out, "exact").values()), 0.0, atol=0.1)
     assert main(["--model", str(tmp_path / "missing.npz")]) == 2
-    assert "probe: error" in capsys.readouterr().err
+    assert "probe: error: --model" in capsys.readouterr().err
+    junk = tmp_path / "junk.npz"
+    junk.write_bytes(bytes(range(256)))
+    assert main(["--model", str(path), "--checkpoint", str(junk)]) == 2
+    assert "probe: error: --checkpoint" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["--model", str(path), "--runs", "1"])
