@@ -8,17 +8,27 @@ is a sum over the vocabulary; ``--exact-z2`` also sums ``exp(lambda . f)`` over 
 end-of-sentence score; about 75 s for V = 10,000 on 2 cores) and lists the two-word sentences that carry it.
 ``--conditional-particles N`` adds the upper side: one conditional SMC run per SMC run and length
 (:func:`trf.lm.smc.conditional_smc_log_z`, pinned to that run's draws; ``E[1 / Z-hat] = 1 / Z`` for exact draws, so
-its log errs high).  Finally the test perplexity with the SMC normalisers (and the conditional ones) beside the
-AugSA one.
+its log errs high).  Finally, with ``--test``, the test perplexity with the SMC normalisers (and the conditional
+ones) beside the AugSA one.
+
+The column ``SMC-AugSA`` is (in expectation) a lower bound of how far AugSA's normaliser lies below the true
+``log Z_j``, and a spread of several nats between runs means a rare run found mass the others missed: the probe of a
+model for mass its sampler misses (issue 27).  ``--checkpoint`` swaps in the lambda and zeta of a training checkpoint
+(``mcsa trf train --checkpoint``) of the model's feature set, to probe a run while it trains; ``--proposal partial``
+runs the partial proposal of :data:`trf.lm.smc.PROPOSALS`; ``--show J`` prints the heaviest run's kept sentences at
+length ``J``.
 
     .venv/bin/python -m experiments.trf_lm.smc_check --model fast.npz --test test.txt --particles 100000 \\
         --runs 4 --exact-z2 --check-json eval-test-900.json
+    .venv/bin/python -m experiments.trf_lm.smc_check --model full.npz --checkpoint full.ckpt --particles 3000 \\
+        --runs 4 --show 20
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import threading
 import time
 
@@ -77,15 +87,40 @@ def exact_two_word(model, threads: int = 2) -> np.ndarray:
     return out + 2 * shift
 
 
+def _load(model_path: str, checkpoint: str | None):
+    """The model, with a training checkpoint's lambda and zeta when ``checkpoint`` is given (None, with one error line
+    naming the flag, when either cannot be read)."""
+    from trf.lm.model import SentenceTRF
+
+    try:
+        model = SentenceTRF.load(model_path)
+    except (OSError, ValueError) as exc:
+        print(f"smc_check: error: --model: {exc}", file=sys.stderr)
+        return None
+    if checkpoint is None:
+        return model
+    try:
+        with np.load(checkpoint, allow_pickle=False) as state:
+            lam, zeta = state["lam"], state["zeta"]
+        return SentenceTRF(model.vocab, model.features, model.pi, lam, zeta, model.meta, pooled=model.pooled)
+    except (OSError, ValueError, KeyError, EOFError) as exc:
+        print(f"smc_check: error: --checkpoint {checkpoint!r} is not a training checkpoint of --model's feature set "
+              f"(mcsa trf train --checkpoint): {exc}", file=sys.stderr)
+        return None
+
+
 def main(argv=None) -> int:
-    import trf
     from trf.lm.check import log_prob_with_log_z
     from trf.lm.corpus import encode_file
-    from trf.lm.smc import conditional_smc_log_z, smc_log_z
+    from trf.lm.smc import PROPOSALS, conditional_smc_log_z, smc_log_z
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True, help="model written by mcsa trf train")
-    parser.add_argument("--test", required=True, help="test text, one sentence per line")
+    parser.add_argument("--checkpoint", default=None, help="training checkpoint whose lambda and zeta to use")
+    parser.add_argument("--test", default=None, help="test text, one sentence per line (perplexities; optional)")
+    parser.add_argument("--proposal", choices=PROPOSALS, default="exact", help="the SMC particles' proposal")
+    parser.add_argument("--show", type=nonnegative_int, default=0, metavar="J",
+                        help="print the heaviest run's kept sentences at length J (0: none)")
     parser.add_argument("--particles", type=positive_int, default=20000, help="particles per SMC run")
     parser.add_argument("--runs", type=positive_int, default=4, help="independent SMC runs (2 or more)")
     parser.add_argument("--seed", type=nonnegative_int, default=1)
@@ -94,15 +129,22 @@ def main(argv=None) -> int:
     parser.add_argument("--conditional-particles", type=nonnegative_int, default=0,
                         help="particles per conditional SMC run (the upper side; 0: none)")
     args = parser.parse_args(argv)
-    model = trf.load(args.model)
+    if args.runs < 2:
+        parser.error("--runs must be at least 2 (their spread is the measure)")
+    model = _load(args.model, args.checkpoint)
+    if model is None:
+        return 2
+    if args.show > model.m:
+        parser.error(f"--show must be a length in 1..{model.m} (or 0)")
     ais = []
     for path in args.check_json:
         rows = json.loads(open(path, encoding="utf-8").read())["normaliser_check"]["per_length"]
         ais.append({r["j"]: r["forward"] for r in rows})
     res = smc_log_z(model, model.m, n_particles=args.particles, n_replicates=args.runs, seed=args.seed,
-                    n_keep=1 if args.conditional_particles else 0)
-    augsa = model.zeta + model.log_z1()
-    print(f"SMC: {args.runs} runs x {args.particles} particles, lengths 1-{model.m}, {res.seconds:.1f} s")
+                    n_keep=4 if args.show else 1 if args.conditional_particles else 0, proposal=args.proposal)
+    augsa = (model.zeta + model.log_z1())[:model.m]
+    print(f"SMC ({args.proposal} proposal): {args.runs} runs x {args.particles} particles, lengths 1-{model.m}, "
+          f"{res.seconds:.1f} s; max |lambda| {np.abs(model.lam).max():.2f}")
     upper = None
     if args.conditional_particles:
         rng = np.random.default_rng(args.seed + 1)
@@ -117,13 +159,21 @@ def main(argv=None) -> int:
         words = model.vocab.words
         print(f"exact log Z_2 = {logsumexp(per_word):.3f} ({time.perf_counter() - start:.0f} s); first words carrying "
               "it: " + ", ".join(f"{words[i]} {per_word[i]:.2f}" for i in np.argsort(per_word)[::-1][:5]))
-    head = ("   j      SMC  spread" + ("     CSMC  spread" if upper is not None else "") + "   AugSA"
+    head = ("   j      SMC  spread" + ("     CSMC  spread" if upper is not None else "") + "   AugSA SMC-AugSA"
             + "".join(f"  AIS[{k}]" for k in range(len(ais))))
     print(head)
     for i, j in enumerate(res.lengths):
         cols = "".join(f" {a.get(int(j), float('nan')):8.2f}" for a in ais)
         csmc = f" {upper.log_z[i]:8.2f} {upper.spread[i]:7.2f}" if upper is not None else ""
-        print(f"{j:4d} {res.log_z[i]:8.2f} {res.spread[i]:7.2f}{csmc} {augsa[i]:7.2f}{cols}")
+        print(f"{j:4d} {res.log_z[i]:8.2f} {res.spread[i]:7.2f}{csmc} {augsa[i]:7.2f} {res.log_z[i] - augsa[i]:+9.2f}"
+              f"{cols}")
+    if args.show:
+        heavy = int(np.argmax(res.replicates[:, args.show - 1]))
+        print(f"sentences of length {args.show} kept by the heaviest run ({heavy + 1}):")
+        for sentence in res.kept[heavy, args.show - 1, :, :args.show]:
+            print("    " + " ".join(model.vocab.words[w] for w in sentence))
+    if args.test is None:
+        return 0
     corpus = encode_file(args.test, model.vocab)
     if corpus.lengths.max() > model.m:
         raise SystemExit(f"--test has sentences longer than m={model.m} words; this script scores lengths <= m only")
