@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -244,16 +245,10 @@ def test_support_groups_match_brute_force_supports():
     sizes = feats.support_groups(corpus)
     from trf.lm import _feature_kernels as fk
     sent, feat = fk.corpus_feature_hits(feats._flat(corpus), feats.symbols(), feats.hashed())
-    support = [tuple(sorted(collections_counter(sent[feat == i]).items())) for i in range(feats.n_features)]
+    support = [tuple(sorted(Counter(sent[feat == i].tolist()).items())) for i in range(feats.n_features)]
     expected = np.array([support.count(s) for s in support])
     np.testing.assert_array_equal(sizes, expected)
     assert sizes.max() > 1 and sizes.min() == 1  # the corpus has both shadowed and lone features
-
-
-def collections_counter(values):
-    from collections import Counter
-
-    return Counter(values.tolist())
 
 
 def test_the_group_preconditioner_is_the_pseudo_inverse_of_a_perfectly_correlated_block():

@@ -380,20 +380,26 @@ class SentenceFeatures:
         fk.accumulate_features(w, c, j, 1.0, acc, self.hashed())
         return acc
 
+    def _sentence_counts(self, corpus: EncodedCorpus) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every (sentence, feature) pair that fires in ``corpus``, sorted by sentence then feature, and its count."""
+        sent, feat = fk.corpus_feature_hits(self._flat(corpus), self.symbols(), self.hashed())
+        d = np.int64(self.n_features)
+        pair, per_sentence = np.unique(sent * d + feat, return_counts=True)
+        return pair // d, pair % d, per_sentence
+
     def stratified_variance(self, corpus: EncodedCorpus) -> np.ndarray:
         """Stratified empirical variances ``sigma_i = sum_j (n_j/n) Var_j[f_i]`` (Sec. 5.2), sparse.
 
         Uses ``sum_j (n_j/n) Var_j[f] = E[f^2] - sum_j S_j^2 / (n n_j)`` with ``S_j`` the total of
         ``f`` over sentences of length ``j``; only (length, feature) pairs that occur are touched.
         """
-        sent, feat = fk.corpus_feature_hits(self._flat(corpus), self.symbols(), self.hashed())
+        sentence, feature, per_sentence = self._sentence_counts(corpus)
         n = len(corpus)
         d = np.int64(self.n_features)
-        pair, per_sentence = np.unique(sent * d + feat, return_counts=True)
-        second_moment = np.bincount(pair % d, weights=per_sentence.astype(np.float64) ** 2, minlength=d) / n
+        second_moment = np.bincount(feature, weights=per_sentence.astype(np.float64) ** 2, minlength=d) / n
         lengths = corpus.lengths
         n_j = np.bincount(lengths)
-        keys = lengths[pair // d] * d + pair % d
+        keys = lengths[sentence] * d + feature
         by_length, inverse = np.unique(keys, return_inverse=True)
         totals = np.bincount(inverse, weights=per_sentence.astype(np.float64))
         j = by_length // d
@@ -411,10 +417,8 @@ class SentenceFeatures:
         in sentence order (equal supports give bit-equal sums; a collision of different ones has probability
         about ``d^2 2^-104``).
         """
-        sent, feat = fk.corpus_feature_hits(self._flat(corpus), self.symbols(), self.hashed())
-        d = np.int64(self.n_features)
-        pair, per_sentence = np.unique(sent * d + feat, return_counts=True)
-        sentence, feature = pair // d, pair % d
+        sentence, feature, per_sentence = self._sentence_counts(corpus)
+        d = self.n_features
         codes = np.random.default_rng(0x5EED).random((2, len(corpus)))
         sums = np.stack([np.bincount(feature, weights=code[sentence] * per_sentence, minlength=d) for code in codes],
                         axis=1)
