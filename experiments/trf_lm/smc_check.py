@@ -192,4 +192,8 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    try:
+        raise SystemExit(main())
+    except KeyboardInterrupt:  # the runs stop at their next position (trf.lm.smc); nothing is written
+        print("smc_check: interrupted", file=sys.stderr)
+        raise SystemExit(130) from None
