@@ -278,7 +278,11 @@ def test_pooled_sentences_with_a_positive_log_probability_are_left_out_of_the_ch
     assert check.method == ["exact"] * M
     short = [np.array([1, 2]), np.array([3, 1, 2, 0])]
     long_ = np.array([1, 2, 3] * 6)  # 18 words: dimension m+1
-    assert pooled.log_prob(EncodedCorpus.from_sentences([long_]))[0] > 0
+    one_long = EncodedCorpus.from_sentences([long_])
+    excess = pooled.log_prob(one_long, allow_positive=True)[0]
+    assert excess > 0
+    with pytest.raises(ValueError, match=rf"sentences\[0\].*length\(s\) 18 \(>= {excess:.2f} nats\)"):
+        pooled.log_prob(one_long)  # the library refuses it too, naming the length and the excess
     both = check.perplexities(pooled, EncodedCorpus.from_sentences(short + [long_]))
     alone = check.perplexities(pooled, EncodedCorpus.from_sentences(short))
     assert both["excluded_sentences"] == 1 and both["unchecked_sentences"] == 1 and alone["excluded_sentences"] == 0

@@ -201,7 +201,7 @@ def _eval(args) -> int:
     stats = ReadStats()
     corpus = encode_file(args.test, model.vocab, encoding=args.encoding, stats=stats)
     start = time.perf_counter()
-    log_probs = model.log_prob(corpus)
+    log_probs = model.log_prob(corpus, allow_positive=True)  # augsa_perplexity flags log p > 0
     seconds = time.perf_counter() - start
     ppl, impossible, why_not = augsa_perplexity(log_probs, corpus)
     result: dict[str, object] = {"perplexity": ppl, "convention": PERPLEXITY_CONVENTION, "sentences": len(corpus),
@@ -272,16 +272,15 @@ def _impossible_lines(model_path: str, lines: list[str], values: np.ndarray) -> 
     the value is no probability.  They are set to NaN in ``values`` (written as nan / null) and named in one error
     line on stderr with the lengths and the least amount by which those lengths' values are too high; their
     indices are returned (the command then exits with status 1 after writing every line)."""
+    from trf.lm.model import describe_excess
+
     bad = np.flatnonzero(np.nan_to_num(values, nan=-np.inf) > 0)
     if bad.size == 0:
         return []
-    lengths = np.array([len(lines[i].split()) for i in bad])
-    excess = {int(j): float(values[bad[lengths == j]].max()) for j in np.unique(lengths)}
-    named = ", ".join(f"{j} (>= {x:.2f} nats)" for j, x in sorted(excess.items())[:8])
-    more = f" and {len(excess) - 8} more" if len(excess) > 8 else ""
+    named = describe_excess(np.array([len(line.split()) for line in lines]), values)
     print(f"mcsa trf score: error: {bad.size} line(s) got a positive log-probability (a probability above 1), "
           f"written as nan; first: line {bad[0] + 1}.  The model's normaliser (AugSA's zeta) is too low at length(s) "
-          f"{named}{more}, so every value at those lengths is too high by at least that much: check the model with "
+          f"{named}, so every value at those lengths is too high by at least that much: check the model with "
           f"`mcsa trf eval --model {model_path} --test FILE`, whose perplexity uses checked "
           "normalisers", file=sys.stderr)
     values[bad] = np.nan
@@ -299,7 +298,7 @@ def score_lines(model, lines: list[str]) -> tuple[np.ndarray, np.ndarray, list[i
     ok = [i for i, toks in enumerate(tokens) if toks and (limit is None or len(toks) <= limit)]
     values = np.full(len(lines), np.nan)
     if ok:
-        values[ok] = model.log_prob([tokens[i] for i in ok])
+        values[ok] = model.log_prob([tokens[i] for i in ok], allow_positive=True)  # the caller flags log p > 0
     keep = set(ok)
     return values, unknown, [i for i in range(len(lines)) if i not in keep]
 
