@@ -101,9 +101,10 @@ def _train_logged(args) -> int:
               f"{minutes:g} minutes", file=sys.stderr)
     # with a time limit the stages follow the time (unless --t0 fixes them in iterations)
     share = FIRST_STAGE_SHARE if minutes is not None and args.t0 is None else None
+    notes = _CheckNotes("mcsa trf train")
     with flags_for(TRAIN_FLAGS):
         trained = train_and_check(
-            args.train, valid_path=args.valid, check=None if args.no_check else _check_kw(args), valid_flag="--valid",
+            args.train, valid_path=args.valid, check=None if args.no_check else _check_kw(args, notes), valid_flag="--valid",
             features=args.features, classes=args.classes, vocab_size=args.vocab_size,
             min_count=args.min_count, max_length=args.max_length, config=lm_config(**overrides),
             n_chains=30 if args.chains is None else args.chains,
@@ -128,7 +129,7 @@ def _train_logged(args) -> int:
         if trained.dev_left_out:
             print(f"mcsa trf train: check: {trained.dev_left_out} dev sentences longer than m={model.m} words are "
                   "left out of the dev perplexity (no sub-model for them; --max-length pools them)", file=sys.stderr)
-        _print_checked(trained.dev_check, "mcsa trf train", what="dev ")
+        _print_checked(trained.dev_check, notes, what="dev ")
     return 0
 
 
@@ -174,20 +175,36 @@ def _effort(text: str):
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _check_kw(args) -> dict:
-    """``check_normalisers`` keywords from the ``--check-*`` flags (:func:`_add_check_flags`)."""
+class _CheckNotes:
+    """The check's notes on stderr as ``prog: check: ...``: a note the check makes before its long work at once
+    (``on_note`` of :func:`trf.lm.check.check_normalisers`, e.g. a predicted overrun of ``--check-seconds``), the
+    others with the result (:func:`_print_checked`), none twice."""
+
+    def __init__(self, prog: str) -> None:
+        self.prog = prog
+        self.shown: set[str] = set()
+
+    def __call__(self, note: str) -> None:
+        if note not in self.shown:
+            print(f"{self.prog}: check: {note}", file=sys.stderr, flush=True)
+            self.shown.add(note)
+
+
+def _check_kw(args, notes: _CheckNotes) -> dict:
+    """``check_normalisers`` keywords from the ``--check-*`` flags (:func:`_add_check_flags`); early notes go to
+    ``notes``."""
     return dict(n_temperatures=args.check_temperatures, n_chains=args.check_chains, time_budget=args.check_seconds,
                 margin=args.check_margin, seed=args.seed, base=args.check_base, smc_particles=args.check_particles,
-                csmc_particles=args.check_conditional_particles, effort=args.check_effort)
+                csmc_particles=args.check_conditional_particles, effort=args.check_effort, on_note=notes)
 
 
-def _print_checked(checked, prog: str, what: str = "") -> None:
-    """The headline on stdout; the notes and warnings on stderr as ``prog``."""
+def _print_checked(checked, notes: _CheckNotes, what: str = "") -> None:
+    """The headline on stdout; the notes not yet shown and the warnings on stderr as ``notes.prog``."""
     print(checked.headline_line(what))
     for note in checked.notes():
-        print(f"{prog}: check: {note}", file=sys.stderr)
+        notes(note)
     for warning in checked.warnings():
-        print(f"{prog}: warning: {warning}", file=sys.stderr)
+        print(f"{notes.prog}: warning: {warning}", file=sys.stderr)
 
 
 def _eval(args) -> int:
@@ -216,9 +233,10 @@ def _eval(args) -> int:
         print(f"perplexity {ppl:.3f} ({PERPLEXITY_CONVENTION}) with the AugSA zeta (unchecked: --no-check); "
               f"{len(corpus)} sentences")
     else:
-        checked = checked_perplexity(model, corpus, flag="--test", log_probs=log_probs, **_check_kw(args))
+        notes = _CheckNotes("mcsa trf eval")
+        checked = checked_perplexity(model, corpus, flag="--test", log_probs=log_probs, **_check_kw(args, notes))
         result.update(checked.summary())
-        _print_checked(checked, "mcsa trf eval")
+        _print_checked(checked, notes)
     if args.ais:
         from trf.lm.check import ais_check
 
