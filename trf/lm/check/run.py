@@ -145,7 +145,9 @@ class _Schedule:
 
 
 def _duration(seconds: float) -> str:
-    """``seconds`` as ``"61 ms"`` below a second, ``"1.6 s"`` above (3 significant digits)."""
+    """``seconds`` as ``"61 ms"`` below a second, ``"1.6 s"`` below 100 (3 significant digits), ``"1060 s"`` above."""
+    if seconds >= 99.95:
+        return f"{seconds:.0f} s"
     return f"{1e3 * seconds:.3g} ms" if seconds < 0.9995 else f"{seconds:.3g} s"  # 0.9996 s: "1 s", not "1e+03 ms"
 
 
@@ -157,11 +159,11 @@ def _overrun(plan: BudgetPlan, budget: float, spent: float) -> str:
     total = spent + ais
     if total <= OVERRUN * budget:
         return ""
-    return (f"the {budget:.0f} s budget is too small for the check's minimum effort: {plan.low} AIS temperatures at "
-            f"each of {plan.lengths.size} lengths take about {ais:.0f} s by the pilot's cost model "
+    return (f"the {_duration(budget)} budget is too small for the check's minimum effort: {plan.low} AIS temperatures "
+            f"at each of {plan.lengths.size} lengths take about {_duration(ais)} by the pilot's cost model "
             f"({_duration(plan.per_temperature.min())}-{_duration(plan.per_temperature.max())} per temperature), "
-            f"{total:.0f} s in all with the {spent:.0f} s spent on SMC and the pilot, {total / budget:.1f} x the "
-            f"budget; the check goes on at that minimum.  To plan for it give --check-seconds {math.ceil(total)} "
+            f"{_duration(total)} in all with the {_duration(spent)} spent on SMC and the pilot, {total / budget:.1f} x "
+            f"the budget; the check goes on at that minimum.  To plan for it give --check-seconds {math.ceil(total)} "
             f"(time_budget); for a shorter check a fixed --check-effort T,P[,C] with T < {plan.low} (effort)")
 
 
