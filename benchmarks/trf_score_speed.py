@@ -16,6 +16,7 @@ TRF / KN5 in the same run.  The machine is shared, so timings are noisy: read ra
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 from pathlib import Path
@@ -72,11 +73,13 @@ def main(argv=None) -> int:
         feats = SentenceFeatures.build(train, len(vocab), spec, word_class=classes)
         model = SentenceTRF(vocab, feats, smoothed_length_law(train.lengths, m),
                             rng.normal(scale=0.1, size=feats.n_features), np.zeros(m), pooled=False)
+        # a stand-in: zeta = 0 is no normaliser (log p > 0 abounds), and only the time of scoring counts here
+        score = functools.partial(model.log_prob, allow_positive=True)
         for name, corpus in (("fortunes test", test), ("unigram draws, mean length 25", long)):
-            model.log_prob(corpus), kn5.log_prob(corpus)  # warm up (compile, log Z_1)
+            score(corpus), kn5.log_prob(corpus)  # warm up (compile, log Z_1)
             t_trf, t_kn = [], []
             for _ in range(args.repeats):
-                t_trf.append(_timed(model.log_prob, corpus))
+                t_trf.append(_timed(score, corpus))
                 t_kn.append(_timed(kn5.log_prob, corpus))
             trf_rate, kn_rate = len(corpus) / np.median(t_trf), len(corpus) / np.median(t_kn)
             print(f"| {spec} ({feats.rows[1].size}, {feats.n_features:,}) | {name} | {len(corpus)} | "

@@ -139,6 +139,7 @@ def _ngram_baselines(data: dict, vocab, report: dict) -> np.ndarray:
 def _train_trf(args: argparse.Namespace, config, paths: dict, data: dict, vocab) -> tuple:
     """AugSA training with valid-perplexity snapshots and a Polyak-Ruppert average of lambda over the second part of
     the budget; the model, the result, the snapshots, the average and the wall seconds."""
+    from trf.lm.check.report import augsa_perplexity
     from trf.lm.model import SentenceTRF
     from trf.lm.train import train_lm
 
@@ -159,9 +160,11 @@ def _train_trf(args: argparse.Namespace, config, paths: dict, data: dict, vocab)
             average["n"] += 1
         if time.perf_counter() - last[0] >= args.eval_every:
             model = SentenceTRF(vocab, trainer.backend.features, trainer.backend.pi, trainer.lam, trainer.zeta)
-            ppl = model.perplexity(data["valid"])
+            valid = augsa_perplexity(model.log_prob(data["valid"], allow_positive=True), data["valid"])
+            ppl = None if valid.impossible else valid.perplexity
             snapshots.append({"t": t, "seconds": seconds, "valid_ppl": ppl, "load": os.getloadavg()[0]})
-            print(f"  t={t} train {seconds:.0f}s valid PPL {ppl:.2f} (AugSA zeta; load {os.getloadavg()[0]:.1f})",
+            shown = f"none ({valid.why_not})" if valid.impossible else f"{ppl:.2f}"
+            print(f"  t={t} train {seconds:.0f}s valid PPL {shown} (AugSA zeta; load {os.getloadavg()[0]:.1f})",
                   flush=True)
             last[0] = time.perf_counter()
         return False
@@ -185,6 +188,7 @@ def _train_trf(args: argparse.Namespace, config, paths: dict, data: dict, vocab)
 def _choose_candidate(args: argparse.Namespace, config, model, result, average: dict, data: dict, vocab) -> tuple:
     """The candidates (final / averaged lambda, AugSA / refined zeta) and the one best on valid: the chosen model
     (saved to ``--out``), its name and every candidate's (valid, test) perplexity."""
+    from trf.lm.check.report import augsa_perplexity
     from trf.lm.model import SentenceTRF
     from trf.lm.train import refine_zeta
 
@@ -206,10 +210,16 @@ def _choose_candidate(args: argparse.Namespace, config, model, result, average: 
     print("| TRF | valid PPL | test PPL |")
     print("|---|---|---|")
     scores = {}
-    for name, cand in candidates.items():
-        scores[name] = (cand.perplexity(data["valid"]), cand.perplexity(data["test"]))
-        print(f"| {name} | {scores[name][0]:.2f} | {scores[name][1]:.2f} |")
-    chosen = min(scores, key=lambda k: scores[k][0])
+    for name, cand in candidates.items():  # a candidate with log p > 0 somewhere has no perplexity: never chosen
+        ppl = [augsa_perplexity(cand.log_prob(data[k], allow_positive=True), data[k]) for k in ("valid", "test")]
+        scores[name] = tuple(None if p.impossible else p.perplexity for p in ppl)
+        print(f"| {name} | " + " | ".join(f"none ({p.impossible} sentences log p > 0)" if p.impossible
+                                          else f"{p.perplexity:.2f}" for p in ppl) + " |")
+    possible = {k: valid for k, (valid, _) in scores.items() if valid is not None}
+    if not possible:
+        raise ValueError("every TRF candidate gives some valid sentence log p > 0 (AugSA's zeta too low): no "
+                         "perplexity to choose by; check the model with `mcsa trf eval`")
+    chosen = min(possible, key=possible.__getitem__)
     model = SentenceTRF(vocab, model.features, model.pi, candidates[chosen].lam, candidates[chosen].zeta, model.meta)
     model.meta["chosen"] = chosen
     model.save(args.out)

@@ -49,6 +49,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     import trf
+    from trf.lm.check.report import augsa_perplexity
     from trf.lm.corpus import encode_file
     from trf.lm.ngram_cli import evaluate_ngram, load_ngram
     from trf.lm.rescore import interpolate_linear, tune_linear_weight
@@ -72,7 +73,7 @@ def main(argv=None) -> int:
     def trf_log_prob(split: str, which: str) -> np.ndarray:
         corpus = data[split]
         dims = model.dimension(corpus.lengths)
-        return model.log_prob(corpus) + augsa[dims - 1] - tables[split][which][dims - 1]
+        return model.log_prob(corpus, allow_positive=True) + augsa[dims - 1] - tables[split][which][dims - 1]
 
     n_test = data["test"].n_predicted
     ng = {k: ngram.log_prob(ng_data[k]) for k in ("valid", "test")}
@@ -81,8 +82,10 @@ def main(argv=None) -> int:
     print("| model | normalisers | test PPL | interval (checked normalisers' ends) | vs n-gram |")
     print("|---|---|---|---|---|")
     print(f"| n-gram ({type(ngram).__name__}, order {ngram.order}) | - | {ng_ppl:.2f} | - | 1.000 |")
-    augsa_ppl = perplexity(model.log_prob(data["test"]), n_test)
-    print(f"| TRF | AugSA zeta | {augsa_ppl:.2f} | - | {augsa_ppl / ng_ppl:.3f} |")
+    augsa_ppl = augsa_perplexity(model.log_prob(data["test"], allow_positive=True), data["test"])
+    augsa_row = (f"none: {augsa_ppl.why_not} | - | -" if augsa_ppl.impossible
+                 else f"{augsa_ppl.perplexity:.2f} | - | {augsa_ppl.perplexity / ng_ppl:.3f}")
+    print(f"| TRF | AugSA zeta | {augsa_row} |")
     trf_ppl = {w: perplexity(trf_log_prob("test", w), n_test) for w in ("checked", "low", "high")}
     print(f"| TRF | checked | {trf_ppl['checked']:.2f} | [{trf_ppl['low']:.2f}, {trf_ppl['high']:.2f}] | "
           f"{trf_ppl['checked'] / ng_ppl:.3f} |")

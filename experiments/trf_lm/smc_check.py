@@ -111,6 +111,7 @@ def _load(model_path: str, checkpoint: str | None):
 
 def main(argv=None) -> int:
     from trf.lm.check import log_prob_with_log_z
+    from trf.lm.check.report import augsa_perplexity
     from trf.lm.corpus import encode_file
     from trf.lm.smc import PROPOSALS, conditional_smc_log_z, smc_log_z
 
@@ -177,9 +178,10 @@ def main(argv=None) -> int:
     corpus = encode_file(args.test, model.vocab)
     if corpus.lengths.max() > model.m:
         raise SystemExit(f"--test has sentences longer than m={model.m} words; this script scores lengths <= m only")
-    augsa_ppl = float(np.exp(-model.log_prob(corpus).sum() / corpus.n_predicted))
+    augsa_check = augsa_perplexity(model.log_prob(corpus, allow_positive=True), corpus)
+    augsa_ppl = f"none ({augsa_check.why_not})" if augsa_check.impossible else f"{augsa_check.perplexity:.2f}"
     smc_ppl = float(np.exp(-log_prob_with_log_z(model, corpus, res.log_z).sum() / corpus.n_predicted))
-    print(f"test PPL ({len(corpus)} sentences of <= {model.m} words): AugSA zeta {augsa_ppl:.2f}, SMC normalisers "
+    print(f"test PPL ({len(corpus)} sentences of <= {model.m} words): AugSA zeta {augsa_ppl}, SMC normalisers "
           f"{smc_ppl:.2f} (SMC errs low in log Z, so this errs low too; {int(np.sum(res.spread > 1))} lengths "
           "with a spread over 1 nat)")
     if upper is not None:

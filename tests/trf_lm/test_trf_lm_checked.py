@@ -4,6 +4,7 @@ log Z_j on a tiny vocabulary; a zeta shifted by 2 nats is flagged; perplexity in
 from __future__ import annotations
 
 import itertools
+import sys
 
 import numpy as np
 import pytest
@@ -232,6 +233,87 @@ def test_check_budget_picks_temperatures_and_bad_input(tiny):
         check.log_z_table("middle")
 
 
+def _overrun_check(tiny, step, monkeypatch, on_note):
+    """The check on lengths 2 and 4 by AIS with a 60 s budget and a StepClock of ``step`` s per reading; every AIS
+    run (not the pilot's) is recorded as "ais" in the returned event list, after any note ``on_note`` recorded."""
+    import trf.lm.check.run as run
+
+    trf, _, _ = tiny
+    events: list[str] = []
+    real = run.bidirectional_estimates
+
+    def recorded(*args, **kwargs):
+        events.append("ais")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(run, "bidirectional_estimates", recorded)
+    check = check_normalisers(trf, [2, 4], time_budget=60.0, n_chains=5, exact_limit=0, seed=0, parallel=False,
+                              clock=StepClock(step), on_note=lambda note: (events.append(note), on_note(note)))
+    return check, events
+
+
+def test_a_budget_the_minimum_effort_overruns_is_said_before_the_ais_runs(tiny, monkeypatch):
+    """On a time budget the check never goes below 20 AIS temperatures per length.  When the pilot's cost model
+    predicts that minimum to take more than 1.5 x the budget, one note goes to ``on_note`` before the first AIS run
+    (predicted seconds, budget, the flags that fix it) and stays in the result's notes; a fast cost gives none.
+
+    The costs are injected (StepClock: every clock reading is ``step`` s later, whatever the machine): the pilot
+    times 6 temperatures per length as one step, both lengths alike, so the model is ``step / 6 * j / 4`` s per
+    temperature at length j and the minimum AIS effort ``(1.25 * 20 + 0.5 * 10) * step / 6 * (2 + 4) / 4 = 7.5 step``
+    (20 temperatures plus the quarter-size half run, 10 burn-in sweeps at half a temperature each)."""
+    shown: list[str] = []
+    slow, events = _overrun_check(tiny, 10.0, monkeypatch, shown.append)  # minimum AIS effort 75 s
+    notes = [e for e in events if e != "ais"]
+    assert len(notes) == 1 and shown == notes and events.index(notes[0]) < events.index("ais")
+    note = notes[0]
+    assert note.startswith("the 60 s budget is too small for the check's minimum effort: 20 AIS temperatures at "
+                           "each of 2 lengths take about 75 s by the pilot's cost model (833 ms-1.67 s per temperature)")
+    total = float(note.split(" s in all")[0].rsplit(" ", 1)[1])  # "165 s in all": SMC and the pilot read the clock too
+    assert total >= 75 + 10 and f"{total / 60:.1f} x the budget" in note
+    assert f"--check-seconds {int(np.ceil(total))} (time_budget)" in note and "--check-effort T,P[,C] with T < 20" in note
+    assert note in slow.notes and np.all(slow.temperatures == 20)
+    # the same check at a tenth of the cost: the minimum (7.5 s of AIS) fits 1.5 x 60 s, no note; temperatures grow
+    fast, events = _overrun_check(tiny, 1.0, monkeypatch, shown.append)
+    assert events.count("ais") == 2 and len(events) == 2 and len(shown) == 1
+    assert not any("too small" in n for n in fast.notes) and np.all(fast.temperatures > 20)
+
+
+def test_without_on_note_the_overrun_note_is_a_warning_on_the_check_logger(tiny, caplog):
+    trf, _, _ = tiny
+    with caplog.at_level("WARNING", logger="trf.lm.check"):
+        check = check_normalisers(trf, [2, 4], time_budget=60.0, n_chains=5, exact_limit=0, seed=0, parallel=False,
+                                  clock=StepClock(10.0))
+    assert [r.getMessage() for r in caplog.records] == [n for n in check.notes if "minimum effort" in n]
+    assert len(caplog.records) == 1
+
+
+def test_the_cli_prints_the_overrun_note_at_once_and_once(tiny, monkeypatch, capsys):
+    """``mcsa trf eval`` / ``train`` print the early note on stderr as ``prog: check: ...`` when it is made (before
+    the AIS runs) and do not repeat it with the other notes at the end."""
+    import trf.lm.check.run as run
+    from trf.lm.check import checked_perplexity
+    from trf.lm.cli import _CheckNotes, _print_checked
+
+    trf, _, corpus = tiny
+    notes = _CheckNotes("mcsa trf eval")
+    long_enough = EncodedCorpus.from_sentences([s for s in corpus if len(s) in (2, 4)])
+    real = run.bidirectional_estimates
+
+    def recorded(*args, **kwargs):
+        print("<AIS run>", file=sys.stderr)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(run, "bidirectional_estimates", recorded)
+    checked = checked_perplexity(trf, long_enough, time_budget=60.0, n_chains=5, exact_limit=0, seed=0,
+                                 parallel=False, clock=StepClock(10.0), on_note=notes)
+    _print_checked(checked, notes)
+    err = capsys.readouterr().err.splitlines()
+    early = [i for i, line in enumerate(err) if "budget is too small for the check's minimum effort" in line]
+    assert len(early) == 1 and err[early[0]].startswith("mcsa trf eval: check: the 60 s budget")
+    assert early[0] < err.index("<AIS run>")
+    assert any(line.startswith("mcsa trf eval: check: ") and "x its 60 s budget" in line for line in err)
+
+
 def test_budget_plan_is_in_proportion_to_length_and_fits():
     """The temperature plan: T_j = clip(round(c j), 20, 5000) with the largest c whose predicted cost (a + b j
     per temperature, 1.25 temperatures with the half run, burn-in at half a temperature per sweep) fits; a
@@ -278,7 +360,11 @@ def test_pooled_sentences_with_a_positive_log_probability_are_left_out_of_the_ch
     assert check.method == ["exact"] * M
     short = [np.array([1, 2]), np.array([3, 1, 2, 0])]
     long_ = np.array([1, 2, 3] * 6)  # 18 words: dimension m+1
-    assert pooled.log_prob(EncodedCorpus.from_sentences([long_]))[0] > 0
+    one_long = EncodedCorpus.from_sentences([long_])
+    excess = pooled.log_prob(one_long, allow_positive=True)[0]
+    assert excess > 0
+    with pytest.raises(ValueError, match=rf"sentences\[0\].*length\(s\) 18 \(>= {excess:.2f} nats\)"):
+        pooled.log_prob(one_long)  # the library refuses it too, naming the length and the excess
     both = check.perplexities(pooled, EncodedCorpus.from_sentences(short + [long_]))
     alone = check.perplexities(pooled, EncodedCorpus.from_sentences(short))
     assert both["excluded_sentences"] == 1 and both["unchecked_sentences"] == 1 and alone["excluded_sentences"] == 0

@@ -10,7 +10,7 @@ import pytest
 from trf.lm.check import ais_check, ais_global, ais_log_z, log_prob_with_log_z, smooth_log_z
 from trf.lm.corpus import EncodedCorpus, Vocabulary
 from trf.lm.features import SentenceFeatures
-from trf.lm.model import SentenceTRF, smoothed_length_law
+from trf.lm.model import SentenceTRF, describe_excess, smoothed_length_law
 from trf.lm.rescore import interpolate_linear, interpolate_loglinear, scoring_speed, tune_linear_weight
 
 V, M = 3, 3
@@ -89,3 +89,57 @@ def test_log_prob_with_other_normalisers_and_weight_tuning(model):
     assert tune_linear_weight(good, bad, 6) == 0.95 and tune_linear_weight(bad, good, 6) == 0.05
     w = tune_linear_weight(good, good, 6, weights=[0.2, 0.7])
     assert w in (0.2, 0.7)
+
+
+def _every_sentence():
+    return EncodedCorpus.from_sentences([s for j in range(1, M + 1) for s in itertools.product(range(V), repeat=j)])
+
+
+def test_log_prob_and_perplexity_with_a_sound_zeta_are_the_formula(model):
+    """With zeta_j = log Z_j / Z_1 exact, ``log_prob`` is ``log pi_j + lambda . f(x) - log Z_j`` (Eq. 2) and raises
+    nothing (every p <= 1); ``perplexity`` is ``exp(-sum log p / (words + sentences))`` and so at least 1."""
+    trf, log_z = model
+    every = _every_sentence()
+    formula = np.array([np.log(trf.pi[len(s) - 1]) + trf.features.feature_vector(list(s)) @ trf.lam - log_z[len(s) - 1]
+                        for s in every])
+    np.testing.assert_allclose(trf.log_prob(every), formula, rtol=0, atol=1e-10)
+    assert trf.perplexity(every) == pytest.approx(np.exp(-formula.sum() / (every.lengths.sum() + len(every))), rel=1e-12)
+    assert trf.perplexity(every) >= 1.0
+    # a zeta a little too low where no sentence comes near p = 1 still gives values, each shifted by that amount
+    nudged = SentenceTRF(trf.vocab, trf.features, trf.pi, trf.lam, trf.zeta - np.array([0.0, 0.01, 0.0]))
+    shift = nudged.log_prob(every) - formula
+    np.testing.assert_allclose(shift, np.where(every.lengths == 2, 0.01, 0.0), rtol=0, atol=1e-10)
+
+
+def test_a_zeta_too_low_at_one_length_is_an_error_naming_it(model):
+    """zeta_2 lowered by 5 nats below log Z_2 / Z_1: sentences of length 2 get log p > 0, impossible for a discrete
+    sentence.  ``log_prob`` and ``perplexity`` raise, naming the sentences, length 2 alone with the least excess
+    (the largest log p there), the unchecked AugSA zeta and the checked function; ``allow_positive=True`` returns the
+    values (exact + 5 at length 2, unchanged elsewhere)."""
+    trf, log_z = model
+    every = _every_sentence()
+    low = SentenceTRF(trf.vocab, trf.features, trf.pi, trf.lam, trf.zeta - np.array([0.0, 5.0, 0.0]))
+    raw = low.log_prob(every, allow_positive=True)
+    np.testing.assert_allclose(raw - trf.log_prob(every), np.where(every.lengths == 2, 5.0, 0.0), rtol=0, atol=1e-10)
+    bad = np.flatnonzero(raw > 0)
+    assert bad.size and np.all(every.lengths[bad] == 2)  # the premise: only length 2 is impossible
+    named = ", ".join(str(i) for i in bad[:8]) + (f" and {bad.size - 8} more" if bad.size > 8 else "")
+    for call in (low.log_prob, low.perplexity):
+        with pytest.raises(ValueError) as info:
+            call(every)
+        message = str(info.value)
+        assert f"{bad.size} of {len(every)} sentences get a positive log-probability" in message
+        assert f"sentences[{named}]" in message and f"up to {raw.max():+.2f} nats" in message
+        assert f"length(s) {2} (>= {raw.max():.2f} nats), so every value" in message
+        assert "AugSA's estimated zeta, unchecked" in message and "trf.lm.check.checked_perplexity" in message
+        assert "mcsa trf eval" in message and "allow_positive=True" in message
+
+
+def test_describe_excess_names_each_length_with_its_largest_value():
+    """The one text for "which lengths, by how much" (``mcsa trf score``'s error, ``log_prob``'s, the AugSA
+    perplexity's warning): the largest positive value per length, NaN and non-positive values ignored."""
+    lengths = np.array([3, 5, 3, 2, 4])
+    values = np.array([0.5, 1.25, 0.7, -1.0, np.nan])
+    assert describe_excess(lengths, values) == "3 (>= 0.70 nats), 5 (>= 1.25 nats)"
+    assert describe_excess(lengths, values, shown=1) == "3 (>= 0.70 nats) and 1 more"
+    assert describe_excess(lengths, -np.abs(values)) == ""

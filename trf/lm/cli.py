@@ -101,9 +101,10 @@ def _train_logged(args) -> int:
               f"{minutes:g} minutes", file=sys.stderr)
     # with a time limit the stages follow the time (unless --t0 fixes them in iterations)
     share = FIRST_STAGE_SHARE if minutes is not None and args.t0 is None else None
+    notes = _CheckNotes("mcsa trf train")
     with flags_for(TRAIN_FLAGS):
         trained = train_and_check(
-            args.train, valid_path=args.valid, check=None if args.no_check else _check_kw(args), valid_flag="--valid",
+            args.train, valid_path=args.valid, check=None if args.no_check else _check_kw(args, notes), valid_flag="--valid",
             features=args.features, classes=args.classes, vocab_size=args.vocab_size,
             min_count=args.min_count, max_length=args.max_length, config=lm_config(**overrides),
             n_chains=30 if args.chains is None else args.chains,
@@ -128,7 +129,7 @@ def _train_logged(args) -> int:
         if trained.dev_left_out:
             print(f"mcsa trf train: check: {trained.dev_left_out} dev sentences longer than m={model.m} words are "
                   "left out of the dev perplexity (no sub-model for them; --max-length pools them)", file=sys.stderr)
-        _print_checked(trained.dev_check, "mcsa trf train", what="dev ")
+        _print_checked(trained.dev_check, notes, what="dev ")
     return 0
 
 
@@ -174,20 +175,36 @@ def _effort(text: str):
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _check_kw(args) -> dict:
-    """``check_normalisers`` keywords from the ``--check-*`` flags (:func:`_add_check_flags`)."""
+class _CheckNotes:
+    """The check's notes on stderr as ``prog: check: ...``: a note the check makes before its long work at once
+    (``on_note`` of :func:`trf.lm.check.check_normalisers`, e.g. a predicted overrun of ``--check-seconds``), the
+    others with the result (:func:`_print_checked`), none twice."""
+
+    def __init__(self, prog: str) -> None:
+        self.prog = prog
+        self.shown: set[str] = set()
+
+    def __call__(self, note: str) -> None:
+        if note not in self.shown:
+            print(f"{self.prog}: check: {note}", file=sys.stderr, flush=True)
+            self.shown.add(note)
+
+
+def _check_kw(args, notes: _CheckNotes) -> dict:
+    """``check_normalisers`` keywords from the ``--check-*`` flags (:func:`_add_check_flags`); early notes go to
+    ``notes``."""
     return dict(n_temperatures=args.check_temperatures, n_chains=args.check_chains, time_budget=args.check_seconds,
                 margin=args.check_margin, seed=args.seed, base=args.check_base, smc_particles=args.check_particles,
-                csmc_particles=args.check_conditional_particles, effort=args.check_effort)
+                csmc_particles=args.check_conditional_particles, effort=args.check_effort, on_note=notes)
 
 
-def _print_checked(checked, prog: str, what: str = "") -> None:
-    """The headline on stdout; the notes and warnings on stderr as ``prog``."""
+def _print_checked(checked, notes: _CheckNotes, what: str = "") -> None:
+    """The headline on stdout; the notes not yet shown and the warnings on stderr as ``notes.prog``."""
     print(checked.headline_line(what))
     for note in checked.notes():
-        print(f"{prog}: check: {note}", file=sys.stderr)
+        notes(note)
     for warning in checked.warnings():
-        print(f"{prog}: warning: {warning}", file=sys.stderr)
+        print(f"{notes.prog}: warning: {warning}", file=sys.stderr)
 
 
 def _eval(args) -> int:
@@ -201,7 +218,7 @@ def _eval(args) -> int:
     stats = ReadStats()
     corpus = encode_file(args.test, model.vocab, encoding=args.encoding, stats=stats)
     start = time.perf_counter()
-    log_probs = model.log_prob(corpus)
+    log_probs = model.log_prob(corpus, allow_positive=True)  # augsa_perplexity flags log p > 0
     seconds = time.perf_counter() - start
     ppl, impossible, why_not = augsa_perplexity(log_probs, corpus)
     result: dict[str, object] = {"perplexity": ppl, "convention": PERPLEXITY_CONVENTION, "sentences": len(corpus),
@@ -216,9 +233,10 @@ def _eval(args) -> int:
         print(f"perplexity {ppl:.3f} ({PERPLEXITY_CONVENTION}) with the AugSA zeta (unchecked: --no-check); "
               f"{len(corpus)} sentences")
     else:
-        checked = checked_perplexity(model, corpus, flag="--test", log_probs=log_probs, **_check_kw(args))
+        notes = _CheckNotes("mcsa trf eval")
+        checked = checked_perplexity(model, corpus, flag="--test", log_probs=log_probs, **_check_kw(args, notes))
         result.update(checked.summary())
-        _print_checked(checked, "mcsa trf eval")
+        _print_checked(checked, notes)
     if args.ais:
         from trf.lm.check import ais_check
 
@@ -272,16 +290,15 @@ def _impossible_lines(model_path: str, lines: list[str], values: np.ndarray) -> 
     the value is no probability.  They are set to NaN in ``values`` (written as nan / null) and named in one error
     line on stderr with the lengths and the least amount by which those lengths' values are too high; their
     indices are returned (the command then exits with status 1 after writing every line)."""
+    from trf.lm.model import describe_excess
+
     bad = np.flatnonzero(np.nan_to_num(values, nan=-np.inf) > 0)
     if bad.size == 0:
         return []
-    lengths = np.array([len(lines[i].split()) for i in bad])
-    excess = {int(j): float(values[bad[lengths == j]].max()) for j in np.unique(lengths)}
-    named = ", ".join(f"{j} (>= {x:.2f} nats)" for j, x in sorted(excess.items())[:8])
-    more = f" and {len(excess) - 8} more" if len(excess) > 8 else ""
+    named = describe_excess(np.array([len(line.split()) for line in lines]), values)
     print(f"mcsa trf score: error: {bad.size} line(s) got a positive log-probability (a probability above 1), "
           f"written as nan; first: line {bad[0] + 1}.  The model's normaliser (AugSA's zeta) is too low at length(s) "
-          f"{named}{more}, so every value at those lengths is too high by at least that much: check the model with "
+          f"{named}, so every value at those lengths is too high by at least that much: check the model with "
           f"`mcsa trf eval --model {model_path} --test FILE`, whose perplexity uses checked "
           "normalisers", file=sys.stderr)
     values[bad] = np.nan
@@ -299,7 +316,7 @@ def score_lines(model, lines: list[str]) -> tuple[np.ndarray, np.ndarray, list[i
     ok = [i for i, toks in enumerate(tokens) if toks and (limit is None or len(toks) <= limit)]
     values = np.full(len(lines), np.nan)
     if ok:
-        values[ok] = model.log_prob([tokens[i] for i in ok])
+        values[ok] = model.log_prob([tokens[i] for i in ok], allow_positive=True)  # the caller flags log p > 0
     keep = set(ok)
     return values, unknown, [i for i in range(len(lines)) if i not in keep]
 

@@ -7,6 +7,10 @@ Perplexity counts every word plus one end-of-sentence per sentence (the same con
 not modelled and raise ``ValueError``; a model trained with the pooled sub-model of Sec. 5.4 (Eq. 27,
 ``pooled=True``) scores every sentence longer than ``m`` with the one ``pi_{m+}`` and ``zeta_{m+}``
 (its normaliser was estimated over the sampled lengths ``m+1, m+2``, as in the paper).
+
+:meth:`SentenceTRF.log_prob` and :meth:`SentenceTRF.perplexity` use AugSA's estimated ``zeta``, unchecked; a
+``zeta_j`` below the true ``log Z_j / Z_1`` gives ``log p > 0``, which they refuse (:func:`describe_excess` names
+the lengths).  Normalisers checked from both sides: :func:`trf.lm.check.checked_perplexity` (``mcsa trf eval``).
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ from trf.lm.features import SentenceFeatures
 KIND = "trf-lm"
 PERPLEXITY_CONVENTION = "per token: words plus one end-of-sentence per sentence; <unk> scored as a word"
 
-__all__ = ["KIND", "SentenceTRF", "smoothed_length_law", "as_corpus", "unigram_base", "unigram_weights"]
+__all__ = ["KIND", "SentenceTRF", "smoothed_length_law", "as_corpus", "describe_excess", "unigram_base",
+           "unigram_weights"]
 
 
 def smoothed_length_law(lengths: np.ndarray, m: int, add: float = 0.5) -> np.ndarray:
@@ -51,6 +56,34 @@ def as_corpus(sentences, vocab: Vocabulary) -> EncodedCorpus:
     if not encoded:
         raise ValueError("sentences is empty")
     return EncodedCorpus.from_sentences(encoded)
+
+
+def describe_excess(lengths: np.ndarray, log_probs: np.ndarray, shown: int = 8) -> str:
+    """The lengths whose sentences get ``log p > 0``, each with the least amount by which its normaliser is too low.
+
+    A discrete sentence has ``p <= 1``, so ``log p(j, x) > 0`` means the ``log Z_j`` behind it is too low by at
+    least ``log p(j, x)``: every value at that length is too high by at least the largest one there.
+
+    Parameters
+    ----------
+    lengths : int array (n,)
+        Each sentence's number of words.
+    log_probs : float array (n,)
+        Each sentence's log-probability (NaN for one left unscored).
+    shown : int
+        How many lengths to name; the rest are counted.
+
+    Returns
+    -------
+    str
+        E.g. ``"3 (>= 0.52 nats), 5 (>= 3.10 nats)"`` (``" and 2 more"`` beyond ``shown``); empty when no value
+        is positive.
+    """
+    lengths, log_probs = np.asarray(lengths), np.asarray(log_probs, dtype=np.float64)
+    positive = np.nan_to_num(log_probs, nan=-np.inf) > 0
+    excess = {int(j): float(log_probs[positive & (lengths == j)].max()) for j in np.unique(lengths[positive])}
+    named = ", ".join(f"{j} (>= {x:.2f} nats)" for j, x in sorted(excess.items())[:shown])
+    return named + (f" and {len(excess) - shown} more" if len(excess) > shown else "")
 
 
 @dataclass
@@ -100,18 +133,74 @@ class SentenceTRF:
             self._log_z1 = float(logsumexp_1d(self.features.scores(one_word, self.lam)))
         return self._log_z1
 
-    def log_prob(self, sentences) -> np.ndarray:
-        """Natural-log ``p(j, x^j)`` of each sentence (strings, token lists or an EncodedCorpus)."""
+    def log_prob(self, sentences, *, allow_positive: bool = False) -> np.ndarray:
+        """Natural-log ``p(j, x^j)`` of each sentence with AugSA's estimated normalisers, unchecked (Eq. 2).
+
+        ``log p(j, x) = log pi_j + lambda . f(x) - zeta_j - log Z_1``: ``zeta_j`` is AugSA's estimate of
+        ``log Z_j / Z_1`` (Sec. 4) and nothing here checks it.  A ``zeta_j`` below the true value makes every
+        sentence of length ``j`` too likely; once a sentence gets ``log p > 0`` (``p > 1``, impossible for a
+        discrete sentence) this raises instead of returning it.  For normalisers checked from both sides use
+        :func:`trf.lm.check.checked_perplexity` (``mcsa trf eval``).
+
+        Parameters
+        ----------
+        sentences : list of str, list of token lists, or EncodedCorpus
+            Whitespace-separated strings or lists of words (mapped through the vocabulary), or encoded sentences.
+        allow_positive : bool
+            Return positive values as they are instead of raising: for callers that put other normalisers in
+            place of AugSA's (:func:`trf.lm.check.log_prob_with_log_z`) or flag such values themselves
+            (``mcsa trf score``, :func:`trf.lm.check.report.augsa_perplexity`).
+
+        Returns
+        -------
+        float array (n,)
+            One log-probability per sentence, in input order.
+
+        Raises
+        ------
+        ValueError
+            When a sentence gets ``log p > 0`` (unless ``allow_positive``): the message names the sentences' indices,
+            the largest value and, per length, the least amount by which ``zeta_j`` is too low
+            (:func:`describe_excess`); also for an empty sentence or one longer than ``m`` without pooling.
+        """
         corpus = as_corpus(sentences, self.vocab)
         lengths = corpus.lengths
         if lengths.min() < 1:
             raise ValueError("every sentence needs at least one word")
         dims = self.dimension(lengths)
         scores = self.features.scores(corpus, self.lam)
-        return np.log(self.pi[dims - 1]) + scores - self.zeta[dims - 1] - self.log_z1()
+        log_probs = np.log(self.pi[dims - 1]) + scores - self.zeta[dims - 1] - self.log_z1()
+        bad = np.flatnonzero(log_probs > 0)
+        if bad.size and not allow_positive:
+            first = ", ".join(str(i) for i in bad[:8]) + (f" and {bad.size - 8} more" if bad.size > 8 else "")
+            raise ValueError(
+                f"{bad.size} of {len(corpus)} sentences get a positive log-probability (p > 1, impossible for a "
+                f"discrete sentence), up to {log_probs[bad].max():+.2f} nats: sentences[{first}].  AugSA's zeta lies "
+                f"below the true log Z_j / Z_1 at length(s) {describe_excess(lengths, log_probs)}, so every value "
+                "at those lengths is too high by at least that much; these values rest on AugSA's estimated zeta, "
+                "unchecked.  Use trf.lm.check.checked_perplexity(model, corpus) (or `mcsa trf eval --model FILE --test "
+                "FILE`), whose normalisers are checked from both sides; allow_positive=True returns the unchecked "
+                "values")
+        return log_probs
 
     def perplexity(self, sentences) -> float:
-        """``exp(-sum log p / n_tokens)`` with n_tokens = words + one end-of-sentence per sentence."""
+        """``exp(-sum log p / n_tokens)`` with AugSA's estimated normalisers, unchecked; n_tokens = words + one
+        end-of-sentence per sentence.
+
+        The log-probabilities come from :meth:`log_prob`, which raises ``ValueError`` when a sentence gets
+        ``log p > 0`` (AugSA's ``zeta_j`` too low), so the value is never below 1; it can still lie below the true
+        perplexity wherever ``zeta_j`` is too low.  For a perplexity with checked normalisers and its interval use
+        :func:`trf.lm.check.checked_perplexity` (``mcsa trf eval``).
+
+        Parameters
+        ----------
+        sentences : list of str, list of token lists, or EncodedCorpus
+            As for :meth:`log_prob`.
+
+        Returns
+        -------
+        float
+        """
         corpus = as_corpus(sentences, self.vocab)
         return float(np.exp(-self.log_prob(corpus).sum() / corpus.n_predicted))
 

@@ -36,6 +36,7 @@ def problem(tmp_path_factory):
     return CorpusProblem("toy", paths["train"], paths["valid"], paths["test"], vocab=8)
 
 
+@pytest.mark.filterwarnings("ignore:KneserNey order:trf.ngram.DiscountFallbackWarning")  # KN3 on an 8-word vocabulary
 def test_study_rows_are_perplexities_and_reproducible(problem):
     from experiments.trf_lm.suite import LMMethod
 

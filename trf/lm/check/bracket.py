@@ -544,7 +544,7 @@ class NormaliserCheck:
         ``excluded_sentences``; ``impossible_checked`` counts checked sentences whose log-probability with the
         checked normalisers is positive (that ``log Z_j`` is too low)."""
         dims = model.dimension(corpus.lengths)
-        base = model.log_prob(corpus)
+        base = model.log_prob(corpus, allow_positive=True)  # re-based below; log p > 0 is counted
         augsa = (model.zeta + model.log_z1())[dims - 1]
         out = {"augsa": float(np.exp(-base.sum() / corpus.n_predicted))}
         unchecked = np.isnan(self.log_z_table("checked")[dims - 1])

@@ -253,4 +253,4 @@ def log_prob_with_log_z(model: SentenceTRF, corpus: EncodedCorpus, log_z) -> np.
     if log_z.shape != (model.m,):
         raise ValueError(f"log_z must have shape ({model.m},), got {log_z.shape}")
     j = corpus.lengths - 1
-    return model.log_prob(corpus) + (model.zeta + model.log_z1())[j] - log_z[j]
+    return model.log_prob(corpus, allow_positive=True) + (model.zeta + model.log_z1())[j] - log_z[j]

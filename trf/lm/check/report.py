@@ -18,7 +18,7 @@ import numpy as np
 from trf.lm.check.bracket import CONCLUSIVE, NormaliserCheck, headline_perplexity, interval_is_inconclusive
 from trf.lm.check.run import check_normalisers
 from trf.lm.corpus import EncodedCorpus
-from trf.lm.model import PERPLEXITY_CONVENTION, SentenceTRF
+from trf.lm.model import PERPLEXITY_CONVENTION, SentenceTRF, describe_excess
 
 __all__ = ["CheckedPerplexity", "AugSAPerplexity", "augsa_perplexity", "checked_perplexity", "check_dev",
            "scorable"]
@@ -38,8 +38,8 @@ def augsa_perplexity(log_probs: np.ndarray, corpus: EncodedCorpus) -> AugSAPerpl
     ppl = float(np.exp(-log_probs.sum() / corpus.n_predicted))
     impossible = int(np.count_nonzero(log_probs > 0))
     why_not = (f"{impossible} of {len(corpus)} sentences get a positive log-probability with it (up to "
-               f"{log_probs.max():+.2f}): impossible for a discrete sentence, so some zeta_j lie below log Z_j / Z_1"
-               if impossible else "")
+               f"{log_probs.max():+.2f}): impossible for a discrete sentence, so zeta_j lies below log Z_j / Z_1 at "
+               f"length(s) {describe_excess(corpus.lengths, log_probs)}" if impossible else "")
     return AugSAPerplexity(ppl, impossible, why_not)
 
 
@@ -187,7 +187,8 @@ def checked_perplexity(model: SentenceTRF, corpus: EncodedCorpus, *, flag: str =
     lengths = np.unique(corpus.lengths[corpus.lengths <= model.m])
     if lengths.size == 0:
         raise ValueError(f"{flag} holds no sentence of at most m={model.m} words to check; pass --no-check")
-    augsa = augsa_perplexity(model.log_prob(corpus) if log_probs is None else log_probs, corpus)
+    augsa = augsa_perplexity(model.log_prob(corpus, allow_positive=True) if log_probs is None else log_probs,
+                             corpus)
     check = check_normalisers(model, lengths, **check_kw)
     ppl = check.perplexities(model, corpus)
     headline, label, inconclusive = headline_perplexity(ppl)

@@ -8,9 +8,11 @@ checked value) and the notes on the effort that the report (:mod:`trf.lm.check.r
 
 from __future__ import annotations
 
+import logging
+import math
 import time
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -33,7 +35,13 @@ from trf.lm.check.plan import SMC_PARTICLE_RANGE, BudgetPlan, CheckEffort, Clock
 from trf.lm.model import SentenceTRF
 from trf.lm.smc import ConditionalSMCResult, SMCResult
 
-__all__ = ["check_normalisers"]
+__all__ = ["check_normalisers", "OVERRUN"]
+
+OVERRUN = 1.5
+"""The check says at once, before its AIS runs, when its minimum effort is predicted to take more than this times
+its time budget (:func:`check_normalisers`' ``on_note``)."""
+
+_log = logging.getLogger("trf.lm.check")
 
 
 def _smc_stage(model: SentenceTRF, lengths: np.ndarray, n_particles: int | None, n_replicates: int,
@@ -98,6 +106,7 @@ class _Schedule:
     predicted: float = 0.0    # and their predicted seconds
     tick: float = 0.0         # the current length's start
     first_plan: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # before the first length
+    overrun: str = ""         # the note when the minimum effort is predicted to overrun the budget (:func:`_overrun`)
 
     @classmethod
     def fixed(cls, exact_mask: np.ndarray, n_temperatures: int) -> "_Schedule":
@@ -113,8 +122,10 @@ class _Schedule:
         if setup is None:
             return cls(temperatures, ais_index, budget=budget, started=started, clock=clock)
         plan = pilot_plan(setup, lengths[ais_index], rng, burn_in=burn_in, extra=extra, clock=clock)
-        temperatures[ais_index] = plan.solve(budget - (clock() - started))
-        return cls(temperatures, ais_index, plan, budget, started, clock, first_plan=temperatures[ais_index].copy())
+        spent = clock() - started
+        temperatures[ais_index] = plan.solve(budget - spent)
+        return cls(temperatures, ais_index, plan, budget, started, clock, first_plan=temperatures[ais_index].copy(),
+                   overrun=_overrun(plan, budget, spent))
 
     def start_length(self, k: int) -> int:
         """The temperatures of length ``k`` (an AIS length), re-planned first on a budget."""
@@ -131,6 +142,29 @@ class _Schedule:
             self.spent += self.clock() - self.tick
             self.predicted += self.plan.cost(np.array([n_temperatures]), self.done)
             self.done += 1
+
+
+def _duration(seconds: float) -> str:
+    """``seconds`` as ``"61 ms"`` below a second, ``"1.6 s"`` below 100 (3 significant digits), ``"1060 s"`` above."""
+    if seconds >= 99.95:
+        return f"{seconds:.0f} s"
+    return f"{1e3 * seconds:.3g} ms" if seconds < 0.9995 else f"{seconds:.3g} s"  # 0.9996 s: "1 s", not "1e+03 ms"
+
+
+def _overrun(plan: BudgetPlan, budget: float, spent: float) -> str:
+    """The note, made as soon as the pilot has measured the AIS cost per temperature, when the check's minimum effort
+    (``plan.low`` temperatures at every AIS length) is predicted to take more than :data:`OVERRUN` times ``budget``
+    seconds in all (``spent``: the seconds already gone on SMC and the pilot); empty otherwise."""
+    ais = plan.cost(np.full(plan.lengths.size, plan.low))
+    total = spent + ais
+    if total <= OVERRUN * budget:
+        return ""
+    return (f"the {_duration(budget)} budget is too small for the check's minimum effort: {plan.low} AIS temperatures "
+            f"at each of {plan.lengths.size} lengths take about {_duration(ais)} by the pilot's cost model "
+            f"({_duration(plan.per_temperature.min())}-{_duration(plan.per_temperature.max())} per temperature), "
+            f"{_duration(total)} in all with the {_duration(spent)} spent on SMC and the pilot, {total / budget:.1f} x "
+            f"the budget; the check goes on at that minimum.  To plan for it give --check-seconds {math.ceil(total)} "
+            f"(time_budget); for a shorter check a fixed --check-effort T,P[,C] with T < {plan.low} (effort)")
 
 
 def _ais_estimates(model: SentenceTRF, setup: AISSetup | None, lengths: np.ndarray, exact_mask: np.ndarray,
@@ -198,12 +232,12 @@ def _effort_notes(schedule: _Schedule, lengths: np.ndarray, n_chains: int, smc: 
         first = schedule.first_plan
         notes.append(f"{used.min()}-{used.max()} temperatures (in proportion to length) for a {schedule.budget:.0f} s "
                      f"budget: first plan {first.min()}-{first.max()} from a pilot "
-                     f"({1e3 * plan.per_temperature.min():.3g}-{1e3 * plan.per_temperature.max():.3g} ms per "
+                     f"({_duration(plan.per_temperature.min())}-{_duration(plan.per_temperature.max())} per "
                      f"temperature at lengths {ais_lengths.min()}-{ais_lengths.max()}), re-planned before each length "
                      f"from the measured cost (measured / pilot-predicted: "
                      f"{schedule.spent / max(schedule.predicted, 1e-12):.2f})")
-        if plan.cost(np.full(ais_lengths.size, plan.low)) > schedule.budget:
-            notes.append(f"the budget is too small even for {plan.low} temperatures per length")
+        if schedule.overrun:
+            notes.append(schedule.overrun)
     elif ais_lengths.size:
         notes.append(f"a fixed effort: {used.max()} temperatures per AIS run, {n_chains} chains per length and "
                      "direction")
@@ -251,9 +285,10 @@ class _Plan(NamedTuple):
 def _plan(model: SentenceTRF, setup: AISSetup | None, lengths: np.ndarray, exact_mask: np.ndarray,
           spend: CheckEffort | float, rng, *, n_chains: int, smc_particles: int | None, csmc_particles: int | None,
           smc_replicates: int, smc_fraction: float, csmc_fraction: float, burn_in: int, half_run: bool,
-          started: float, clock: Clock) -> _Plan:
+          started: float, clock: Clock, on_note: Callable[[str], None]) -> _Plan:
     """The SMC runs first (their draws start the reverse AIS chains), then the AIS temperatures: a fixed effort, or
-    a time budget ``spend`` of which SMC and conditional SMC get their fractions and AIS the rest."""
+    a time budget ``spend`` of which SMC and conditional SMC get their fractions and AIS the rest; a predicted
+    overrun of the budget goes to ``on_note`` at once."""
     ais_lengths = lengths[~exact_mask]
     if isinstance(spend, CheckEffort):
         smc, _ = _smc_stage(model, ais_lengths, spend.particles, smc_replicates, None, rng, n_chains, clock)
@@ -264,6 +299,8 @@ def _plan(model: SentenceTRF, setup: AISSetup | None, lengths: np.ndarray, exact
     csmc = _csmc_stage(model, ais_lengths, smc, csmc_particles, csmc_fraction * spend, rng, smc_seconds)
     schedule = _Schedule.budgeted(setup, lengths, exact_mask, spend, rng, burn_in=burn_in,
                                   extra=0.25 if half_run else 0.0, started=started, clock=clock)
+    if schedule.overrun:
+        on_note(schedule.overrun)
     return _Plan(smc, csmc, schedule)
 
 
@@ -273,7 +310,8 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
                       base: str = "unigram", half_run: bool = True, smc_particles: int | None = None,
                       smc_replicates: int = 4, smc_fraction: float = 0.25, csmc_particles: int | None = None,
                       csmc_fraction: float = 0.25, effort: CheckEffort | None = None,
-                      clock: Clock = time.perf_counter) -> NormaliserCheck:
+                      clock: Clock = time.perf_counter, on_note: Callable[[str], None] | None = None
+                      ) -> NormaliserCheck:
     """Check ``log Z_j`` for each of ``lengths`` from both sides (bidirectional AIS, or exactly), and by SMC.
 
     For each length ``j`` (at most ``m``): when ``V^j <= exact_limit`` the exact sum over all sentences is
@@ -353,6 +391,12 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
     clock : callable, optional
         The clock the budget is measured with (default :func:`time.perf_counter`); a test injects a
         deterministic one so that the plan does not depend on the machine's speed.
+    on_note : callable, optional
+        Called at once with a note the check makes before its long work: on a time budget, as soon as the pilot
+        has measured the AIS cost per temperature, when even the minimum effort (20 temperatures per length) is
+        predicted to take more than :data:`OVERRUN` (1.5) times the budget -- the predicted seconds, the budget
+        and the flags that fix it.  Default: a warning on the ``trf.lm.check`` logger.  The note is also in the
+        result's :attr:`NormaliserCheck.notes`.
 
     Returns
     -------
@@ -382,7 +426,8 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
     smc, csmc, schedule = _plan(model, setup, lengths, exact_mask, spend, rng, n_chains=n_chains,
                                 smc_particles=smc_particles, csmc_particles=csmc_particles,
                                 smc_replicates=smc_replicates, smc_fraction=smc_fraction, csmc_fraction=csmc_fraction,
-                                burn_in=burn_in, half_run=half_run, started=started, clock=clock)
+                                burn_in=burn_in, half_run=half_run, started=started, clock=clock,
+                                on_note=_log.warning if on_note is None else on_note)
     estimates, method = _ais_estimates(model, setup, lengths, exact_mask, schedule, smc, rng, n_chains=n_chains,
                                        burn_in=burn_in, half_run=half_run, exact_limit=exact_limit)
     if smc is not None:
