@@ -247,7 +247,7 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
             "clustering_log_likelihood": clustering.log_likelihood.tolist(), "prep_seconds": prep_seconds,
             "train_seconds": trainer.elapsed, "time_sampling": result.time_sampling,
             "n_chains": n_chains, "n_samples": cfg.n_samples, "max_length": max_length,
-            "variance_floor": cfg.variance_floor, "lambda_step": cfg.lambda_step, "step_rule": step_rule,
+            "variance_floor": cfg.variance_floor, "lambda_step": trainer.config.lambda_step, "step_rule": step_rule,
             "zeta_refinement_iterations": refined, "base_features": base_features,
             "base_iterations": base_iterations,
             "refine_seconds": time.perf_counter() - train_start - train_seconds,
