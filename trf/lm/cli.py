@@ -330,7 +330,7 @@ def register(subparsers) -> None:
     train.add_argument("--features", default=DEFAULT_FEATURES,
                        help=f"feature templates of Table 2 joined by + (w, c, ws, cs, wsh, csh, cpw, tied; default "
                             f"{DEFAULT_FEATURES}, the set measured to train; the paper's best: w+c+ws+cs+wsh+csh+tied, "
-                            "with --step-rule groups and the exact SMC proposal)")
+                            "with --base-features w+c, --step-rule groups and the exact SMC proposal)")
     train.add_argument("--base-features", default=None,
                        help="grow the feature set: train these first types of --features (e.g. w+c) for --base-share "
                             "of --minutes (or of --max-iterations), then all of --features from their weights (new "
