@@ -63,6 +63,8 @@ from samplers.validation import as_float_array, check_distribution, check_float,
 from .io import atomic_write_npz, read_npz
 
 CHECKPOINT_KIND = "augsa-checkpoint"
+STOP_RULE = "the Appendix-E stop rule"
+"""How :attr:`AugSAResult.stop_reason` begins when the stop rule of Appendix E ended the run."""
 _log = logging.getLogger("trf.augsa")
 _MAX_SEED = 2**31 - 1
 
@@ -684,7 +686,7 @@ class AugSA:
                     break
                 if s_t is not None and s_t < cfg.stop_tol:
                     stopped = True
-                    reason = (f"the Appendix-E stop rule (S_t = {s_t:.3g} < {cfg.stop_tol:g}, H = {cfg.stop_window}; "
+                    reason = (f"{STOP_RULE} (S_t = {s_t:.3g} < {cfg.stop_tol:g}, H = {cfg.stop_window}; "
                               f"train-dev gap {self.state.d_gaps[-1]:.3g} nats per sentence)")
                     break
         finally:

@@ -148,6 +148,11 @@ def test_bad_input_gives_clear_errors(trained, tmp_path, capsys):
     assert "unknown template" in capsys.readouterr().err
     assert main(base + ["--classes", "500"]) == 2
     assert "classes must be <= the vocabulary size" in capsys.readouterr().err
+    assert main(base + ["--features", "w+c+ws", "--base-features", "ws"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--base-features 'ws' must be the first feature types" in err
+    assert main(base + ["--features", "w+c+ws", "--base-features", "w+c", "--base-share", "1.5"]) == 2
+    assert "--base-share must lie in (0.0, 1.0), got 1.5" in capsys.readouterr().err
     empty = tmp_path / "empty.txt"
     empty.write_text("\n\n")
     assert main(["trf", "train", "--train", str(empty), "--out", str(tmp_path / "m.npz")]) == 2

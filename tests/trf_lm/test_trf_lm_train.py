@@ -307,3 +307,95 @@ def test_the_group_step_rule_keeps_the_guard_quiet_with_the_full_feature_set(tmp
     model, result = train_lm(text, features="w+c+ws+cs+wsh+csh+tied", config=cfg, valid_path=text, classes=3,
                              n_chains=2, progress=False, refine=0, step_rule="groups", seed=seed)
     assert result.guard_message is None and result.step_scale == model.meta["lambda_step"] < 1.0  # never halved
+
+
+TOY = ["the cat sat", "the dog sat down", "a cat ran home", "the end"]
+FULL = "w+c+ws+cs+wsh+csh+tied"
+
+
+def test_the_base_weights_placed_in_the_full_set_give_the_same_scores(tiny):
+    """``positions_of``: the full set with the base set's weights (every other weight 0) scores every sentence of
+    length 1..M as the base set does (all of them, by enumeration), so the grown model starts as the same
+    distribution; a set that does not open the full one, or other classes, is refused."""
+    corpus, base = tiny
+    full = SentenceFeatures.build(corpus, V, "w+c+ws+wsh+tied", word_class=WORD_CLASS)
+    at = full.positions_of(base)
+    assert at.size == base.n_features and np.unique(at).size == at.size and full.n_features > base.n_features
+    lam = np.random.default_rng(4).normal(size=base.n_features)
+    grown = np.zeros(full.n_features)
+    grown[at] = lam
+    every = EncodedCorpus.from_sentences([list(s) for j in range(1, M + 1) for s in itertools.product(range(V), repeat=j)])
+    np.testing.assert_allclose(full.scores(every, grown), base.scores(every, lam), rtol=0, atol=1e-12)
+    shuffled = grown.copy()
+    shuffled[at] = lam[::-1]
+    assert not np.allclose(full.scores(every, shuffled), base.scores(every, lam))  # negative control
+    with pytest.raises(ValueError, match="not the first types"):
+        SentenceFeatures.build(corpus, V, "ws+w+c", word_class=WORD_CLASS).positions_of(base)
+    with pytest.raises(ValueError, match="same vocabulary and classes"):
+        SentenceFeatures.build(corpus, V, "w+c+ws", word_class=np.array([0, 1, 1])).positions_of(base)
+
+
+def _grow(text, tmp_path, **kw):
+    from trf.lm.train import train_lm
+
+    seen = []
+    record = (lambda trainer, t, rec: seen.append((t, trainer.lam.size, trainer.state.t0)) and False)
+    args = dict(features=FULL, base_features="w+c", base_share=0.5, classes=3, progress=False, refine=0, seed=2,
+                step_rule="groups",
+                parallel=False, smc_particles=50, config=lm_config(n_samples=20, t_max=24, t_c=100.0, t0=16))
+    args.update(kw)
+    callbacks = [record, *args.pop("callbacks", ())]
+    model, result = train_lm(text, callbacks=callbacks, **args)
+    return model, result, seen
+
+
+def test_growing_trains_the_base_set_for_its_share_then_the_full_set_from_there(tmp_path):
+    """``base_features``: the first half of ``t_max`` trains ``w+c`` (its weights only), the second the full set; the
+    iteration count runs on without a gap (the rates of Eq. 24-25 and the stage ``t0`` carry over), the model has
+    the full set's weights, the guard stays quiet, and ``meta`` says how many iterations the base stage ran."""
+    text = tmp_path / "train.txt"
+    text.write_text("\n".join(TOY * 20))
+    model, result, seen = _grow(text, tmp_path)
+    ts, sizes, t0s = map(np.array, zip(*seen))
+    np.testing.assert_array_equal(ts, np.arange(1, 25))
+    small, large = sizes[0], model.features.n_features
+    assert small < large and np.all(sizes[:12] == small) and np.all(sizes[12:] == large)
+    assert np.all(t0s == 16) and result.t == 24 and model.meta["base_iterations"] == 12
+    assert result.guard_message is None and model.meta["base_features"] == "w+c"
+    from trf.lm.corpus import encode_file
+
+    base = SentenceFeatures.build(encode_file(text, model.vocab), model.features.n_words, "w+c",
+                                  word_class=model.features.word_class)
+    new = np.setdiff1d(np.arange(large), model.features.positions_of(base))
+    assert new.size and np.any(model.lam[new] != 0)  # the new weights learned in the second half
+
+
+@pytest.mark.parametrize("stop_at", [5, 18])
+def test_a_grown_run_interrupted_in_either_stage_resumes_to_the_same_model(tmp_path, stop_at):
+    """A run stopped in the base stage (iteration 5) or in the full one (18) and resumed from its checkpoint ends
+    with the same weights and normalisers as the run that was never stopped (the checkpoint holds the stage that
+    was running)."""
+    text = tmp_path / "train.txt"
+    text.write_text("\n".join(TOY * 20))
+    whole, _, _ = _grow(text, tmp_path)
+    ckpt = tmp_path / "run.ckpt"
+    stopped, _, _ = _grow(text, tmp_path, checkpoint=ckpt, checkpoint_every=1,
+                          callbacks=[lambda trainer, t, rec: t == stop_at])
+    assert stopped.meta["iterations"] == stop_at
+    resumed, result, seen = _grow(text, tmp_path, checkpoint=ckpt, checkpoint_every=1, resume=True)
+    assert seen[0][0] == stop_at + 1 and result.t == 24
+    np.testing.assert_array_equal(resumed.lam, whole.lam)
+    np.testing.assert_array_equal(resumed.zeta, whole.zeta)
+    assert resumed.meta["base_iterations"] == (12 if stop_at < 12 else None)
+
+
+def test_growing_refuses_a_base_set_that_does_not_open_the_features(tmp_path):
+    from trf.lm.train import train_lm
+
+    text = tmp_path / "train.txt"
+    text.write_text("\n".join(TOY))
+    for base in ("ws", "w+c+ws+cs+wsh+csh+tied", "c+w"):
+        with pytest.raises(ValueError, match="base_features .* must be the first feature types"):
+            train_lm(text, features=FULL, base_features=base, progress=False)
+    with pytest.raises(ValueError, match="base_share"):
+        train_lm(text, features=FULL, base_features="w+c", base_share=1.0, progress=False)

@@ -35,11 +35,11 @@ from samplers.argtypes import (
 from samplers.textio import read_lines, write_text, write_with_fallback
 from trf.io import check_output_file
 from trf.lm.smc import PROPOSALS
-from trf.lm.train import DEFAULT_FEATURES
+from trf.lm.train import BASE_SHARE, DEFAULT_FEATURES
 
 #: Python argument names of ``train_lm`` whose data-dependent errors are reported with the flag (``--classes``).
 TRAIN_FLAGS = {"classes": "--classes", "max_size": "--vocab-size", "min_count": "--min-count",
-               "max_length": "--max-length"}
+               "max_length": "--max-length", "base_features": "--base-features", "base_share": "--base-share"}
 
 DEFAULT_MINUTES = 60.0
 """``mcsa trf train``'s time limit when neither ``--minutes`` nor ``--max-iterations`` bounds it."""
@@ -112,7 +112,7 @@ def _train_logged(args) -> int:
             time_limit=None if minutes is None else minutes * 60, first_stage_share=share,
             progress=not args.quiet, log_every=args.log_every, step_rule=args.step_rule, refine=args.refine,
             sampler=args.sampler, smc_particles=300 if args.smc_particles is None else args.smc_particles,
-            smc_proposal=args.smc_proposal or "exact",
+            smc_proposal=args.smc_proposal or "exact", base_features=args.base_features, base_share=args.base_share,
             encoding=args.encoding,
             save=lambda m: write_with_fallback(m.save, args.out, "--out", what="the trained model"))
     model, result = trained.model, trained.result
@@ -330,7 +330,14 @@ def register(subparsers) -> None:
     train.add_argument("--features", default=DEFAULT_FEATURES,
                        help=f"feature templates of Table 2 joined by + (w, c, ws, cs, wsh, csh, cpw, tied; default "
                             f"{DEFAULT_FEATURES}, the set measured to train; the paper's best: w+c+ws+cs+wsh+csh+tied, "
-                            "with --step-rule groups and the exact SMC proposal)")
+                            "with --base-features w+c, --step-rule groups and the exact SMC proposal)")
+    train.add_argument("--base-features", default=None,
+                       help="grow the feature set: train these first types of --features (e.g. w+c) for --base-share "
+                            "of --minutes (or of --max-iterations), then all of --features from their weights (new "
+                            "weights start at 0; the recommended way to train w+c+ws+cs+wsh+csh+tied; default: none)")
+    train.add_argument("--base-share", type=float, default=BASE_SHARE,
+                       help=f"share of the time (or iterations) spent on --base-features, in (0, 1) (default "
+                            f"{BASE_SHARE:g})")
     train.add_argument("--classes", type=positive_int, default=None,
                        help="word classes (Brown-style exchange clustering; default 200, or the vocabulary size if "
                             "smaller)")

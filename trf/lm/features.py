@@ -406,6 +406,24 @@ class SentenceFeatures:
         between = np.bincount(by_length % d, weights=totals ** 2 / (n * n_j[j]), minlength=d)
         return np.maximum(second_moment - between, 0.0)
 
+    def positions_of(self, other: "SentenceFeatures") -> np.ndarray:
+        """Where each of ``other``'s features sits in this set: ``out[i]`` is the index here of ``other``'s feature
+        ``i`` (an int64 array of ``other.n_features``), so ``lam[out] = other_lam`` gives this set the weights of
+        ``other`` (and its distribution, when every other weight is 0).
+
+        A feature's key holds its template group's index, so the same n-gram has the same key in both sets only
+        when ``other``'s feature types open this set's list (``"w+c"`` in ``"w+c+ws+..."``), both built on the same
+        corpus with the same classes; anything else is a ValueError."""
+        if self.types[:len(other.types)] != other.types or self.n_words != other.n_words or not np.array_equal(
+                self.word_class, other.word_class):
+            raise ValueError(f"the features {'+'.join(other.types)} are not the first types of "
+                             f"{'+'.join(self.types)} over the same vocabulary and classes")
+        out = fk.table_lookup_many(other.key_hi, other.key_lo, self.key_hi, self.key_lo, self.slots)
+        if (out < 0).any():
+            raise ValueError(f"{int((out < 0).sum())} of the {other.n_features} features of {'+'.join(other.types)} "
+                             f"are not in {'+'.join(self.types)}: they were built on other sentences")
+        return out
+
     def support_groups(self, corpus: EncodedCorpus) -> np.ndarray:
         """Size of each feature's *support group*: the features that fire in exactly the same sentences of
         ``corpus`` with the same counts (int64, shape ``(n_features,)``; 1 for a feature no other one shadows).

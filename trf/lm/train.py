@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Callable, NamedTuple
 import numpy as np
 
 from samplers.validation import check_float, check_int
-from trf.augsa import AugSA, AugSAConfig, AugSAResult
+from trf.augsa import CHECKPOINT_KIND, STOP_RULE, AugSA, AugSAConfig, AugSAResult
+from trf.io import read_npz
 from trf.lm.backend import SentenceBackend, lm_config
 from trf.lm.cluster import exchange_clustering
 from trf.lm.corpus import EncodedCorpus, ReadStats, Vocabulary, encode_file
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from trf.lm.check import CheckedPerplexity
 
 __all__ = ["train_lm", "train_and_check", "TrainedLM", "refine_zeta", "group_preconditioner", "DEFAULT_FEATURES", "DEFAULT_CLASSES",
-           "FIRST_STAGE_SHARE", "STEP_RULES",
+           "FIRST_STAGE_SHARE", "BASE_SHARE", "STEP_RULES",
            "feature_step_scale"]
 
 _log = logging.getLogger("trf.lm.train")
@@ -41,6 +42,8 @@ DEFAULT_CLASSES = 200
 STEP_RULES = ("features", "groups", "data", "fixed")
 FIRST_STAGE_SHARE = 0.5
 """With a time limit and ``first_stage_share``, the share of the time spent in the first stage of Eq. (24)-(25)."""
+BASE_SHARE = 0.5
+"""With ``base_features``, the share of the time limit (or of ``t_max``) spent training the base set."""
 
 
 def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, classes: int | None = None,
@@ -51,7 +54,8 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
              progress: bool = True, log_every: int = 0, encoding: str = "utf-8", callbacks=(),
              step_rule: str = "features", refine: float = 0.1, sampler: str = "smc",
              smc_particles: int = 300, first_stage_share: float | None = None,
-             valid_flag: str | None = None, smc_proposal: str = "exact") -> tuple[SentenceTRF, AugSAResult]:
+             valid_flag: str | None = None, smc_proposal: str = "exact", base_features: str | None = None,
+             base_share: float = BASE_SHARE) -> tuple[SentenceTRF, AugSAResult]:
     """Train a TRF LM on ``train_path`` (one sentence per line).
 
     Parameters
@@ -131,23 +135,25 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
         The SMC particles' proposal (:data:`trf.lm.smc.PROPOSALS`): the model's local law (default), or the local
         law of the unigram, class-final and previous-symbol rows, the other rows weighing the drawn word (faster
         with the full feature set; docs/trf-lm.md "Training speed").
+    base_features : str, optional
+        Grow the feature set: train these feature types first (they must open ``features``, e.g. ``"w+c"`` for
+        ``"w+c+ws+cs+wsh+csh+tied"``) for ``base_share`` of ``time_limit`` (of ``config.t_max`` iterations without
+        one), then ``features`` from there: the base weights carry over and every new weight starts at 0, so the
+        model is the same distribution at the switch and ``zeta``, the iteration count (the rates of Eq. 24-25)
+        and the stage carry over exactly.  Why: the base set trains about four times more iterations per second
+        with SMC, and its weights learn at the full rate (the full set's rate factor, :func:`feature_step_scale`,
+        slows every weight three-fold); the richer rows then only learn what the base rows leave (measured in
+        docs/trf-lm.md, "Growing the feature set").  A checkpoint holds whichever stage was running; ``resume``
+        continues it.
+    base_share : float
+        The base stage's share of the time limit or of ``t_max``, in (0, 1).
 
     Returns
     -------
     (SentenceTRF, AugSAResult)
     """
-    parse_feature_spec(features)
-    if classes is not None:
-        classes = check_int(classes, "classes", low=1)
-    if time_limit is not None:
-        time_limit = check_float(time_limit, "time_limit", low=0.0, low_open=True)
-    if first_stage_share is not None:
-        first_stage_share = check_float(first_stage_share, "first_stage_share", low=0.0, high=1.0)
-        if time_limit is None:
-            raise ValueError("first_stage_share needs a time_limit")
-    if resume and (checkpoint is None or not Path(checkpoint).is_file()):
-        raise ValueError("resume=True needs an existing checkpoint file" + (
-            "" if checkpoint is None else f"; {str(checkpoint)!r} does not exist"))
+    classes, time_limit, first_stage_share, base_share = _check_schedule(
+        features, base_features, base_share, classes, time_limit, first_stage_share, resume, checkpoint)
     started = time.perf_counter()
     stats = ReadStats()
     vocab = Vocabulary.build(train_path, max_size=vocab_size, min_count=min_count, encoding=encoding)
@@ -161,6 +167,8 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
     dev = encode_file(valid_path, vocab, encoding=encoding) if valid_path is not None else None
     clustering = exchange_clustering(train, len(vocab), classes, seed=seed, max_passes=cluster_passes)
     feats = SentenceFeatures.build(train, len(vocab), features, word_class=clustering.classes)
+    base = (None if base_features is None
+            else SentenceFeatures.build(train, len(vocab), base_features, word_class=clustering.classes))
     prep_seconds = time.perf_counter() - started
     backend = SentenceBackend(train, feats, dev, max_length=max_length, n_chains=n_chains, seed=seed,
                               parallel=parallel, sampler=sampler, smc_particles=smc_particles,
@@ -177,23 +185,53 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
                   checkpoint_every=checkpoint_every if checkpoint is not None else 0)
     if step_rule in ("data", "features", "groups"):
         cfg = replace(cfg, variance_floor=max(cfg.variance_floor, 1.0 / stats.sentences))
-    if step_rule == "groups":
-        backend.feature_variance = group_preconditioner(backend.feature_variance, feats.support_groups(train))
-    if step_rule in ("features", "groups"):
-        cfg = replace(cfg, lambda_step=cfg.lambda_step * feature_step_scale(train, feats))
+    if first_stage_share is not None:
+        cfg = replace(cfg, t0=cfg.t_max)  # the first stage lasts until the share of the time has passed
     train_start = time.perf_counter()
     hooks = list(callbacks)
     if time_limit is not None:
         hooks.append(lambda trainer, t, record: time.perf_counter() - train_start > time_limit
                      and f"the time limit ({time_limit / 60:.3g} minutes)")
-    if log_every:
-        hooks.append(_progress_logger(backend, log_every, train_start))
+    stages = []
     if first_stage_share is not None:
         assert time_limit is not None  # checked above: a share needs a time limit
-        cfg = replace(cfg, t0=cfg.t_max)  # the first stage lasts until the share of the time has passed
-        hooks.append(_time_stages(first_stage_share * time_limit, train_start))
-    trainer = AugSA(backend, cfg, callbacks=hooks, checkpoint_path=checkpoint, progress=progress)
-    result = trainer.fit(resume=checkpoint if resume else None)
+        stages.append(_time_stages(first_stage_share * time_limit, train_start))
+
+    def trainer_for(f: SentenceFeatures, b: SentenceBackend, extra=()) -> AugSA:
+        """AugSA for feature set ``f`` and its backend ``b``: the step rule's preconditioner and rate, the hooks."""
+        c = cfg
+        if step_rule == "groups":
+            b.feature_variance = group_preconditioner(b.feature_variance, f.support_groups(train))
+        if step_rule in ("features", "groups"):
+            c = replace(c, lambda_step=c.lambda_step * feature_step_scale(train, f))
+        logger = [_progress_logger(b, log_every, train_start)] if log_every else []
+        return AugSA(b, c, callbacks=[*hooks, *logger, *stages, *extra], checkpoint_path=checkpoint,
+                     progress=progress)
+
+    resume_from = checkpoint if resume else None
+    base_iterations: int | None = None if base is not None else 0  # None: resumed after the base stage
+    if base is not None and not (resume and _checkpoint_features(checkpoint) == feats.n_features):
+        base_backend = SentenceBackend(train, base, dev, max_length=max_length, n_chains=n_chains, seed=seed,
+                                       parallel=parallel, sampler=sampler, smc_particles=smc_particles,
+                                       smc_proposal=smc_proposal)
+        switch = _BaseStageEnd(base_share, time_limit, cfg.t_max, train_start)
+        first = trainer_for(base, base_backend, [switch])
+        first_result = first.fit(resume=resume_from)
+        resume_from, base_iterations = None, first_result.t
+        lam = np.zeros(feats.n_features)
+        lam[feats.positions_of(base)] = first_result.lam  # the same distribution: zeta and t carry over exactly
+        if first_result.stop_reason == switch.reason or first_result.stop_reason.startswith(STOP_RULE):
+            trainer = trainer_for(feats, backend)
+            # the stage, the guard's step scale and the time spent carry over; the guard's reference is the switch
+            trainer.state = trainer.init(lam, first_result.zeta, first_result.t)._replace(
+                t0=first.state.t0, step_scale=first.state.step_scale, elapsed=first.state.elapsed,
+                time_sampling=first.state.time_sampling, time_updates=first.state.time_updates)
+            result = trainer.fit()
+        else:  # the guard, the time limit or a callback ended the base stage: its checkpoint resumes it
+            trainer, result = first, replace(first_result, lam=lam)
+    else:
+        trainer = trainer_for(feats, backend)
+        result = trainer.fit(resume=resume_from)
     if checkpoint is not None:
         trainer.save_checkpoint(checkpoint)
     train_seconds = time.perf_counter() - train_start
@@ -209,8 +247,9 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
             "clustering_log_likelihood": clustering.log_likelihood.tolist(), "prep_seconds": prep_seconds,
             "train_seconds": trainer.elapsed, "time_sampling": result.time_sampling,
             "n_chains": n_chains, "n_samples": cfg.n_samples, "max_length": max_length,
-            "variance_floor": cfg.variance_floor, "lambda_step": cfg.lambda_step, "step_rule": step_rule,
-            "zeta_refinement_iterations": refined,
+            "variance_floor": cfg.variance_floor, "lambda_step": trainer.config.lambda_step, "step_rule": step_rule,
+            "zeta_refinement_iterations": refined, "base_features": base_features,
+            "base_iterations": base_iterations,
             "refine_seconds": time.perf_counter() - train_start - train_seconds,
             "guard_message": result.guard_message, "step_scale": result.step_scale, "sampler": sampler,
             "smc_particles": smc_particles if sampler == "smc" else None,
@@ -409,6 +448,52 @@ def _time_stages(first_stage_seconds: float, start: float):
         return False
 
     return switch
+
+
+def _check_schedule(features, base_features, base_share, classes, time_limit, first_stage_share, resume,
+                    checkpoint) -> tuple[int | None, float | None, float | None, float]:
+    """:func:`train_lm`'s checks of the feature sets, the time schedule and the checkpoint, before any work."""
+    types = parse_feature_spec(features)
+    if base_features is not None:
+        base_types = parse_feature_spec(base_features)
+        if len(base_types) >= len(types) or types[:len(base_types)] != base_types:
+            raise ValueError(f"base_features {base_features!r} must be the first feature types of the features "
+                             f"{features!r} and fewer (e.g. 'w+c' for 'w+c+ws+cs+wsh+csh+tied')")
+        base_share = check_float(base_share, "base_share", low=0.0, high=1.0, low_open=True, high_open=True)
+    if classes is not None:
+        classes = check_int(classes, "classes", low=1)
+    if time_limit is not None:
+        time_limit = check_float(time_limit, "time_limit", low=0.0, low_open=True)
+    if first_stage_share is not None:
+        first_stage_share = check_float(first_stage_share, "first_stage_share", low=0.0, high=1.0)
+        if time_limit is None:
+            raise ValueError("first_stage_share needs a time_limit")
+    if resume and (checkpoint is None or not Path(checkpoint).is_file()):
+        raise ValueError("resume=True needs an existing checkpoint file" + (
+            "" if checkpoint is None else f"; {str(checkpoint)!r} does not exist"))
+    return classes, time_limit, first_stage_share, base_share
+
+
+class _BaseStageEnd:
+    """A callback that ends the base stage of ``train_lm(base_features=...)`` after ``share`` of the time limit, or
+    without one, at ``share`` of ``t_max`` iterations."""
+
+    reason = "the end of the base stage"
+
+    def __init__(self, share: float, time_limit: float | None, t_max: int, start: float) -> None:
+        self.seconds = None if time_limit is None else share * time_limit
+        self.iterations = max(1, int(round(share * t_max)))
+        self.start = start
+
+    def __call__(self, trainer, t, record) -> str | bool:
+        done = (t >= self.iterations if self.seconds is None else time.perf_counter() - self.start >= self.seconds)
+        return done and self.reason
+
+
+def _checkpoint_features(path) -> int:
+    """The number of weights in an AugSA checkpoint (which stage of a grown feature set wrote it)."""
+    arrays, _ = read_npz(path, CHECKPOINT_KIND)
+    return int(np.asarray(arrays["lam"]).size)
 
 
 def _progress_logger(backend: SentenceBackend, every: int, start: float):
