@@ -270,7 +270,7 @@ def test_a_budget_the_minimum_effort_overruns_is_said_before_the_ais_runs(tiny, 
                            "each of 2 lengths take about 75 s by the pilot's cost model (833 ms-1.67 s per temperature)")
     total = float(note.split(" s in all")[0].rsplit(" ", 1)[1])  # "165 s in all": SMC and the pilot read the clock too
     assert total >= 75 + 10 and f"{total / 60:.1f} x the budget" in note
-    assert f"--check-seconds {int(np.ceil(total))} (time_budget)" in note and "--check-effort T,P[,C] with T < 20" in note
+    assert f"--check-seconds {int(np.ceil(total))};" in note and "--check-effort T,P[,C] with T < 20" in note
     assert note in slow.notes and np.all(slow.temperatures == 20)
     # the same check at a tenth of the cost: the minimum (7.5 s of AIS) fits 1.5 x 60 s, no note; temperatures grow
     fast, events = _overrun_check(tiny, 1.0, monkeypatch, shown.append)

@@ -163,8 +163,8 @@ def _overrun(plan: BudgetPlan, budget: float, spent: float) -> str:
             f"at each of {plan.lengths.size} lengths take about {_duration(ais)} by the pilot's cost model "
             f"({_duration(plan.per_temperature.min())}-{_duration(plan.per_temperature.max())} per temperature), "
             f"{_duration(total)} in all with the {_duration(spent)} spent on SMC and the pilot, {total / budget:.1f} x "
-            f"the budget; the check goes on at that minimum.  To plan for it give --check-seconds {math.ceil(total)} "
-            f"(time_budget); for a shorter check a fixed --check-effort T,P[,C] with T < {plan.low} (effort)")
+            f"the budget; the check goes on at that minimum.  To plan for it give --check-seconds {math.ceil(total)}; "
+            f"for a shorter check a fixed --check-effort T,P[,C] with T < {plan.low}")
 
 
 def _ais_estimates(model: SentenceTRF, setup: AISSetup | None, lengths: np.ndarray, exact_mask: np.ndarray,
