@@ -362,6 +362,7 @@ def test_growing_trains_the_base_set_for_its_share_then_the_full_set_from_there(
     assert small < large and np.all(sizes[:12] == small) and np.all(sizes[12:] == large)
     assert np.all(t0s == 16) and result.t == 24 and model.meta["base_iterations"] == 12
     assert result.guard_message is None and model.meta["base_features"] == "w+c"
+    assert result.step_scale == model.meta["lambda_step"] < 1.0  # the full set's factor, not the base's 1
     from trf.lm.corpus import encode_file
 
     base = SentenceFeatures.build(encode_file(text, model.vocab), model.features.n_words, "w+c",

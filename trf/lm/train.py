@@ -222,9 +222,10 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
         lam[feats.positions_of(base)] = first_result.lam  # the same distribution: zeta and t carry over exactly
         if first_result.stop_reason == switch.reason or first_result.stop_reason.startswith(STOP_RULE):
             trainer = trainer_for(feats, backend)
-            # the stage, the guard's step scale and the time spent carry over; the guard's reference is the switch
+            # the stage, the guard's halvings and the time spent carry over; the guard's reference is the switch
+            halvings = first.state.step_scale / first.config.lambda_step  # the guard's, times this set's factor
             trainer.state = trainer.init(lam, first_result.zeta, first_result.t)._replace(
-                t0=first.state.t0, step_scale=first.state.step_scale, elapsed=first.state.elapsed,
+                t0=first.state.t0, step_scale=trainer.config.lambda_step * halvings, elapsed=first.state.elapsed,
                 time_sampling=first.state.time_sampling, time_updates=first.state.time_updates)
             result = trainer.fit()
         else:  # the guard, the time limit or a callback ended the base stage: its checkpoint resumes it
