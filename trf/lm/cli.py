@@ -38,7 +38,7 @@ from trf.lm.smc import PROPOSALS
 from trf.lm.train import BASE_SHARE, DEFAULT_FEATURES
 
 #: Python argument names of ``train_lm`` whose data-dependent errors are reported with the flag (``--classes``).
-TRAIN_FLAGS = {"classes": "--classes", "max_size": "--vocab-size", "min_count": "--min-count",
+TRAIN_FLAGS = {"features": "--features", "classes": "--classes", "max_size": "--vocab-size", "min_count": "--min-count",
                "max_length": "--max-length", "base_features": "--base-features", "base_share": "--base-share"}
 
 DEFAULT_MINUTES = 60.0
@@ -73,7 +73,7 @@ def _train_logged(args) -> int:
     from trf.augsa import CHECKPOINT_KIND
     from trf.io import read_npz
     from trf.lm.backend import lm_config
-    from trf.lm.train import DEFAULT_CLASSES, FIRST_STAGE_SHARE, train_and_check
+    from trf.lm.train import DEFAULT_CLASSES, FIRST_STAGE_SHARE, check_growth, train_and_check
 
     overrides = {k: v for k, v in {"n_samples": args.samples, "t_max": args.max_iterations, "t_c": args.t_c,
                                "beta_lambda": args.beta_lambda, "t0": args.t0, "l2": args.l2,
@@ -94,6 +94,8 @@ def _train_logged(args) -> int:
         except ValueError as exc:
             raise ValueError(f"--checkpoint {args.checkpoint!r} cannot be resumed from: {exc}") from None
     _check_sampler_flags(args)
+    with flags_for(TRAIN_FLAGS):
+        check_growth(args.features, args.base_features)  # before the notes below: a bad set is the only message
     minutes = args.minutes
     if minutes is None and args.max_iterations is None:
         minutes = DEFAULT_MINUTES

@@ -28,7 +28,7 @@ from trf.lm.model import SentenceTRF
 if TYPE_CHECKING:
     from trf.lm.check import CheckedPerplexity
 
-__all__ = ["train_lm", "train_and_check", "TrainedLM", "refine_zeta", "group_preconditioner", "DEFAULT_FEATURES", "DEFAULT_CLASSES",
+__all__ = ["train_lm", "train_and_check", "check_growth", "TrainedLM", "refine_zeta", "group_preconditioner", "DEFAULT_FEATURES", "DEFAULT_CLASSES",
            "FIRST_STAGE_SHARE", "BASE_SHARE", "STEP_RULES",
            "feature_step_scale"]
 
@@ -451,15 +451,22 @@ def _time_stages(first_stage_seconds: float, start: float):
     return switch
 
 
-def _check_schedule(features, base_features, base_share, classes, time_limit, first_stage_share, resume,
-                    checkpoint) -> tuple[int | None, float | None, float | None, float]:
-    """:func:`train_lm`'s checks of the feature sets, the time schedule and the checkpoint, before any work."""
+def check_growth(features: str, base_features: str | None) -> None:
+    """Check the feature types and that ``base_features`` (when given) are the first types of ``features`` and fewer
+    (:func:`train_lm`'s ``base_features``); ValueError otherwise."""
     types = parse_feature_spec(features)
     if base_features is not None:
         base_types = parse_feature_spec(base_features)
         if len(base_types) >= len(types) or types[:len(base_types)] != base_types:
             raise ValueError(f"base_features {base_features!r} must be the first feature types of the features "
                              f"{features!r} and fewer (e.g. 'w+c' for 'w+c+ws+cs+wsh+csh+tied')")
+
+
+def _check_schedule(features, base_features, base_share, classes, time_limit, first_stage_share, resume,
+                    checkpoint) -> tuple[int | None, float | None, float | None, float]:
+    """:func:`train_lm`'s checks of the feature sets, the time schedule and the checkpoint, before any work."""
+    check_growth(features, base_features)
+    if base_features is not None:
         base_share = check_float(base_share, "base_share", low=0.0, high=1.0, low_open=True, high_open=True)
     if classes is not None:
         classes = check_int(classes, "classes", low=1)
