@@ -314,6 +314,9 @@ class AugSAState(NamedTuple):
         Largest ``log p`` of a scored sentence at the last passing guard check (NaN before the first).
     time_sampling, time_updates, elapsed : float
         Seconds spent sampling, updating and in :meth:`AugSA.fit` (over every run of a resumed training).
+    t_start : int
+        The iteration at which this parameter vector began training: 0, or where a grown feature set took over
+        from its base set (``trf.lm.train.train_lm(base_features=...)``), so ``t - t_start`` iterations trained it.
     """
 
     t: int
@@ -331,6 +334,7 @@ class AugSAState(NamedTuple):
     time_sampling: float = 0.0
     time_updates: float = 0.0
     elapsed: float = 0.0
+    t_start: int = 0
 
 
 _STATE_ARRAYS = ("lam", "zeta", "d_gaps", "good_lam", "good_zeta")

@@ -390,6 +390,47 @@ def test_a_grown_run_interrupted_in_either_stage_resumes_to_the_same_model(tmp_p
     assert resumed.meta["base_iterations"] == (12 if stop_at < 12 else None)
 
 
+def test_the_base_stage_can_take_its_own_step_rule(tmp_path):
+    """``base_step_rule="features"`` with ``step_rule="groups"``: the ``w+c`` stage keeps the Sec. 5.2 variances
+    (no group preconditioning: every base variance at most the grouped one, some smaller), and the full stage after
+    the switch is preconditioned by groups exactly as in a run that grouped both stages."""
+    text = tmp_path / "train.txt"
+    text.write_text("\n".join(TOY * 20))
+    variances = {}
+
+    def keep(name):
+        def record(trainer, t, rec):
+            variances.setdefault((name, trainer.lam.size), trainer.backend.feature_variance.copy())
+            return False
+        return record
+
+    own, _, _ = _grow(text, tmp_path, base_step_rule="features", callbacks=[keep("own")])
+    same, _, _ = _grow(text, tmp_path, callbacks=[keep("same")])
+    small, large = sorted({size for _, size in variances})
+    assert own.meta["base_step_rule"] == "features" and same.meta["base_step_rule"] is None
+    plain, grouped = variances[("own", small)], variances[("same", small)]
+    assert np.all(plain <= grouped) and np.any(plain < grouped)
+    np.testing.assert_array_equal(variances[("own", large)], variances[("same", large)])
+    assert not np.array_equal(own.lam, same.lam)
+    with pytest.raises(ValueError, match="base_step_rule must be one of"):
+        _grow(text, tmp_path, base_step_rule="newton")
+
+
+@pytest.mark.parametrize("stop_at", [None, 18])
+def test_the_zeta_refinement_counts_only_the_full_sets_iterations(tmp_path, stop_at):
+    """After a grown run the refinement runs ``refine`` times the iterations that trained the full set (12 of 24),
+    not of all of them (the base set's are cheaper); the switch iteration is kept in the checkpoint, so a run
+    resumed after the switch counts the same."""
+    text = tmp_path / "train.txt"
+    text.write_text("\n".join(TOY * 20))
+    ckpt = tmp_path / "run.ckpt"
+    if stop_at is not None:
+        _grow(text, tmp_path, checkpoint=ckpt, checkpoint_every=1, callbacks=[lambda trainer, t, rec: t == stop_at])
+    model, result, _ = _grow(text, tmp_path, refine=10.0, checkpoint=ckpt, checkpoint_every=1,
+                             resume=stop_at is not None)
+    assert result.t == 24 and model.meta["zeta_refinement_iterations"] == 10 * 12
+
+
 def test_growing_refuses_a_base_set_that_does_not_open_the_features(tmp_path):
     from trf.lm.train import train_lm
 

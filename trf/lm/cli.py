@@ -115,6 +115,7 @@ def _train_logged(args) -> int:
             progress=not args.quiet, log_every=args.log_every, step_rule=args.step_rule, refine=args.refine,
             sampler=args.sampler, smc_particles=300 if args.smc_particles is None else args.smc_particles,
             smc_proposal=args.smc_proposal or "exact", base_features=args.base_features, base_share=args.base_share,
+            base_step_rule=args.base_step_rule,
             encoding=args.encoding,
             save=lambda m: write_with_fallback(m.save, args.out, "--out", what="the trained model"))
     model, result = trained.model, trained.result
@@ -374,9 +375,14 @@ def register(subparsers) -> None:
                             "times the number of features firing in exactly the same training sentences (one "
                             "step per group, not per feature); data: feature variances floored at "
                             "1/n_sentences; fixed: 1e-15 (paper)")
+    train.add_argument("--base-step-rule", dest="base_step_rule", choices=("features", "groups", "data", "fixed"),
+                       default=None,
+                       help="--step-rule of the --base-features stage (default: --step-rule; features for a w+c base "
+                            "with --step-rule groups is the measured pairing)")
     train.add_argument("--refine", type=nonnegative_float, default=0.1,
                        help="footnote-17 zeta refinement at the end: max(100, REFINE x iterations) zeta-only "
-                            "iterations (default 0.1; 0: none)")
+                            "iterations, counting only the iterations of the final feature set (so about REFINE x "
+                            "its training time on top of --minutes; default 0.1; 0: none)")
     train.add_argument("--chains", type=positive_int, default=None,
                        help="parallel TransMS chains (--sampler transms; default 30)")
     train.add_argument("--sampler", choices=("smc", "transms"), default="smc",

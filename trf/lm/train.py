@@ -55,7 +55,7 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
              step_rule: str = "features", refine: float = 0.1, sampler: str = "smc",
              smc_particles: int = 300, first_stage_share: float | None = None,
              valid_flag: str | None = None, smc_proposal: str = "exact", base_features: str | None = None,
-             base_share: float = BASE_SHARE) -> tuple[SentenceTRF, AugSAResult]:
+             base_share: float = BASE_SHARE, base_step_rule: str | None = None) -> tuple[SentenceTRF, AugSAResult]:
     """Train a TRF LM on ``train_path`` (one sentence per line).
 
     Parameters
@@ -120,8 +120,10 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
         gradient and the toy corpus of docs/trf-lm.md diverges); ``"fixed"`` keeps ``config.variance_floor``.
     refine : float
         Footnote 17: after training, re-estimate zeta for the final lambda (:func:`refine_zeta`) for
-        ``max(100, refine * t)`` zeta-only iterations (about this fraction of the training time: an
-        iteration without the lambda update costs a little less); deterministic given the seed; 0 skips.
+        ``max(100, refine * n)`` zeta-only iterations, ``n`` the iterations that trained the final feature set (all
+        of them, or those after the switch of a grown set: a refinement iteration costs what a training iteration
+        of the final set costs, a little less, so this is about ``refine`` of that set's training time);
+        deterministic given the seed; 0 skips.
     sampler : {"smc", "transms"}
         How AugSA draws its K samples per iteration (:class:`trf.lm.backend.SentenceBackend`): SMC over all
         lengths with ``smc_particles`` particles per run (one run per Numba thread; the default), or the paper's
@@ -147,6 +149,10 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
         continues it.
     base_share : float
         The base stage's share of the time limit or of ``t_max``, in (0, 1).
+    base_step_rule : {"features", "groups", "data", "fixed"}, optional
+        The base stage's ``step_rule`` (default: ``step_rule``).  ``"features"`` for a ``w+c`` base and ``"groups"``
+        for the full set is the pairing measured in docs/trf-lm.md ("Growing the feature set"): under ``"groups"``
+        the ``w+c`` stage of a 40-minute fortunes run fired the divergence guard twice.
 
     Returns
     -------
@@ -178,13 +184,12 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
         raise ValueError(f"{valid_flag}: none of its {len(dev)} sentences has at most m={m} words (the longest "
                          "training sentence, or --max-length), so the check after training could score none; give "
                          "shorter dev sentences, or skip the check")
-    if step_rule not in STEP_RULES:
-        raise ValueError(f"step_rule must be one of {STEP_RULES}, got {step_rule!r}")
+    for name, rule in (("step_rule", step_rule), ("base_step_rule", base_step_rule)):
+        if rule is not None and rule not in STEP_RULES:
+            raise ValueError(f"{name} must be one of {STEP_RULES}, got {rule!r}")
     refine = check_float(refine, "refine", low=0.0)
     cfg = replace(config if config is not None else lm_config(), seed=seed,
                   checkpoint_every=checkpoint_every if checkpoint is not None else 0)
-    if step_rule in ("data", "features", "groups"):
-        cfg = replace(cfg, variance_floor=max(cfg.variance_floor, 1.0 / stats.sentences))
     if first_stage_share is not None:
         cfg = replace(cfg, t0=cfg.t_max)  # the first stage lasts until the share of the time has passed
     train_start = time.perf_counter()
@@ -197,12 +202,13 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
         assert time_limit is not None  # checked above: a share needs a time limit
         stages.append(_time_stages(first_stage_share * time_limit, train_start))
 
-    def trainer_for(f: SentenceFeatures, b: SentenceBackend, extra=()) -> AugSA:
-        """AugSA for feature set ``f`` and its backend ``b``: the step rule's preconditioner and rate, the hooks."""
-        c = cfg
-        if step_rule == "groups":
+    def trainer_for(f: SentenceFeatures, b: SentenceBackend, rule: str, extra=()) -> AugSA:
+        """AugSA for feature set ``f`` and its backend ``b``: the step ``rule``'s variance floor, preconditioner and
+        rate, the hooks."""
+        c = cfg if rule == "fixed" else replace(cfg, variance_floor=max(cfg.variance_floor, 1.0 / stats.sentences))
+        if rule == "groups":
             b.feature_variance = group_preconditioner(b.feature_variance, f.support_groups(train))
-        if step_rule in ("features", "groups"):
+        if rule in ("features", "groups"):
             c = replace(c, lambda_step=c.lambda_step * feature_step_scale(train, f))
         logger = [_progress_logger(b, log_every, train_start)] if log_every else []
         return AugSA(b, c, callbacks=[*hooks, *logger, *stages, *extra], checkpoint_path=checkpoint,
@@ -215,23 +221,24 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
                                        parallel=parallel, sampler=sampler, smc_particles=smc_particles,
                                        smc_proposal=smc_proposal)
         switch = _BaseStageEnd(base_share, time_limit, cfg.t_max, train_start)
-        first = trainer_for(base, base_backend, [switch])
+        first = trainer_for(base, base_backend, step_rule if base_step_rule is None else base_step_rule, [switch])
         first_result = first.fit(resume=resume_from)
         resume_from, base_iterations = None, first_result.t
         lam = np.zeros(feats.n_features)
         lam[feats.positions_of(base)] = first_result.lam  # the same distribution: zeta and t carry over exactly
         if first_result.stop_reason == switch.reason or first_result.stop_reason.startswith(STOP_RULE):
-            trainer = trainer_for(feats, backend)
+            trainer = trainer_for(feats, backend, step_rule)
             # the stage, the guard's halvings and the time spent carry over; the guard's reference is the switch
             halvings = first.state.step_scale / first.config.lambda_step  # the guard's, times this set's factor
             trainer.state = trainer.init(lam, first_result.zeta, first_result.t)._replace(
                 t0=first.state.t0, step_scale=trainer.config.lambda_step * halvings, elapsed=first.state.elapsed,
-                time_sampling=first.state.time_sampling, time_updates=first.state.time_updates)
+                time_sampling=first.state.time_sampling, time_updates=first.state.time_updates,
+                t_start=first_result.t)
             result = trainer.fit()
         else:  # the guard, the time limit or a callback ended the base stage: its checkpoint resumes it
             trainer, result = first, replace(first_result, lam=lam)
     else:
-        trainer = trainer_for(feats, backend)
+        trainer = trainer_for(feats, backend, step_rule)
         result = trainer.fit(resume=resume_from)
     if checkpoint is not None:
         trainer.save_checkpoint(checkpoint)
@@ -239,7 +246,8 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
     zeta, refined = result.zeta, 0
     if refine > 0 and result.guard_message is None and result.t > 0:
         draft = SentenceTRF(vocab, feats, backend.pi, result.lam, result.zeta, {}, pooled=backend.pooled)
-        zeta, refined = refine_zeta(draft, train, max_iterations=max(100, int(refine * result.t)),
+        final_iterations = result.t - trainer.state.t_start  # a grown set: its own iterations, not the base set's
+        zeta, refined = refine_zeta(draft, train, max_iterations=max(100, int(refine * final_iterations)),
                                     n_samples=cfg.n_samples,
                                     n_chains=n_chains, start_t=10, seed=seed + 1, parallel=parallel,
                                     sampler=sampler, smc_particles=smc_particles, smc_proposal=smc_proposal)
@@ -248,7 +256,8 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
             "clustering_log_likelihood": clustering.log_likelihood.tolist(), "prep_seconds": prep_seconds,
             "train_seconds": trainer.elapsed, "time_sampling": result.time_sampling,
             "n_chains": n_chains, "n_samples": cfg.n_samples, "max_length": max_length,
-            "variance_floor": cfg.variance_floor, "lambda_step": trainer.config.lambda_step, "step_rule": step_rule,
+            "variance_floor": trainer.config.variance_floor, "lambda_step": trainer.config.lambda_step,
+            "step_rule": step_rule, "base_step_rule": base_step_rule,
             "zeta_refinement_iterations": refined, "base_features": base_features,
             "base_iterations": base_iterations,
             "refine_seconds": time.perf_counter() - train_start - train_seconds,
