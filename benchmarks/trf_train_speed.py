@@ -15,10 +15,10 @@ is shared, so absolute rates are noisy: read the ratios taken in the same run.
     .venv/bin/python benchmarks/trf_train_speed.py --train /tmp/mcsa-fortunes/train.txt
 
 ``--reference REV`` adds, after the warm-up, one SMC run of the SMC kernel of git revision ``REV``
-(``trf/lm/_smc_kernels.py`` and ``trf/lm/_feature_kernels.py`` extracted with ``git show``; revisions from dc3cb0e on,
-whose kernel takes ``(model, run, output, stop)``) against the current one on the same bundle per feature set: whether
-both keep the same sentences, the largest difference of their estimates, and the median time ratio over ``--repeats``
-interleaved runs.
+(``trf/lm/_smc_kernels.py``, ``trf/lm/_feature_kernels.py`` and ``trf/lm/smc.py`` extracted with ``git show``;
+revisions from dc3cb0e on, whose kernel takes ``(model, run, output, stop)``) against the current one on each
+trainer's lambda, each kernel on the bundle its own revision builds: whether both keep the same sentences, the
+largest difference of their estimates, and the median time ratio over ``--repeats`` interleaved runs.
 
 ``--proposals exact partial`` trains each feature set with each SMC proposal (:data:`trf.lm.smc.PROPOSALS`; a set
 that the partial proposal draws whole, such as ``w+c``, only with the first), the table adding each run's median
@@ -95,36 +95,41 @@ REFERENCE_FILES = {  # reference module name -> (path at REV, import rewrites), 
     "ref_smc_kernels": ("trf/lm/_smc_kernels.py", [
         ("from trf.lm._feature_kernels import", "from ref_feature_kernels import"),
         ("from trf.lm._transms_kernels import HashedFeatures", "from typing import NamedTuple as HashedFeatures")]),
+    "ref_smc": ("trf/lm/smc.py", [
+        ("from trf.lm import _feature_kernels as fk", "import ref_feature_kernels as fk"),
+        ("from trf.lm._smc_kernels import", "from ref_smc_kernels import")]),
 }
 
 
 def _kernel_ratio(ref, trainer, repeats: int, particles: int, n_keep: int = 100) -> tuple[bool, float, float]:
-    """One SMC run on the trainer's bundle, current kernel against the reference: whether the kept sentences are
-    the same, the largest difference of their ``log Z_j`` estimates, and the median time ratio current / reference.
-    The kernels may round differently (the current one multiplies ``exp(lambda)`` factors), so a draw can differ
-    where a uniform falls within rounding of a cumulative sum; then the runs part and differ by Monte Carlo noise."""
+    """One SMC run on the trainer's lambda, current kernel against the reference (``ref``: its modules), each on the
+    bundle its revision builds: whether the kept sentences are the same, the largest difference of their ``log Z_j``
+    estimates, and the median time ratio current / reference.  The kernels may round differently (the current one
+    sums a class's mass directly on its dense path), so a draw can differ where a uniform falls within rounding of
+    a cumulative sum; then the runs part and differ by Monte Carlo noise."""
     from trf.lm import _smc_kernels as sk
     from trf.lm.smc import TABLE_CACHE_BYTES
 
     smc = trainer.backend.smc
-    bundle, _ = smc.structure.bundle(trainer.lam)
+    bundles = {"ref": ref["ref_smc"]._Structure(smc.structure.features).bundle(trainer.lam)[0],
+               "new": smc.structure.bundle(trainer.lam)[0]}
     m, stop = smc.m, np.zeros(1, dtype=np.int64)
     run = sk.SMCRun(particles, m, 5, np.zeros(0, dtype=np.int64), TABLE_CACHE_BYTES)
 
-    def go(kernel):
+    def go(kernel, bundle):
         out = sk.SMCOutput(np.zeros(m), np.zeros(m), np.zeros((m, n_keep, m), dtype=np.int64))
         kernel.smc_log_z(bundle, run, out, stop)
         return out
 
-    a, b = go(ref), go(sk)
+    a, b = go(ref["ref_smc_kernels"], bundles["ref"]), go(sk, bundles["new"])
     same = bool(np.array_equal(a.keep, b.keep))
     gap = float(np.abs(a.log_z - b.log_z).max())
     ratios = []
     for _ in range(repeats):
         start = time.perf_counter()
-        go(ref)
+        go(ref["ref_smc_kernels"], bundles["ref"])
         middle = time.perf_counter()
-        go(sk)
+        go(sk, bundles["new"])
         ratios.append((time.perf_counter() - middle) / (middle - start))
     return same, gap, float(np.median(ratios))
 
@@ -220,7 +225,7 @@ def main(argv=None) -> int:
     print("| features | same kept sentences | max abs log Z_j difference | time current / reference |")
     print("|---|---|---|---|")
     with tempfile.TemporaryDirectory() as folder:
-        ref = load_reference(args.reference, Path(folder), REFERENCE_FILES)["ref_smc_kernels"]
+        ref = load_reference(args.reference, Path(folder), REFERENCE_FILES)
         checks = [(run["spec"], *_kernel_ratio(ref, run["trainer"], args.repeats, args.particles)) for run in runs]
     for spec, same, gap, ratio in checks:
         print(f"| {spec} | {same} | {gap:.1e} | {ratio:.2f} |")

@@ -45,7 +45,7 @@ def _two_word_log_z(bundle, first_lo, first_hi, out):
     """``out[w1] = log sum_{w2} exp(s_1(w1) + s_2(w1, w2) + end(w1, w2))`` (relative to ``2 * shift``)."""
     V = bundle.n_words
     C = bundle.n_classes
-    work = sk.new_work(V, C)
+    work = sk.new_work(bundle)
     w = np.zeros(4, dtype=np.int64)
     c = np.zeros(4, dtype=np.int64)
     w[0] = V + 1
@@ -53,7 +53,7 @@ def _two_word_log_z(bundle, first_lo, first_hi, out):
     _, n_touched, _ = sk.local_tables(bundle, w, c, 1, work)
     first = np.empty(V)
     for v in range(V):
-        first[v] = bundle.u[v] + work.dc[bundle.word_class[v]] + np.log(work.factor[v])
+        first[v] = bundle.u[v] + work.dc[bundle.word_class[v]] + np.log(work.factor[bundle.word_position[v]])
     sk.clear_tables(work, n_touched)
     scores = np.empty(V)
     for w1 in range(first_lo, first_hi):
@@ -63,7 +63,7 @@ def _two_word_log_z(bundle, first_lo, first_hi, out):
         for w2 in range(V):
             w[2] = w2
             c[2] = bundle.word_class[w2]
-            scores[w2] = bundle.u[w2] + work.dc[c[2]] + np.log(work.factor[w2]) + sk.end_score(bundle, w, c, 2)
+            scores[w2] = bundle.u[w2] + work.dc[c[2]] + np.log(work.factor[bundle.word_position[w2]]) + sk.end_score(bundle, w, c, 2)
         sk.clear_tables(work, n_touched)
         top = scores.max()
         out[w1] = first[w1] + top + np.log(np.exp(scores - top).sum())

@@ -48,20 +48,22 @@ def _draws(bundle, w, c, p, work, n, seed):
     return counts
 
 
-def test_local_law_and_end_score_match_brute_force_for_every_template():
+@pytest.mark.parametrize("path", ["sparse", "dense"])
+def test_local_law_and_end_score_match_brute_force_for_every_template(path):
     """The local normaliser sum_w exp(s_p(history, w)), computed from the class masses and the touched words' factors
-    exp(lambda), is the brute-force log-sum-exp of the features firing at p for every candidate word, and each
-    word's local probability exp(u + dc + log factor - log Z_loc) is the brute-force one, both to 1e-10; the end
-    score that local_tables reads from the same contexts is the score of the </s> position (end_score, from the
-    feature table); draws follow the local law.  Histories up to 11 words reach every template (the tied ones read
-    6-9 words back); the weights are scaled so that the factors span exp(+-10)."""
+    exp(lambda) (the sparse path) or from every position's factor (the dense path), is the brute-force log-sum-exp
+    of the features firing at p for every candidate word, and each word's local probability exp(u + dc + log factor
+    - log Z_loc) is the brute-force one, both to 1e-10; the end score that local_tables reads from the same contexts
+    is the score of the </s> position (end_score, from the feature table); draws follow the local law.  Histories
+    up to 11 words reach every template (the tied ones read 6-9 words back); the weights are scaled so that the
+    factors span exp(+-10)."""
     V, M = 5, 12
     model = _model(V, M, ALL_TEMPLATES, n_sentences=120)
     model.lam *= 3.0
     bundle, shift = _smc_model(model)
+    bundle = bundle._replace(dense_from=0 if path == "dense" else 10**9)
     fa = bundle.features
-    C = model.features.n_classes
-    work = sk.new_work(V, C)
+    work = sk.new_work(bundle)
     assert np.abs(bundle.succ_lam).max() > 6.0  # informative: large weights, factors far from 1
     rng = np.random.default_rng(0)
     for length in range(0, 12):
@@ -70,7 +72,8 @@ def test_local_law_and_end_score_match_brute_force_for_every_template():
             w, c = _buffers(model, history)
             p = length + 1
             log_z, n_touched, end = sk.local_tables(bundle, w, c, p, work)
-            q = np.exp(bundle.u + work.dc[model.features.word_class] + np.log(work.factor) - log_z)
+            assert (n_touched >= 0) == (path == "sparse")  # (every history reads a word-final context: <s>'s bigram)
+            q = np.exp(bundle.u + work.dc[model.features.word_class] + np.log(work.factor[bundle.word_position]) - log_z)
             sk.clear_tables(work, n_touched)
             assert np.all(work.factor == 1.0) and not work.mark.any()
             scores = []
@@ -368,27 +371,30 @@ def test_a_raised_stop_flag_ends_the_runs_and_an_interrupt_reaches_the_caller(ti
     assert flags[-1][0] == 1
 
 
+@pytest.mark.parametrize("path", ["sparse", "dense"])
 @pytest.mark.parametrize("pinned", [False, True])
-def test_kept_local_tables_give_the_same_draws_as_recomputed_ones(pinned):
-    """Issue 27: a particle's local tables are computed once per position (for its weight) and kept for its
-    children's draws.  At a fixed seed, runs with no cache (every ancestor's tables recomputed, the old path),
-    with a cache that holds only some particles and with the default cache give identical estimates, ESS and
-    kept sentences, plain and conditional, with every template."""
+def test_kept_local_tables_give_the_same_draws_as_recomputed_ones(pinned, path):
+    """Issue 27: a particle's local law is computed once per position (for its weight); its class masses and contexts
+    are kept for its children's draws, which rebuild the drawn class's factors from the contexts' sorted successor
+    lists.  At a fixed seed, runs with no cache (every ancestor's tables recomputed), with a cache that holds only
+    some particles and with the default cache give identical estimates, ESS and kept sentences, plain and
+    conditional, with every template, on the sparse and on the dense path."""
     from trf.lm import smc as smc_module
 
     model = _model(5, 12, ALL_TEMPLATES, n_sentences=120)
     bundle, _ = _smc_model(model)
+    bundle = bundle._replace(dense_from=0 if path == "dense" else 10**9)
     n_particles, m = 300, 10
     reference = np.random.default_rng(4).integers(0, 5, size=m) if pinned else smc_module._NO_REFERENCE
-    C, V = model.features.n_classes, model.features.n_words
-    partial = 16 * C * 100  # room for the class masses of 100 of the 300 identities
+    C, R = model.features.n_classes, bundle.features.row_len.size
+    partial = 8 * (C + R) * 100  # room for the class masses and contexts of 100 of the 300 identities
     results = []
     for cache_bytes in (0, partial, smc_module.TABLE_CACHE_BYTES):
         run = sk.SMCRun(n_particles, m, 123, reference, cache_bytes)
         output = sk.SMCOutput(np.zeros(m), np.zeros(m), np.zeros((m, 3, m), dtype=np.int64))
         sk.smc_log_z(bundle, run, output, np.zeros(1, dtype=np.int64))
         results.append(output)
-        cache = sk.new_table_cache(run, C, V)
+        cache = sk.new_table_cache(run, C, R)
         assert cache.mass.shape[0] == {0: 0, partial: 100}.get(cache_bytes, n_particles)
     for other in results[1:]:
         for a, b in zip(results[0], other):

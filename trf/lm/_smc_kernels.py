@@ -15,6 +15,17 @@ so ``sum_w exp(s_p) = sum_k exp(dc[k]) (U[k] + sum_{touched w in k} exp(u[w]) (e
 factor ``exp(dw[w])``, a product of the successors' ``exp(lambda)`` (precomputed per bundle, as is ``exp(u)``),
 so that neither the class masses nor the draws evaluate an exponential per touched word.
 
+Words are indexed by their *position* in the class order (``class_words``: the words of class ``k`` are the
+positions ``class_start[k]:class_start[k + 1]``) everywhere a local law is held: the factors, the touched list and the
+word-final successors of :class:`SuccessorTables` (sorted by position within each context).  Two things follow.
+A history whose word-final successor lists are long (a trained full feature set: about 9,000 successors and
+5,500 touched words per position on fortunes, most of them from the single-word contexts of the skip and tied
+rows) takes the *dense* path: the factors are multiplied without tracking which words they touch, and each class's
+mass is summed over its own contiguous positions, instead of the touched-word corrections.  And a child's draw needs
+only its ancestor's class masses and context indices: the factors of the drawn class are the products over the
+ancestor's word-final contexts of their successors inside that class's positions, found by binary search
+(:func:`draw_kept_word`), so nothing of size ``V`` is kept between the weighting and the draws.
+
 Layout of sentences as in :mod:`trf.lm._feature_kernels` (``w[0]`` is ``<s>``, ``</s>`` at ``j + 1``).
 """
 
@@ -35,8 +46,10 @@ class SuccessorTables(NamedTuple):
     """Contexts of the non-unigram features and their final symbols.
 
     Context ``k`` (key ``ctx_hi[k], ctx_lo[k]``: the feature key with its last symbol ``EMPTY``, found through
-    ``ctx_slots``) has the final words or classes ``succ_symbol[ctx_start[k]:ctx_start[k + 1]]`` with feature indices
-    ``succ_feature[...]`` (the features ending in ``</s>`` are apart: :attr:`SMCModel.ctx_end_lam`)."""
+    ``ctx_slots``) has the final symbols ``succ_symbol[ctx_start[k]:ctx_start[k + 1]]``, in increasing order, with
+    feature indices ``succ_feature[...]`` (the features ending in ``</s>`` are apart: :attr:`SMCModel.ctx_end_lam`).
+    A class-final row's symbols are classes; a word-final row's are word positions in the class order
+    (:class:`SMCModel` ``word_position``)."""
 
     ctx_hi: np.ndarray
     ctx_lo: np.ndarray
@@ -47,15 +60,18 @@ class SuccessorTables(NamedTuple):
 
 
 class SMCModel(NamedTuple):
-    """Everything the SMC kernels read."""
+    """Everything the SMC kernels read.  ``dense_from``: a history whose word-final successor lists hold more entries
+    than this takes the dense path of :func:`local_tables` (0: always; the same law either way)."""
 
     n_words: int
     n_classes: int
     word_class: np.ndarray   # (V,)
     class_start: np.ndarray  # (C + 1,): words of class k are class_words[class_start[k]:class_start[k+1]]
-    class_words: np.ndarray
-    u: np.ndarray            # (V,) unigram log-weights, shifted so that max(u) = 0
-    exp_u: np.ndarray        # (V,) exp(u)
+    class_words: np.ndarray  # (V,) the word at each position of the class order
+    word_position: np.ndarray  # (V,) each word's position: the inverse of class_words
+    position_class: np.ndarray  # (V,) the class of each position (non-decreasing)
+    u: np.ndarray            # (V,) unigram log-weights by word, shifted so that max(u) = 0
+    exp_u: np.ndarray        # (V,) exp(u) by position
     class_mass: np.ndarray   # (C,) sum of exp(u) over each class
     lam: np.ndarray
     features: HashedFeatures
@@ -65,12 +81,14 @@ class SMCModel(NamedTuple):
     ctx_end_lam: np.ndarray  # (contexts,) lambda of each context followed by </s> (0: unseen)
     draw_row: np.ndarray     # (rows,) bool: the rows whose successors the proposal's local law visits (all: exact)
     rest_rows: np.ndarray    # the other rows, weighed at the drawn word (empty: the exact, fully adapted proposal)
+    dense_from: int
 
 
 class SMCRun(NamedTuple):
     """One run's settings: particles, lengths ``1..max_length``, the kernel seed, the ``reference`` sentence
     (empty: a plain run; else conditional SMC) and ``cache_bytes``, the memory that may hold the particles'
-    local tables from their weighting to their children's draws (0: recompute them for the draws)."""
+    class masses and context indices from their weighting to their children's draws (0: recompute the local tables
+    for the draws)."""
 
     n_particles: int
     max_length: int
@@ -88,35 +106,37 @@ class SMCOutput(NamedTuple):
 
 
 class TableCache(NamedTuple):
-    """The local tables of the identities at one position, kept from their weighting to their children's draws.
+    """What a child's draw needs of its ancestor identity's local law, kept from the weighting to the draws.
 
-    ``mass[i]`` is identity ``i``'s ``log_mass``; its touched words, their classes and factors are ``words[a:b]``,
-    ``word_class[a:b]`` and ``factor[a:b]`` with ``a, b = start[i], start[i] + n_touched[i]`` (a draw loads the
-    entries of its class); ``n_touched[i] < 0``: not kept, no room (then the tables are recomputed)."""
+    ``mass[i]`` is identity ``i``'s ``log_mass`` and ``ctx[i]`` its context index per template row (-1: none, or a
+    row outside the proposal): :func:`draw_kept_word`.  ``kept[i]`` False: no room (the tables are recomputed)."""
 
-    mass: np.ndarray        # (rows, C)
-    start: np.ndarray       # (n_particles,)
-    n_touched: np.ndarray   # (n_particles,)
-    words: np.ndarray       # (capacity,)
-    word_class: np.ndarray  # (capacity,)
-    factor: np.ndarray      # (capacity,)
+    mass: np.ndarray   # (rows, C)
+    ctx: np.ndarray    # (rows, n_template_rows)
+    kept: np.ndarray   # (n_particles,) bool
 
 
 class SMCWork(NamedTuple):
-    """Scratch of one particle's local tables."""
+    """Scratch of one particle's local tables (words by position in the class order)."""
 
     dc: np.ndarray       # (C,) class-final feature weights
-    factor: np.ndarray   # (V,) exp of the word-final feature weights (1 off the touched words)
-    mark: np.ndarray     # (V,) bool: word touched
-    touched: np.ndarray  # (V + 1,) touched words, first n_touched valid (one spare: written before the count)
+    factor: np.ndarray   # (V,) exp of the word-final feature weights (1 off the touched positions)
+    mark: np.ndarray     # (V,) bool: position touched (sparse path)
+    touched: np.ndarray  # (V + 1,) touched positions, first n_touched valid (one spare: written before the count)
     log_mass: np.ndarray  # (C,) log of each class's mass under the local law
+    ctx: np.ndarray      # (n_template_rows,) the context index of each row the law reads (-1: none)
+    segment: np.ndarray  # (largest class,) the factors of one class (:func:`draw_kept_word`)
 
 
 @jit
-def new_work(n_words, n_classes):
-    """A cleared :class:`SMCWork` (factors 1, no word touched)."""
-    return SMCWork(np.zeros(n_classes), np.ones(n_words), np.zeros(n_words, dtype=np.bool_),
-                   np.zeros(n_words + 1, dtype=np.int64), np.zeros(n_classes))
+def new_work(model):
+    """A cleared :class:`SMCWork` for ``model`` (factors 1, no word touched)."""
+    V, C = model.n_words, model.n_classes
+    largest = 1
+    for k in range(C):
+        largest = max(largest, model.class_start[k + 1] - model.class_start[k])
+    return SMCWork(np.zeros(C), np.ones(V), np.zeros(V, dtype=np.bool_), np.zeros(V + 1, dtype=np.int64),
+                   np.zeros(C), np.full(model.features.row_len.size, -1, dtype=np.int64), np.ones(largest))
 
 
 @jit(inline="always")
@@ -136,54 +156,90 @@ def context_index(model, r, p, w, c):
     return table_find(hi, lo, succ.ctx_hi, succ.ctx_lo, succ.ctx_slots)
 
 
+@jit(inline="always")
+def word_final(model, r):
+    """Whether template row ``r`` ends in a word (its successors are word positions) rather than a class."""
+    fa = model.features
+    return fa.row_type[r, fa.row_len[r] - 1] == 0
+
+
+@jit(inline="always")
+def class_sum(model, factor, k):
+    """``sum`` of ``exp(u) factor`` over the positions of class ``k`` (contiguous)."""
+    exp_u = model.exp_u
+    mass = 0.0
+    for i in range(model.class_start[k], model.class_start[k + 1]):
+        mass += exp_u[i] * factor[i]
+    return mass
+
+
 @jit
 def local_tables(model, w, c, p, work):
     """Fill ``work`` with the local law at position ``p`` given ``w[:p]``, ``c[:p]``; return ``(log Z_loc,
-    n_touched, end)``: ``log sum_w exp(s_p(w))`` over the vocabulary (relative to the shift of ``model.u``) and the
-    end score ``s_p(</s>)`` of the history as a sentence of length ``p - 1`` (:func:`end_score`), which reads the
-    same contexts.  Only the rows of ``model.draw_row`` enter ``s_p`` (all of them but for the partial proposal,
-    :func:`smc_log_z`); the end score reads every row.
+    n_touched, end)``: ``log sum_w exp(s_p(w))`` over the vocabulary (relative to the shift of ``model.u``), the
+    number of touched positions (-1: the dense path, every factor may differ from 1) and the end score
+    ``s_p(</s>)`` of the history as a sentence of length ``p - 1`` (:func:`end_score`), which reads the same
+    contexts.  Only the rows of ``model.draw_row`` enter ``s_p`` (all of them but for the partial proposal,
+    :func:`smc_log_z`); the end score reads every row.  ``work.ctx`` receives the context of each row that enters.
+
+    The factors are the products of the successors' ``exp(lambda)`` in row order on either path.  Sparse path (the
+    word-final lists hold at most ``model.dense_from`` entries): the touched positions are listed and each class's
+    mass is ``U[k]`` plus their corrections (summed directly where they cancel).  Dense path: the factors are
+    multiplied untracked and each class's mass summed over its positions.
 
     ``work.factor`` must be 1 and ``work.mark`` False everywhere (as :func:`clear_tables` leaves them)."""
-    row_len, row_type = model.features.row_len, model.features.row_type
     ctx_start, succ_symbol = model.succ.ctx_start, model.succ.succ_symbol
     succ_lam, succ_exp = model.succ_lam, model.succ_exp
     C = model.n_classes
-    dc, factor, mark, touched = work.dc, work.factor, work.mark, work.touched
-    dc[:] = 0.0
-    n_touched = 0
+    dc, factor, mark, touched, ctx = work.dc, work.factor, work.mark, work.touched, work.ctx
     end = 0.0
-    for r in range(row_len.size):
+    listed = 0
+    for r in range(ctx.size):
         k = context_index(model, r, p, w, c)
+        ctx[r] = -1
         if k < 0:
             continue
         end += model.ctx_end_lam[k]
-        if not model.draw_row[r]:
+        if model.draw_row[r]:
+            ctx[r] = k
+            if word_final(model, r):
+                listed += ctx_start[k + 1] - ctx_start[k]
+    dense = listed > model.dense_from
+    dc[:] = 0.0
+    n_touched = 0
+    for r in range(ctx.size):
+        k = ctx[r]
+        if k < 0:
             continue
-        if row_type[r, row_len[r] - 1] == 0:  # word-final: scale the touched words' factors (no branch on the mark)
+        if not word_final(model, r):
+            for s in range(ctx_start[k], ctx_start[k + 1]):
+                dc[succ_symbol[s]] += succ_lam[s]
+        elif dense:
+            for s in range(ctx_start[k], ctx_start[k + 1]):
+                factor[succ_symbol[s]] *= succ_exp[s]
+        else:  # scale the touched positions' factors (no branch on the mark)
             for s in range(ctx_start[k], ctx_start[k + 1]):
                 sym = succ_symbol[s]
                 touched[n_touched] = sym
                 n_touched += 1 - mark[sym]
                 mark[sym] = True
                 factor[sym] *= succ_exp[s]
-        else:
-            for s in range(ctx_start[k], ctx_start[k + 1]):
-                dc[succ_symbol[s]] += succ_lam[s]
-    # class masses: U[k] plus the corrections of the touched words, in the log domain with dc
-    log_mass, class_mass, word_class, exp_u = work.log_mass, model.class_mass, model.word_class, model.exp_u
+    log_mass, class_mass, exp_u = work.log_mass, model.class_mass, model.exp_u
+    if dense:
+        for k in range(C):
+            mass = class_sum(model, factor, k)
+            log_mass[k] = (dc[k] + np.log(mass)) if mass > 0.0 else -np.inf
+        return logsumexp_1d(log_mass), -1, end
+    # class masses: U[k] plus the corrections of the touched positions, in the log domain with dc
     for k in range(C):
         log_mass[k] = class_mass[k]
     for t in range(n_touched):
         v = touched[t]
-        log_mass[word_class[v]] += exp_u[v] * (factor[v] - 1.0)
+        log_mass[model.position_class[v]] += exp_u[v] * (factor[v] - 1.0)
     for k in range(C):
         mass = log_mass[k]
         if mass < 1e-9 * class_mass[k]:  # heavy cancellation: sum the class directly
-            mass = 0.0
-            for i in range(model.class_start[k], model.class_start[k + 1]):
-                v = model.class_words[i]
-                mass += exp_u[v] * factor[v]
+            mass = class_sum(model, factor, k)
         log_mass[k] = (dc[k] + np.log(mass)) if mass > 0.0 else -np.inf
     return logsumexp_1d(log_mass), n_touched, end
 
@@ -201,6 +257,10 @@ def history_end_score(model, w, c, p):
 
 @jit
 def clear_tables(work, n_touched):
+    """Factors back to 1 and marks to False after :func:`local_tables` (``n_touched < 0``: the dense path)."""
+    if n_touched < 0:
+        work.factor[:] = 1.0
+        return
     for t in range(n_touched):
         v = work.touched[t]
         work.factor[v] = 1.0
@@ -225,46 +285,50 @@ def draw_class(log_mass, log_z):
 
 
 @jit(inline="always")
-def draw_in_class(model, factor, k):
-    """A word of class ``k`` by its weight ``exp(u[v]) factor[v]``."""
+def draw_in_class(model, factor, k, offset):
+    """A word of class ``k`` by its weight ``exp(u) factor``, the factor of position ``i`` at ``factor[i - offset]``."""
     start, stop = model.class_start[k], model.class_start[k + 1]
+    exp_u = model.exp_u
     total = 0.0
     for i in range(start, stop):
-        v = model.class_words[i]
-        total += model.exp_u[v] * factor[v]
+        total += exp_u[i] * factor[i - offset]
     target = np.random.random() * total
     acc = 0.0
     for i in range(start, stop):
-        v = model.class_words[i]
-        acc += model.exp_u[v] * factor[v]
+        acc += exp_u[i] * factor[i - offset]
         if target < acc:
-            return v
+            return model.class_words[i]
     return model.class_words[stop - 1]
 
 
 @jit
 def draw_word(model, work, log_z):
     """A word from the local law in ``work`` (whose log normaliser is ``log_z``): a class, then a word in it."""
-    return draw_in_class(model, work.factor, draw_class(work.log_mass, log_z))
+    return draw_in_class(model, work.factor, draw_class(work.log_mass, log_z), 0)
 
 
 @jit
 def draw_kept_word(model, cache, work, i, log_z):
-    """A word from identity ``i``'s kept local law (:func:`keep_tables`): a class, then a word in it, with only
-    that class's factors loaded into ``work.factor`` (cleared before, and left so; ``work.touched`` lists them
-    meanwhile).  The same draw as :func:`draw_word` on the recomputed tables."""
-    factor, loaded = work.factor, work.touched
+    """A word from identity ``i``'s kept local law (:func:`keep_tables`): a class by the kept masses, then a word in
+    it, whose factors are rebuilt in ``work.segment`` from the kept contexts: each word-final context's successors
+    inside the class's positions (a binary search in the sorted list), multiplied in row order as
+    :func:`local_tables` does, so the factors and the draw are bit for bit those of :func:`draw_word` on the
+    recomputed tables."""
     k = draw_class(cache.mass[i], log_z)
-    n_loaded = 0
-    for e in range(cache.start[i], cache.start[i] + cache.n_touched[i]):
-        if cache.word_class[e] == k:
-            factor[cache.words[e]] = cache.factor[e]
-            loaded[n_loaded] = cache.words[e]
-            n_loaded += 1
-    v = draw_in_class(model, factor, k)
-    for t in range(n_loaded):
-        factor[loaded[t]] = 1.0
-    return v
+    first, stop = model.class_start[k], model.class_start[k + 1]
+    segment = work.segment
+    segment[:stop - first] = 1.0
+    ctx_start, succ_symbol, succ_exp = model.succ.ctx_start, model.succ.succ_symbol, model.succ_exp
+    for r in range(cache.ctx.shape[1]):
+        kk = cache.ctx[i, r]
+        if kk < 0 or not word_final(model, r):
+            continue
+        hi = ctx_start[kk + 1]
+        s = ctx_start[kk] + np.searchsorted(succ_symbol[ctx_start[kk]:hi], first)
+        while s < hi and succ_symbol[s] < stop:
+            segment[succ_symbol[s] - first] *= succ_exp[s]
+            s += 1
+    return draw_in_class(model, segment, k, first)
 
 
 @jit
@@ -327,31 +391,24 @@ def multinomial_ancestors(log_w, out, first):
 
 
 @jit
-def new_table_cache(run, n_classes, n_words):
-    """A :class:`TableCache` within ``run.cache_bytes``: half for the class masses (8 bytes x classes per identity),
-    half for the touched words (24 bytes each), at most what ``n_particles`` identities can touch."""
+def new_table_cache(run, n_classes, n_rows):
+    """A :class:`TableCache` within ``run.cache_bytes`` (8 bytes per class and per template row for each identity),
+    for at most ``n_particles`` identities."""
     n = run.n_particles
-    rows = min(n, run.cache_bytes // (16 * n_classes))
-    capacity = min(n * n_words, run.cache_bytes // 48) if rows > 0 else 0
-    return TableCache(np.empty((rows, n_classes)), np.zeros(n, dtype=np.int64), np.full(n, -1, dtype=np.int64),
-                      np.empty(capacity, dtype=np.int64), np.empty(capacity, dtype=np.int64), np.empty(capacity))
+    rows = min(n, run.cache_bytes // (8 * (n_classes + n_rows)))
+    return TableCache(np.empty((rows, n_classes)), np.empty((rows, n_rows), dtype=np.int64),
+                      np.zeros(n, dtype=np.bool_))
 
 
 @jit
-def keep_tables(model, cache, work, i, n_touched, used):
-    """Store identity ``i``'s tables in ``cache`` if there is room; return the touched-word entries now used."""
-    if i >= cache.mass.shape[0] or used + n_touched > cache.words.size:
-        cache.n_touched[i] = -1
-        return used
+def keep_tables(cache, work, i):
+    """Keep identity ``i``'s class masses and contexts in ``cache`` if there is room."""
+    if i >= cache.mass.shape[0]:
+        cache.kept[i] = False
+        return
     cache.mass[i, :] = work.log_mass
-    cache.start[i] = used
-    cache.n_touched[i] = n_touched
-    for t in range(n_touched):
-        v = work.touched[t]
-        cache.words[used + t] = v
-        cache.word_class[used + t] = model.word_class[v]
-        cache.factor[used + t] = work.factor[v]
-    return used + n_touched
+    cache.ctx[i, :] = work.ctx
+    cache.kept[i] = True
 
 
 class Particles(NamedTuple):
@@ -387,10 +444,10 @@ def new_particles(run, n_words, n_classes):
 
 
 @jit
-def new_scratch(run, n_words, n_classes):
+def new_scratch(run, model):
     """The :class:`SMCScratch` of a run (the table cache within ``run.cache_bytes``)."""
     n = run.n_particles
-    return SMCScratch(new_work(n_words, n_classes), new_table_cache(run, n_classes, n_words),
+    return SMCScratch(new_work(model), new_table_cache(run, model.n_classes, model.features.row_len.size),
                       np.zeros(n, dtype=np.int64), np.empty(n), np.empty(n), np.empty(n, dtype=np.int64))
 
 
@@ -451,7 +508,6 @@ def weigh_particles(model, now, scratch, p, stop):
     in ``scratch.cache`` where there is room; False when ``stop`` rose."""
     work, cache, first, log_w, ends = scratch.work, scratch.cache, scratch.first, scratch.log_w, scratch.ends
     ident = now.ident
-    used = 0
     for n in range(log_w.size):
         if (n & 4095) == 4095 and stop[0] != 0:
             return False
@@ -459,7 +515,7 @@ def weigh_particles(model, now, scratch, p, stop):
         f = first[i]
         if f == n:
             log_w[n], n_touched, ends[n] = local_tables(model, now.w[n], now.c[n], p, work)
-            used = keep_tables(model, cache, work, i, n_touched, used)
+            keep_tables(cache, work, i)
             clear_tables(work, n_touched)
         else:
             log_w[n] = log_w[f]
@@ -502,11 +558,7 @@ def propagate(model, now, children, scratch, p, reference, stop):
             c_new[n, q] = c[a, q]
         if pinned and n == 0:
             v = reference[p - 1]
-        elif cache.n_touched[ia] >= 0:
-            if tables_of >= 0:  # the kept draw loads its class into work, which must be clear
-                clear_tables(work, n_touched)
-                n_touched = 0
-                tables_of = -1
+        elif cache.kept[ia]:
             v = draw_kept_word(model, cache, work, ia, log_w[a])
         else:
             if ia != tables_of:
@@ -568,7 +620,7 @@ def smc_log_z(model, run, output, stop):
     pinned = run.reference.size > 0 and not partial
     now = new_particles(run, model.n_words, model.n_classes)
     children = new_particles(run, model.n_words, model.n_classes)
-    scratch = new_scratch(run, model.n_words, model.n_classes)
+    scratch = new_scratch(run, model)
     log_prefix = 0.0
     for p in range(1, run.max_length + 2):
         if stop[0] != 0:

@@ -45,17 +45,25 @@ PROPOSALS = ("exact", "partial")
 class (a class's mass, no word list), the other rows -- word-final skips, long skips and tied word rows -- entering as
 importance weights of the drawn word (:func:`trf.lm._smc_kernels.smc_log_z`)."""
 TABLE_CACHE_BYTES = 64 << 20
-"""Memory per run for the particles' local tables between their weighting and their children's draws (beyond it the
-tables are recomputed; the draws do not depend on it)."""
+"""Memory per run for the particles' class masses and contexts between their weighting and their children's draws
+(beyond it the local tables are recomputed; the draws do not depend on it)."""
+DENSE_FROM = 0.3
+"""A history whose word-final successor lists hold more than this fraction of the vocabulary takes the dense path of
+the SMC kernels' local tables (:func:`trf.lm._smc_kernels.local_tables`; the same law either way)."""
 
 
-def successor_tables(features: SentenceFeatures) -> tuple[SuccessorTables, np.ndarray]:
+def successor_tables(features: SentenceFeatures,
+                     word_position: np.ndarray | None = None) -> tuple[SuccessorTables, np.ndarray]:
     """Group the non-unigram features by context (their key with the last symbol ``EMPTY``).
 
     Parameters
     ----------
     features : SentenceFeatures
         The feature set.
+    word_position : ndarray of int, optional
+        Where each word stands in another order (the SMC kernels' class order): a word-final feature's successor
+        symbol is its last word's position instead of the word.  Each context's successors are in increasing order
+        of their symbols either way.
 
     Returns
     -------
@@ -68,14 +76,15 @@ def successor_tables(features: SentenceFeatures) -> tuple[SuccessorTables, np.nd
     row_group, row_len, _, row_type = features.rows
     length_of_group = np.zeros(int(row_group.max()) + 1, dtype=np.int64)
     length_of_group[row_group] = row_len
-    end_of_group = np.zeros_like(length_of_group)  # the </s> symbol of the group's last element (word or class)
-    end_of_group[row_group] = np.where(row_type[np.arange(row_len.size), row_len - 1] == 0, features.n_words,
-                                       features.n_classes)
+    word_final = np.zeros(length_of_group.size, dtype=bool)
+    word_final[row_group] = row_type[np.arange(row_len.size), row_len - 1] == 0
+    end_of_group = np.where(word_final, features.n_words, features.n_classes)  # the </s> symbol of the last element
     hi, lo = features.key_hi, features.key_lo
     group = hi >> 48
     length = length_of_group[group]
     keep = np.flatnonzero(length >= 2)
     hi, lo, length, end = hi[keep], lo[keep], length[keep], end_of_group[group[keep]]
+    words = word_final[group[keep]]
     # the last symbol sits at slot length - 1: slots 0, 1 in hi (bits 24..47, 0..23), 2, 3 in lo
     shift = np.where(length % 2 == 1, 24, 0)
     word = np.where(length <= 2, hi, lo)
@@ -84,7 +93,10 @@ def successor_tables(features: SentenceFeatures) -> tuple[SuccessorTables, np.nd
     cleared = (word & ~(np.int64(_SYMBOL) << shift)) | blank
     ctx_hi = np.where(length <= 2, cleared, hi)
     ctx_lo = np.where(length <= 2, lo, cleared)
-    order = np.lexsort((ctx_lo, ctx_hi))
+    if word_position is not None:
+        last = np.where(words & (last < end), np.asarray(word_position, dtype=np.int64)[np.minimum(last, end - 1)],
+                        last)
+    order = np.lexsort((last, ctx_lo, ctx_hi))
     ctx_hi, ctx_lo, last, end, feature = ctx_hi[order], ctx_lo[order], last[order], end[order], keep[order]
     new = np.ones(order.size, dtype=bool)
     new[1:] = (ctx_hi[1:] != ctx_hi[:-1]) | (ctx_lo[1:] != ctx_lo[:-1])
@@ -107,8 +119,11 @@ class _Structure:
     def __init__(self, feats: SentenceFeatures) -> None:
         self.features = feats
         self.class_words, self.class_start = feats.class_members()
+        self.word_position = np.empty_like(self.class_words)
+        self.word_position[self.class_words] = np.arange(self.class_words.size)
+        self.position_class = feats.word_class[self.class_words].astype(np.int64)
         self.hashed = feats.hashed()
-        self.succ, self.ctx_end = successor_tables(feats)
+        self.succ, self.ctx_end = successor_tables(feats, self.word_position)
         # unigram[a, w]: the feature of unigram row a that word w fires (-1: unseen), from the features' dense tables
         base, dense = feats.dense_tables()
         _, row_len, _, row_type = feats.rows
@@ -137,15 +152,16 @@ class _Structure:
         u = self.unigram_weights(lam)
         shift = float(u.max())
         u = u - shift
-        exp_u = np.exp(u)
-        class_mass = np.bincount(feats.word_class, weights=exp_u, minlength=feats.n_classes)[:feats.n_classes]
+        exp_u = np.exp(u)[self.class_words]  # by position in the class order
+        class_mass = np.bincount(self.position_class, weights=exp_u, minlength=feats.n_classes)[:feats.n_classes]
         succ_lam = lam[self.succ.succ_feature]
         with np.errstate(over="ignore"):  # a diverging lambda: infinite factors, as exp(s_p) overflows in the kernel
             succ_exp = np.exp(succ_lam)
         return SMCModel(int(feats.n_words), int(feats.n_classes), feats.word_class.astype(np.int64), self.class_start,
-                        self.class_words, u, exp_u, class_mass.astype(np.float64), lam, self.hashed, self.succ,
-                        succ_lam, succ_exp, np.where(self.ctx_end >= 0, lam[self.ctx_end], 0.0), draw_row,
-                        np.flatnonzero(~draw_row).astype(np.int64)), shift
+                        self.class_words, self.word_position, self.position_class, u, exp_u,
+                        class_mass.astype(np.float64), lam, self.hashed, self.succ, succ_lam, succ_exp,
+                        np.where(self.ctx_end >= 0, lam[self.ctx_end], 0.0), draw_row,
+                        np.flatnonzero(~draw_row).astype(np.int64), int(DENSE_FROM * feats.n_words)), shift
 
 
 def _structure(feats: SentenceFeatures) -> _Structure:
