@@ -20,6 +20,12 @@ revisions from dc3cb0e on, whose kernel takes ``(model, run, output, stop)``) ag
 trainer's lambda, each kernel on the bundle its own revision builds: whether both keep the same sentences, the
 largest difference of their estimates, and the median time ratio over ``--repeats`` interleaved runs.
 
+``--model FILE`` starts every trainer from a trained model (``mcsa trf train --out``, on the same ``--train``): its
+vocabulary and word classes replace ``--vocab`` / ``--classes``, and each feature set starts from the model's weights
+of its features (a set whose types open the model's, such as ``w+c`` in the full set) and the model's zeta.  The
+cost of an SMC table grows as a model learns (a trained full-set model's histories visit about 9,000 word successors
+per position on fortunes), so this times the speed at which most of a training run's time is spent.
+
 ``--proposals exact partial`` trains each feature set with each SMC proposal (:data:`trf.lm.smc.PROPOSALS`; a set
 that the partial proposal draws whole, such as ``w+c``, only with the first), the table adding each run's median
 smallest end-of-sentence ESS; ``--quality-runs R`` then times ``R`` single-thread SMC runs of each proposal on each
@@ -42,7 +48,7 @@ from pathlib import Path
 import numpy as np
 
 
-def _trainer(train, vocab_size: int, word_class: np.ndarray, spec: str, proposal: str, args):
+def _trainer(train, vocab_size: int, word_class: np.ndarray, spec: str, proposal: str, args, model=None):
     from trf.augsa import AugSA
     from trf.lm.backend import SentenceBackend, lm_config
     from trf.lm.features import SentenceFeatures
@@ -51,7 +57,18 @@ def _trainer(train, vocab_size: int, word_class: np.ndarray, spec: str, proposal
     backend = SentenceBackend(train, feats, None, sampler="smc", smc_particles=args.particles, smc_proposal=proposal)
     config = lm_config(n_samples=args.samples, t_c=500.0, beta_lambda=0.0, t0=10 ** 9, stop_window=None,
                        guard_every=0, seed=args.seed)
-    return feats, AugSA(backend, config, progress=False)
+    trainer = AugSA(backend, config, progress=False)
+    if model is not None:
+        try:
+            at = model.features.positions_of(feats)
+        except ValueError as exc:
+            raise SystemExit(f"--model {args.model!r}: {exc}; give --features that open its types "
+                             f"({'+'.join(model.features.types)})") from None
+        if model.zeta.size != trainer.zeta.size:
+            raise SystemExit(f"--model {args.model!r} has {model.zeta.size} lengths, --train {trainer.zeta.size}: "
+                             "give the text it was trained on")
+        trainer.state = trainer.init(model.lam[at], model.zeta, 0)
+    return feats, trainer
 
 
 def _block(trainer, n: int) -> tuple[float, float, list[float]]:
@@ -134,6 +151,25 @@ def _kernel_ratio(ref, trainer, repeats: int, particles: int, n_keep: int = 100)
     return same, gap, float(np.median(ratios))
 
 
+def _corpus(args):
+    """``(model, vocabulary, encoded --train, word classes)``: the ``--model``'s (None without one), or built on
+    ``--train``."""
+    from trf.lm.cluster import exchange_clustering
+    from trf.lm.corpus import Vocabulary, encode_file
+
+    if args.model is None:
+        vocab = Vocabulary.build(args.train, max_size=args.vocab)
+        train = encode_file(args.train, vocab)
+        return None, vocab, train, exchange_clustering(train, len(vocab), args.classes, seed=0, max_passes=2).classes
+    from trf.lm.model import SentenceTRF
+
+    if not Path(args.model).is_file():
+        raise SystemExit(f"--model {args.model!r} is not a file")
+    model = SentenceTRF.load(args.model)
+    args.vocab, args.classes = len(model.vocab), model.features.n_classes
+    return model, model.vocab, encode_file(args.train, model.vocab), model.features.word_class
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--train", default="/tmp/mcsa-fortunes/train.txt", help="training text, one sentence a line")
@@ -147,6 +183,8 @@ def main(argv=None) -> int:
     parser.add_argument("--block", type=int, default=5, help="iterations per timed block")
     parser.add_argument("--repeats", type=int, default=5, help="interleaved rounds")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--model", default=None, help="start every trainer from this trained model's weights "
+                        "(its vocabulary and classes; trained on --train)")
     parser.add_argument("--reference", default=None, help="git revision whose SMC kernel to time against (A/B)")
     parser.add_argument("--proposals", nargs="+", default=["exact"], help="SMC proposals (exact, partial); each feature "
                         "set trains with each (a set that the partial proposal draws whole only with the first)")
@@ -173,16 +211,11 @@ def main(argv=None) -> int:
     import numba
     from trf_transms_speed import load_reference  # beside this script
 
-    from trf.lm.cluster import exchange_clustering
-    from trf.lm.corpus import Vocabulary, encode_file
-
-    vocab = Vocabulary.build(args.train, max_size=args.vocab)
-    train = encode_file(args.train, vocab)
-    word_class = exchange_clustering(train, len(vocab), args.classes, seed=0, max_passes=2).classes
+    model, vocab, train, word_class = _corpus(args)
     runs = []
     for spec in args.features:
         for proposal in args.proposals:
-            feats, trainer = _trainer(train, len(vocab), word_class, spec, proposal, args)
+            feats, trainer = _trainer(train, len(vocab), word_class, spec, proposal, args, model)
             if proposal != args.proposals[0] and trainer.backend.smc.structure.proposal_rows.all():
                 continue  # the partial proposal draws from every row: it is the exact one
             warm_start = time.perf_counter()
@@ -197,7 +230,8 @@ def main(argv=None) -> int:
             run["ess"].extend(ess)
     base = np.array(runs[0]["rates"])
     print(f"{len(train)} sentences, vocabulary {len(vocab)}, {args.classes} classes; SMC {args.particles} particles x "
-          f"{numba.get_num_threads()} runs, K = {args.samples}; {args.warm_iterations} untimed iterations, then "
+          f"{numba.get_num_threads()} runs, K = {args.samples}; "
+          f"{'from ' + args.model + ', ' if args.model else ''}{args.warm_iterations} untimed iterations, then "
           f"{args.repeats} interleaved rounds of {args.block}; load average {os.getloadavg()[0]:.1f}")
     print(f"| features (rows, features) | proposal | it/s (median) | drawing share | smallest ESS (median) | "
           f"it/s / {runs[0]['spec']} (median of rounds) |")
