@@ -143,3 +143,51 @@ def test_one_step_from_q_stays_q(setup):
     assert_frequencies_match(counts, q, alpha=1e-3, what="sentence TransMS one step")
     _, _, p_wrong = chi_square_gof(counts, _exact(feats, lam, lw + np.array([0.0, 0.0, 0.4]), states))
     assert p_wrong < 1e-6                                      # negative control: length-3 weight off by 0.4
+
+
+def test_class_proposal_is_the_per_class_sum_of_its_dense_rows():
+    """The class proposal ``Q_i`` (App. C) adds each dense row's weights over all candidate classes at once (a row of
+    the table for ``d = 0``, a column for ``d > 0``); it must be, bit for bit, the sum that sets ``c_i = k`` and adds
+    each row's weight in turn (``lam`` through the dense index tables), at every position of sentences of lengths
+    1-12 with every template (the tied class rows read 6-9 positions back), ``</s>`` included."""
+    from samplers._kernels import logsumexp_1d
+    from trf.lm import _transms_kernels as tk
+    from trf.lm._feature_kernels import load_sentence, row_fires
+
+    rng = np.random.default_rng(5)
+    n_words, word_class = 6, np.array([0, 1, 2, 0, 1, 2])
+    corpus = EncodedCorpus.from_sentences([rng.integers(0, n_words, size=rng.integers(1, 13)) for _ in range(120)])
+    feats = SentenceFeatures.build(corpus, n_words, "w+c+ws+cs+wsh+csh+cpw+tied", word_class=word_class)
+    lam = rng.normal(size=feats.n_features)
+    sampler = SentenceSampler(feats, 12)
+    model = sampler.model(lam)
+    tab, fa, n_classes = model.tables, model.features, model.n_classes
+    work = tk._new_workspace(model)
+    informative = 0
+    for j in range(1, 13):
+        sentence = rng.integers(0, n_words, size=j)
+        load_sentence(sentence, model, work.w, work.c)
+        work.w[j + 1], work.c[j + 1] = n_words, n_classes
+        for i in range(1, j + 1):
+            tk.class_proposal_logits(model, work, j, i)
+            c = work.c.copy()
+            expected = np.zeros(n_classes)
+            for k in range(n_classes):
+                c[i] = k
+                total = 0.0
+                for d in range(model.span + 1):
+                    p = i + d
+                    if p > j + 1:
+                        break
+                    for r in tab.proposal_rows[tab.proposal_ptr[d]:tab.proposal_ptr[d + 1]]:
+                        if not row_fires(r, p, j, fa):
+                            continue
+                        at = (c[p] if fa.row_len[r] == 1
+                              else c[p + fa.row_off[r, 0]] * (n_classes + 2) + c[p])
+                        f = tab.proposal_dense[tab.proposal_base[r] + at]
+                        total += lam[f] if f >= 0 else 0.0
+                expected[k] = total
+            expected -= logsumexp_1d(expected)  # the kernel's normaliser
+            np.testing.assert_array_equal(work.log_q[:n_classes], expected)
+            informative += np.ptp(expected) > 0.1
+    assert informative > 30

@@ -55,7 +55,9 @@ class TouchTables(NamedTuple):
 
 
 class SentenceModel(NamedTuple):
-    """Everything the sentence TransMS kernels read: sizes, class map, lambda and the tables."""
+    """Everything the sentence TransMS kernels read: sizes, class map, lambda and the tables.
+    ``proposal_weight[x]`` is ``lam[tables.proposal_dense[x]]`` (0 where the entry is -1): the class proposal's
+    weights, read without going through the 3M-entry ``lam``."""
 
     m: int
     n_words: int
@@ -68,6 +70,7 @@ class SentenceModel(NamedTuple):
     lam: np.ndarray
     features: HashedFeatures
     tables: TouchTables
+    proposal_weight: np.ndarray
 
 
 class SentenceWork(NamedTuple):
@@ -128,38 +131,38 @@ def touched_score(model, work, j, i, ptr, rows):
     return total
 
 
-@jit(inline="always")
-def dense_class_weight(model, r, p, j, c):
-    """``lam`` of the class unigram/(skip-)bigram row ``r`` at ``p``, read from its dense index table."""
-    fa, base, dense = model.features, model.tables.proposal_base, model.tables.proposal_dense
-    if not row_fires(r, p, j, fa):
-        return 0.0
-    if fa.row_len[r] == 1:
-        f = dense[base[r] + c[p]]
-    else:
-        f = dense[base[r] + c[p + fa.row_off[r, 0]] * (model.n_classes + 2) + c[p]]
-    return model.lam[f] if f >= 0 else 0.0
-
-
 @jit
 def class_proposal_logits(model, work, j, i):
     """``log_q[k] = log Q_i(k)`` (normalised): the class-only reduced model (Appendix C) restricted to the
-    class unigram and (skip-)bigram rows that read position ``i``, read from dense tables."""
+    class unigram and (skip-)bigram rows that read position ``i``, read from dense tables.
+
+    Each row that fires at ``p = i + d`` gives one run of weights over the candidate classes ``k``: its dense
+    table's row for the fixed context class (``d = 0``, ``k`` the final class: consecutive entries) or its column
+    for the fixed final class (``d > 0``, ``k`` the context class: entries ``C + 2`` apart), added to every
+    ``log_q[k]`` in the order of the rows, so each ``log_q[k]`` is the same sum, in the same order, as one row at a
+    time per class."""
     c, out = work.c, work.log_q
-    ptr, rows = model.tables.proposal_ptr, model.tables.proposal_rows
+    fa, ptr, rows, base = model.features, model.tables.proposal_ptr, model.tables.proposal_rows, model.tables.proposal_base
+    weight = model.proposal_weight
     n_classes, span = model.n_classes, model.span
-    saved = c[i]
-    for k in range(n_classes):
-        c[i] = k
-        total = 0.0
-        for d in range(span + 1):
-            p = i + d
-            if p > j + 1:
-                break
-            for t in range(ptr[d], ptr[d + 1]):
-                total += dense_class_weight(model, rows[t], p, j, c)
-        out[k] = total
-    c[i] = saved
+    width = n_classes + 2
+    out[:n_classes] = 0.0
+    for d in range(span + 1):
+        p = i + d
+        if p > j + 1:
+            break
+        for t in range(ptr[d], ptr[d + 1]):
+            r = rows[t]
+            if not row_fires(r, p, j, fa):
+                continue
+            if fa.row_len[r] == 1:
+                start, stride = base[r], 1
+            elif d == 0:
+                start, stride = base[r] + c[p + fa.row_off[r, 0]] * width, 1
+            else:  # position i is the row's context
+                start, stride = base[r] + c[p], width
+            for k in range(n_classes):
+                out[k] += weight[start + k * stride]
     lz = logsumexp_1d(out[:n_classes])
     for k in range(n_classes):
         out[k] -= lz

@@ -101,9 +101,10 @@ class SentenceSampler:
         if lam.size != self.features.n_features:
             raise ValueError(f"lam must have n_features={self.features.n_features} entries, got {lam.size}")
         feats = self.features
+        dense = self.touch_tables.proposal_dense
         return SentenceModel(self.m, int(feats.n_words), int(feats.n_classes), feats.word_class.astype(np.int64),
                              self.class_ptr, self.class_words, self.max_class, int(self.span), lam, self.hashed,
-                             self.touch_tables)
+                             self.touch_tables, np.where(dense >= 0, lam[np.maximum(dense, 0)], 0.0))
 
     def init_chains(self, n_chains: int, seed=None, start=None) -> ChainState:
         """``n_chains`` chains: single uniformly drawn words, or random sentences of ``start``.
