@@ -191,3 +191,48 @@ def test_class_proposal_is_the_per_class_sum_of_its_dense_rows():
             np.testing.assert_array_equal(work.log_q[:n_classes], expected)
             informative += np.ptp(expected) > 0.1
     assert informative > 30
+
+
+def test_class_word_scores_from_hole_tables_equal_one_look_up_per_word():
+    """Resampling the word at ``i``: the scores of every word of a class, read from the hole tables (one look-up of
+    each row's key with that word blanked, then the class's positions by binary search), are bit for bit the sums of
+    one look-up per word and row (``touched_score`` with ``x_i`` set to the word), at every position and for every
+    class, with every template; a word that fires no feature scores 0.  Negative control: a model whose hole tables
+    miss the tied word rows' groups scores differently."""
+    from trf.lm import _transms_kernels as tk
+    from trf.lm._feature_kernels import load_sentence
+    from trf.lm.features import hash_table
+
+    rng = np.random.default_rng(6)
+    n_words, word_class = 7, np.array([0, 1, 2, 0, 1, 2, 0])
+    corpus = EncodedCorpus.from_sentences([rng.integers(0, n_words, size=rng.integers(1, 13)) for _ in range(150)])
+    feats = SentenceFeatures.build(corpus, n_words, "w+c+ws+cs+wsh+csh+cpw+tied", word_class=word_class)
+    lam = rng.normal(size=feats.n_features)
+    model = SentenceSampler(feats, 12).model(lam)
+    tab, n_classes = model.tables, model.n_classes
+    tied = feats.rows.row_group[-1]  # the last template row is a tied word row
+    holes = model.holes
+    keep = (holes.hi >> 48) != tied
+    crippled = model._replace(holes=holes._replace(slots=hash_table(np.where(keep, holes.hi, -1),
+                                                                    np.where(keep, holes.lo, -1))))
+    work = tk._new_workspace(model)
+    out = np.empty(model.max_class_size)
+    differs = 0
+    for j in range(1, 13):
+        load_sentence(rng.integers(0, n_words, size=j), model, work.w, work.c)
+        work.w[j + 1], work.c[j + 1] = n_words, n_classes
+        for i in range(1, j + 1):
+            tk.context_features(model, work, j, i)
+            for k in range(n_classes):
+                n = tk.class_word_scores(model, work, j, i, k, out)
+                words = model.class_words[model.class_start[k]:model.class_start[k + 1]]
+                saved = work.w[i], work.c[i]
+                expected = []
+                for v in words:
+                    work.w[i], work.c[i] = v, k
+                    expected.append(tk.touched_score(model, work, j, i, tab.word_ptr, tab.word_rows))
+                work.w[i], work.c[i] = saved
+                np.testing.assert_array_equal(out[:n], np.array(expected))
+                tk.class_word_scores(crippled, work, j, i, k, out)
+                differs += not np.array_equal(out[:n], np.array(expected))
+    assert differs > 0

@@ -28,12 +28,14 @@ from samplers._jit import jit
 from samplers._kernels import categorical_from_logits, logsumexp_1d
 from trf import _transms_skeleton as skeleton
 from trf.lm._feature_kernels import (
+    EMPTY,
     HashedFeatures,
     accumulate_features,
     load_sentence,
     positions_score,
     row_feature,
     row_fires,
+    table_find,
 )
 
 
@@ -54,6 +56,19 @@ class TouchTables(NamedTuple):
     proposal_dense: np.ndarray
 
 
+class HoleTables(NamedTuple):
+    """Features grouped by their key with one word element blanked (:func:`trf.lm.transms.hole_tables`): group ``g``
+    (key ``hi[g], lo[g]``, found through ``slots``) holds the blanked word's positions in the class order
+    ``position[start[g]:start[g + 1]]`` (increasing) and the features ``feature[...]``."""
+
+    hi: np.ndarray
+    lo: np.ndarray
+    slots: np.ndarray
+    start: np.ndarray
+    position: np.ndarray
+    feature: np.ndarray
+
+
 class SentenceModel(NamedTuple):
     """Everything the sentence TransMS kernels read: sizes, class map, lambda and the tables.
     ``proposal_weight[x]`` is ``lam[tables.proposal_dense[x]]`` (0 where the entry is -1): the class proposal's
@@ -71,6 +86,7 @@ class SentenceModel(NamedTuple):
     features: HashedFeatures
     tables: TouchTables
     proposal_weight: np.ndarray
+    holes: HoleTables
 
 
 class SentenceWork(NamedTuple):
@@ -185,21 +201,55 @@ def word_score(model, work, j, i):
     return touched_score(model, work, j, i, model.tables.word_ptr, model.tables.word_rows)
 
 
+@jit(inline="always")
+def holed_key(r, p, w, c, rows, hole):
+    """Key of row ``r`` at position ``p`` with element ``hole`` left ``EMPTY`` (the key of its group in
+    :class:`HoleTables`)."""
+    s = np.full(4, EMPTY, dtype=np.int64)
+    for e in range(rows.row_len[r]):
+        if e != hole:
+            q = p + rows.row_off[r, e]
+            s[e] = w[q] if rows.row_type[r, e] == 0 else c[q]
+    hi = (np.int64(rows.row_group[r]) << 48) | (s[0] << 24) | s[1]
+    lo = (s[2] << 24) | s[3]
+    return hi, lo
+
+
 @jit
 def class_word_scores(model, work, j, i, k, out):
     """``out[n]`` = log-potential of the rows reading the *word* at position ``i`` with ``x_i`` = the
     n-th word of class ``k``; returns the class size.  The rows reading ``i`` through its class add
     the same amount to every word of ``k`` (the unnormalised ``log Q_i(k)``) and the other rows do not
-    depend on ``x_i``, so these scores are the within-class conditional up to a constant."""
-    w, c, tab, class_words = work.w, work.c, model.tables, model.class_words
-    saved_w, saved_c = w[i], c[i]
-    start = model.class_start[k]
-    n = model.class_start[k + 1] - start
-    c[i] = k
-    for t in range(n):
-        w[i] = class_words[start + t]
-        out[t] = touched_score(model, work, j, i, tab.word_ptr, tab.word_rows)
-    w[i], c[i] = saved_w, saved_c
+    depend on ``x_i``, so these scores are the within-class conditional up to a constant.
+
+    Each row that reads the word at ``i`` from ``p = i + d`` looks up its key with that word blanked in
+    :class:`HoleTables` once, and the binary search for the class's positions gives the features of every word of
+    the class that it fires; the weights are added row by row in the order of ``tables.word_rows``, so each score is
+    the same sum, in the same order, as one look-up per word and row (:func:`touched_score`)."""
+    fa, tab, holes, lam = model.features, model.tables, model.holes, model.lam
+    first, stop = model.class_start[k], model.class_start[k + 1]
+    n = stop - first
+    out[:n] = 0.0
+    for d in range(model.span + 1):
+        p = i + d
+        if p > j + 1:
+            break
+        for t in range(tab.word_ptr[d], tab.word_ptr[d + 1]):
+            r = tab.word_rows[t]
+            if not row_fires(r, p, j, fa):
+                continue
+            hole = 0
+            while fa.row_off[r, hole] != -d:
+                hole += 1
+            hi, lo = holed_key(r, p, work.w, work.c, fa, hole)
+            g = table_find(hi, lo, holes.hi, holes.lo, holes.slots)
+            if g < 0:
+                continue
+            end = holes.start[g + 1]
+            s = holes.start[g] + np.searchsorted(holes.position[holes.start[g]:end], first)
+            while s < end and holes.position[s] < stop:
+                out[holes.position[s] - first] += lam[holes.feature[s]]
+                s += 1
     return n
 
 

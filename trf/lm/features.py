@@ -68,6 +68,20 @@ def hash_table(key_hi: np.ndarray, key_lo: np.ndarray) -> np.ndarray:
     return slots
 
 
+def blank_slot(key_hi: np.ndarray, key_lo: np.ndarray, slot) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Feature keys with the symbol in ``slot`` (0-3, a number or one per key) replaced by ``EMPTY``, and that
+    symbol: ``(hi, lo, symbol)``.  Slots 0 and 1 sit in ``key_hi`` (bits 24-47 and 0-23, above the template group),
+    2 and 3 in ``key_lo``; a feature of ``L`` elements fills slots ``0..L-1`` (:mod:`trf.lm._feature_kernels`)."""
+    slot = np.asarray(slot)
+    in_hi = slot < 2
+    shift = np.where(slot % 2 == 0, 24, 0).astype(np.int64)
+    word = np.where(in_hi, key_hi, key_lo)
+    mask = np.int64(fk.EMPTY) << shift  # EMPTY is the all-ones symbol
+    symbol = (word >> shift) & np.int64(fk.EMPTY)
+    blanked = word | mask
+    return np.where(in_hi, blanked, key_hi), np.where(in_hi, key_lo, blanked), symbol
+
+
 def row_parents(rows: fk.Templates, n_parents: int = 2, projections: bool = False) -> np.ndarray:
     """For each template row, up to ``n_parents`` other rows whose (offset, type) pattern is a proper
     subset of its own (largest first; -1 pads), among rows of at least two elements.

@@ -28,15 +28,13 @@ from scipy.special import logsumexp
 
 from samplers.rng import as_generator, kernel_seeds
 from samplers.validation import check_int
-from trf.lm import _feature_kernels as fk
 from trf.lm._smc_kernels import SMCModel, SMCOutput, SMCRun, SuccessorTables
 from trf.lm._smc_kernels import smc_log_z as _smc_run
-from trf.lm.features import SentenceFeatures, hash_table
+from trf.lm.features import SentenceFeatures, blank_slot, hash_table
 from trf.lm.model import SentenceTRF
 
 __all__ = ["ConditionalSMCResult", "SMCResult", "SMCSampler", "conditional_smc_log_z", "smc_log_z", "successor_tables"]
 
-_SYMBOL = (1 << 24) - 1
 _NO_KEEP = np.zeros((1, 0, 1), dtype=np.int64)
 _NO_REFERENCE = np.zeros(0, dtype=np.int64)
 PROPOSALS = ("exact", "partial")
@@ -85,14 +83,7 @@ def successor_tables(features: SentenceFeatures,
     keep = np.flatnonzero(length >= 2)
     hi, lo, length, end = hi[keep], lo[keep], length[keep], end_of_group[group[keep]]
     words = word_final[group[keep]]
-    # the last symbol sits at slot length - 1: slots 0, 1 in hi (bits 24..47, 0..23), 2, 3 in lo
-    shift = np.where(length % 2 == 1, 24, 0)
-    word = np.where(length <= 2, hi, lo)
-    last = (word >> shift) & _SYMBOL
-    blank = np.int64(fk.EMPTY) << shift
-    cleared = (word & ~(np.int64(_SYMBOL) << shift)) | blank
-    ctx_hi = np.where(length <= 2, cleared, hi)
-    ctx_lo = np.where(length <= 2, lo, cleared)
+    ctx_hi, ctx_lo, last = blank_slot(hi, lo, length - 1)  # the last symbol sits at slot length - 1
     if word_position is not None:
         last = np.where(words & (last < end), np.asarray(word_position, dtype=np.int64)[np.minimum(last, end - 1)],
                         last)

@@ -23,8 +23,8 @@ import numpy as np
 from samplers.rng import as_generator
 from samplers.validation import as_float_array, check_int
 from trf import transms_core
-from trf.lm._transms_kernels import SentenceModel, TouchTables, weighted_feature_sum
-from trf.lm.features import SentenceFeatures, row_parents
+from trf.lm._transms_kernels import HoleTables, SentenceModel, TouchTables, weighted_feature_sum
+from trf.lm.features import SentenceFeatures, blank_slot, hash_table, row_parents
 from trf.transms_core import ChainState, TransMSInfo
 
 __all__ = ["ChainState", "SamplerInfo", "SentenceModel", "SentenceSampler", "TransMSInfo"]
@@ -75,6 +75,48 @@ def proposal_tables(features: SentenceFeatures, span: int) -> tuple[np.ndarray, 
     return ptr, np.array([r for x in lists for r in x], dtype=np.int64), base, dense
 
 
+def hole_tables(features: SentenceFeatures, word_position: np.ndarray) -> HoleTables:
+    """The features grouped by their key with one *word* element blanked (:func:`~trf.lm.features.blank_slot`), for
+    every word element of every template group: each group lists the blanked word's positions in the class order
+    ``word_position`` (increasing) with the features' indices.  A feature of a row with two word elements is in two
+    groups; ``<s>`` and ``</s>`` in the blanked element are left out (no sentence position holds them).
+
+    Why: resampling the word at position ``i`` needs, for every word of one class, the weight of each row reading
+    that word (:func:`trf.lm._transms_kernels.class_word_scores`).  The row's other symbols are fixed, so one look-up
+    of the blanked key and a binary search for the class's positions give every word's feature at once, instead of
+    one hash look-up per word and row."""
+    row_group, row_len, _, row_type = features.rows
+    n_groups = int(row_group.max()) + 1
+    length = np.zeros(n_groups, dtype=np.int64)
+    length[row_group] = row_len
+    kind = np.ones((n_groups, 4), dtype=np.int64)
+    kind[row_group] = row_type
+    group = features.key_hi >> 48
+    parts = []
+    for slot in range(4):
+        at = np.flatnonzero((length[group] > slot) & (kind[group, slot] == 0))
+        hi, lo, symbol = blank_slot(features.key_hi[at], features.key_lo[at], slot)
+        word = symbol < features.n_words
+        parts.append((hi[word], lo[word], np.asarray(word_position, dtype=np.int64)[symbol[word]], at[word]))
+    hi, lo, position, feature = (np.concatenate(x) for x in zip(*parts))
+    order = np.lexsort((position, lo, hi))
+    hi, lo = hi[order], lo[order]
+    position, feature = position[order].astype(np.int32), feature[order].astype(np.int32)  # V, d < 2^31: 4 bytes
+    new = np.ones(hi.size, dtype=bool)
+    new[1:] = (hi[1:] != hi[:-1]) | (lo[1:] != lo[:-1])
+    starts = np.flatnonzero(new)
+    start = np.append(starts, hi.size).astype(np.int64)
+    return HoleTables(hi[starts], lo[starts], hash_table(hi[starts], lo[starts]), start, position, feature)
+
+
+def _holes(features: SentenceFeatures, word_position: np.ndarray) -> HoleTables:
+    """:func:`hole_tables`, built once per feature set (kept in its instance dictionary, as the SMC structure)."""
+    cache = vars(features)
+    if "_transms_holes" not in cache:
+        cache["_transms_holes"] = hole_tables(features, word_position)
+    return cache["_transms_holes"]
+
+
 class SentenceSampler:
     """Class-based TransMS over the features of a :class:`~trf.lm.features.SentenceFeatures`.
 
@@ -94,6 +136,9 @@ class SentenceSampler:
         self.span = features.max_context
         self.touch_tables = TouchTables(*touch_tables(features.rows, self.span), *proposal_tables(features, self.span))
         self.hashed = features.hashed()
+        word_position = np.empty_like(self.class_words)
+        word_position[self.class_words] = np.arange(self.class_words.size)
+        self.holes = _holes(features, word_position)
 
     def model(self, lam) -> SentenceModel:
         """The hashed-n-gram model bundle of the TransMS kernels at ``lam`` (checked)."""
@@ -104,7 +149,7 @@ class SentenceSampler:
         dense = self.touch_tables.proposal_dense
         return SentenceModel(self.m, int(feats.n_words), int(feats.n_classes), feats.word_class.astype(np.int64),
                              self.class_ptr, self.class_words, self.max_class, int(self.span), lam, self.hashed,
-                             self.touch_tables, np.where(dense >= 0, lam[np.maximum(dense, 0)], 0.0))
+                             self.touch_tables, np.where(dense >= 0, lam[np.maximum(dense, 0)], 0.0), self.holes)
 
     def init_chains(self, n_chains: int, seed=None, start=None) -> ChainState:
         """``n_chains`` chains: single uniformly drawn words, or random sentences of ``start``.
