@@ -11,7 +11,9 @@ give identical draws at the same seed (the behaviour check), then times them in 
 * word backend: alphabet of 27 symbols, every n-gram a feature (21,951), m = 12, 100 chains,
   20,000 draws round-robin (the AugSA schedule);
 * sentence backend: synthetic Zipf corpus (20,000 sentences, V = 2,000, 50 classes),
-  ``w+c+ws+cs+cpw`` features (~1.9M), m = 40, 20 chains x 10 steps, serial build.
+  ``w+c+ws+cs+cpw`` features (~1.9M), m = 40, 20 chains x 10 steps, serial build;
+* with ``--model FILE`` (a trained ``mcsa trf train`` model), the transition of the check's fixed-length AIS on it:
+  10 chains of ``--length`` words drawn from the model's unigram base, 5 Markov sweeps without jumps, serial.
 
 Timings on a shared machine are noisy: the load average is printed; compare ratios, not seconds.
 """
@@ -34,10 +36,14 @@ FILES = {  # reference module name -> (path at REV, import rewrites)
     "ref_word_kernels": ("trf/_word_kernels.py", []),
     "ref_word_transms": ("trf/transms.py", [("from . import _word_kernels as K", "import ref_word_kernels as K"),
                                             ("from .augsa", "from trf.augsa"), ("from .data", "from trf.data"),
-                                            ("from .features", "from trf.features")]),
+                                            ("from .features", "from trf.features"),
+                                            # revisions since 9e32387 (the shared skeleton): current modules
+                                            ("from . import ", "from trf import "), ("from .", "from trf.")]),
     "ref_lm_transms_kernels": ("trf/lm/_transms_kernels.py", []),
     "ref_lm_transms": ("trf/lm/transms.py", [("from trf.lm import _transms_kernels as tk",
-                                              "import ref_lm_transms_kernels as tk")]),
+                                              "import ref_lm_transms_kernels as tk"),
+                                             ("from trf.lm._transms_kernels import",
+                                              "from ref_lm_transms_kernels import")]),
 }
 
 
@@ -111,14 +117,46 @@ def sentence_case(ref, repeats: int) -> dict:
             "ref": t_ref, "new": t_new, "n": chains * steps}
 
 
+def model_case(ref, repeats: int, path: str, length: int) -> dict:
+    from trf.lm import transms as new
+    from trf.lm.model import SentenceTRF, unigram_base
+
+    model = SentenceTRF.load(path)
+    length = min(length, model.m)
+    chains, sweeps = 10, 5
+    u, _ = unigram_base(model)
+    rng = np.random.default_rng(0)
+    tokens = np.zeros((chains, model.m), dtype=np.int64)
+    tokens[:, :length] = rng.choice(u.size, size=(chains, length), p=np.exp(u - np.logaddexp.reduce(u)))
+    start = new.ChainState(tokens, np.full(chains, length, dtype=np.int64))
+    flat = np.zeros(model.m)
+    s_ref, s_new = ref.SentenceSampler(model.features, model.m), new.SentenceSampler(model.features, model.m)
+    run_ref = lambda: s_ref.run(model.lam, flat, start, sweeps, seed=1, parallel=False, jump=False)  # noqa: E731
+    run_new = lambda: s_new.run(model.lam, flat, start, sweeps, seed=1, parallel=False, jump=False)  # noqa: E731
+    a, b = run_ref(), run_new()
+    same = np.array_equal(a[1], b[1]) and np.array_equal(a[2], b[2])
+    t_ref, t_new = median_times(run_ref, run_new, repeats)
+    return {"case": f"AIS transition on {Path(path).name} ({model.features.n_features} features), length {length}, "
+                    f"{chains} chains x {sweeps} sweeps", "same": same, "ref": t_ref, "new": t_new,
+            "n": chains * sweeps}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reference", default="3f9cc9f", help="git revision of the reference code")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--model", default=None, help="also time the check's AIS transition on this trained model")
+    parser.add_argument("--length", type=int, default=40, help="sentence length of the --model case")
     args = parser.parse_args(argv)
+    if args.model is not None and not Path(args.model).is_file():
+        raise SystemExit(f"--model {args.model!r} is not a file")
+    if args.length < 1:
+        raise SystemExit(f"--length must be >= 1, got {args.length}")
     with tempfile.TemporaryDirectory() as folder:
         ref = load_reference(args.reference, Path(folder))
         rows = [word_case(ref["ref_word_transms"], args.repeats), sentence_case(ref["ref_lm_transms"], args.repeats)]
+        if args.model is not None:
+            rows.append(model_case(ref["ref_lm_transms"], args.repeats, args.model, args.length))
     print(f"reference {args.reference}; {args.repeats} interleaved repeats (medians); load {os.getloadavg()[0]:.1f}")
     print("| backend | identical draws | reference s | current s | current / reference | draws/s current |")
     print("| --- | --- | --- | --- | --- | --- |")
