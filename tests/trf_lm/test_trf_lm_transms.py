@@ -222,7 +222,6 @@ def test_class_word_scores_from_hole_tables_equal_one_look_up_per_word():
         load_sentence(rng.integers(0, n_words, size=j), model, work.w, work.c)
         work.w[j + 1], work.c[j + 1] = n_words, n_classes
         for i in range(1, j + 1):
-            tk.context_features(model, work, j, i)
             for k in range(n_classes):
                 n = tk.class_word_scores(model, work, j, i, k, out)
                 words = model.class_words[model.class_start[k]:model.class_start[k + 1]]

@@ -3,13 +3,12 @@
 Class-based TransMS (Algorithm 2 of Table 1, Appendix C).  Sentence buffers follow
 :mod:`trf.lm._feature_kernels` (``w[0] = <s>``, ``w[1..j]`` the words, ``w[j+1] = </s>``; ``c`` the
 classes).  The model bundle :class:`SentenceModel` holds the hashed feature table
-(:class:`HashedFeatures`) and the per-distance row lists (:class:`TouchTables`, built by
+(:class:`HashedFeatures`), the per-distance row lists (:class:`TouchTables`, built by
 :func:`trf.lm.transms.touch_tables` and :func:`trf.lm.transms.proposal_tables`): for each distance
-``d = p - i`` the template rows that read position ``i`` through its class, those that read its word,
-those that do not read it, each row's parent rows (an unseen parent means an unseen n-gram, so the
-look-up is skipped), and the dense class-proposal tables.  ``span`` is the largest look-back of any
-template: changing position ``i`` changes the features at ``i .. i+span`` only.  The workspace
-(:class:`SentenceWork`) holds ``res[d, r]``, the feature index row ``r`` fired at ``p = i + d`` (-1: none).
+``d = p - i`` the template rows that read position ``i`` through its class and those that read its word,
+and the dense class-proposal tables; and the hole tables (:class:`HoleTables`) that give a row's features
+for every word of a class at once.  ``span`` is the largest look-back of any template: changing position
+``i`` changes the features at ``i .. i+span`` only.
 
 The appended word is drawn as a class ``c0 ~ Q_{k+1}`` then a word within ``c0`` (Eq. 35), with the
 density ``g`` of Eq. (36)/(37); the move within a length draws a class ``c0 ~ Q_i`` accepted by
@@ -41,15 +40,12 @@ from trf.lm._feature_kernels import (
 
 class TouchTables(NamedTuple):
     """Per distance ``d`` (CSR ``*_ptr``/``*_rows``): rows reading position ``i`` through its class, through
-    its word, not reading it; ``parents[r]``; the class-proposal rows with their dense index tables."""
+    its word; the class-proposal rows with their dense index tables."""
 
     class_ptr: np.ndarray
     class_rows: np.ndarray
     word_ptr: np.ndarray
     word_rows: np.ndarray
-    context_ptr: np.ndarray
-    context_rows: np.ndarray
-    parents: np.ndarray
     proposal_ptr: np.ndarray
     proposal_rows: np.ndarray
     proposal_base: np.ndarray
@@ -90,60 +86,29 @@ class SentenceModel(NamedTuple):
 
 
 class SentenceWork(NamedTuple):
-    """One chain's sentence buffers ``w``/``c`` (m + 3) and scratch: ``log_q`` (class proposal), word
-    scores of two classes, and ``res`` (span + 1, n_rows) of feature indices."""
+    """One chain's sentence buffers ``w``/``c`` (m + 3) and scratch: ``log_q`` (class proposal) and the word
+    scores of two classes."""
 
     w: np.ndarray
     c: np.ndarray
     log_q: np.ndarray
     scores_a: np.ndarray
     scores_b: np.ndarray
-    res: np.ndarray
-
-
-@jit(inline="always")
-def checked_weight(model, work, r, p, j, d):
-    """``lam`` of the feature row ``r`` fires at ``p = i + d``, with its index stored in ``work.res[d, r]`` (-1: none).
-
-    A row whose pattern extends a parent row's pattern (``parents[r]``, already evaluated at ``p``) can
-    only be an observed n-gram if the parent is: an unseen parent skips the hash look-up.
-    """
-    parents, res_d = model.tables.parents, work.res[d]
-    for a in range(parents.shape[1]):
-        q = parents[r, a]
-        if q >= 0 and res_d[q] < 0:
-            res_d[r] = -1
-            return 0.0
-    f = row_feature(r, p, j, work.w, work.c, model.features)
-    res_d[r] = f
-    return model.lam[f] if f >= 0 else 0.0
-
-
-@jit
-def context_features(model, work, j, i):
-    """Fill ``res[d]`` for the rows at ``p = i + d`` that do not read position ``i`` (fixed while
-    ``x_i`` is resampled; they serve as parents of the rows that do)."""
-    ptr, rows = model.tables.context_ptr, model.tables.context_rows
-    for d in range(model.span + 1):
-        p = i + d
-        if p > j + 1:
-            break
-        for t in range(ptr[d], ptr[d + 1]):
-            checked_weight(model, work, rows[t], p, j, d)
 
 
 @jit
 def touched_score(model, work, j, i, ptr, rows):
     """Sum of ``lam`` over the features at ``p = i..i+span`` of the rows listed for ``d = p - i`` in
-    ``rows[ptr[d]:ptr[d+1]]`` (rows that read position ``i``; sorted so parents come first).
-    ``work.res`` must hold :func:`context_features` of position ``i``."""
+    ``rows[ptr[d]:ptr[d+1]]`` (rows that read position ``i``), one hash look-up each."""
     total = 0.0
     for d in range(model.span + 1):
         p = i + d
         if p > j + 1:
             break
         for t in range(ptr[d], ptr[d + 1]):
-            total += checked_weight(model, work, rows[t], p, j, d)
+            f = row_feature(rows[t], p, j, work.w, work.c, model.features)
+            if f >= 0:
+                total += model.lam[f]
     return total
 
 
@@ -186,8 +151,7 @@ def class_proposal_logits(model, work, j, i):
 
 @jit
 def class_score(model, work, j, i, k):
-    """Log-potential of every row that reads position ``i`` through its class, with ``c_i = k``
-    (needs :func:`context_features` of position ``i`` in ``res``)."""
+    """Log-potential of every row that reads position ``i`` through its class, with ``c_i = k``."""
     saved = work.c[i]
     work.c[i] = k
     total = touched_score(model, work, j, i, model.tables.class_ptr, model.tables.class_rows)
@@ -197,7 +161,7 @@ def class_score(model, work, j, i, k):
 
 @jit
 def word_score(model, work, j, i):
-    """Log-potential of the rows reading the *word* at position ``i`` (needs :func:`context_features`)."""
+    """Log-potential of the rows reading the *word* at position ``i``."""
     return touched_score(model, work, j, i, model.tables.word_ptr, model.tables.word_rows)
 
 
@@ -265,8 +229,7 @@ def local_sum(model, work, j, p_lo, p_hi):
 @skeleton.implements(skeleton.new_workspace, SentenceModel)
 def _new_workspace(model):
     return SentenceWork(np.empty(model.m + 3, dtype=np.int64), np.empty(model.m + 3, dtype=np.int64),
-                        np.empty(model.n_classes), np.empty(model.max_class_size), np.empty(model.max_class_size),
-                        np.full((model.span + 1, model.features.row_len.size), -1, dtype=np.int64))
+                        np.empty(model.n_classes), np.empty(model.max_class_size), np.empty(model.max_class_size))
 
 
 @skeleton.implements(skeleton.load_chain, SentenceModel)
@@ -286,7 +249,6 @@ def _propose_append(model, work, k):
     w, c = work.w, work.c
     old_local = local_sum(model, work, k, k + 1, k + 1)
     w[k + 2], c[k + 2] = model.n_words, model.n_classes
-    context_features(model, work, k + 1, k + 1)
     class_proposal_logits(model, work, k + 1, k + 1)
     c0 = categorical_from_logits(work.log_q[:model.n_classes])
     n = class_word_scores(model, work, k + 1, k + 1, c0, work.scores_a)
@@ -308,7 +270,6 @@ def _removal_log_ratio(model, work, k):
     w, c = work.w, work.c
     u_c = c[k]
     cur_local = local_sum(model, work, k, k, k + 1)
-    context_features(model, work, k, k)
     class_proposal_logits(model, work, k, k)
     n = class_word_scores(model, work, k, k, u_c, work.scores_a)
     own = word_score(model, work, k, k)
@@ -331,7 +292,6 @@ def _within_length_move(model, work, j, stats):
     w, c = work.w, work.c
     for i in range(1, j + 1):
         cur = c[i]
-        context_features(model, work, j, i)
         class_proposal_logits(model, work, j, i)
         c0 = categorical_from_logits(work.log_q[:model.n_classes])
         n_cur = class_word_scores(model, work, j, i, cur, work.scores_a)

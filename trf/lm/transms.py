@@ -24,7 +24,7 @@ from samplers.rng import as_generator
 from samplers.validation import as_float_array, check_int
 from trf import transms_core
 from trf.lm._transms_kernels import HoleTables, SentenceModel, TouchTables, weighted_feature_sum
-from trf.lm.features import SentenceFeatures, blank_slot, hash_table, row_parents
+from trf.lm.features import SentenceFeatures, blank_slot, hash_table
 from trf.transms_core import ChainState, TransMSInfo
 
 __all__ = ["ChainState", "SamplerInfo", "SentenceModel", "SentenceSampler", "TransMSInfo"]
@@ -36,26 +36,25 @@ SamplerInfo = TransMSInfo
 def touch_tables(rows, span: int) -> tuple[np.ndarray, ...]:
     """Row lists per distance ``d = 0..span`` for resampling a position ``i`` (features at ``p = i + d``):
 
-    ``(class_ptr, class_rows, word_ptr, word_rows, ctx_ptr, ctx_rows, parents)`` in CSR form: the rows
-    that read position ``i`` through its class, those that read its word, and those that do not read
-    it (their features stay fixed; they are evaluated once per position as parents).  Each list is
-    sorted by row length so a row's parents (:func:`row_parents`) are evaluated before it.
+    ``(class_ptr, class_rows, word_ptr, word_rows)`` in CSR form: the rows that read position ``i`` through its
+    class and those that read its word (the other rows' features do not change with ``x_i``), each list in order
+    of row length.
     """
     _, row_len, row_off, row_type = rows
     by_class: list[list[int]] = [[] for _ in range(span + 1)]
     by_word: list[list[int]] = [[] for _ in range(span + 1)]
-    ctx: list[list[int]] = [[] for _ in range(span + 1)]
     for r in np.argsort(row_len, kind="stable"):
         offsets = {-int(row_off[r, e]): int(row_type[r, e]) for e in range(row_len[r])}
         for d in range(span + 1):
             kind = offsets.get(d)
-            (ctx if kind is None else by_class if kind == 1 else by_word)[d].append(int(r))
+            if kind is not None:
+                (by_class if kind == 1 else by_word)[d].append(int(r))
 
     def csr(lists):
         ptr = np.concatenate(([0], np.cumsum([len(x) for x in lists]))).astype(np.int64)
         return ptr, np.array([r for x in lists for r in x], dtype=np.int64)
 
-    return (*csr(by_class), *csr(by_word), *csr(ctx), row_parents(rows))
+    return (*csr(by_class), *csr(by_word))
 
 
 def proposal_tables(features: SentenceFeatures, span: int) -> tuple[np.ndarray, ...]:
