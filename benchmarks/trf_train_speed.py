@@ -267,4 +267,8 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    if "--reference" in sys.argv:
+        from trf_transms_speed import private_numba_cache  # beside this script
+
+        private_numba_cache()
     sys.exit(main())

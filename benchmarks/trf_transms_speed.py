@@ -47,6 +47,15 @@ FILES = {  # reference module name -> (path at REV, import rewrites)
 }
 
 
+def private_numba_cache() -> None:
+    """Compile into a fresh temporary Numba cache (call before numba is imported).  The reference revision's modules
+    specialise the project's shared jitted code (the TransMS skeleton) for their own types; in the project's cache
+    those entries break any later process that loads the skeleton (``No module named 'ref_lm_transms_kernels'``)."""
+    if "numba" in sys.modules:
+        raise RuntimeError("private_numba_cache() must run before numba is imported")
+    os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="mcsa-bench-numba-")
+
+
 def load_reference(rev: str, folder: Path, files: dict | None = None) -> dict:
     """Modules ``files`` (name -> (path at REV, import rewrites); default :data:`FILES`) of revision ``rev``, written
     to ``folder`` and imported beside the current ones."""
@@ -167,4 +176,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    private_numba_cache()
     sys.exit(main())
