@@ -110,14 +110,18 @@ def row_key(r, p, w, c, rows):
 
 
 @jit(inline="always")
-def pattern_key(r, p, w, c, rows, n_elements):
-    """Key of the first ``n_elements`` elements of row ``r`` at position ``p`` (the rest ``EMPTY``)."""
+def pattern_key(r, p, w, c, rows, hole):
+    """Key of row ``r`` at position ``p`` with element ``hole`` left ``EMPTY`` (``hole = row_len[r]``: the whole key;
+    ``row_len[r] - 1``: its context, the key of its successor list; any other element: the key of a TransMS hole
+    table's group)."""
     row_off, row_type = rows.row_off, rows.row_type
     s0 = EMPTY
     s1 = EMPTY
     s2 = EMPTY
     s3 = EMPTY
-    for e in range(n_elements):
+    for e in range(rows.row_len[r]):
+        if e == hole:
+            continue
         q = p + row_off[r, e]
         s = w[q] if row_type[r, e] == 0 else c[q]
         if e == 0:

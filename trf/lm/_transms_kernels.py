@@ -27,10 +27,10 @@ from samplers._jit import jit
 from samplers._kernels import categorical_from_logits, logsumexp_1d
 from trf import _transms_skeleton as skeleton
 from trf.lm._feature_kernels import (
-    EMPTY,
     HashedFeatures,
     accumulate_features,
     load_sentence,
+    pattern_key,
     positions_score,
     row_feature,
     row_fires,
@@ -165,20 +165,6 @@ def word_score(model, work, j, i):
     return touched_score(model, work, j, i, model.tables.word_ptr, model.tables.word_rows)
 
 
-@jit(inline="always")
-def holed_key(r, p, w, c, rows, hole):
-    """Key of row ``r`` at position ``p`` with element ``hole`` left ``EMPTY`` (the key of its group in
-    :class:`HoleTables`)."""
-    s = np.full(4, EMPTY, dtype=np.int64)
-    for e in range(rows.row_len[r]):
-        if e != hole:
-            q = p + rows.row_off[r, e]
-            s[e] = w[q] if rows.row_type[r, e] == 0 else c[q]
-    hi = (np.int64(rows.row_group[r]) << 48) | (s[0] << 24) | s[1]
-    lo = (s[2] << 24) | s[3]
-    return hi, lo
-
-
 @jit
 def class_word_scores(model, work, j, i, k, out):
     """``out[n]`` = log-potential of the rows reading the *word* at position ``i`` with ``x_i`` = the
@@ -205,7 +191,7 @@ def class_word_scores(model, work, j, i, k, out):
             hole = 0
             while fa.row_off[r, hole] != -d:
                 hole += 1
-            hi, lo = holed_key(r, p, work.w, work.c, fa, hole)
+            hi, lo = pattern_key(r, p, work.w, work.c, fa, hole)
             g = table_find(hi, lo, holes.hi, holes.lo, holes.slots)
             if g < 0:
                 continue
