@@ -104,3 +104,40 @@ def test_a_time_limit_sets_the_stages(corpus, tmp_path):
         assert read_npz(ckpt, "augsa-checkpoint")[1]["t0"] == t0
     with pytest.raises(ValueError, match="first_stage_share needs a time_limit"):
         train_lm(corpus, first_stage_share=0.5)
+
+
+def test_the_full_recipe_is_the_measured_command_and_given_flags_win(corpus, tmp_path, capsys):
+    """``--recipe full`` fills exactly the flags of the measured one-command run (experiments/trf_lm/README.md,
+    "Two hours, one command"), a flag given on the command line wins over the recipe, the note names what the recipe
+    set, and the recipe trains a grown full-feature model on the toy corpus."""
+    from samplers.cli import build_parser
+    from trf.lm.cli import apply_recipe
+
+    parser = build_parser()
+    common = ["trf", "train", "--train", "t.txt", "--out", "m.npz", "--minutes", "105"]
+    measured = parser.parse_args(common + "--features w+c+ws+cs+wsh+csh+tied --base-features w+c --base-step-rule "
+                                          "features --samples 100 --t-c 500 --beta-lambda 0 --smc-particles 400 "
+                                          "--step-rule groups".split())
+    recipe = parser.parse_args(common + ["--recipe", "full"])
+    apply_recipe(measured)
+    assert len(apply_recipe(recipe)) == 8
+    assert {k: v for k, v in vars(recipe).items() if k != "recipe"} == \
+        {k: v for k, v in vars(measured).items() if k != "recipe"}
+    plain = parser.parse_args(common)
+    assert apply_recipe(plain) == [] and (plain.features, plain.step_rule) == ("w+c", "features")
+    mine = parser.parse_args(common + ["--recipe", "full", "--step-rule", "features", "--samples", "7"])
+    applied = apply_recipe(mine)
+    assert (mine.step_rule, mine.samples, mine.features) == ("features", 7, "w+c+ws+cs+wsh+csh+tied")
+    assert "--step-rule groups" not in applied and "--t-c 500" in applied
+    transms = parser.parse_args(common + ["--recipe", "full", "--sampler", "transms"])
+    apply_recipe(transms)
+    assert transms.smc_particles is None  # refused with --sampler transms otherwise
+
+    out = tmp_path / "m.npz"
+    assert main(["trf", "train", "--train", str(corpus), "--out", str(out), "--recipe", "full", "--max-iterations",
+                 "6", "--samples", "10", "--t-c", "100", "--quiet", "--refine", "0", "--classes", "3"]) == 0
+    err = capsys.readouterr().err
+    assert "--recipe full: --features w+c+ws+cs+wsh+csh+tied --base-features w+c" in err and "--samples 100" not in err
+    meta = read_npz(out, "trf-lm")[1]
+    assert meta["features_spec"] == "w+c+ws+cs+wsh+csh+tied" and meta["base_features"] == "w+c"
+    assert meta["step_rule"] == "groups" and meta["base_step_rule"] == "features" and meta["n_samples"] == 10

@@ -44,6 +44,33 @@ TRAIN_FLAGS = {"features": "--features", "classes": "--classes", "max_size": "--
 DEFAULT_MINUTES = 60.0
 """``mcsa trf train``'s time limit when neither ``--minutes`` nor ``--max-iterations`` bounds it."""
 
+RECIPES = {
+    "full": {"features": "w+c+ws+cs+wsh+csh+tied", "base_features": "w+c", "base_step_rule": "features",
+             "step_rule": "groups", "samples": 100, "t_c": 500.0, "beta_lambda": 0.0,
+             "smc_particles": 400},
+}
+"""``mcsa trf train --recipe NAME``: flag values (by argparse destination) that fill the flags not given on the
+command line.  ``full``: the paper's full feature set grown from ``w+c``, the settings of the measured one-command
+runs of docs/trf-lm.md ("Growing the feature set")."""
+UNSET_DEFAULTS = {"features": DEFAULT_FEATURES, "step_rule": "features"}
+"""The defaults of the flags a recipe may set whose parser default is ``None`` (so that a given value is seen)."""
+
+
+def apply_recipe(args) -> list[str]:
+    """Fill the ``mcsa trf train`` flags left unset in ``args`` from ``RECIPES[args.recipe]`` (the SMC particles only
+    with ``--sampler smc``), then from :data:`UNSET_DEFAULTS`; return the recipe's settings that took effect, as
+    ``--flag value`` strings."""
+    applied = []
+    for dest, value in (RECIPES[args.recipe] if args.recipe else {}).items():
+        if getattr(args, dest) is None and (dest != "smc_particles" or args.sampler == "smc"):
+            setattr(args, dest, value)
+            applied.append(f"--{dest.replace('_', '-')} {value:g}" if isinstance(value, float)
+                           else f"--{dest.replace('_', '-')} {value}")
+    for dest, value in UNSET_DEFAULTS.items():
+        if getattr(args, dest) is None:
+            setattr(args, dest, value)
+    return applied
+
 
 def _train(args) -> int:
     """``mcsa trf train``; the library's progress and guard messages (loggers under ``trf``) go to stderr."""
@@ -75,6 +102,10 @@ def _train_logged(args) -> int:
     from trf.lm.backend import lm_config
     from trf.lm.train import DEFAULT_CLASSES, FIRST_STAGE_SHARE, check_growth, train_and_check
 
+    applied = apply_recipe(args)
+    if applied:
+        print(f"mcsa trf train: note: --recipe {args.recipe}: {' '.join(applied)} (flags given on the command line "
+              "take precedence)", file=sys.stderr)
     overrides = {k: v for k, v in {"n_samples": args.samples, "t_max": args.max_iterations, "t_c": args.t_c,
                                "beta_lambda": args.beta_lambda, "t0": args.t0, "l2": args.l2,
                                "clip": args.clip, "on_violation": args.on_violation,
@@ -330,10 +361,15 @@ def register(subparsers) -> None:
     train.add_argument("--train", required=True, help="training text, one sentence per line")
     train.add_argument("--valid", default=None, help="development text (stop rule, progress)")
     train.add_argument("--out", "-o", required=True, help="model file to write")
-    train.add_argument("--features", default=DEFAULT_FEATURES,
+    train.add_argument("--recipe", choices=tuple(RECIPES), default=None,
+                       help="fill the flags not given from a measured recipe: full = --features "
+                            "w+c+ws+cs+wsh+csh+tied --base-features w+c --base-step-rule features --step-rule groups "
+                            "--samples 100 --t-c 500 --beta-lambda 0 --smc-particles 400, the paper's "
+                            "full set grown from w+c as measured in docs/trf-lm.md (give --minutes; default: none)")
+    train.add_argument("--features", default=None,
                        help=f"feature templates of Table 2 joined by + (w, c, ws, cs, wsh, csh, cpw, tied; default "
-                            f"{DEFAULT_FEATURES}, the set measured to train; the paper's best: w+c+ws+cs+wsh+csh+tied, "
-                            "with --base-features w+c, --step-rule groups and the exact SMC proposal)")
+                            f"{DEFAULT_FEATURES}, or the --recipe's; the paper's best: w+c+ws+cs+wsh+csh+tied, "
+                            "trained by --recipe full)")
     train.add_argument("--base-features", default=None,
                        help="grow the feature set: train these first types of --features (e.g. w+c) for --base-share "
                             "of --minutes (or of --max-iterations), then all of --features from their weights (new "
@@ -369,7 +405,7 @@ def register(subparsers) -> None:
     train.add_argument("--stop-tol", dest="stop_tol", type=positive_float, default=None,
                        help="stop when S_t < STOP_TOL (default 1e-4)")
     train.add_argument("--step-rule", dest="step_rule", choices=("features", "groups", "data", "fixed"),
-                       default="features",
+                       default=None,
                        help="features (default): data, and the lambda rate scaled by a(w+c) / a(FEATURES), a = "
                             "features firing per training sentence; groups: features, and each feature's variance "
                             "times the number of features firing in exactly the same training sentences (one "
