@@ -134,6 +134,9 @@ def test_the_full_recipe_is_the_measured_command_and_given_flags_win(corpus, tmp
     assert transms.smc_particles is None  # refused with --sampler transms otherwise
 
     out = tmp_path / "m.npz"
+    assert main(["trf", "train", "--train", str(corpus), "--out", str(out), "--recipe", "full", "--features", "w+c"]) == 2
+    assert "--recipe full grows --features from w+c: --features 'w+c' must begin" in capsys.readouterr().err
+    assert not out.exists()
     assert main(["trf", "train", "--train", str(corpus), "--out", str(out), "--recipe", "full", "--max-iterations",
                  "6", "--samples", "10", "--t-c", "100", "--quiet", "--refine", "0", "--classes", "3"]) == 0
     err = capsys.readouterr().err

@@ -125,6 +125,13 @@ def _train_logged(args) -> int:
         except ValueError as exc:
             raise ValueError(f"--checkpoint {args.checkpoint!r} cannot be resumed from: {exc}") from None
     _check_sampler_flags(args)
+    if any(a.startswith("--base-features ") for a in applied):
+        try:
+            check_growth(args.features, args.base_features)
+        except ValueError:
+            raise ValueError(f"--recipe {args.recipe} grows --features from {args.base_features}: --features "
+                             f"{args.features!r} must begin with its types and add more (e.g. "
+                             f"{RECIPES[args.recipe]['features']!r}); or give --base-features yourself") from None
     with flags_for(TRAIN_FLAGS):
         check_growth(args.features, args.base_features)  # before the notes below: a bad set is the only message
     minutes = args.minutes
