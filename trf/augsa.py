@@ -23,7 +23,8 @@ state itself.  Messages go to the ``trf.augsa`` logger; the library prints nothi
 
 Divergence guards (``guard_every > 0``): every ``min(guard_every, t_max // 10)`` iterations (and at
 ``t_max``) the trainer checks finite
-parameters, ``max |lambda| <= max_abs_lambda``, no tenfold jump of ``||lambda||`` (above ``sqrt(d)``) since the last passing
+parameters, ``max |lambda| <= max_abs_lambda`` (the message names that feature, with the backend's
+``describe_feature(index)`` text when it has one, and its value at the last passing check), no tenfold jump of ``||lambda||`` (above ``sqrt(d)``) since the last passing
 check, ``log p(j, x) <= log_p_margin`` for every sentence the backend can score (``sentence_log_probs``; a
 positive value means some ``zeta_j`` is below the true ``log Z_j / Z_1``, so perplexity would come out below
 its floor of 1) and a dev log-likelihood no more than ``dev_drop`` below its best (these two read AugSA's
@@ -551,7 +552,11 @@ class AugSA:
         problems = []
         biggest = float(np.abs(lam).max()) if lam.size else 0.0
         if biggest > cfg.max_abs_lambda:
-            problems.append(f"max |lambda| = {biggest:.3g} > max_abs_lambda = {cfg.max_abs_lambda:g}")
+            i = int(np.argmax(np.abs(lam)))
+            describe = getattr(self.backend, "describe_feature", None)
+            what = f"{describe(i)}; " if describe is not None else ""
+            problems.append(f"max |lambda| = {biggest:.3g} > max_abs_lambda = {cfg.max_abs_lambda:g} (feature {i}: "
+                            f"{what}lambda {lam[i]:.3g}, {state.good_lam[i]:.3g} at iteration {state.good_t})")
         norm, good_norm = float(np.linalg.norm(lam)), float(np.linalg.norm(state.good_lam))
         if norm > 10.0 * max(good_norm, np.sqrt(lam.size)):  # sqrt(d): mean |lambda_i| of about 1
             problems.append(f"||lambda|| grew from {good_norm:.3g} to {norm:.3g} since iteration {state.good_t}")

@@ -281,3 +281,36 @@ def test_batched_scoring_is_bit_identical_to_one_look_up_at_a_time(corpus, monke
     while slots[s] >> 32 != fk.fingerprint(h):
         s = (s + 1) & (slots.size - 1)
     assert slots[s] & 0xFFFFFFFF == other and lam[other] != 0.0
+
+
+def test_feature_text_names_the_template_symbols_and_count():
+    """``feature_text`` decodes a feature's key: the type and offsets of its template (a tied group names its first
+    distance), a word by its text (``w<id>`` without words), a class as ``c<id>``, ``<s>`` and ``</s>``, skipped
+    positions as ``_``, and the training count (the plain-Python oracle's)."""
+    words = ["u0", "u1", "u2", "u3", "u4", "u5"]
+    sentences = [[0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 0], [2, 3]]
+    types = parse_feature_spec(ALL)
+    feats = SentenceFeatures.build(EncodedCorpus.from_sentences(sentences), V, ALL, word_class=WORD_CLASS)
+    keys = _decode(feats)
+    oracle = sum((_oracle(sentence, types) for sentence in sentences), Counter())
+    first = {name: sum(len(FEATURE_TYPES[t]) for t in types[:k]) for k, name in enumerate(types)}
+
+    def check(group, symbols, body, with_words=True):
+        n = oracle[(group, symbols)]
+        assert n > 0
+        expected = f"{body}, {n} training occurrence{'s' if n != 1 else ''}"
+        assert feats.feature_text(keys.index((group, symbols)), words if with_words else None) == expected
+
+    check(first["w"] + 2, (2, 3), "w (-1, 0): 'u2' 'u3'")
+    check(first["w"] + 2, (2, 3), "w (-1, 0): w2 w3", with_words=False)
+    check(first["w"] + 2, (V + 1, 2), "w (-1, 0): <s> 'u2'")
+    check(first["w"] + 2, (0, V), "w (-1, 0): 'u0' </s>")
+    check(first["c"] + 2, (0, 1), "c (-1, 0): c0 c1")
+    check(first["c"] + 1, (int(WORD_CLASS.max()) + 2, 0, 0), "c (-2, -1, 0): <s> c0 c0")
+    check(first["ws"], (0, 3), "ws (-3, 0): 'u0' _ _ 'u3'")
+    check(first["cs"] + 2, (0, 1, 1), "cs (-3, -1, 0): c0 _ c1 c1")
+    check(first["wsh"] + 1, (0, 5), "wsh (-5, 0): 'u0' _ _ _ _ 'u5'")
+    check(first["cpw"] + 2, (0, 2), "cpw (-1, 0): c0 'u2'")
+    check(first["tied"] + 1, (0, 0), "tied (-6, 0) and 3 more distances, one weight: 'u0' _ _ _ _ _ 'u0'")
+    with pytest.raises(ValueError, match="index"):
+        feats.feature_text(feats.n_features)

@@ -71,3 +71,23 @@ def test_cli_train_prints_the_guard_message(toy, tmp_path, capsys):
     with pytest.raises(SystemExit):  # argparse rejects an unknown choice (exit status 2)
         main(args[:-4] + ["--step-rule", "sideways"])
     assert "invalid choice: 'sideways'" in capsys.readouterr().err
+
+
+def test_the_guard_names_the_feature_behind_max_abs_lambda(toy):
+    """A guard fired by ``max |lambda|`` names the feature (its index and text, with the words) and its value at the
+    last passing check, so a user can see which template ran away; the named one is the largest of the lambda that
+    failed the check (recomputed here from the message's value)."""
+    import re
+
+    path, _, _ = toy
+    model, result = _train(path, 60, config={"max_abs_lambda": 0.4, "on_violation": "stop"}, refine=0)
+    message = result.guard_message
+    assert message is not None and "max |lambda| = " in message, message
+    found = re.search(r"max \|lambda\| = ([0-9.e+-]+) > max_abs_lambda = 0.4 \(feature (\d+): (.*); lambda "
+                      r"(-?[0-9.e+-]+), (-?[0-9.e+-]+) at iteration (\d+)\)", message)
+    assert found, message
+    biggest, index, text, value = float(found[1]), int(found[2]), found[3], float(found[4])
+    assert text == model.features.feature_text(index, model.vocab.words)
+    assert "training occurrence" in text
+    assert abs(value) == pytest.approx(biggest, rel=1e-2)
+    assert abs(float(found[5])) <= 0.4  # the last passing check's value is within the bound

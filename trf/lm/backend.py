@@ -78,7 +78,7 @@ class SentenceBackend:
     def __init__(self, train: EncodedCorpus, features: SentenceFeatures, dev: EncodedCorpus | None = None, *,
                  m: int | None = None, max_length: int | None = None, n_chains: int = 30, seed: int = 0,
                  ll_sentences: int | None = None, parallel: bool = True, sampler: str = "transms",
-                 smc_particles: int = 300, smc_proposal: str = "exact") -> None:
+                 smc_particles: int = 300, smc_proposal: str = "exact", words: list[str] | None = None) -> None:
         lengths = train.lengths
         if lengths.size == 0 or lengths.min() < 1:
             raise ValueError("train must hold at least one sentence and no empty sentence")
@@ -94,6 +94,7 @@ class SentenceBackend:
             self.max_length = sample_max = self.m
         self.features = features
         self.n_features = features.n_features
+        self.words = words
         self.pi = smoothed_length_law(self.dimension(lengths), self.m)
         self.empirical_mean = features.counts / len(train)
         self.feature_variance = features.stratified_variance(train)
@@ -154,6 +155,11 @@ class SentenceBackend:
         weights = np.asarray(length_weight)[dims - 1]
         feature_sum = self.sampler.weighted_feature_sum(tokens, lengths, weights)
         return SampleBatch(dims, feature_sum, info)
+
+    def describe_feature(self, index: int) -> str:
+        """Feature ``index`` as text (:meth:`SentenceFeatures.feature_text`, with the words when the backend was
+        given them): the divergence guard names the feature behind ``max |lambda|``."""
+        return self.features.feature_text(index, self.words)
 
     def sentence_log_probs(self, lam, zeta, split: str) -> np.ndarray | None:
         """``log p(j, x^j; lambda, zeta)`` of each sentence of (the head of) ``split`` (divergence guard)."""

@@ -471,6 +471,32 @@ class SentenceFeatures:
         total = self.nbytes() + (8 * self.n_features if with_weights else 0)
         return total / max(self.n_features, 1) * 1e6
 
+    def feature_text(self, index: int, words=None) -> str:
+        """Feature ``index`` as text: its template (type and offsets; a tied group names its first row), its symbols
+        (``words[id]`` when given, else ``w<id>``; classes ``c<id>``; ``<s>``, ``</s>``) and its training count,
+        e.g. ``"ws (-2, 0): 'of' _ 'the', 3 training occurrences"``."""
+        index = check_int(index, "index", low=0, high=self.n_features - 1)
+        hi, lo = int(self.key_hi[index]), int(self.key_lo[index])
+        group = hi >> 48
+        symbols = [(hi >> 24) & fk.EMPTY, hi & fk.EMPTY, (lo >> 24) & fk.EMPTY, lo & fk.EMPTY]
+        rows = [g for t in self.types for g in FEATURE_TYPES[t]]
+        kind = [t for t in self.types for _ in FEATURE_TYPES[t]][group]
+        row = rows[group][0]
+        shown = []
+        for (_, element), symbol in zip(row, symbols):
+            size, prefix = (self.n_classes, "c") if element == _C else (self.n_words, "w")
+            if symbol >= size:
+                shown.append("</s>" if symbol == size else "<s>")
+            else:
+                shown.append(repr(words[symbol]) if words is not None and element == _W else f"{prefix}{symbol}")
+        offsets = tuple(o for o, _ in row)
+        text = shown[0]
+        for before, after, name in zip(offsets, offsets[1:], shown[1:]):
+            text += " _" * (after - before - 1) + " " + name
+        tied = (f" and {len(rows[group]) - 1} more distances, one weight" if len(rows[group]) > 1 else "")
+        count = int(self.counts[index])
+        return f"{kind} {offsets}{tied}: {text}, {count} training occurrence{'s' if count != 1 else ''}"
+
     def describe(self) -> dict[int, int]:
         """Number of features per template group."""
         groups = self.key_hi >> 48

@@ -178,7 +178,7 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
     prep_seconds = time.perf_counter() - started
     backend = SentenceBackend(train, feats, dev, max_length=max_length, n_chains=n_chains, seed=seed,
                               parallel=parallel, sampler=sampler, smc_particles=smc_particles,
-                              smc_proposal=smc_proposal)
+                              smc_proposal=smc_proposal, words=vocab.words)
     m = max_length if max_length is not None else backend.m
     if valid_flag is not None and dev is not None and (len(dev) == 0 or int(dev.lengths.min()) > m):
         raise ValueError(f"{valid_flag}: none of its {len(dev)} sentences has at most m={m} words (the longest "
@@ -219,7 +219,7 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
     if base is not None and not (resume and _checkpoint_features(checkpoint) == feats.n_features):
         base_backend = SentenceBackend(train, base, dev, max_length=max_length, n_chains=n_chains, seed=seed,
                                        parallel=parallel, sampler=sampler, smc_particles=smc_particles,
-                                       smc_proposal=smc_proposal)
+                                       smc_proposal=smc_proposal, words=vocab.words)
         switch = _BaseStageEnd(base_share, time_limit, cfg.t_max, train_start)
         first = trainer_for(base, base_backend, step_rule if base_step_rule is None else base_step_rule, [switch])
         first_result = first.fit(resume=resume_from)
