@@ -1,0 +1,97 @@
+"""The largest lambda steps of AugSA training (Eq. 16 / 38): which features take them, and why.
+
+Trains a sentence TRF (``w+c`` by default, the schedule of ``mcsa trf train --recipe full``'s base stage: K = 100,
+t_c = 500, beta_lambda = 0, SMC with 400 particles, the ``features`` step rule) for ``--iterations`` iterations of the
+first stage and records, at every iteration, the feature whose lambda moved most.  The step is Eq. (38),
+``d lambda = gamma / (sigma + mu) (p~ - K^-1 sum_k (pi_j / pi0_j) f(x_k) - mu lambda)``, so the batch's weighted mean
+of the feature, ``K^-1 sum_k ...``, follows from the step, the rate ``gamma`` and the variance ``sigma`` the trainer
+used (a clipped step, ``--clip``, hides it: printed as ``clipped``).  The table lists the largest steps, each with the
+feature (:meth:`trf.lm.features.SentenceFeatures.feature_text`), its training mean ``p~``, its variance and that batch
+mean; then the quantiles of the per-iteration largest step and the dev log-likelihood every ``--log-every``
+iterations (AugSA's zeta).
+
+    .venv/bin/python -m experiments.trf_lm.step_spikes --train train.txt --valid valid.txt --iterations 3000
+    .venv/bin/python -m experiments.trf_lm.step_spikes --train train.txt --valid valid.txt --iterations 3000 --clip 1
+
+``--out`` saves the model, for a checked perplexity (``mcsa trf eval``) that does not read AugSA's zeta.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+import numpy as np
+
+from samplers.argtypes import positive_float, positive_int
+from trf.lm.backend import lm_config
+from trf.lm.train import train_lm
+
+
+class StepRecorder:
+    """An AugSA callback that keeps, per iteration, the largest ``|d lambda|`` and what it implies of the batch."""
+
+    def __init__(self) -> None:
+        self.previous: np.ndarray | None = None
+        self.rows: list[tuple[int, float, int, float, float | None]] = []
+        self.trainer = None
+
+    def __call__(self, trainer, t, record) -> bool:
+        lam = trainer.state.lam
+        if self.previous is not None and self.previous.size == lam.size and trainer.state.t == t:
+            step = lam - self.previous
+            i = int(np.argmax(np.abs(step)))
+            cfg = trainer.config
+            clipped = cfg.clip is not None and abs(step[i]) >= cfg.clip * (1 - 1e-9)
+            # Eq. (38) solved for the batch mean: p~ - mu lambda_prev - d lambda (sigma + mu) / gamma
+            mean = (None if clipped else float(trainer.backend.empirical_mean[i] - cfg.l2 * self.previous[i]
+                                               - step[i] * (trainer.sigma[i] + cfg.l2) / record["gamma_lambda"]))
+            self.rows.append((t, float(step[i]), i, float(lam[i]), mean))
+        self.previous = lam.copy()
+        self.trainer = trainer
+        return False
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--train", required=True)
+    parser.add_argument("--valid", required=True)
+    parser.add_argument("--features", default="w+c")
+    parser.add_argument("--vocab-size", type=positive_int, default=10000)
+    parser.add_argument("--classes", type=positive_int, default=None, help="default 200 (or the vocabulary size)")
+    parser.add_argument("--iterations", type=positive_int, default=3000)
+    parser.add_argument("--clip", type=positive_float, default=None, help="AugSA's clip (default: none)")
+    parser.add_argument("--max-length", type=positive_int, default=None)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--top", type=positive_int, default=12)
+    parser.add_argument("--log-every", type=positive_int, default=500)
+    parser.add_argument("--out", default=None, help="also save the trained model (for mcsa trf eval)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)
+    recorder = StepRecorder()
+    config = lm_config(n_samples=100, t_c=500.0, beta_lambda=0.0, t_max=args.iterations, t0=args.iterations,
+                       clip=args.clip)
+    model, _ = train_lm(args.train, valid_path=args.valid, vocab_size=args.vocab_size, features=args.features,
+                        classes=args.classes, config=config, sampler="smc", smc_particles=400, step_rule="features", refine=0,
+                        progress=False, callbacks=[recorder], seed=args.seed, max_length=args.max_length,
+                        log_every=args.log_every)
+    if args.out is not None:
+        model.save(args.out)
+    backend = recorder.trainer.backend
+    rows = sorted(recorder.rows, key=lambda r: -abs(r[1]))
+    print(f"\nlargest steps of {len(recorder.rows)} iterations (features {args.features}, clip {args.clip}):")
+    print("| iteration | d lambda | lambda after | p~ (training mean) | variance | batch mean | feature |")
+    print("|---|---|---|---|---|---|---|")
+    for t, step, i, lam, mean in rows[:args.top]:
+        shown = "clipped" if mean is None else f"{mean:.4f}"
+        print(f"| {t} | {step:+.2f} | {lam:+.2f} | {backend.empirical_mean[i]:.2e} | {recorder.trainer.sigma[i]:.2e} | "
+              f"{shown} | {model.features.feature_text(i, model.vocab.words)} |")
+    sizes = np.abs([r[1] for r in recorder.rows])
+    q = np.quantile(sizes, [0.5, 0.9, 0.99])
+    print(f"largest |d lambda| per iteration: median {q[0]:.2f}, 90% {q[1]:.2f}, 99% {q[2]:.2f}, max {sizes.max():.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
