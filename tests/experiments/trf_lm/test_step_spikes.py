@@ -1,0 +1,48 @@
+"""``experiments/trf_lm/step_spikes.py``: the batch mean it infers from a step (Eq. 38 solved for it) is the batch's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from experiments.trf_lm import step_spikes
+from trf.lm import backend as backend_module
+
+TEXT = "\n".join(["the cat sat", "the dog sat down", "a cat ran home", "the end", "a dog ran"] * 12)
+
+
+def test_the_inferred_batch_mean_is_the_batch_s_weighted_mean(tmp_path, monkeypatch, capsys):
+    """The recorder's batch mean of the feature with the largest step equals ``K^-1 sum_k (pi_j / pi0_j) f(x_k)``
+    of the batch that made the step (captured from the backend), and a clipped step is shown as clipped; the
+    script prints its table and the quantiles."""
+    path = tmp_path / "train.txt"
+    path.write_text(TEXT + "\n")
+    batches = {}
+    original = backend_module.SentenceBackend.sample
+
+    def capture(self, lam, zeta, pi0, n_samples, length_weight, seed):
+        batch = original(self, lam, zeta, pi0, n_samples, length_weight, seed)
+        batches[len(batches) + 1] = np.asarray(batch.feature_sum, dtype=np.float64) / n_samples
+        return batch
+
+    monkeypatch.setattr(backend_module.SentenceBackend, "sample", capture)
+    recorded = []
+    original_call = step_spikes.StepRecorder.__call__
+
+    def keep(self, trainer, t, record):
+        result = original_call(self, trainer, t, record)
+        recorded.append(self)
+        return result
+
+    monkeypatch.setattr(step_spikes.StepRecorder, "__call__", keep)
+    assert step_spikes.main(["--train", str(path), "--valid", str(path), "--iterations", "30", "--classes", "3",
+                             "--log-every", "10", "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "largest steps of 29 iterations" in out and "largest |d lambda| per iteration: median" in out
+    rows = recorded[-1].rows
+    assert len(rows) == 29
+    for t, _step, feature, _lam, mean in rows:
+        assert mean == pytest.approx(batches[t][feature], rel=1e-6, abs=1e-9)
+    assert step_spikes.main(["--train", str(path), "--valid", str(path), "--iterations", "30", "--classes", "3",
+                             "--clip", "1e-4", "--top", "3"]) == 0
+    assert "| clipped |" in capsys.readouterr().out
