@@ -64,8 +64,7 @@ def apply_recipe(args) -> list[str]:
     for dest, value in (RECIPES[args.recipe] if args.recipe else {}).items():
         if getattr(args, dest) is None and (dest != "smc_particles" or args.sampler == "smc"):
             setattr(args, dest, value)
-            applied.append(f"--{dest.replace('_', '-')} {value:g}" if isinstance(value, float)
-                           else f"--{dest.replace('_', '-')} {value}")
+            applied.append(f"--{dest.replace('_', '-')} {f'{value:g}' if isinstance(value, float) else value}")
     for dest, value in UNSET_DEFAULTS.items():
         if getattr(args, dest) is None:
             setattr(args, dest, value)
@@ -102,6 +101,7 @@ def _train_logged(args) -> int:
     from trf.lm.backend import lm_config
     from trf.lm.train import DEFAULT_CLASSES, FIRST_STAGE_SHARE, check_growth, train_and_check
 
+    base_given = args.base_features is not None
     applied = apply_recipe(args)
     if applied:
         print(f"mcsa trf train: note: --recipe {args.recipe}: {' '.join(applied)} (flags given on the command line "
@@ -125,15 +125,15 @@ def _train_logged(args) -> int:
         except ValueError as exc:
             raise ValueError(f"--checkpoint {args.checkpoint!r} cannot be resumed from: {exc}") from None
     _check_sampler_flags(args)
-    if any(a.startswith("--base-features ") for a in applied):
+    with flags_for(TRAIN_FLAGS):
         try:
-            check_growth(args.features, args.base_features)
+            check_growth(args.features, args.base_features)  # before the notes below: a bad set is the only message
         except ValueError:
+            if base_given or args.base_features is None:
+                raise
             raise ValueError(f"--recipe {args.recipe} grows --features from {args.base_features}: --features "
                              f"{args.features!r} must begin with its types and add more (e.g. "
                              f"{RECIPES[args.recipe]['features']!r}); or give --base-features yourself") from None
-    with flags_for(TRAIN_FLAGS):
-        check_growth(args.features, args.base_features)  # before the notes below: a bad set is the only message
     minutes = args.minutes
     if minutes is None and args.max_iterations is None:
         minutes = DEFAULT_MINUTES

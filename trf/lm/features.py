@@ -479,9 +479,8 @@ class SentenceFeatures:
         hi, lo = int(self.key_hi[index]), int(self.key_lo[index])
         group = hi >> 48
         symbols = [(hi >> 24) & fk.EMPTY, hi & fk.EMPTY, (lo >> 24) & fk.EMPTY, lo & fk.EMPTY]
-        rows = [g for t in self.types for g in FEATURE_TYPES[t]]
-        kind = [t for t in self.types for _ in FEATURE_TYPES[t]][group]
-        row = rows[group][0]
+        kind, rows = [(t, g) for t in self.types for g in FEATURE_TYPES[t]][group]
+        row = rows[0]
         shown = []
         for (_, element), symbol in zip(row, symbols):
             size, prefix = (self.n_classes, "c") if element == _C else (self.n_words, "w")
@@ -493,7 +492,7 @@ class SentenceFeatures:
         text = shown[0]
         for before, after, name in zip(offsets, offsets[1:], shown[1:]):
             text += " _" * (after - before - 1) + " " + name
-        tied = (f" and {len(rows[group]) - 1} more distances, one weight" if len(rows[group]) > 1 else "")
+        tied = f" and {len(rows) - 1} more distances, one weight" if len(rows) > 1 else ""
         count = int(self.counts[index])
         return f"{kind} {offsets}{tied}: {text}, {count} training occurrence{'s' if count != 1 else ''}"
 
