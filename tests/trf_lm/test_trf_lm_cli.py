@@ -291,10 +291,40 @@ def test_train_with_the_smc_sampler(trained, tmp_path, capsys):
     lm = trf.load(out)
     assert lm.meta["sampler"] == "smc" and lm.meta["smc_particles"] == 50 and lm.meta["iterations"] == 5
     for flag, value, expected in (("--smc-particles", "0", "expected an integer >= 1"),
-                                  ("--sampler", "gibbs", "invalid choice"), ("--smc-proposal", "local", "invalid choice")):
+                                  ("--sampler", "gibbs", "invalid choice"), ("--smc-proposal", "local", "invalid choice"),
+                                  ("--smc-runs", "0", "expected an integer >= 1")):
         with pytest.raises(SystemExit):
             main(["trf", "train", "--train", str(train), "--out", str(out), flag, value])
         assert f"argument {flag}: {expected}" in capsys.readouterr().err
+
+
+def test_smc_runs_fix_the_draws_whatever_the_thread_count(trained, tmp_path):
+    """--smc-runs fixes the number of SMC runs per iteration: the trained lambda is the same on one thread and on
+    two (the runs share the threads), and the model records the runs.  Without it there is one run per thread, so
+    the two thread counts train different models (the dependence the flag removes)."""
+    import numba
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("needs two Numba threads")
+    folder, train, model = trained
+    before = numba.get_num_threads()
+
+    def lam(threads: int, *flags: str) -> tuple[np.ndarray, dict]:
+        out = tmp_path / f"runs{threads}{len(flags)}.npz"
+        numba.set_num_threads(threads)
+        try:
+            assert main(["trf", "train", "--train", str(train), "--out", str(out), "--quiet", "--max-iterations",
+                         "6", "--smc-particles", "40", "--no-check", "--seed", "3", *flags]) == 0
+        finally:
+            numba.set_num_threads(before)
+        lm = trf.load(out)
+        return lm.lam, lm.meta
+
+    (one, meta), (two, _) = lam(1, "--smc-runs", "3"), lam(2, "--smc-runs", "3")
+    assert meta["smc_runs"] == 3 and np.any(one != 0)
+    np.testing.assert_array_equal(one, two)
+    (one, meta), (two, _) = lam(1), lam(2)
+    assert meta["smc_runs"] == 1 and not np.array_equal(one, two)
 
 
 def test_train_with_the_partial_smc_proposal(trained, tmp_path, capsys):
@@ -313,9 +343,10 @@ def test_train_with_the_partial_smc_proposal(trained, tmp_path, capsys):
 
 @pytest.mark.parametrize("flags, named", [(["--sampler", "transms", "--smc-particles", "50"], "--smc-particles"),
                                           (["--sampler", "transms", "--smc-proposal", "partial"], "--smc-proposal"),
+                                          (["--sampler", "transms", "--smc-runs", "4"], "--smc-runs"),
                                           (["--chains", "5"], "--chains")])
 def test_a_flag_of_the_other_sampler_is_refused_not_ignored(trained, tmp_path, capsys, flags, named):
-    """--smc-particles / --smc-proposal with --sampler transms, or --chains with the default SMC sampler, did nothing
+    """--smc-particles / --smc-proposal / --smc-runs with --sampler transms, or --chains with the default SMC sampler, did nothing
     silently; now the command stops before training, naming the flag and the sampler."""
     folder, train, model = trained
     out = tmp_path / "never.npz"

@@ -69,7 +69,11 @@ class SentenceBackend:
         sequential Monte Carlo over all lengths (:class:`trf.lm.smc.SMCSampler`: whole sentences word by word
         from the model's local law, resampled; reaches high-weight sentences that the chains miss).
     smc_particles : int
-        Particles per SMC run (one run per Numba thread) when ``sampler="smc"``.
+        Particles per SMC run when ``sampler="smc"``.
+    smc_runs : int, optional
+        Independent SMC runs per iteration (``sampler="smc"``; :class:`trf.lm.smc.SMCSampler`'s ``n_runs``),
+        shared by the threads.  Default: one per Numba thread (one if not ``parallel``), so the draws depend on
+        the thread count; a fixed number does not.
     smc_proposal : {"exact", "partial"}
         The SMC particles' proposal (:data:`trf.lm.smc.PROPOSALS`): the model's local law, or the local law of the
         unigram, class-final and previous-symbol rows with the other rows as importance weights.
@@ -78,7 +82,8 @@ class SentenceBackend:
     def __init__(self, train: EncodedCorpus, features: SentenceFeatures, dev: EncodedCorpus | None = None, *,
                  m: int | None = None, max_length: int | None = None, n_chains: int = 30, seed: int = 0,
                  ll_sentences: int | None = None, parallel: bool = True, sampler: str = "transms",
-                 smc_particles: int = 300, smc_proposal: str = "exact", words: list[str] | None = None) -> None:
+                 smc_particles: int = 300, smc_proposal: str = "exact", words: list[str] | None = None,
+                 smc_runs: int | None = None) -> None:
         lengths = train.lengths
         if lengths.size == 0 or lengths.min() < 1:
             raise ValueError("train must hold at least one sentence and no empty sentence")
@@ -101,8 +106,9 @@ class SentenceBackend:
         self.sampler = SentenceSampler(features, sample_max)
         if sampler not in SAMPLERS:
             raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
-        self.smc = (SMCSampler(features, sample_max, check_int(smc_particles, "smc_particles", low=1),
-                               None if parallel else 1, smc_proposal) if sampler == "smc" else None)
+        runs = (None if parallel else 1) if smc_runs is None else check_int(smc_runs, "smc_runs", low=1)
+        self.smc = (SMCSampler(features, sample_max, check_int(smc_particles, "smc_particles", low=1), runs,
+                               smc_proposal, threads=None if parallel else 1) if sampler == "smc" else None)
         # chains start at random training sentences (shorter burn-in than single words)
         self.state = self.sampler.init_chains(check_int(n_chains, "n_chains", low=1), seed, start=train)
         self.parallel = parallel

@@ -39,7 +39,8 @@ from trf.lm.train import BASE_SHARE, DEFAULT_FEATURES
 
 #: Python argument names of ``train_lm`` whose data-dependent errors are reported with the flag (``--classes``).
 TRAIN_FLAGS = {"features": "--features", "classes": "--classes", "max_size": "--vocab-size", "min_count": "--min-count",
-               "max_length": "--max-length", "base_features": "--base-features", "base_share": "--base-share"}
+               "max_length": "--max-length", "base_features": "--base-features", "base_share": "--base-share",
+               "smc_runs": "--smc-runs"}
 
 DEFAULT_MINUTES = 60.0
 """``mcsa trf train``'s time limit when neither ``--minutes`` nor ``--max-iterations`` bounds it."""
@@ -89,7 +90,8 @@ def _train(args) -> int:
 def _check_sampler_flags(args) -> None:
     """A sampler's flags given with the other sampler are refused, not ignored."""
     other = {"smc": ("--chains", args.chains), "transms": ("--smc-particles", args.smc_particles)}
-    flags = [other[args.sampler]] + ([("--smc-proposal", args.smc_proposal)] if args.sampler == "transms" else [])
+    flags = [other[args.sampler]] + ([("--smc-proposal", args.smc_proposal), ("--smc-runs", args.smc_runs)]
+                                     if args.sampler == "transms" else [])
     for flag, value in flags:
         if value is not None:
             raise ValueError(f"{flag} does not apply to --sampler {args.sampler}")
@@ -152,7 +154,8 @@ def _train_logged(args) -> int:
             time_limit=None if minutes is None else minutes * 60, first_stage_share=share,
             progress=not args.quiet, log_every=args.log_every, step_rule=args.step_rule, refine=args.refine,
             sampler=args.sampler, smc_particles=300 if args.smc_particles is None else args.smc_particles,
-            smc_proposal=args.smc_proposal or "exact", base_features=args.base_features, base_share=args.base_share,
+            smc_proposal=args.smc_proposal or "exact", smc_runs=args.smc_runs,
+            base_features=args.base_features, base_share=args.base_share,
             base_step_rule=args.base_step_rule,
             encoding=args.encoding,
             save=lambda m: write_with_fallback(m.save, args.out, "--out", what="the trained model"))
@@ -432,8 +435,11 @@ def register(subparsers) -> None:
                        help="how AugSA draws its samples: SMC over all lengths, which reaches the high-weight "
                             "sentences that chains miss (default), or TransMS chains (the paper's sampler)")
     train.add_argument("--smc-particles", type=positive_int, default=None,
-                       help="particles per SMC run (--sampler smc; default 300; one run per Numba thread: all cores "
-                            "unless NUMBA_NUM_THREADS)")
+                       help="particles per SMC run (--sampler smc; default 300; runs: --smc-runs)")
+    train.add_argument("--smc-runs", type=positive_int, default=None,
+                       help="independent SMC runs per iteration, shared by the threads (--sampler smc; default one "
+                            "per Numba thread, so the trained model depends on NUMBA_NUM_THREADS; a fixed number "
+                            "trains the same model on any thread count)")
     train.add_argument("--smc-proposal", choices=PROPOSALS, default=None,
                        help="the SMC particles' proposal (--sampler smc): the model's exact local law (default), or "
                             "'partial': words "

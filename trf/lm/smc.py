@@ -442,7 +442,8 @@ class SMCSampler:
     """Draws from ``q(j, x^j) ∝ exp(w_j + lambda . f(x^j))`` over ``j = 1..m`` (Eq. 12 with ``w_j = log pi0_j -
     zeta_j``) by SMC, for AugSA (:class:`trf.lm.backend.SentenceBackend` with ``sampler="smc"``).
 
-    Each call runs ``n_runs`` independent SMC runs of ``n_particles`` over all lengths (one per Numba thread by default).  Their
+    Each call runs ``n_runs`` independent SMC runs of ``n_particles`` over all lengths (default: one per Numba thread;
+    ``threads`` caps the threads they share, default all).  Their
     estimates ``Z-hat_j`` give the length law ``q-hat(j) ∝ exp(w_j) mean_r Z-hat_j^r``; a draw of length ``j`` picks
     run ``r`` with probability ``∝ Z-hat_j^r`` and one of the sentences that run resampled at ``j`` by its
     end-of-sentence weights.  This is sampling-importance-resampling: exact as the particles grow, biased for a
@@ -450,15 +451,22 @@ class SMCSampler:
     law, so it reaches the high-weight sentences that TransMS chains never visit (fortunes: two-word names
     holding most of ``Z_2``), and the lambda update can push them down.  ``proposal`` (:data:`PROPOSALS`) picks the
     particles' proposal.
+
+    The draws' lengths follow the runs' ``Z-hat_j``, which are heavy-tailed: a run that finds one heavy sentence
+    at a length pulls most of the batch to that length, onto that run's resampled copies of it (on fortunes, 70-96
+    of 100 draws at one length in a tenth of the batches; docs/trf-lm.md, "Why the guard fires").  More runs of
+    fewer particles at the same total do not cure this (measured there); a fixed ``n_runs`` makes the draws
+    independent of the thread count.
     """
 
     def __init__(self, features: SentenceFeatures, m: int, n_particles: int = 1000, n_runs: int | None = None,
-                 proposal: str = "exact") -> None:
+                 proposal: str = "exact", threads: int | None = None) -> None:
         self.structure = _structure(features)
         self.proposal = _check_proposal(proposal)
         self.m = check_int(m, "m", low=1)
         self.n_particles = check_int(n_particles, "n_particles", low=1)
         self.n_runs = check_int(n_runs or numba.get_num_threads(), "n_runs", low=1)
+        self.threads = None if threads is None else check_int(threads, "threads", low=1)
 
     def draw(self, lam, log_len_weight, n_samples: int, seed) -> tuple[np.ndarray, np.ndarray, dict]:
         """``n_samples`` sentences (tokens ``(K, m)`` zero-padded, lengths ``(K,)``) and diagnostics: the smallest
@@ -470,7 +478,7 @@ class SMCSampler:
         out = np.zeros((self.n_runs, self.m))
         ess = np.zeros((self.n_runs, self.m))
         keep = np.zeros((self.n_runs, self.m, n_samples, self.m), dtype=np.int64)
-        _run_all(bundle, self.n_particles, self.m, seeds, out, ess, keep, None)
+        _run_all(bundle, self.n_particles, self.m, seeds, out, ess, keep, self.threads)
         lengths_all = np.arange(1, self.m + 1)
         # non-finite estimates (weights overflowing while lambda diverges, before the trainer's guard sees it) carry
         # no information: they get weight 0, and with no finite weight left every length and run is equally likely

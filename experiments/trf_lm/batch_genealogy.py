@@ -1,0 +1,116 @@
+"""How many independent sentences an AugSA batch from SMC holds: runs x particles against independent draws.
+
+Training draws its K sentences per iteration from ``n_runs`` SMC runs (:class:`trf.lm.smc.SMCSampler`): a length's
+draws pick a run with probability ``∝ Z-hat_j`` of that run, then one of the sentences it resampled at that length.
+The sentences of one run share ancestors, so a batch repeats a few prefixes (docs/trf-lm.md, "Why the guard
+fires").  For a trained model (its lambda and zeta, as the trainer's last iteration saw them) this prints, per
+``--configs`` entry ``RUNSxPARTICLES``, over ``--batches`` batches of ``--samples`` sentences: the effective number
+of runs the draws came from (``1 / sum p_r^2`` of the run probabilities, averaged over the drawn lengths), the
+distinct sentences and distinct 3-word prefixes per batch, the most sentences of one batch sharing a 3-word
+prefix, and the most of one length (the draws' lengths follow the runs' ``Z-hat_j``, so one heavy sentence found
+at one length pulls the batch there), and how many batches put over half their draws at one length.  The reference row ``independent`` draws each sentence from its own run of ``--reference-particles``
+(``--samples`` runs per batch): what a batch of independent draws looks like.
+
+    .venv/bin/python -m experiments.trf_lm.batch_genealogy --model full.npz --configs 2x400 8x100 32x25 8x400
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import numpy as np
+
+import trf
+import trf.lm.smc as smc
+from samplers.argtypes import positive_int
+
+
+def _config(text: str) -> tuple[int, int]:
+    try:
+        runs, particles = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected RUNSxPARTICLES such as 8x100, got {text!r}") from None
+    if runs < 1 or particles < 1:
+        raise argparse.ArgumentTypeError(f"runs and particles must be >= 1, got {text!r}")
+    return runs, particles
+
+
+class _RunWeights:
+    """Wraps :func:`trf.lm.smc._pick_sentences` to record each length's effective number of runs."""
+
+    def __init__(self) -> None:
+        self.effective: list[tuple[float, int]] = []
+
+    def __call__(self, log_z_j, keep_j, j, n, rng):
+        p = smc._probabilities(log_z_j)
+        self.effective.append((1.0 / float((p ** 2).sum()), n))
+        return _PICK(log_z_j, keep_j, j, n, rng)
+
+
+_PICK = smc._pick_sentences
+
+
+def _batch_stats(tokens: np.ndarray, lengths: np.ndarray) -> tuple[int, int, int, int]:
+    """Distinct sentences, distinct 3-word prefixes, the largest number sharing one prefix, and the largest number
+    of one length."""
+    sentences = [tuple(row[:j]) for row, j in zip(tokens, lengths)]
+    prefixes = [s[:3] for s in sentences]
+    _, counts = np.unique(np.array([p + (-1,) * (3 - len(p)) for p in prefixes]), axis=0, return_counts=True)
+    return len(set(sentences)), int(counts.size), int(counts.max()), int(np.bincount(lengths).max())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", required=True, help="a trained sentence TRF (.npz)")
+    parser.add_argument("--configs", nargs="+", type=_config, default=[(2, 400), (8, 100), (32, 25), (8, 400)],
+                        help="RUNSxPARTICLES per batch (default: 2x400 8x100 32x25 8x400)")
+    parser.add_argument("--samples", type=positive_int, default=100, help="K, sentences per batch (default 100)")
+    parser.add_argument("--batches", type=positive_int, default=5)
+    parser.add_argument("--reference-particles", type=positive_int, default=400)
+    parser.add_argument("--reference-batches", type=positive_int, default=None,
+                        help="batches of the independent reference row (default --batches; each costs --samples runs)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    model = trf.load(args.model)
+    m = model.pi.size
+    log_len_weight = np.log(model.pi) - model.zeta
+    print(f"model {args.model}: {model.features.n_features} features, m = {m}; K = {args.samples}, "
+          f"{args.batches} batches per row ({args.reference_batches or args.batches} for the reference)")
+    print("| runs x particles | effective runs | distinct sentences | distinct 3-word prefixes | most sharing one "
+          "prefix | most of one length | batches with over half at one length | seconds per batch |")
+    print("|---|---|---|---|---|---|---|---|")
+    rows = [(f"{r} x {p}", r, p, args.batches) for r, p in args.configs]
+    rows.append((f"independent ({args.samples} runs x {args.reference_particles}, one draw each)", 0,
+                 args.reference_particles, args.reference_batches or args.batches))
+    for label, runs, particles, batches in rows:
+        spy = _RunWeights()
+        smc._pick_sentences = spy
+        stats, seconds = [], []
+        try:
+            sampler = smc.SMCSampler(model.features, m, n_particles=particles, n_runs=max(runs, 1))
+            for b in range(batches):
+                started = time.perf_counter()
+                seed = args.seed + 1000 * b
+                if runs:
+                    tokens, lengths, _ = sampler.draw(model.lam, log_len_weight, args.samples, seed)
+                else:
+                    draws = [sampler.draw(model.lam, log_len_weight, 1, seed + k)[:2] for k in range(args.samples)]
+                    tokens = np.concatenate([t for t, _ in draws])
+                    lengths = np.concatenate([n for _, n in draws])
+                seconds.append(time.perf_counter() - started)
+                stats.append(_batch_stats(tokens, lengths))
+        finally:
+            smc._pick_sentences = _PICK
+        eff = np.array(spy.effective)
+        effective = "-" if not runs else f"{np.average(eff[:, 0], weights=eff[:, 1]):.1f}"
+        s = np.array(stats)
+        print(f"| {label} | {effective} | {s[:, 0].mean():.1f} | {s[:, 1].mean():.1f} | {s[:, 2].mean():.1f} "
+              f"(max {s[:, 2].max()}) | {s[:, 3].mean():.1f} (max {s[:, 3].max()}) | "
+              f"{(2 * s[:, 3] > args.samples).sum()} of {len(s)} | {np.mean(seconds):.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
