@@ -10,7 +10,8 @@ sampler.  Each iteration t draws K samples from
 
   with ``sigma`` the stratified empirical feature variances censored from below (Sec. 5.2);
 * zeta by Eq. (17)-(18): ``zeta += gamma_zeta,t * delta_j(B) / pi0_j`` then ``zeta -= zeta_1``
-  (lengths with ``pi0_j = pi_j = 0`` are never sampled; their zeta stays at its initial value);
+  (lengths with ``pi0_j = pi_j = 0`` are never sampled; their zeta stays at its initial value); a backend may
+  give the sampler's length probabilities instead of the drawn share (:attr:`SampleBatch.length_share`);
 
 with the two-stage learning rates of Eq. (24)-(25) and the length proposal ``pi0`` of Eq. (26) (or
 ``n_j / n``).  Optional per-step clipping, the stop rule of Appendix E (only in the second stage,
@@ -81,11 +82,17 @@ class SampleBatch(NamedTuple):
         ``sum_k length_weight[j_k - 1] * f(x_k)``.
     info : dict of str -> float
         Sampler diagnostics (acceptance rates ...), copied into the training history.
+    length_share : ndarray, shape (m,), optional
+        The sampler's probability of each length, for Eq. (17) in place of the drawn share ``delta_j(B)``: its
+        expectation given the sampler's estimates (a Rao-Blackwellised ``delta``).  A backend that allots the
+        draws' lengths in fixed proportions (:class:`trf.lm.smc.SMCSampler` with ``strata``) must give it, since
+        the drawn share then says nothing about ``zeta``.  None: the drawn share.
     """
 
     lengths: np.ndarray
     feature_sum: np.ndarray
     info: dict
+    length_share: np.ndarray | None = None
 
 
 @runtime_checkable
@@ -497,7 +504,10 @@ class AugSA:
         K = cfg.n_samples
         grad = self.mean - np.asarray(batch.feature_sum, dtype=np.float64) / K - cfg.l2 * state.lam
         d_lam = g_lam / (self.sigma + cfg.l2) * grad                             # Eq. (16) / (38)
-        delta = np.bincount(np.asarray(batch.lengths) - 1, minlength=len(state.zeta))[: len(state.zeta)] / K
+        if batch.length_share is None:
+            delta = np.bincount(np.asarray(batch.lengths) - 1, minlength=len(state.zeta))[: len(state.zeta)] / K
+        else:
+            delta = np.asarray(batch.length_share, dtype=np.float64)
         d_zeta = g_zeta * delta * self._inv_pi0                                   # Eq. (17)
         if cfg.clip is not None:
             d_lam = np.clip(d_lam, -cfg.clip, cfg.clip)

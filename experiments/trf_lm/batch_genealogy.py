@@ -9,7 +9,9 @@ of runs the draws came from (``1 / sum p_r^2`` of the run probabilities, average
 distinct sentences and distinct 3-word prefixes per batch, the most sentences of one batch sharing a 3-word
 prefix, and the most of one length (the draws' lengths follow the runs' ``Z-hat_j``, so one heavy sentence found
 at one length pulls the batch there), and how many batches put over half their draws at one length.  The reference row ``independent`` draws each sentence from its own run of ``--reference-particles``
-(``--samples`` runs per batch): what a batch of independent draws looks like.
+(``--samples`` runs per batch): what a batch of independent draws looks like.  ``--smc-lengths stratified``
+allots the lengths as ``mcsa trf train --smc-lengths stratified`` does (with ``pi0 = pi``).  A pooled model
+(``--max-length``) is drawn over lengths ``1..m`` here, its sub-model ``m+`` as length ``m`` only.
 
     .venv/bin/python -m experiments.trf_lm.batch_genealogy --model full.npz --configs 2x400 8x100 32x25 8x400
 """
@@ -25,6 +27,7 @@ import numpy as np
 import trf
 import trf.lm.smc as smc
 from samplers.argtypes import positive_int
+from trf.lm.backend import SMC_LENGTHS
 
 
 def _config(text: str) -> tuple[int, int]:
@@ -72,12 +75,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reference-batches", type=positive_int, default=None,
                         help="batches of the independent reference row (default --batches; each costs --samples runs)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--smc-lengths", choices=SMC_LENGTHS, default="drawn",
+                        help="drawn (default) or stratified: K pi_j draws of each length j, as mcsa trf train "
+                             "--smc-lengths stratified with pi0 = pi (the reference row draws its lengths)")
     args = parser.parse_args(argv)
     model = trf.load(args.model)
     m = model.pi.size
     log_len_weight = np.log(model.pi) - model.zeta
+    strata = (np.arange(m), model.pi) if args.smc_lengths == "stratified" else None
     print(f"model {args.model}: {model.features.n_features} features, m = {m}; K = {args.samples}, "
-          f"{args.batches} batches per row ({args.reference_batches or args.batches} for the reference)")
+          f"{args.batches} batches per row ({args.reference_batches or args.batches} for the reference); lengths "
+          f"{args.smc_lengths}")
     print("| runs x particles | effective runs | distinct sentences | distinct 3-word prefixes | most sharing one "
           "prefix | most of one length | batches with over half at one length | seconds per batch |")
     print("|---|---|---|---|---|---|---|---|")
@@ -94,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
                 started = time.perf_counter()
                 seed = args.seed + 1000 * b
                 if runs:
-                    tokens, lengths, _ = sampler.draw(model.lam, log_len_weight, args.samples, seed)
+                    tokens, lengths, _ = sampler.draw(model.lam, log_len_weight, args.samples, seed, strata)
                 else:
                     draws = [sampler.draw(model.lam, log_len_weight, 1, seed + k)[:2] for k in range(args.samples)]
                     tokens = np.concatenate([t for t, _ in draws])

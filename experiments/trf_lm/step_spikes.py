@@ -12,6 +12,8 @@ iterations (AugSA's zeta).
 
     .venv/bin/python -m experiments.trf_lm.step_spikes --train train.txt --valid valid.txt --iterations 3000
     .venv/bin/python -m experiments.trf_lm.step_spikes --train train.txt --valid valid.txt --iterations 3000 --clip 1
+    .venv/bin/python -m experiments.trf_lm.step_spikes --train train.txt --valid valid.txt --iterations 3000 \
+        --smc-lengths stratified
 
 ``--out`` saves the model, for a checked perplexity (``mcsa trf eval``) that does not read AugSA's zeta.
 """
@@ -25,7 +27,7 @@ import sys
 import numpy as np
 
 from samplers.argtypes import positive_float, positive_int
-from trf.lm.backend import lm_config
+from trf.lm.backend import SMC_LENGTHS, lm_config
 from trf.lm.train import train_lm
 
 
@@ -67,6 +69,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top", type=positive_int, default=12)
     parser.add_argument("--log-every", type=positive_int, default=500)
     parser.add_argument("--out", default=None, help="also save the trained model (for mcsa trf eval)")
+    parser.add_argument("--smc-lengths", choices=SMC_LENGTHS, default="drawn",
+                        help="how the SMC batch gets its lengths (mcsa trf train --smc-lengths; default drawn)")
+    parser.add_argument("--smc-runs", type=positive_int, default=None,
+                        help="SMC runs per iteration (default one per Numba thread)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)
     recorder = StepRecorder()
@@ -74,13 +80,15 @@ def main(argv: list[str] | None = None) -> int:
                        clip=args.clip)
     model, _ = train_lm(args.train, valid_path=args.valid, vocab_size=args.vocab_size, features=args.features,
                         classes=args.classes, config=config, sampler="smc", smc_particles=400, step_rule="features", refine=0,
+                        smc_lengths=args.smc_lengths, smc_runs=args.smc_runs,
                         progress=False, callbacks=[recorder], seed=args.seed, max_length=args.max_length,
                         log_every=args.log_every)
     if args.out is not None:
         model.save(args.out)
     backend = recorder.trainer.backend
     rows = sorted(recorder.rows, key=lambda r: -abs(r[1]))
-    print(f"\nlargest steps of {len(recorder.rows)} iterations (features {args.features}, clip {args.clip}):")
+    print(f"\nlargest steps of {len(recorder.rows)} iterations (features {args.features}, clip {args.clip}, "
+          f"SMC lengths {args.smc_lengths}):")
     print("| iteration | d lambda | lambda after | p~ (training mean) | variance | batch mean | feature |")
     print("|---|---|---|---|---|---|---|")
     for t, step, i, lam, mean in rows[:args.top]:

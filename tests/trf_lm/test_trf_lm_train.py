@@ -43,16 +43,19 @@ def _exact_log_z(feats, lam):
 
 
 def _train(corpus, feats, t_max, sampler="transms", **kw):
-    backend = SentenceBackend(corpus, feats, corpus, n_chains=10, seed=0, parallel=False, sampler=sampler,
-                              smc_particles=200)
+    """A backend and config; ``sampler`` "smc-stratified" is SMC with lengths allotted by pi0."""
+    lengths = "stratified" if sampler == "smc-stratified" else "drawn"
+    backend = SentenceBackend(corpus, feats, corpus, n_chains=10, seed=0, parallel=False,
+                              sampler="smc" if sampler.startswith("smc") else sampler, smc_particles=200,
+                              smc_lengths=lengths)
     cfg = lm_config(n_samples=100, t_max=t_max, t_c=20.0, t0=100, stop_window=None, l2=0.0, seed=3, **kw)
     return backend, cfg
 
 
-@pytest.mark.parametrize("sampler", ["transms", "smc"])
+@pytest.mark.parametrize("sampler", ["transms", "smc", "smc-stratified"])
 def test_augsa_zeta_converges_to_exact_normalisers_with_lambda_frozen(tiny, sampler):
     """t_c huge freezes lambda near 0, so zeta must converge to the exact log Z_j / Z_1 (Eq. 17-18), with the
-    draws of either sampler."""
+    draws of either sampler, and with SMC's length law in place of the drawn share (stratified lengths)."""
     corpus, feats = tiny
     backend, cfg = _train(corpus, feats, 400, sampler)
     cfg.t_c = 1e9
@@ -62,12 +65,12 @@ def test_augsa_zeta_converges_to_exact_normalisers_with_lambda_frozen(tiny, samp
     np.testing.assert_allclose(result.zeta, log_z - log_z[0], atol=0.12)
 
 
-@pytest.mark.parametrize("sampler", ["transms", "smc"])
+@pytest.mark.parametrize("sampler", ["transms", "smc", "smc-stratified"])
 def test_augsa_training_improves_exact_likelihood(tiny, sampler):
     corpus, feats = tiny
     backend, cfg = _train(corpus, feats, 400, sampler)
     result = AugSA(backend, cfg, progress=False).fit()
-    if sampler == "smc":
+    if sampler.startswith("smc"):
         assert all("smc_min_ess" in record for record in result.history)
     log_z = _exact_log_z(feats, result.lam)
     exact_zeta = log_z - log_z[0]
@@ -208,6 +211,12 @@ def test_the_pure_update_is_the_papers_preconditioned_l2_step(tiny):
     zeta = trainer.zeta + g_zeta * delta / trainer.pi0
     np.testing.assert_allclose(new.zeta, zeta - zeta[0], atol=1e-12)
     assert new.t == 7 and info["gamma_lambda"] == g_lam and state.t == 6 and np.array_equal(state.lam, lam)
+    # a batch that carries the sampler's length law: Eq. (17) reads it in place of the drawn share
+    share = np.array([0.1, 0.6, 0.3])
+    new, _ = trainer.update(state, batch._replace(length_share=share))
+    zeta = trainer.zeta + g_zeta * share / trainer.pi0
+    np.testing.assert_allclose(new.zeta, zeta - zeta[0], atol=1e-12)
+    np.testing.assert_allclose(new.lam, expected, rtol=1e-10, atol=1e-12)
 
 
 def test_the_feature_step_rule_keeps_the_guard_quiet_with_the_full_feature_set(tmp_path):
@@ -441,3 +450,22 @@ def test_growing_refuses_a_base_set_that_does_not_open_the_features(tmp_path):
             train_lm(text, features=FULL, base_features=base, progress=False)
     with pytest.raises(ValueError, match="base_share"):
         train_lm(text, features=FULL, base_features="w+c", base_share=1.0, progress=False)
+
+
+def test_stratified_lengths_allot_the_pooled_sub_model_and_share_its_law(tiny):
+    """Pooling lengths above max_length = 2 (Sec. 5.4: the sampler draws up to 4 words, lengths 3 and 4 form the
+    sub-model m+), stratified SMC draws give each sub-model K pi0 draws (within one), the batch's length share is the
+    runs' law summed per sub-model (a distribution, positive where pi0 is); a transms backend refuses stratified
+    lengths, naming them."""
+    corpus, feats = tiny
+    backend = SentenceBackend(corpus, feats, None, max_length=2, seed=0, parallel=False, sampler="smc",
+                              smc_particles=300, smc_lengths="stratified")
+    assert backend.m == 3 and backend.sampler.m == 4
+    pi0 = np.array([0.5, 0.3, 0.2])
+    batch = backend.sample(np.zeros(feats.n_features), backend.initial_zeta(), pi0, 101, backend.pi / pi0, 7)
+    counts = np.bincount(batch.lengths, minlength=4)[1:]
+    assert np.all(np.abs(counts - 101 * pi0) < 1) and counts.sum() == 101
+    assert batch.length_share.shape == (3,) and batch.length_share.sum() == pytest.approx(1.0)
+    assert np.all(batch.length_share > 0)
+    with pytest.raises(ValueError, match="smc_lengths='stratified' needs sampler='smc'"):
+        SentenceBackend(corpus, feats, None, seed=0, sampler="transms", smc_lengths="stratified")

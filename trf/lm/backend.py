@@ -23,6 +23,10 @@ from trf.lm.smc import SMCSampler
 from trf.lm.transms import ChainState, SentenceSampler
 
 SAMPLERS = ("transms", "smc")
+SMC_LENGTHS = ("drawn", "stratified")
+"""How an SMC batch gets its lengths: drawn from the runs' ``q-hat(j) ∝ pi0_j e^-zeta_j Z-hat_j`` (Eq. 12, the
+paper's joint draw), or allotted in proportion to ``pi0`` with ``q-hat`` entering Eq. (17) as
+:attr:`trf.augsa.SampleBatch.length_share` (:meth:`SentenceBackend.sample`)."""
 
 __all__ = ["SentenceBackend", "lm_config"]
 
@@ -70,6 +74,14 @@ class SentenceBackend:
         from the model's local law, resampled; reaches high-weight sentences that the chains miss).
     smc_particles : int
         Particles per SMC run when ``sampler="smc"``.
+    smc_lengths : {"drawn", "stratified"}
+        How an SMC batch gets its lengths (:data:`SMC_LENGTHS`): ``"drawn"`` from the runs' ``q-hat(j)``, as Eq.
+        (12) has them; ``"stratified"``: ``K pi0_j`` draws of each length ``j`` (rounded, in expectation exactly),
+        the sentences of a length drawn as before, and Eq. (17)'s share ``delta_j`` replaced by ``q-hat(j)``, its
+        expectation given the runs.  Both updates keep their roots: the lambda step's batch mean then estimates
+        the model's ``sum_j pi_j p_j[f]`` (Eq. 6) for any zeta, and zeta still moves to ``log Z_j / Z_1``.  A run
+        that meets one heavy sentence can no longer fill the batch with it (docs/trf-lm.md, "Why the guard
+        fires").
     smc_runs : int, optional
         Independent SMC runs per iteration (``sampler="smc"``; :class:`trf.lm.smc.SMCSampler`'s ``n_runs``),
         shared by the threads.  Default: one per Numba thread (one if not ``parallel``), so the draws depend on
@@ -83,7 +95,7 @@ class SentenceBackend:
                  m: int | None = None, max_length: int | None = None, n_chains: int = 30, seed: int = 0,
                  ll_sentences: int | None = None, parallel: bool = True, sampler: str = "transms",
                  smc_particles: int = 300, smc_proposal: str = "exact", words: list[str] | None = None,
-                 smc_runs: int | None = None) -> None:
+                 smc_runs: int | None = None, smc_lengths: str = "drawn") -> None:
         lengths = train.lengths
         if lengths.size == 0 or lengths.min() < 1:
             raise ValueError("train must hold at least one sentence and no empty sentence")
@@ -107,6 +119,11 @@ class SentenceBackend:
         if sampler not in SAMPLERS:
             raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
         runs = (None if parallel else 1) if smc_runs is None else check_int(smc_runs, "smc_runs", low=1)
+        if smc_lengths not in SMC_LENGTHS:
+            raise ValueError(f"smc_lengths must be one of {SMC_LENGTHS}, got {smc_lengths!r}")
+        if smc_lengths != "drawn" and sampler != "smc":
+            raise ValueError(f"smc_lengths={smc_lengths!r} needs sampler='smc'")
+        self.smc_lengths = smc_lengths
         self.smc = (SMCSampler(features, sample_max, check_int(smc_particles, "smc_particles", low=1), runs,
                                smc_proposal, threads=None if parallel else 1) if sampler == "smc" else None)
         # chains start at random training sentences (shorter burn-in than single words)
@@ -140,14 +157,22 @@ class SentenceBackend:
         return per_dimension[self.dimension(np.arange(1, self.sampler.m + 1)) - 1]
 
     def sample(self, lam, zeta, pi0, n_samples, length_weight, seed) -> SampleBatch:
-        """K TransMS draws from q (Eq. 12) and ``sum_k (pi_j / pi0_j) f(x_k)`` (the sum in Eq. 16/38).
+        """K draws from q (Eq. 12) and ``sum_k (pi_j / pi0_j) f(x_k)`` (the sum in Eq. 16/38); with
+        ``smc_lengths="stratified"`` the lengths are allotted by ``pi0`` and the batch carries ``q-hat`` as its
+        ``length_share``.
 
         The returned ``lengths`` are sub-model indices (:meth:`dimension`), so the trainer's
         ``delta_j`` of Eq. (17) includes ``delta_{m+}`` of Sec. 5.4 when pooling.
         """
+        share = None
         if self.smc is not None:
-            tokens, lengths, smc_info = self.smc.draw(lam, self.sampler_log_weights(pi0, zeta), int(n_samples), seed)
+            group = self.dimension(np.arange(1, self.sampler.m + 1)) - 1
+            strata = (group, np.asarray(pi0, dtype=np.float64)) if self.smc_lengths == "stratified" else None
+            tokens, lengths, smc_info = self.smc.draw(lam, self.sampler_log_weights(pi0, zeta), int(n_samples), seed,
+                                                      strata)
             info = {"smc_min_ess": smc_info["smc_min_ess"]}
+            if strata is not None:
+                share = np.bincount(group, weights=smc_info["length_law"], minlength=self.m)
         else:
             n_chains = self.state.lengths.size
             steps = -(-int(n_samples) // n_chains)
@@ -160,7 +185,7 @@ class SentenceBackend:
         dims = self.dimension(lengths)
         weights = np.asarray(length_weight)[dims - 1]
         feature_sum = self.sampler.weighted_feature_sum(tokens, lengths, weights)
-        return SampleBatch(dims, feature_sum, info)
+        return SampleBatch(dims, feature_sum, info, share)
 
     def describe_feature(self, index: int) -> str:
         """Feature ``index`` as text (:meth:`SentenceFeatures.feature_text`, with the words when the backend was

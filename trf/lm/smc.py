@@ -438,6 +438,21 @@ def _pick_sentences(log_z_j: np.ndarray, keep_j: np.ndarray, j: int, n: int, rng
     return keep_j[runs, picks, :j]
 
 
+def _allot(shares: np.ndarray, n: int, rng) -> np.ndarray:
+    """``n`` draws split over strata in proportion to ``shares`` (summing to 1): ``floor(n s)`` each, and one more
+    for ``n - sum floor(n s)`` of them, picked by systematic sampling on the remainders (each remainder is below 1,
+    so no stratum is picked twice) -- each stratum's count has expectation ``n s`` exactly and lies within one of
+    it."""
+    exact = n * np.asarray(shares, dtype=np.float64)
+    counts = np.floor(exact).astype(np.int64)
+    rest = n - int(counts.sum())
+    if rest > 0:
+        edges = np.cumsum(exact - counts)
+        picks = np.searchsorted(edges, rng.random() + np.arange(rest), side="right")
+        counts[np.minimum(picks, counts.size - 1)] += 1
+    return counts
+
+
 class SMCSampler:
     """Draws from ``q(j, x^j) ∝ exp(w_j + lambda . f(x^j))`` over ``j = 1..m`` (Eq. 12 with ``w_j = log pi0_j -
     zeta_j``) by SMC, for AugSA (:class:`trf.lm.backend.SentenceBackend` with ``sampler="smc"``).
@@ -468,9 +483,19 @@ class SMCSampler:
         self.n_runs = check_int(n_runs or numba.get_num_threads(), "n_runs", low=1)
         self.threads = None if threads is None else check_int(threads, "threads", low=1)
 
-    def draw(self, lam, log_len_weight, n_samples: int, seed) -> tuple[np.ndarray, np.ndarray, dict]:
+    def draw(self, lam, log_len_weight, n_samples: int, seed,
+             strata: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray, dict]:
         """``n_samples`` sentences (tokens ``(K, m)`` zero-padded, lengths ``(K,)``) and diagnostics: the smallest
-        end-of-sentence ESS over lengths and runs, and the SMC ``log Z-hat_j`` (key ``"log_z"``)."""
+        end-of-sentence ESS over lengths and runs, the SMC ``log Z-hat_j`` (key ``"log_z"``) and the length law
+        ``q-hat(j)`` the draws' lengths follow (key ``"length_law"``).
+
+        ``strata = (group, share)`` allots the lengths instead of drawing them: ``group[j - 1]`` is the stratum of
+        length ``j`` and stratum ``s`` gets ``share[s]`` of the draws (:func:`_allot`), each of them a length of
+        ``s`` drawn by ``q-hat`` within ``s``.  AugSA's batch mean of ``(pi_j / pi0_j) f`` with ``share = pi0``
+        then estimates ``sum_j pi_j p_j[f]``, the model's expectation (Eq. 6), whatever ``zeta`` is, and a length
+        whose ``Z-hat_j`` one run over-estimates many times no longer takes most of the batch
+        (docs/trf-lm.md, "Why the guard fires").
+        """
         n_samples = check_int(n_samples, "n_samples", low=1)
         rng = np.random.default_rng(seed)
         bundle, shift = self.structure.bundle(np.asarray(lam, dtype=np.float64), self.proposal)
@@ -484,10 +509,23 @@ class SMCSampler:
         # no information: they get weight 0, and with no finite weight left every length and run is equally likely
         log_z_runs = np.where(np.isfinite(out), out + lengths_all * shift, -np.inf)
         log_z = logsumexp(log_z_runs, axis=0) - np.log(self.n_runs)
-        lengths = rng.choice(lengths_all, size=n_samples, p=_probabilities(np.asarray(log_len_weight, float) + log_z))
+        log_law = np.asarray(log_len_weight, float) + log_z
+        if strata is None:
+            lengths = rng.choice(lengths_all, size=n_samples, p=_probabilities(log_law))
+        else:
+            group, share = (np.asarray(a) for a in strata)
+            if (group.shape != (self.m,) or share.ndim != 1 or group.min() < 0 or group.max() >= share.size
+                    or np.any(share < 0) or not np.isclose(share.sum(), 1.0)
+                    or np.any((np.bincount(group, minlength=share.size) == 0) & (share > 0))):
+                raise ValueError(f"strata must be (group of each length 1..{self.m}, shares of the groups summing to "
+                                 f"1, each group with a share holding a length), got shapes {group.shape} and "
+                                 f"{share.shape}")
+            counts = _allot(share, n_samples, rng)
+            lengths = np.concatenate([rng.choice(lengths_all[group == g], size=c, p=_probabilities(log_law[group == g]))
+                                      for g, c in enumerate(counts) if c > 0])
         tokens = np.zeros((n_samples, self.m), dtype=np.int64)
         for j in np.unique(lengths):
             at = np.flatnonzero(lengths == j)
             tokens[at, :j] = _pick_sentences(log_z_runs[:, j - 1], keep[:, j - 1], j, at.size, rng)
-        info = {"smc_min_ess": float(ess.min()), "log_z": log_z}
+        info = {"smc_min_ess": float(ess.min()), "log_z": log_z, "length_law": _probabilities(log_law)}
         return tokens, lengths.astype(np.int64), info

@@ -56,7 +56,7 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
              smc_particles: int = 300, first_stage_share: float | None = None,
              valid_flag: str | None = None, smc_proposal: str = "exact", base_features: str | None = None,
              base_share: float = BASE_SHARE, base_step_rule: str | None = None,
-             smc_runs: int | None = None) -> tuple[SentenceTRF, AugSAResult]:
+             smc_runs: int | None = None, smc_lengths: str = "drawn") -> tuple[SentenceTRF, AugSAResult]:
     """Train a TRF LM on ``train_path`` (one sentence per line).
 
     Parameters
@@ -139,6 +139,9 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
         thread (one if not ``parallel``), so that the draws, and the trained model, depend on the thread count;
         a fixed number makes them independent of it.  (More runs of fewer particles at the same total did not
         make the batches more diverse: docs/trf-lm.md, "Why the guard fires".)
+    smc_lengths : {"drawn", "stratified"}
+        How an SMC batch gets its lengths (:class:`trf.lm.backend.SentenceBackend`): drawn with the sentences
+        (Eq. 12, the default), or allotted in proportion to ``pi0`` with the runs' length law entering Eq. (17).
     smc_proposal : {"exact", "partial"}
         The SMC particles' proposal (:data:`trf.lm.smc.PROPOSALS`): the model's local law (default), or the local
         law of the unigram, class-final and previous-symbol rows, the other rows weighing the drawn word (faster
@@ -184,7 +187,8 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
     prep_seconds = time.perf_counter() - started
     backend = SentenceBackend(train, feats, dev, max_length=max_length, n_chains=n_chains, seed=seed,
                               parallel=parallel, sampler=sampler, smc_particles=smc_particles,
-                              smc_proposal=smc_proposal, smc_runs=smc_runs, words=vocab.words)
+                              smc_proposal=smc_proposal, smc_runs=smc_runs, smc_lengths=smc_lengths,
+                              words=vocab.words)
     m = max_length if max_length is not None else backend.m
     if valid_flag is not None and dev is not None and (len(dev) == 0 or int(dev.lengths.min()) > m):
         raise ValueError(f"{valid_flag}: none of its {len(dev)} sentences has at most m={m} words (the longest "
@@ -225,7 +229,8 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
     if base is not None and not (resume and _checkpoint_features(checkpoint) == feats.n_features):
         base_backend = SentenceBackend(train, base, dev, max_length=max_length, n_chains=n_chains, seed=seed,
                                        parallel=parallel, sampler=sampler, smc_particles=smc_particles,
-                                       smc_proposal=smc_proposal, smc_runs=smc_runs, words=vocab.words)
+                                       smc_proposal=smc_proposal, smc_runs=smc_runs, smc_lengths=smc_lengths,
+                              words=vocab.words)
         switch = _BaseStageEnd(base_share, time_limit, cfg.t_max, train_start)
         first = trainer_for(base, base_backend, step_rule if base_step_rule is None else base_step_rule, [switch])
         first_result = first.fit(resume=resume_from)
@@ -257,7 +262,7 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
                                     n_samples=cfg.n_samples,
                                     n_chains=n_chains, start_t=10, seed=seed + 1, parallel=parallel,
                                     sampler=sampler, smc_particles=smc_particles, smc_proposal=smc_proposal,
-                                    smc_runs=smc_runs)
+                                    smc_runs=smc_runs, smc_lengths=smc_lengths)
     meta = {"features_spec": features, "classes": classes, "iterations": result.t, "seed": seed,
             "train_sentences": stats.sentences, "train_tokens": stats.tokens, "n_features": feats.n_features,
             "clustering_log_likelihood": clustering.log_likelihood.tolist(), "prep_seconds": prep_seconds,
@@ -271,7 +276,8 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
             "guard_message": result.guard_message, "step_scale": result.step_scale, "sampler": sampler,
             "smc_particles": smc_particles if sampler == "smc" else None,
             "smc_proposal": smc_proposal if sampler == "smc" else None,
-            "smc_runs": (backend.smc.n_runs if backend.smc is not None else None)}
+            "smc_runs": (backend.smc.n_runs if backend.smc is not None else None),
+            "smc_lengths": smc_lengths if sampler == "smc" else None}
     return SentenceTRF(vocab, feats, backend.pi, result.lam, zeta, meta, pooled=backend.pooled), result
 
 
@@ -406,7 +412,7 @@ def refine_zeta(model: SentenceTRF, train: EncodedCorpus, *, seconds: float | No
                 max_iterations: int = 100000, n_samples: int = 100, n_chains: int = 20, start_t: int = 100,
                 seed: int = 0, parallel: bool = True, sampler: str = "smc",
                 smc_particles: int = 300, smc_proposal: str = "exact",
-                smc_runs: int | None = None) -> tuple[np.ndarray, int]:
+                smc_runs: int | None = None, smc_lengths: str = "drawn") -> tuple[np.ndarray, int]:
     """Re-estimate ``zeta`` for the model's fixed ``lambda`` by the AugSA recursion (17)-(18) alone.
 
     This is how the paper estimates zeta for a fixed lambda (footnote 17).  While lambda moves, the
@@ -432,7 +438,7 @@ def refine_zeta(model: SentenceTRF, train: EncodedCorpus, *, seconds: float | No
         Seed of the sampler.
     parallel : bool
         Run the sampler's chains or particle filters on all cores; False runs them serially.
-    sampler, smc_particles, smc_proposal, smc_runs :
+    sampler, smc_particles, smc_proposal, smc_runs, smc_lengths :
         As in :func:`train_lm`.
 
     Returns
@@ -447,7 +453,7 @@ def refine_zeta(model: SentenceTRF, train: EncodedCorpus, *, seconds: float | No
     backend = SentenceBackend(train, model.features, None, m=None if model.pooled else model.m,
                               max_length=max_length, n_chains=n_chains, seed=seed, parallel=parallel,
                               sampler=sampler, smc_particles=smc_particles, smc_proposal=smc_proposal,
-                              smc_runs=smc_runs)
+                              smc_runs=smc_runs, smc_lengths=smc_lengths)
     # no divergence guards: lambda is frozen, and zeta lagging behind it (log p > 0) is what the refinement
     # corrects -- a guard would roll zeta back to the trainer's initial (lambda = 0) zeta and restart t at 0
     cfg = lm_config(n_samples=n_samples, t_max=start_t + max_iterations, t0=0, stop_window=None,

@@ -49,6 +49,11 @@ def test_the_table_has_a_row_per_config_and_the_sampler_is_restored(tmp_path, ca
     for row in rows[1:3]:
         runs = int(row[0].split("x")[0])
         assert 1 <= float(row[1]) <= runs and 1 <= float(row[2]) <= 20 and 1 <= float(row[3]) <= float(row[2])
+    assert batch_genealogy.main(["--model", str(tmp_path / "m.npz"), "--configs", "2x30", "--samples", "20",
+                                 "--batches", "2", "--reference-batches", "1", "--smc-lengths", "stratified"]) == 0
+    stratified = [line.split("|")[1:-1] for line in capsys.readouterr().out.splitlines() if line.startswith("| 2 x")]
+    pi = np.load(tmp_path / "m.npz")["pi"]
+    assert int(stratified[0][5].split("(")[0].strip().split(".")[0]) <= int(np.floor(20 * pi.max())) + 1
     assert rows[3][1].strip() == "-" and rows[3][6].strip().endswith(" of 1") and rows[1][6].strip().endswith(" of 2")
 
 

@@ -46,3 +46,9 @@ def test_the_inferred_batch_mean_is_the_batch_s_weighted_mean(tmp_path, monkeypa
     assert step_spikes.main(["--train", str(path), "--valid", str(path), "--iterations", "30", "--classes", "3",
                              "--clip", "1e-4", "--top", "3"]) == 0
     assert "| clipped |" in capsys.readouterr().out
+    batches.clear()
+    assert step_spikes.main(["--train", str(path), "--valid", str(path), "--iterations", "30", "--classes", "3",
+                             "--top", "3", "--smc-lengths", "stratified", "--smc-runs", "3"]) == 0
+    assert "SMC lengths stratified" in capsys.readouterr().out
+    for t, _step, feature, _lam, mean in recorded[-1].rows:
+        assert mean == pytest.approx(batches[t][feature], rel=1e-6, abs=1e-9)
