@@ -8,7 +8,8 @@ fires").  For a trained model (its lambda and zeta, as the trainer's last iterat
 of runs the draws came from (``1 / sum p_r^2`` of the run probabilities, averaged over the drawn lengths), the
 distinct sentences and distinct 3-word prefixes per batch, the most sentences of one batch sharing a 3-word
 prefix, and the most of one length (the draws' lengths follow the runs' ``Z-hat_j``, so one heavy sentence found
-at one length pulls the batch there), and how many batches put over half their draws at one length.  The reference row ``independent`` draws each sentence from its own run of ``--reference-particles``
+at one length pulls the batch there), and how many batches put over half their draws at one length; after the
+table, each such batch with its most common sentence.  The reference row ``independent`` draws each sentence from its own run of ``--reference-particles``
 (``--samples`` runs per batch): what a batch of independent draws looks like.  ``--smc-lengths stratified``
 allots the lengths as ``mcsa trf train --smc-lengths stratified`` does (with ``pi0 = pi``).  A pooled model
 (``--max-length``) is drawn over lengths ``1..m`` here, its sub-model ``m+`` as length ``m`` only.
@@ -64,6 +65,18 @@ def _batch_stats(tokens: np.ndarray, lengths: np.ndarray) -> tuple[int, int, int
     return len(set(sentences)), int(counts.size), int(counts.max()), int(np.bincount(lengths).max())
 
 
+def _crowded(tokens: np.ndarray, lengths: np.ndarray, words: list[str]) -> str | None:
+    """For a batch with over half its draws at one length: that length, its count and its most common sentence."""
+    counts = np.bincount(lengths)
+    j = int(counts.argmax())
+    if 2 * counts[j] <= lengths.size:
+        return None
+    sentences, n = np.unique(tokens[lengths == j, :j], axis=0, return_counts=True)
+    top = sentences[n.argmax()]
+    return (f"{counts[j]} of {lengths.size} draws at length {j}, {n.max()} of them "
+            f"'{' '.join(words[t] for t in top)}'")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", required=True, help="a trained sentence TRF (.npz)")
@@ -92,10 +105,11 @@ def main(argv: list[str] | None = None) -> int:
     rows = [(f"{r} x {p}", r, p, args.batches) for r, p in args.configs]
     rows.append((f"independent ({args.samples} runs x {args.reference_particles}, one draw each)", 0,
                  args.reference_particles, args.reference_batches or args.batches))
+    notes: list[str] = []
     for label, runs, particles, batches in rows:
         spy = _RunWeights()
         smc._pick_sentences = spy
-        stats, seconds = [], []
+        stats, seconds, crowded = [], [], []
         try:
             sampler = smc.SMCSampler(model.features, m, n_particles=particles, n_runs=max(runs, 1))
             for b in range(batches):
@@ -109,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
                     lengths = np.concatenate([n for _, n in draws])
                 seconds.append(time.perf_counter() - started)
                 stats.append(_batch_stats(tokens, lengths))
+                crowded.append(_crowded(tokens, lengths, model.vocab.words))
         finally:
             smc._pick_sentences = _PICK
         eff = np.array(spy.effective)
@@ -117,6 +132,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {label} | {effective} | {s[:, 0].mean():.1f} | {s[:, 1].mean():.1f} | {s[:, 2].mean():.1f} "
               f"(max {s[:, 2].max()}) | {s[:, 3].mean():.1f} (max {s[:, 3].max()}) | "
               f"{(2 * s[:, 3] > args.samples).sum()} of {len(s)} | {np.mean(seconds):.2f} |")
+        notes += [f"{label}, batch {b}: {text}" for b, text in enumerate(crowded) if text is not None]
+    if notes:
+        print("\nbatches with over half their draws at one length:")
+        print("\n".join(notes))
     return 0
 
 

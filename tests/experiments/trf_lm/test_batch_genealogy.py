@@ -57,6 +57,15 @@ def test_the_table_has_a_row_per_config_and_the_sampler_is_restored(tmp_path, ca
     assert rows[3][1].strip() == "-" and rows[3][6].strip().endswith(" of 1") and rows[1][6].strip().endswith(" of 2")
 
 
+def test_a_crowded_batch_is_named_with_its_most_common_sentence():
+    """Three of four draws at length 2, two of them 'a b': named; two of four at one length: not crowded."""
+    words = ["<unk>", "a", "b", "c"]
+    tokens = np.array([[1, 2, 0], [1, 2, 0], [3, 3, 0], [1, 2, 3]])
+    assert (batch_genealogy._crowded(tokens, np.array([2, 2, 2, 3]), words)
+            == "3 of 4 draws at length 2, 2 of them 'a b'")
+    assert batch_genealogy._crowded(tokens, np.array([2, 2, 3, 3]), words) is None
+
+
 @pytest.mark.parametrize("text", ["8", "8x", "0x10", "ax3"])
 def test_a_bad_config_names_the_form(text):
     with pytest.raises(argparse.ArgumentTypeError, match="RUNSxPARTICLES|must be >= 1"):
