@@ -12,7 +12,7 @@ import os
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 import numpy as np
 
@@ -185,10 +185,11 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
     base = (None if base_features is None
             else SentenceFeatures.build(train, len(vocab), base_features, word_class=clustering.classes))
     prep_seconds = time.perf_counter() - started
+    # the sampler's settings, the same for the training backends and the zeta refinement
+    draws: dict[str, Any] = dict(sampler=sampler, smc_particles=smc_particles, smc_proposal=smc_proposal,
+                                 smc_runs=smc_runs, smc_lengths=smc_lengths)
     backend = SentenceBackend(train, feats, dev, max_length=max_length, n_chains=n_chains, seed=seed,
-                              parallel=parallel, sampler=sampler, smc_particles=smc_particles,
-                              smc_proposal=smc_proposal, smc_runs=smc_runs, smc_lengths=smc_lengths,
-                              words=vocab.words)
+                              parallel=parallel, words=vocab.words, **draws)
     m = max_length if max_length is not None else backend.m
     if valid_flag is not None and dev is not None and (len(dev) == 0 or int(dev.lengths.min()) > m):
         raise ValueError(f"{valid_flag}: none of its {len(dev)} sentences has at most m={m} words (the longest "
@@ -228,9 +229,7 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
     base_iterations: int | None = None if base is not None else 0  # None: resumed after the base stage
     if base is not None and not (resume and _checkpoint_features(checkpoint) == feats.n_features):
         base_backend = SentenceBackend(train, base, dev, max_length=max_length, n_chains=n_chains, seed=seed,
-                                       parallel=parallel, sampler=sampler, smc_particles=smc_particles,
-                                       smc_proposal=smc_proposal, smc_runs=smc_runs, smc_lengths=smc_lengths,
-                              words=vocab.words)
+                                       parallel=parallel, words=vocab.words, **draws)
         switch = _BaseStageEnd(base_share, time_limit, cfg.t_max, train_start)
         first = trainer_for(base, base_backend, step_rule if base_step_rule is None else base_step_rule, [switch])
         first_result = first.fit(resume=resume_from)
@@ -260,9 +259,7 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
         final_iterations = result.t - trainer.state.t_start  # a grown set: its own iterations, not the base set's
         zeta, refined = refine_zeta(draft, train, max_iterations=max(100, int(refine * final_iterations)),
                                     n_samples=cfg.n_samples,
-                                    n_chains=n_chains, start_t=10, seed=seed + 1, parallel=parallel,
-                                    sampler=sampler, smc_particles=smc_particles, smc_proposal=smc_proposal,
-                                    smc_runs=smc_runs, smc_lengths=smc_lengths)
+                                    n_chains=n_chains, start_t=10, seed=seed + 1, parallel=parallel, **draws)
     meta = {"features_spec": features, "classes": classes, "iterations": result.t, "seed": seed,
             "train_sentences": stats.sentences, "train_tokens": stats.tokens, "n_features": feats.n_features,
             "clustering_log_likelihood": clustering.log_likelihood.tolist(), "prep_seconds": prep_seconds,
