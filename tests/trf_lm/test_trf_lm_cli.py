@@ -292,8 +292,7 @@ def test_train_with_the_smc_sampler(trained, tmp_path, capsys):
     assert lm.meta["sampler"] == "smc" and lm.meta["smc_particles"] == 50 and lm.meta["iterations"] == 5
     for flag, value, expected in (("--smc-particles", "0", "expected an integer >= 1"),
                                   ("--sampler", "gibbs", "invalid choice"), ("--smc-proposal", "local", "invalid choice"),
-                                  ("--smc-runs", "0", "expected an integer >= 1"),
-                                  ("--smc-lengths", "even", "invalid choice")):
+                                  ("--smc-runs", "0", "expected an integer >= 1")):
         with pytest.raises(SystemExit):
             main(["trf", "train", "--train", str(train), "--out", str(out), flag, value])
         assert f"argument {flag}: {expected}" in capsys.readouterr().err
@@ -328,17 +327,6 @@ def test_smc_runs_fix_the_draws_whatever_the_thread_count(trained, tmp_path):
     assert meta["smc_runs"] == 1 and not np.array_equal(one, two)
 
 
-def test_train_with_stratified_smc_lengths(trained, tmp_path):
-    """--smc-lengths stratified trains and is recorded in the model; the default is drawn."""
-    folder, train, model = trained
-    out = tmp_path / "stratified.npz"
-    assert main(["trf", "train", "--train", str(train), "--out", str(out), "--quiet", "--max-iterations", "5",
-                 "--smc-particles", "40", "--smc-lengths", "stratified", "--no-check"]) == 0
-    lm = trf.load(out)
-    assert lm.meta["smc_lengths"] == "stratified" and lm.meta["iterations"] == 5 and np.any(lm.lam != 0)
-    assert trf.load(model).meta["smc_lengths"] == "drawn"
-
-
 def test_train_with_the_partial_smc_proposal(trained, tmp_path, capsys):
     """--smc-proposal partial trains the full feature set with the partial proposal, recorded in the model; the
     default is the exact one."""
@@ -356,11 +344,9 @@ def test_train_with_the_partial_smc_proposal(trained, tmp_path, capsys):
 @pytest.mark.parametrize("flags, named", [(["--sampler", "transms", "--smc-particles", "50"], "--smc-particles"),
                                           (["--sampler", "transms", "--smc-proposal", "partial"], "--smc-proposal"),
                                           (["--sampler", "transms", "--smc-runs", "4"], "--smc-runs"),
-                                          (["--sampler", "transms", "--smc-lengths", "stratified"], "--smc-lengths"),
                                           (["--chains", "5"], "--chains")])
 def test_a_flag_of_the_other_sampler_is_refused_not_ignored(trained, tmp_path, capsys, flags, named):
-    """--smc-particles / --smc-proposal / --smc-runs / --smc-lengths with --sampler transms, or --chains with the default
-    SMC sampler, did nothing
+    """--smc-particles / --smc-proposal / --smc-runs with --sampler transms, or --chains with the default SMC sampler, did nothing
     silently; now the command stops before training, naming the flag and the sampler."""
     folder, train, model = trained
     out = tmp_path / "never.npz"

@@ -79,9 +79,9 @@ class SentenceBackend:
         (12) has them; ``"stratified"``: ``K pi0_j`` draws of each length ``j`` (rounded, in expectation exactly),
         the sentences of a length drawn as before, and Eq. (17)'s share ``delta_j`` replaced by ``q-hat(j)``, its
         expectation given the runs.  Both updates keep their roots: the lambda step's batch mean then estimates
-        the model's ``sum_j pi_j p_j[f]`` (Eq. 6) for any zeta, and zeta still moves to ``log Z_j / Z_1``.  A run
-        that meets one heavy sentence can no longer fill the batch with it (docs/trf-lm.md, "Why the guard
-        fires").
+        the model's ``sum_j pi_j p_j[f]`` (Eq. 6) for any zeta, and zeta still moves to ``log Z_j / Z_1``.  It
+        halves the largest lambda steps but trained a model holding more mass that its runs miss (docs/trf-lm.md,
+        "Stratified lengths"): an experiment's setting, not in ``mcsa trf train``.
     smc_runs : int, optional
         Independent SMC runs per iteration (``sampler="smc"``; :class:`trf.lm.smc.SMCSampler`'s ``n_runs``),
         shared by the threads.  Default: one per Numba thread (one if not ``parallel``), so the draws depend on

@@ -34,7 +34,6 @@ from samplers.argtypes import (
 )
 from samplers.textio import read_lines, write_text, write_with_fallback
 from trf.io import check_output_file
-from trf.lm.backend import SMC_LENGTHS
 from trf.lm.smc import PROPOSALS
 from trf.lm.train import BASE_SHARE, DEFAULT_FEATURES
 
@@ -91,8 +90,8 @@ def _train(args) -> int:
 def _check_sampler_flags(args) -> None:
     """A sampler's flags given with the other sampler are refused, not ignored."""
     other = {"smc": ("--chains", args.chains), "transms": ("--smc-particles", args.smc_particles)}
-    flags = [other[args.sampler]] + ([("--smc-proposal", args.smc_proposal), ("--smc-runs", args.smc_runs),
-                                      ("--smc-lengths", args.smc_lengths)] if args.sampler == "transms" else [])
+    flags = [other[args.sampler]] + ([("--smc-proposal", args.smc_proposal), ("--smc-runs", args.smc_runs)]
+                                     if args.sampler == "transms" else [])
     for flag, value in flags:
         if value is not None:
             raise ValueError(f"{flag} does not apply to --sampler {args.sampler}")
@@ -156,7 +155,6 @@ def _train_logged(args) -> int:
             progress=not args.quiet, log_every=args.log_every, step_rule=args.step_rule, refine=args.refine,
             sampler=args.sampler, smc_particles=300 if args.smc_particles is None else args.smc_particles,
             smc_proposal=args.smc_proposal or "exact", smc_runs=args.smc_runs,
-            smc_lengths=args.smc_lengths or "drawn",
             base_features=args.base_features, base_share=args.base_share,
             base_step_rule=args.base_step_rule,
             encoding=args.encoding,
@@ -442,11 +440,6 @@ def register(subparsers) -> None:
                        help="independent SMC runs per iteration, shared by the threads (--sampler smc; default one "
                             "per Numba thread, so the trained model depends on NUMBA_NUM_THREADS; a fixed number "
                             "trains the same model on any thread count)")
-    train.add_argument("--smc-lengths", choices=SMC_LENGTHS, default=None,
-                       help="how an SMC batch gets its lengths (--sampler smc): 'drawn' with the sentences from the "
-                            "runs' length law (Eq. 12; default), or 'stratified': K pi0_j draws of each length, the "
-                            "runs' length law entering the zeta update (Eq. 17) instead; a run that meets one heavy "
-                            "sentence then cannot fill the batch with it (docs/trf-lm.md, 'Why the guard fires')")
     train.add_argument("--smc-proposal", choices=PROPOSALS, default=None,
                        help="the SMC particles' proposal (--sampler smc): the model's exact local law (default), or "
                             "'partial': words "

@@ -493,8 +493,8 @@ class SMCSampler:
         length ``j`` and stratum ``s`` gets ``share[s]`` of the draws (:func:`_allot`), each of them a length of
         ``s`` drawn by ``q-hat`` within ``s``.  AugSA's batch mean of ``(pi_j / pi0_j) f`` with ``share = pi0``
         then estimates ``sum_j pi_j p_j[f]``, the model's expectation (Eq. 6), whatever ``zeta`` is, and a length
-        whose ``Z-hat_j`` one run over-estimates many times no longer takes most of the batch
-        (docs/trf-lm.md, "Why the guard fires").
+        whose ``Z-hat_j`` one run over-estimates many times no longer takes most of the batch (which, measured,
+        did not train a better model: docs/trf-lm.md, "Stratified lengths").
         """
         n_samples = check_int(n_samples, "n_samples", low=1)
         rng = np.random.default_rng(seed)

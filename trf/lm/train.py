@@ -141,7 +141,8 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
         make the batches more diverse: docs/trf-lm.md, "Why the guard fires".)
     smc_lengths : {"drawn", "stratified"}
         How an SMC batch gets its lengths (:class:`trf.lm.backend.SentenceBackend`): drawn with the sentences
-        (Eq. 12, the default), or allotted in proportion to ``pi0`` with the runs' length law entering Eq. (17).
+        (Eq. 12, the default), or allotted in proportion to ``pi0`` with the runs' length law entering Eq. (17)
+        (an experiment's setting: it trained a worse model, docs/trf-lm.md "Stratified lengths").
     smc_proposal : {"exact", "partial"}
         The SMC particles' proposal (:data:`trf.lm.smc.PROPOSALS`): the model's local law (default), or the local
         law of the unigram, class-final and previous-symbol rows, the other rows weighing the drawn word (faster
