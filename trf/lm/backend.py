@@ -166,13 +166,15 @@ class SentenceBackend:
         """
         share = None
         if self.smc is not None:
-            group = self.dimension(np.arange(1, self.sampler.m + 1)) - 1
-            strata = (group, np.asarray(pi0, dtype=np.float64)) if self.smc_lengths == "stratified" else None
+            strata = None
+            if self.smc_lengths == "stratified":
+                group = self.dimension(np.arange(1, self.sampler.m + 1)) - 1
+                strata = (group, np.asarray(pi0, dtype=np.float64))
             tokens, lengths, smc_info = self.smc.draw(lam, self.sampler_log_weights(pi0, zeta), int(n_samples), seed,
                                                       strata)
             info = {"smc_min_ess": smc_info["smc_min_ess"]}
             if strata is not None:
-                share = np.bincount(group, weights=smc_info["length_law"], minlength=self.m)
+                share = np.bincount(strata[0], weights=smc_info["length_law"], minlength=self.m)
         else:
             n_chains = self.state.lengths.size
             steps = -(-int(n_samples) // n_chains)

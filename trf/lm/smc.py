@@ -468,8 +468,8 @@ class SMCSampler:
     particles' proposal.
 
     The draws' lengths follow the runs' ``Z-hat_j``, which are heavy-tailed: a run that finds one heavy sentence
-    at a length pulls most of the batch to that length, onto that run's resampled copies of it (on fortunes, 70-96
-    of 100 draws at one length in a tenth of the batches; docs/trf-lm.md, "Why the guard fires").  More runs of
+    at a length pulls most of the batch to that length, onto that run's resampled copies of it (on fortunes, up to
+    98 of 100 draws at one length in 1-5 of 40 batches; docs/trf-lm.md, "Why the guard fires").  More runs of
     fewer particles at the same total do not cure this (measured there); a fixed ``n_runs`` makes the draws
     independent of the thread count.
     """
@@ -510,8 +510,9 @@ class SMCSampler:
         log_z_runs = np.where(np.isfinite(out), out + lengths_all * shift, -np.inf)
         log_z = logsumexp(log_z_runs, axis=0) - np.log(self.n_runs)
         log_law = np.asarray(log_len_weight, float) + log_z
+        law = _probabilities(log_law)
         if strata is None:
-            lengths = rng.choice(lengths_all, size=n_samples, p=_probabilities(log_law))
+            lengths = rng.choice(lengths_all, size=n_samples, p=law)
         else:
             group, share = (np.asarray(a) for a in strata)
             if (group.shape != (self.m,) or share.ndim != 1 or group.min() < 0 or group.max() >= share.size
@@ -527,5 +528,5 @@ class SMCSampler:
         for j in np.unique(lengths):
             at = np.flatnonzero(lengths == j)
             tokens[at, :j] = _pick_sentences(log_z_runs[:, j - 1], keep[:, j - 1], j, at.size, rng)
-        info = {"smc_min_ess": float(ess.min()), "log_z": log_z, "length_law": _probabilities(log_law)}
+        info = {"smc_min_ess": float(ess.min()), "log_z": log_z, "length_law": law}
         return tokens, lengths.astype(np.int64), info
