@@ -26,8 +26,8 @@ of its features (a set whose types open the model's, such as ``w+c`` in the full
 cost of an SMC table grows as a model learns (a trained full-set model's histories visit about 9,000 word successors
 per position on fortunes), so this times the speed at which most of a training run's time is spent.
 
-``--proposals exact partial`` trains each feature set with each SMC proposal (:data:`trf.lm.smc.PROPOSALS`; a set
-that the partial proposal draws whole, such as ``w+c``, only with the first), the table adding each run's median
+``--proposals exact partial trimmed`` trains each feature set with each SMC proposal (:data:`trf.lm.smc.PROPOSALS`; a
+set that the partial proposal draws whole, such as ``w+c``, not with the partial one unless it comes first), the table adding each run's median
 smallest end-of-sentence ESS; ``--quality-runs R`` then times ``R`` single-thread SMC runs of each proposal on each
 trainer's lambda and prints their mean ESS and the spread of their ``log Z-hat_j`` (median over lengths), with
 ``spread^2 x seconds``, the work that a given error costs -- speed at equal statistical quality.
@@ -186,8 +186,9 @@ def main(argv=None) -> int:
     parser.add_argument("--model", default=None, help="start every trainer from this trained model's weights "
                         "(its vocabulary and classes; trained on --train)")
     parser.add_argument("--reference", default=None, help="git revision whose SMC kernel to time against (A/B)")
-    parser.add_argument("--proposals", nargs="+", default=["exact"], help="SMC proposals (exact, partial); each feature "
-                        "set trains with each (a set that the partial proposal draws whole only with the first)")
+    parser.add_argument("--proposals", nargs="+", default=["exact"], help="SMC proposals (exact, partial, trimmed); each "
+                        "feature set trains with each (a set that the partial proposal draws whole not with that one "
+                        "unless it comes first)")
     parser.add_argument("--quality-runs", type=int, default=0, help="after the rounds, this many single SMC runs of "
                         "each proposal on each trainer's lambda: seconds, ESS and spread of log Z-hat_j")
     args = parser.parse_args(argv)
@@ -216,7 +217,8 @@ def main(argv=None) -> int:
     for spec in args.features:
         for proposal in args.proposals:
             feats, trainer = _trainer(train, len(vocab), word_class, spec, proposal, args, model)
-            if proposal != args.proposals[0] and trainer.backend.smc.structure.proposal_rows.all():
+            if (proposal == "partial" and proposal != args.proposals[0]
+                    and trainer.backend.smc.structure.proposal_rows.all()):
                 continue  # the partial proposal draws from every row: it is the exact one
             warm_start = time.perf_counter()
             _block(trainer, max(1, args.warm_iterations))   # compiles, then lets lambda leave 0

@@ -327,16 +327,17 @@ def test_smc_runs_fix_the_draws_whatever_the_thread_count(trained, tmp_path):
     assert meta["smc_runs"] == 1 and not np.array_equal(one, two)
 
 
-def test_train_with_the_partial_smc_proposal(trained, tmp_path, capsys):
-    """--smc-proposal partial trains the full feature set with the partial proposal, recorded in the model; the
+@pytest.mark.parametrize("proposal", ["partial", "trimmed"])
+def test_train_with_the_partial_or_trimmed_smc_proposal(trained, tmp_path, capsys, proposal):
+    """--smc-proposal partial / trimmed trains the full feature set with that proposal, recorded in the model; the
     default is the exact one."""
     folder, train, model = trained
-    out = tmp_path / "partial.npz"
+    out = tmp_path / f"{proposal}.npz"
     assert main(["trf", "train", "--train", str(train), "--out", str(out), "--quiet", "--max-iterations", "5",
-                 "--features", "w+c+ws+cs+wsh+csh+tied", "--smc-proposal", "partial", "--smc-particles", "50",
+                 "--features", "w+c+ws+cs+wsh+csh+tied", "--smc-proposal", proposal, "--smc-particles", "50",
                  "--classes", "2", "--no-check"]) == 0
     lm = trf.load(out)
-    assert lm.meta["sampler"] == "smc" and lm.meta["smc_proposal"] == "partial" and lm.meta["iterations"] == 5
+    assert lm.meta["sampler"] == "smc" and lm.meta["smc_proposal"] == proposal and lm.meta["iterations"] == 5
     assert np.isfinite(lm.lam).all() and np.any(lm.lam != 0)
     assert trf.load(model).meta["smc_proposal"] == "exact"
 

@@ -80,7 +80,9 @@ class SMCModel(NamedTuple):
     succ_exp: np.ndarray     # exp(succ_lam)
     ctx_end_lam: np.ndarray  # (contexts,) lambda of each context followed by </s> (0: unseen)
     draw_row: np.ndarray     # (rows,) bool: the rows whose successors the proposal's local law visits (all: exact)
-    rest_rows: np.ndarray    # the other rows, weighed at the drawn word (empty: the exact, fully adapted proposal)
+    rest_rows: np.ndarray    # rows weighed at the drawn word (empty: the exact, fully adapted proposal)
+    rest_below: float        # a rest row's weight enters when its |lambda| is below this (inf: partial; trimmed: the
+                             # threshold below which the word-final successor lists lost their entries)
     dense_from: int
 
 
@@ -126,6 +128,28 @@ class SMCWork(NamedTuple):
     log_mass: np.ndarray  # (C,) log of each class's mass under the local law
     ctx: np.ndarray      # (n_template_rows,) the context index of each row the law reads (-1: none)
     segment: np.ndarray  # (largest class,) the factors of one class (:func:`draw_kept_word`)
+
+
+@jit
+def trim_successors(ctx_start, succ_symbol, succ_feature, succ_lam, word_final, trim):
+    """The successor lists without the word-final entries whose ``|lambda| < trim`` (the trimmed proposal): the new
+    ``ctx_start``, ``succ_symbol``, ``succ_feature`` and ``succ_lam``, each context's kept entries in their order."""
+    n = 0
+    for s in range(succ_lam.size):
+        n += not word_final[s] or abs(succ_lam[s]) >= trim
+    start = np.empty_like(ctx_start)
+    symbol = np.empty(n, dtype=succ_symbol.dtype)
+    feature = np.empty(n, dtype=succ_feature.dtype)
+    lam = np.empty(n)
+    n = 0
+    for k in range(ctx_start.size - 1):
+        start[k] = n
+        for s in range(ctx_start[k], ctx_start[k + 1]):
+            if not word_final[s] or abs(succ_lam[s]) >= trim:
+                symbol[n], feature[n], lam[n] = succ_symbol[s], succ_feature[s], succ_lam[s]
+                n += 1
+    start[ctx_start.size - 1] = n
+    return start, symbol, feature, lam
 
 
 @jit
@@ -614,7 +638,9 @@ def smc_log_z(model, run, output, stop):
     q(x_p | x_{<p}) = Z'(x_{<p}) exp(rest_score)`` (the other rows' weights at the drawn word), then the particles are
     resampled systematically (:func:`copy_resampled`).  The product of the mean incremental weights times the mean end
     weight is unbiased for ``Z_j`` as with the exact proposal (Del Moral 2004); the incremental weights now vary with
-    the drawn word."""
+    the drawn word.  The *trimmed proposal* takes the same path with every row drawn but successor lists that lost
+    their word-final entries of ``|lambda| < rest_below`` (:func:`trim_successors`): ``rest_score`` adds back exactly
+    those weights at the drawn word, at most ``rest_below`` per row."""
     np.random.seed(run.seed)
     partial = model.rest_rows.size > 0
     pinned = run.reference.size > 0 and not partial
@@ -650,11 +676,15 @@ def smc_log_z(model, run, output, stop):
 
 @jit
 def rest_score(model, w, c, p):
-    """The weights of the rows outside the proposal (``model.rest_rows``) firing at ``p`` with the word ``w[p]``: the
-    partial proposal's importance correction (hash look-ups, no successor list)."""
+    """The weights that the proposal's local law left out at ``p`` with the word ``w[p]``: of the rows
+    ``model.rest_rows`` firing there, each weight below ``model.rest_below`` in absolute value (every one for the
+    partial proposal; for the trimmed one exactly the weights its successor lists lost) -- the importance correction
+    (hash look-ups, no successor list)."""
     total = 0.0
     for i in range(model.rest_rows.size):
-        total += row_weight(model.rest_rows[i], p, p, w, c, model.lam, model.features)
+        x = row_weight(model.rest_rows[i], p, p, w, c, model.lam, model.features)
+        if abs(x) < model.rest_below:
+            total += x
     return total
 
 

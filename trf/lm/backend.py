@@ -86,9 +86,11 @@ class SentenceBackend:
         Independent SMC runs per iteration (``sampler="smc"``; :class:`trf.lm.smc.SMCSampler`'s ``n_runs``),
         shared by the threads.  Default: one per Numba thread (one if not ``parallel``), so the draws depend on
         the thread count; a fixed number does not.
-    smc_proposal : {"exact", "partial"}
+    smc_proposal : {"exact", "partial", "trimmed"}
         The SMC particles' proposal (:data:`trf.lm.smc.PROPOSALS`): the model's local law, or the local law of the
-        unigram, class-final and previous-symbol rows with the other rows as importance weights.
+        unigram, class-final and previous-symbol rows with the other rows as importance weights, or the local law
+        without the word-final features whose ``|lambda|`` is below :data:`trf.lm.smc.TRIM`, their weights as
+        importance weights.
     """
 
     def __init__(self, train: EncodedCorpus, features: SentenceFeatures, dev: EncodedCorpus | None = None, *,

@@ -34,7 +34,7 @@ from samplers.argtypes import (
 )
 from samplers.textio import read_lines, write_text, write_with_fallback
 from trf.io import check_output_file
-from trf.lm.smc import PROPOSALS
+from trf.lm.smc import PROPOSALS, TRIM
 from trf.lm.train import BASE_SHARE, DEFAULT_FEATURES
 
 #: Python argument names of ``train_lm`` whose data-dependent errors are reported with the flag (``--classes``).
@@ -446,7 +446,9 @@ def register(subparsers) -> None:
                             "drawn from the unigram, class-final and previous-word rows, the other rows (word skips, "
                             "tied words) as importance weights (faster with the full feature set and unbiased, but "
                             "blind to the rows it leaves out: trained full-set models grew mass it misses; "
-                            "docs/trf-lm.md)")
+                            "docs/trf-lm.md), or 'trimmed': the exact law without the word features whose |weight| "
+                            f"is below {TRIM:g}, those weights entering at the drawn word (a bounded correction; "
+                            "faster with the full feature set)")
     train.add_argument("--minutes", type=positive_float, default=None,
                        help=f"training time limit; the first stage of Eq. 24-25 ends at half of it unless --t0 is given "
                             f"(default {DEFAULT_MINUTES:g} when --max-iterations is not given either)")

@@ -28,7 +28,7 @@ from scipy.special import logsumexp
 
 from samplers.rng import as_generator, kernel_seeds
 from samplers.validation import check_int
-from trf.lm._smc_kernels import SMCModel, SMCOutput, SMCRun, SuccessorTables
+from trf.lm._smc_kernels import SMCModel, SMCOutput, SMCRun, SuccessorTables, trim_successors
 from trf.lm._smc_kernels import smc_log_z as _smc_run
 from trf.lm.features import SentenceFeatures, blank_slot, hash_table
 from trf.lm.model import SentenceTRF
@@ -37,11 +37,15 @@ __all__ = ["ConditionalSMCResult", "SMCResult", "SMCSampler", "conditional_smc_l
 
 _NO_KEEP = np.zeros((1, 0, 1), dtype=np.int64)
 _NO_REFERENCE = np.zeros(0, dtype=np.int64)
-PROPOSALS = ("exact", "partial")
+PROPOSALS = ("exact", "partial", "trimmed")
 """SMC proposals: ``"exact"`` draws each word from the model's local law (all template rows: fully adapted);
 ``"partial"`` from the local law of the unigram rows, the rows that read the previous symbol and the rows that end in a
 class (a class's mass, no word list), the other rows -- word-final skips, long skips and tied word rows -- entering as
-importance weights of the drawn word (:func:`trf.lm._smc_kernels.smc_log_z`)."""
+importance weights of the drawn word (:func:`trf.lm._smc_kernels.smc_log_z`); ``"trimmed"`` from the local law
+without the word-final features whose ``|lambda|`` is below :data:`TRIM` (they leave the successor lists, and their
+weights at the drawn word enter as its importance weight, at most ``TRIM`` per row: a bounded correction)."""
+TRIM = 0.01
+"""The ``"trimmed"`` proposal leaves out of its local law the word-final features with ``|lambda| < TRIM``."""
 TABLE_CACHE_BYTES = 64 << 20
 """Memory per run for the particles' class masses and contexts between their weighting and their children's draws
 (beyond it the local tables are recomputed; the draws do not depend on it)."""
@@ -127,6 +131,13 @@ class _Structure:
         before_last = np.arange(row_off.shape[1])[None, :] < (row_len - 1)[:, None]
         class_final = row_type[np.arange(row_len.size), row_len - 1] == 1
         self.proposal_rows = (row_len == 1) | class_final | ((row_off == -1) & before_last).any(axis=1)
+        # the trimmed proposal's rows and entries: the word-final rows of two or more symbols, whose successor lists
+        # lose their small weights
+        self.trimmed_rows = np.flatnonzero((row_len >= 2) & ~class_final).astype(np.int64)
+        row_group, _, _, _ = feats.rows
+        group_word_final = np.zeros(int(row_group.max()) + 1, dtype=bool)
+        group_word_final[row_group] = ~class_final
+        self.succ_word_final = group_word_final[feats.key_hi[self.succ.succ_feature] >> 48]
 
     def unigram_weights(self, lam: np.ndarray) -> np.ndarray:
         """``u[w]``: the weight of the unigram features that word ``w`` fires (word and class unigrams), as
@@ -134,9 +145,18 @@ class _Structure:
         features."""
         return np.where(self.unigram >= 0, lam[self.unigram], 0.0).sum(axis=0)
 
-    def bundle(self, lam: np.ndarray, proposal: str = "exact") -> tuple[SMCModel, float]:
-        """The kernels' bundle at ``lam`` for ``proposal`` (:data:`PROPOSALS`) and the shift taken out of the unigram
-        weights (add ``j * shift`` to a kernel's ``log Z_j``)."""
+    def trimmed(self, succ_lam: np.ndarray, trim: float) -> tuple[SuccessorTables, np.ndarray]:
+        """The successor tables without the word-final entries whose ``|lambda| < trim`` (each context keeps its
+        place and its other successors, in order), and the kept entries' ``lambda``."""
+        succ = self.succ
+        start, symbol, feature, lam = trim_successors(succ.ctx_start, succ.succ_symbol, succ.succ_feature, succ_lam,
+                                                      self.succ_word_final, float(trim))
+        return SuccessorTables(succ.ctx_hi, succ.ctx_lo, succ.ctx_slots, start, symbol, feature), lam
+
+    def bundle(self, lam: np.ndarray, proposal: str = "exact", trim: float = TRIM) -> tuple[SMCModel, float]:
+        """The kernels' bundle at ``lam`` for ``proposal`` (:data:`PROPOSALS`; ``trim``: the threshold of the
+        ``"trimmed"`` one) and the shift taken out of the unigram weights (add ``j * shift`` to a kernel's
+        ``log Z_j``)."""
         feats = self.features
         draw_row = self.proposal_rows if proposal == "partial" else np.ones_like(self.proposal_rows)
         lam = np.asarray(lam, dtype=np.float64)
@@ -145,14 +165,18 @@ class _Structure:
         u = u - shift
         exp_u = np.exp(u)[self.class_words]  # by position in the class order
         class_mass = np.bincount(self.position_class, weights=exp_u, minlength=feats.n_classes)[:feats.n_classes]
-        succ_lam = lam[self.succ.succ_feature]
+        succ, succ_lam = self.succ, lam[self.succ.succ_feature]
+        rest_rows, rest_below = np.flatnonzero(~draw_row).astype(np.int64), np.inf
+        if proposal == "trimmed":
+            succ, succ_lam = self.trimmed(succ_lam, trim)
+            rest_rows, rest_below = self.trimmed_rows, float(trim)
         with np.errstate(over="ignore"):  # a diverging lambda: infinite factors, as exp(s_p) overflows in the kernel
             succ_exp = np.exp(succ_lam)
         return SMCModel(int(feats.n_words), int(feats.n_classes), feats.word_class.astype(np.int64), self.class_start,
                         self.class_words, self.word_position, self.position_class, u, exp_u,
-                        class_mass.astype(np.float64), lam, self.hashed, self.succ, succ_lam, succ_exp,
-                        np.where(self.ctx_end >= 0, lam[self.ctx_end], 0.0), draw_row,
-                        np.flatnonzero(~draw_row).astype(np.int64), int(DENSE_FROM * feats.n_words)), shift
+                        class_mass.astype(np.float64), lam, self.hashed, succ, succ_lam, succ_exp,
+                        np.where(self.ctx_end >= 0, lam[self.ctx_end], 0.0), draw_row, rest_rows, rest_below,
+                        int(DENSE_FROM * feats.n_words)), shift
 
 
 def _structure(feats: SentenceFeatures) -> _Structure:
@@ -164,8 +188,15 @@ def _structure(feats: SentenceFeatures) -> _Structure:
     return cache["_smc_structure"]
 
 
-def _smc_model(model: SentenceTRF, proposal: str = "exact") -> tuple[SMCModel, float]:
-    return _structure(model.features).bundle(model.lam, proposal)
+def _smc_model(model: SentenceTRF, proposal: str = "exact", trim: float = TRIM) -> tuple[SMCModel, float]:
+    return _structure(model.features).bundle(model.lam, proposal, trim)
+
+
+def _check_trim(trim: float) -> float:
+    trim = float(trim)
+    if not trim >= 0.0:
+        raise ValueError(f"trim must be >= 0, got {trim}")
+    return trim
 
 
 def _check_proposal(proposal: str) -> str:
@@ -287,7 +318,7 @@ class SMCResult:
 
 def smc_log_z(model: SentenceTRF, max_length: int | None = None, *, n_particles: int = 1000,
               n_replicates: int = 4, seed=None, threads: int | None = None, n_keep: int = 0,
-              proposal: str = "exact") -> SMCResult:
+              proposal: str = "exact", trim: float = TRIM) -> SMCResult:
     """SMC estimates of ``log Z_j(lambda)`` for ``j = 1..max_length`` (default: the model's ``m``).
 
     Parameters
@@ -307,15 +338,18 @@ def smc_log_z(model: SentenceTRF, max_length: int | None = None, *, n_particles:
         so results do not depend on it.
     n_keep : int
         Sentences per run and length to keep for :meth:`SMCResult.draws` (0: none).
-    proposal : {"exact", "partial"}
-        The particles' proposal (:data:`PROPOSALS`); both estimates are unbiased for ``Z_j``.
+    proposal : {"exact", "partial", "trimmed"}
+        The particles' proposal (:data:`PROPOSALS`); every estimate is unbiased for ``Z_j``.
+    trim : float
+        The ``"trimmed"`` proposal's threshold (:data:`TRIM`).
     """
     proposal = _check_proposal(proposal)
+    trim = _check_trim(trim)
     max_length = check_int(model.m if max_length is None else max_length, "max_length", low=1)
     n_particles = check_int(n_particles, "n_particles", low=1)
     n_replicates = check_int(n_replicates, "n_replicates", low=1)
     n_keep = check_int(n_keep, "n_keep", low=0)
-    bundle, shift = _smc_model(model, proposal)
+    bundle, shift = _smc_model(model, proposal, trim)
     seeds = kernel_seeds(seed, n_replicates)
     out = np.zeros((n_replicates, max_length))
     ess = np.zeros((n_replicates, max_length))
@@ -465,7 +499,7 @@ class SMCSampler:
     finite number -- but unlike Gibbs-type chains it proposes whole sentences word by word from the model's local
     law, so it reaches the high-weight sentences that TransMS chains never visit (fortunes: two-word names
     holding most of ``Z_2``), and the lambda update can push them down.  ``proposal`` (:data:`PROPOSALS`) picks the
-    particles' proposal.
+    particles' proposal, ``trim`` the trimmed one's threshold.
 
     The draws' lengths follow the runs' ``Z-hat_j``, which are heavy-tailed: a run that finds one heavy sentence
     at a length pulls most of the batch to that length, onto that run's resampled copies of it (on fortunes, up to
@@ -475,9 +509,10 @@ class SMCSampler:
     """
 
     def __init__(self, features: SentenceFeatures, m: int, n_particles: int = 1000, n_runs: int | None = None,
-                 proposal: str = "exact", threads: int | None = None) -> None:
+                 proposal: str = "exact", threads: int | None = None, trim: float = TRIM) -> None:
         self.structure = _structure(features)
         self.proposal = _check_proposal(proposal)
+        self.trim = _check_trim(trim)
         self.m = check_int(m, "m", low=1)
         self.n_particles = check_int(n_particles, "n_particles", low=1)
         self.n_runs = check_int(n_runs or numba.get_num_threads(), "n_runs", low=1)
@@ -498,7 +533,7 @@ class SMCSampler:
         """
         n_samples = check_int(n_samples, "n_samples", low=1)
         rng = np.random.default_rng(seed)
-        bundle, shift = self.structure.bundle(np.asarray(lam, dtype=np.float64), self.proposal)
+        bundle, shift = self.structure.bundle(np.asarray(lam, dtype=np.float64), self.proposal, self.trim)
         seeds = kernel_seeds(rng, self.n_runs)
         out = np.zeros((self.n_runs, self.m))
         ess = np.zeros((self.n_runs, self.m))

@@ -143,10 +143,11 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
         How an SMC batch gets its lengths (:class:`trf.lm.backend.SentenceBackend`): drawn with the sentences
         (Eq. 12, the default), or allotted in proportion to ``pi0`` with the runs' length law entering Eq. (17)
         (an experiment's setting: it trained a worse model, docs/trf-lm.md "Stratified lengths").
-    smc_proposal : {"exact", "partial"}
+    smc_proposal : {"exact", "partial", "trimmed"}
         The SMC particles' proposal (:data:`trf.lm.smc.PROPOSALS`): the model's local law (default), or the local
-        law of the unigram, class-final and previous-symbol rows, the other rows weighing the drawn word (faster
-        with the full feature set; docs/trf-lm.md "Training speed").
+        law of the unigram, class-final and previous-symbol rows, the other rows weighing the drawn word, or the
+        local law without the word-final features whose ``|lambda|`` is below :data:`trf.lm.smc.TRIM`, their
+        weights weighing the drawn word (both faster with the full feature set; docs/trf-lm.md "Training speed").
     base_features : str, optional
         Grow the feature set: train these feature types first (they must open ``features``, e.g. ``"w+c"`` for
         ``"w+c+ws+cs+wsh+csh+tied"``) for ``base_share`` of ``time_limit`` (of ``config.t_max`` iterations without
