@@ -246,6 +246,30 @@ def test_conditional_smc_brackets_the_needle_and_the_check_takes_the_midpoint():
     assert headline_perplexity({**bad_ppl, **narrow})[2]  # a failed bracket makes the check inconclusive
 
 
+def test_a_conditional_estimate_below_smc_by_its_runs_noise_is_no_failure():
+    """Issue 27: the standard errors of SMC and conditional SMC come from 4 runs each, so a conditional estimate
+    6 combined standard errors below SMC at one of 4 lengths is within what those runs' noise gives (Welch t-test,
+    Bonferroni over the lengths): not a failure, while the former rule (3 standard errors each) flagged it.  Gaps
+    far beyond the noise (40 combined standard errors, or 5 nats as above) still fail."""
+    from scipy import special
+
+    trf, log_z = _needle()
+    check = check_normalisers(trf, range(1, 5), seed=0, n_temperatures=20, n_chains=5, exact_limit=0, parallel=False,
+                              smc_particles=2000)
+    assert check.csmc_failed.size == 0 and check.smc_replicates == 4 and check.csmc_runs == 4
+    combined = np.hypot(check.csmc_se, check.smc_se)
+    assert np.all(combined > 0)
+    for gap, failed in ((6.0, []), (40.0, [3])):
+        low = check.csmc.copy()
+        low[2] = check.smc[2] - gap * combined[2]
+        assert check.replaced(csmc=low).csmc_failed.tolist() == failed, gap
+    low = check.csmc.copy()
+    low[2] = check.smc[2] - 6.0 * combined[2]
+    old_rule = low + 3 * check.csmc_se < check.smc - 3 * check.smc_se  # the former test, for the record
+    assert old_rule[2]
+    assert special.stdtrit(6.0, 1.0 - special.ndtr(-3.0) / 4) > 6.0  # the threshold the 6 SE stay under
+
+
 def test_unsettled_smc_replicates_make_the_check_inconclusive(tiny):
     model, _ = tiny
     check = check_normalisers(model, range(1, 6), n_temperatures=20, n_chains=5, seed=0, exact_limit=0,
