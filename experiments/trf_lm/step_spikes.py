@@ -14,6 +14,8 @@ iterations (AugSA's zeta).
     .venv/bin/python -m experiments.trf_lm.step_spikes --train train.txt --valid valid.txt --iterations 3000 --clip 1
     .venv/bin/python -m experiments.trf_lm.step_spikes --train train.txt --valid valid.txt --iterations 3000 \
         --smc-lengths stratified
+    .venv/bin/python -m experiments.trf_lm.step_spikes --train train.txt --valid valid.txt --iterations 3000 \
+        --smc-known 1e-4
 
 ``--out`` saves the model, for a checked perplexity (``mcsa trf eval``) that does not read AugSA's zeta.
 """
@@ -70,7 +72,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log-every", type=positive_int, default=500)
     parser.add_argument("--out", default=None, help="also save the trained model (for mcsa trf eval)")
     parser.add_argument("--smc-lengths", choices=SMC_LENGTHS, default="drawn",
-                        help="how the SMC batch gets its lengths (mcsa trf train --smc-lengths; default drawn)")
+                        help="how the SMC batch gets its lengths (train_lm's smc_lengths; default drawn)")
+    parser.add_argument("--smc-known", type=positive_float, default=None,
+                        help="weigh the training sentences whose share of Z_j is at least this exactly (train_lm's "
+                             "smc_known; default off)")
     parser.add_argument("--smc-runs", type=positive_int, default=None,
                         help="SMC runs per iteration (default one per Numba thread)")
     args = parser.parse_args(argv)
@@ -80,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
                        clip=args.clip)
     model, _ = train_lm(args.train, valid_path=args.valid, vocab_size=args.vocab_size, features=args.features,
                         classes=args.classes, config=config, sampler="smc", smc_particles=400, step_rule="features", refine=0,
-                        smc_lengths=args.smc_lengths, smc_runs=args.smc_runs,
+                        smc_lengths=args.smc_lengths, smc_runs=args.smc_runs, smc_known=args.smc_known,
                         progress=False, callbacks=[recorder], seed=args.seed, max_length=args.max_length,
                         log_every=args.log_every)
     if args.out is not None:
@@ -88,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     backend = recorder.trainer.backend
     rows = sorted(recorder.rows, key=lambda r: -abs(r[1]))
     print(f"\nlargest steps of {len(recorder.rows)} iterations (features {args.features}, clip {args.clip}, "
-          f"SMC lengths {args.smc_lengths}):")
+          f"SMC lengths {args.smc_lengths}, known sentences {args.smc_known or 'off'}):")
     print("| iteration | d lambda | lambda after | p~ (training mean) | variance | batch mean | feature |")
     print("|---|---|---|---|---|---|---|")
     for t, step, i, lam, mean in rows[:args.top]:

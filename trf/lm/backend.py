@@ -18,6 +18,7 @@ from samplers.validation import check_int
 from trf.augsa import AugSAConfig, SampleBatch
 from trf.lm.corpus import EncodedCorpus
 from trf.lm.features import SentenceFeatures
+from trf.lm.known import KnownSentences
 from trf.lm.model import smoothed_length_law
 from trf.lm.smc import SMCSampler
 from trf.lm.transms import ChainState, SentenceSampler
@@ -86,6 +87,11 @@ class SentenceBackend:
         Independent SMC runs per iteration (``sampler="smc"``; :class:`trf.lm.smc.SMCSampler`'s ``n_runs``),
         shared by the threads.  Default: one per Numba thread (one if not ``parallel``), so the draws depend on
         the thread count; a fixed number does not.
+    smc_known : float, optional
+        Weigh the distinct training sentences whose share of their length's normaliser is at least this exactly in
+        each SMC batch instead of leaving them to be found (:class:`trf.lm.known.KnownSentences`, re-chosen every
+        :data:`trf.lm.known.KNOWN_REFRESH` draws; ``sampler="smc"``, not with ``smc_lengths="stratified"``).
+        Default: off.
     smc_proposal : {"exact", "partial", "trimmed"}
         The SMC particles' proposal (:data:`trf.lm.smc.PROPOSALS`): the model's local law, or the local law of the
         unigram, class-final and previous-symbol rows with the other rows as importance weights, or the local law
@@ -97,7 +103,7 @@ class SentenceBackend:
                  m: int | None = None, max_length: int | None = None, n_chains: int = 30, seed: int = 0,
                  ll_sentences: int | None = None, parallel: bool = True, sampler: str = "transms",
                  smc_particles: int = 300, smc_proposal: str = "exact", words: list[str] | None = None,
-                 smc_runs: int | None = None, smc_lengths: str = "drawn") -> None:
+                 smc_runs: int | None = None, smc_lengths: str = "drawn", smc_known: float | None = None) -> None:
         lengths = train.lengths
         if lengths.size == 0 or lengths.min() < 1:
             raise ValueError("train must hold at least one sentence and no empty sentence")
@@ -126,6 +132,9 @@ class SentenceBackend:
         if smc_lengths != "drawn" and sampler != "smc":
             raise ValueError(f"smc_lengths={smc_lengths!r} needs sampler='smc'")
         self.smc_lengths = smc_lengths
+        if smc_known is not None and (sampler != "smc" or smc_lengths != "drawn"):
+            raise ValueError("smc_known needs sampler='smc' with smc_lengths='drawn'")
+        self.known = None if smc_known is None else KnownSentences(train, features, sample_max, smc_known)
         self.smc = (SMCSampler(features, sample_max, check_int(smc_particles, "smc_particles", low=1), runs,
                                smc_proposal, threads=None if parallel else 1) if sampler == "smc" else None)
         # chains start at random training sentences (shorter burn-in than single words)
@@ -166,15 +175,19 @@ class SentenceBackend:
         The returned ``lengths`` are sub-model indices (:meth:`dimension`), so the trainer's
         ``delta_j`` of Eq. (17) includes ``delta_{m+}`` of Sec. 5.4 when pooling.
         """
-        share = None
+        share = known = None
         if self.smc is not None:
             strata = None
             if self.smc_lengths == "stratified":
                 group = self.dimension(np.arange(1, self.sampler.m + 1)) - 1
                 strata = (group, np.asarray(pi0, dtype=np.float64))
+            known = self.known.before_draw(lam) if self.known is not None else None
             tokens, lengths, smc_info = self.smc.draw(lam, self.sampler_log_weights(pi0, zeta), int(n_samples), seed,
-                                                      strata)
+                                                      strata, known)
             info = {"smc_min_ess": smc_info["smc_min_ess"]}
+            if self.known is not None:
+                self.known.after_draw(smc_info["log_z"])
+                info["known_sentences"] = 0 if known is None else known[1].size
             if strata is not None:
                 share = np.bincount(strata[0], weights=smc_info["length_law"], minlength=self.m)
         else:
@@ -188,7 +201,14 @@ class SentenceBackend:
             info = {"jump_acceptance": moves.jump_acceptance, "class_acceptance": moves.class_acceptance}
         dims = self.dimension(lengths)
         weights = np.asarray(length_weight)[dims - 1]
-        feature_sum = self.sampler.weighted_feature_sum(tokens, lengths, weights)
+        if known is not None:  # the draws outside the known set, and the known set Rao-Blackwellised
+            k_tokens, k_lengths, _ = known
+            weights = np.concatenate([weights * smc_info["weight"],
+                                      np.asarray(length_weight)[self.dimension(k_lengths) - 1] * smc_info["known_weight"]])
+            feature_sum = self.sampler.weighted_feature_sum(np.concatenate([tokens, k_tokens]),
+                                                            np.concatenate([lengths, k_lengths]), weights)
+        else:
+            feature_sum = self.sampler.weighted_feature_sum(tokens, lengths, weights)
         return SampleBatch(dims, feature_sum, info, share)
 
     def describe_feature(self, index: int) -> str:
@@ -215,8 +235,10 @@ class SentenceBackend:
         return None if log_p is None or log_p.size == 0 else float(np.mean(log_p))
 
     def get_state(self) -> dict[str, np.ndarray]:
-        """The chains' state (tokens (n_chains, m) and lengths (n_chains,)), for a checkpoint."""
-        return {"tokens": self.state.tokens, "lengths": self.state.lengths}
+        """The chains' state (tokens (n_chains, m) and lengths (n_chains,)), and the known set's
+        (:meth:`KnownSentences.get_state`) when there is one, for a checkpoint."""
+        known = {} if self.known is None else self.known.get_state()
+        return {"tokens": self.state.tokens, "lengths": self.state.lengths, **known}
 
     def set_state(self, state: dict[str, np.ndarray]) -> None:
         """Restore the chains from :meth:`get_state`'s output, checking its shapes."""
@@ -224,6 +246,8 @@ class SentenceBackend:
         if tokens.ndim != 2 or tokens.shape[1] != self.sampler.m:
             raise ValueError(f"chain state has shape {tokens.shape}, expected (n_chains, {self.sampler.m})")
         self.state = ChainState(tokens.copy(), np.asarray(state["lengths"], dtype=np.int64).copy())
+        if self.known is not None:
+            self.known.set_state(state)
 
 
 def _head(corpus: EncodedCorpus, n: int | None) -> EncodedCorpus:

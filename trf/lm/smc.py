@@ -463,13 +463,48 @@ def _probabilities(log_w: np.ndarray) -> np.ndarray:
     return w / w.sum()
 
 
-def _pick_sentences(log_z_j: np.ndarray, keep_j: np.ndarray, j: int, n: int, rng) -> np.ndarray:
+def _pick_sentences(log_z_j: np.ndarray, keep_j: np.ndarray, j: int, n: int, rng,
+                    skip_j: np.ndarray | None = None) -> np.ndarray:
     """``n`` sentences of length ``j`` from the runs' kept ones ``keep_j`` (runs, S, >= j): a run with probability
     ``∝ Z-hat_j`` of that run (pooling independent particle systems), then a random one of its kept sentences
-    (they lie in particle order, which groups relatives)."""
+    (they lie in particle order, which groups relatives); with ``skip_j`` (runs, S) bool, a random one of those not
+    skipped (a run whose kept sentences are all skipped must have ``Z-hat_j`` 0)."""
     runs = rng.choice(keep_j.shape[0], size=n, p=_probabilities(log_z_j))
-    picks = rng.integers(keep_j.shape[1], size=n)
+    if skip_j is None or not skip_j.any():
+        picks = rng.integers(keep_j.shape[1], size=n)
+    else:
+        picks = np.empty(n, dtype=np.int64)
+        for r in np.unique(runs):
+            at = np.flatnonzero(runs == r)
+            picks[at] = rng.choice(np.flatnonzero(~skip_j[r]), size=at.size)
     return keep_j[runs, picks, :j]
+
+
+def _known_split(known, keep: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For :meth:`SMCSampler.draw`: the known sentences' lengths, which kept sentences ``keep`` (runs, m, S, m) are
+    known (bool, (runs, m, S)) and ``log W(S_j)``, the log of the known weight at each length ``1..m`` (-inf:
+    none)."""
+    member = np.zeros(keep.shape[:3], dtype=bool)
+    log_known = np.full(m, -np.inf)
+    if known is None:
+        return np.zeros(0, dtype=np.int64), member, log_known
+    tokens, lengths, log_weight = (np.asarray(a) for a in known)
+    lengths = lengths.astype(np.int64)
+    log_weight = log_weight.astype(np.float64)
+    if (tokens.ndim != 2 or lengths.shape != (tokens.shape[0],) or log_weight.shape != lengths.shape
+            or (lengths.size and (lengths.min() < 1 or lengths.max() > tokens.shape[1]))
+            or not np.all(np.isfinite(log_weight))):
+        raise ValueError(f"known must be (tokens (n, >= length), lengths (n,) >= 1, finite log weights (n,)), got "
+                         f"shapes {tokens.shape}, {lengths.shape}, {log_weight.shape}")
+    tokens = tokens.astype(np.int64)
+    for j in np.unique(lengths[lengths <= m]):
+        at = lengths == j
+        log_known[j - 1] = logsumexp(log_weight[at])
+        rows = {row.tobytes() for row in np.ascontiguousarray(tokens[at, :j])}
+        kept = np.ascontiguousarray(keep[:, j - 1, :, :j]).reshape(-1, j)
+        member[:, j - 1] = np.fromiter((row.tobytes() in rows for row in kept), bool, kept.shape[0]).reshape(
+            member.shape[0], member.shape[2])
+    return lengths, member, log_known
 
 
 def _allot(shares: np.ndarray, n: int, rng) -> np.ndarray:
@@ -519,7 +554,8 @@ class SMCSampler:
         self.threads = None if threads is None else check_int(threads, "threads", low=1)
 
     def draw(self, lam, log_len_weight, n_samples: int, seed,
-             strata: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray, dict]:
+             strata: tuple[np.ndarray, np.ndarray] | None = None,
+             known: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray, dict]:
         """``n_samples`` sentences (tokens ``(K, m)`` zero-padded, lengths ``(K,)``) and diagnostics: the smallest
         end-of-sentence ESS over lengths and runs, the SMC ``log Z-hat_j`` (key ``"log_z"``) and the length law
         ``q-hat(j)`` the draws' lengths follow (key ``"length_law"``).
@@ -530,6 +566,19 @@ class SMCSampler:
         then estimates ``sum_j pi_j p_j[f]``, the model's expectation (Eq. 6), whatever ``zeta`` is, and a length
         whose ``Z-hat_j`` one run over-estimates many times no longer takes most of the batch (which, measured,
         did not train a better model: docs/trf-lm.md, "Stratified lengths").
+
+        ``known = (tokens, lengths, log_weight)``: distinct sentences (tokens ``(n, >= their length)``) whose
+        ``lambda . f(x)`` is known (:class:`trf.lm.known.KnownSentences`), weighed exactly instead of found by
+        chance.  At length ``j`` with known set ``S_j``, ``Z_j = W(S_j) + Z_j(rest)``: ``W(S_j)`` is their exact sum
+        and each run's ``Z-hat_j`` times the share of its kept sentences outside ``S_j`` (the kept ones are resampled
+        by the end weights, so that share is unbiased for the particles' weighted share) is unbiased for the rest.
+        The lengths follow ``q-hat(j) ∝ exp(w_j) (W(S_j) + mean_r Z-hat_j^r(rest))``; a draw of length ``j`` is a
+        kept sentence outside ``S_j`` (run ``∝`` its rest estimate), and the known mass enters Rao-Blackwellised:
+        ``info["weight"][k] = 1 - P_j`` for the draw (``P_j = W(S_j) / Z_j``, the known share of its length) and
+        ``info["known_weight"][i] = n_j P_j exp(log_weight[i]) / W(S_j)`` for known sentence ``i`` of length
+        ``j`` drawn ``n_j`` times -- AugSA's batch sum is then ``sum_k weight[k] f(x_k) + sum_i known_weight[i]
+        f(s_i)``, whose expectation is the plain batch's, with no run needed to stumble on a known heavy sentence.
+        Not with ``strata``.
         """
         n_samples = check_int(n_samples, "n_samples", low=1)
         rng = np.random.default_rng(seed)
@@ -543,7 +592,12 @@ class SMCSampler:
         # non-finite estimates (weights overflowing while lambda diverges, before the trainer's guard sees it) carry
         # no information: they get weight 0, and with no finite weight left every length and run is equally likely
         log_z_runs = np.where(np.isfinite(out), out + lengths_all * shift, -np.inf)
-        log_z = logsumexp(log_z_runs, axis=0) - np.log(self.n_runs)
+        if known is not None and strata is not None:
+            raise ValueError("known sentences and strata cannot be combined")
+        known_j, member, log_known = _known_split(known, keep, self.m)
+        with np.errstate(divide="ignore"):
+            log_rest_runs = log_z_runs + np.log(1.0 - member.mean(axis=2))  # (runs, m): Z-hat_j outside S_j
+        log_z = np.logaddexp(log_known, logsumexp(log_rest_runs, axis=0) - np.log(self.n_runs))
         log_law = np.asarray(log_len_weight, float) + log_z
         law = _probabilities(log_law)
         if strata is None:
@@ -560,8 +614,20 @@ class SMCSampler:
             lengths = np.concatenate([rng.choice(lengths_all[group == g], size=c, p=_probabilities(log_law[group == g]))
                                       for g, c in enumerate(counts) if c > 0])
         tokens = np.zeros((n_samples, self.m), dtype=np.int64)
+        with np.errstate(over="ignore", invalid="ignore"):
+            known_share = np.where(np.isfinite(log_known), np.exp(log_known - log_z), 0.0)
         for j in np.unique(lengths):
             at = np.flatnonzero(lengths == j)
-            tokens[at, :j] = _pick_sentences(log_z_runs[:, j - 1], keep[:, j - 1], j, at.size, rng)
+            if known_share[j - 1] < 1.0:
+                tokens[at, :j] = _pick_sentences(log_rest_runs[:, j - 1], keep[:, j - 1], j, at.size, rng,
+                                                 member[:, j - 1])
         info = {"smc_min_ess": float(ess.min()), "log_z": log_z, "length_law": law}
+        if known is not None:
+            n_j = np.bincount(lengths, minlength=self.m + 1)[1:]
+            info["weight"] = 1.0 - known_share[lengths - 1]
+            info["known_weight"] = np.zeros(known_j.size)
+            inside = known_j <= self.m
+            j = known_j[inside]
+            info["known_weight"][inside] = n_j[j - 1] * known_share[j - 1] * np.exp(known[2][inside] - log_known[j - 1])
+            info["known_share"] = known_share
         return tokens, lengths.astype(np.int64), info

@@ -56,7 +56,8 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
              smc_particles: int = 300, first_stage_share: float | None = None,
              valid_flag: str | None = None, smc_proposal: str = "exact", base_features: str | None = None,
              base_share: float = BASE_SHARE, base_step_rule: str | None = None,
-             smc_runs: int | None = None, smc_lengths: str = "drawn") -> tuple[SentenceTRF, AugSAResult]:
+             smc_runs: int | None = None, smc_lengths: str = "drawn",
+             smc_known: float | None = None) -> tuple[SentenceTRF, AugSAResult]:
     """Train a TRF LM on ``train_path`` (one sentence per line).
 
     Parameters
@@ -143,6 +144,9 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
         How an SMC batch gets its lengths (:class:`trf.lm.backend.SentenceBackend`): drawn with the sentences
         (Eq. 12, the default), or allotted in proportion to ``pi0`` with the runs' length law entering Eq. (17)
         (an experiment's setting: it trained a worse model, docs/trf-lm.md "Stratified lengths").
+    smc_known : float, optional
+        Weigh the training sentences whose share of their length's normaliser is at least this exactly in every
+        SMC batch (:mod:`trf.lm.known`; default off).
     smc_proposal : {"exact", "partial", "trimmed"}
         The SMC particles' proposal (:data:`trf.lm.smc.PROPOSALS`): the model's local law (default), or the local
         law of the unigram, class-final and previous-symbol rows, the other rows weighing the drawn word, or the
@@ -189,7 +193,7 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
     prep_seconds = time.perf_counter() - started
     # the sampler's settings, the same for the training backends and the zeta refinement
     draws: dict[str, Any] = dict(sampler=sampler, smc_particles=smc_particles, smc_proposal=smc_proposal,
-                                 smc_runs=smc_runs, smc_lengths=smc_lengths)
+                                 smc_runs=smc_runs, smc_lengths=smc_lengths, smc_known=smc_known)
     backend = SentenceBackend(train, feats, dev, max_length=max_length, n_chains=n_chains, seed=seed,
                               parallel=parallel, words=vocab.words, **draws)
     m = max_length if max_length is not None else backend.m
@@ -276,7 +280,8 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
             "smc_particles": smc_particles if sampler == "smc" else None,
             "smc_proposal": smc_proposal if sampler == "smc" else None,
             "smc_runs": (backend.smc.n_runs if backend.smc is not None else None),
-            "smc_lengths": smc_lengths if sampler == "smc" else None}
+            "smc_lengths": smc_lengths if sampler == "smc" else None,
+            "smc_known": smc_known if sampler == "smc" else None}
     return SentenceTRF(vocab, feats, backend.pi, result.lam, zeta, meta, pooled=backend.pooled), result
 
 
@@ -411,7 +416,8 @@ def refine_zeta(model: SentenceTRF, train: EncodedCorpus, *, seconds: float | No
                 max_iterations: int = 100000, n_samples: int = 100, n_chains: int = 20, start_t: int = 100,
                 seed: int = 0, parallel: bool = True, sampler: str = "smc",
                 smc_particles: int = 300, smc_proposal: str = "exact",
-                smc_runs: int | None = None, smc_lengths: str = "drawn") -> tuple[np.ndarray, int]:
+                smc_runs: int | None = None, smc_lengths: str = "drawn",
+                smc_known: float | None = None) -> tuple[np.ndarray, int]:
     """Re-estimate ``zeta`` for the model's fixed ``lambda`` by the AugSA recursion (17)-(18) alone.
 
     This is how the paper estimates zeta for a fixed lambda (footnote 17).  While lambda moves, the
@@ -437,7 +443,7 @@ def refine_zeta(model: SentenceTRF, train: EncodedCorpus, *, seconds: float | No
         Seed of the sampler.
     parallel : bool
         Run the sampler's chains or particle filters on all cores; False runs them serially.
-    sampler, smc_particles, smc_proposal, smc_runs, smc_lengths :
+    sampler, smc_particles, smc_proposal, smc_runs, smc_lengths, smc_known :
         As in :func:`train_lm`.
 
     Returns
@@ -452,7 +458,7 @@ def refine_zeta(model: SentenceTRF, train: EncodedCorpus, *, seconds: float | No
     backend = SentenceBackend(train, model.features, None, m=None if model.pooled else model.m,
                               max_length=max_length, n_chains=n_chains, seed=seed, parallel=parallel,
                               sampler=sampler, smc_particles=smc_particles, smc_proposal=smc_proposal,
-                              smc_runs=smc_runs, smc_lengths=smc_lengths)
+                              smc_runs=smc_runs, smc_lengths=smc_lengths, smc_known=smc_known)
     # no divergence guards: lambda is frozen, and zeta lagging behind it (log p > 0) is what the refinement
     # corrects -- a guard would roll zeta back to the trainer's initial (lambda = 0) zeta and restart t at 0
     cfg = lm_config(n_samples=n_samples, t_max=start_t + max_iterations, t0=0, stop_window=None,
