@@ -270,6 +270,43 @@ def test_a_conditional_estimate_below_smc_by_its_runs_noise_is_no_failure():
     assert special.stdtrit(6.0, 1.0 - special.ndtr(-3.0) / 4) > 6.0  # the threshold the 6 SE stay under
 
 
+def test_a_degenerate_forward_estimate_above_a_settled_smc_pair_does_not_invert_the_interval():
+    """On a fortunes w+c model one lucky AIS chain (ESS 1.01 of 10) put forward AIS 3.7 nats above a settled SMC /
+    conditional SMC pair, and its lower end (forward - 3 se) above the pair's upper end: an inverted interval.  Now
+    a degenerate forward estimate does not set the lower end where settled SMC gives the checked value, and an upper
+    end below the lower one is raised to it.  Here, forward 4 nats above SMC at length 3: with degenerate weights
+    the SMC pair's interval stays; with healthy weights and a standard error of 1 (not significant against the pair
+    at the check's level) the forward lower end stands and the upper end is raised to it.  The former rule left
+    both inverted."""
+    from trf.lm.check import NormaliserCheck
+
+    trf, log_z = _needle()
+    check = check_normalisers(trf, range(1, 5), seed=0, n_temperatures=20, n_chains=10, exact_limit=0, parallel=False,
+                              smc_particles=2000)
+    assert 3 in check.csmc_bracketed
+
+    def rebracket(forward_ess, forward_se):
+        estimates = dict(check.estimates)
+        fwd = estimates["forward"]._asdict()
+        fwd["log_z"] = fwd["log_z"].copy()
+        fwd["log_z"][2] = check.smc[2] + 4.0
+        fwd["stderr"] = np.full(4, float(forward_se))
+        fwd["ess"] = np.full(4, float(forward_ess))
+        estimates["forward"] = type(estimates["forward"])(**fwd)
+        return NormaliserCheck.bracket(check.lengths, check.method, estimates, check.augsa, margin=check.margin,
+                                       z=check.z, n_chains=check.n_chains, seconds=0.0, m_total=check.m_total,
+                                       notes=[], base=check.base)
+
+    degenerate, healthy = rebracket(1.01, 0.3), rebracket(8.0, 1.0)
+    assert 3 in degenerate.degenerate and 3 in degenerate.smc_covered and degenerate.csmc_failed.size == 0
+    assert degenerate.lower[2] == pytest.approx(check.smc[2] - 3 * check.smc_se[2])
+    assert degenerate.upper[2] == pytest.approx(check.upper[2])
+    assert healthy.degenerate.size == 0 and healthy.csmc_failed.size == 0 and 3 in healthy.csmc_bracketed
+    assert healthy.lower[2] == pytest.approx(check.smc[2] + 1.0) and healthy.upper[2] == healthy.lower[2]
+    assert np.all(degenerate.lower <= degenerate.upper) and np.all(healthy.lower <= healthy.upper)
+    assert check.smc[2] + 1.0 > check.upper[2] and check.smc[2] + 4.0 - 0.9 > check.upper[2]  # the former rule
+
+
 def test_unsettled_smc_replicates_make_the_check_inconclusive(tiny):
     model, _ = tiny
     check = check_normalisers(model, range(1, 6), n_temperatures=20, n_chains=5, seed=0, exact_limit=0,
