@@ -327,6 +327,23 @@ def test_smc_runs_fix_the_draws_whatever_the_thread_count(trained, tmp_path):
     assert meta["smc_runs"] == 1 and not np.array_equal(one, two)
 
 
+def test_train_with_known_sentences(trained, tmp_path, capsys):
+    """--smc-known weighs the heavy training sentences exactly (trf.lm.known); recorded in the model."""
+    folder, train, model = trained
+    out = tmp_path / "known.npz"
+    assert main(["trf", "train", "--train", str(train), "--out", str(out), "--quiet", "--max-iterations", "60",
+                 "--smc-known", "1e-3", "--smc-particles", "50", "--classes", "2", "--no-check"]) == 0
+    lm = trf.load(out)
+    assert lm.meta["smc_known"] == 1e-3 and lm.meta["iterations"] == 60
+    assert np.isfinite(lm.lam).all() and trf.load(model).meta["smc_known"] is None
+    never = tmp_path / "never.npz"
+    assert main(["trf", "train", "--train", str(train), "--out", str(never), "--quiet", "--max-iterations", "2",
+                 "--smc-known", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "--smc-known is a share of a length's normaliser, in (0, 1]" in err and "Traceback" not in err
+    assert not never.exists()
+
+
 @pytest.mark.parametrize("proposal", ["partial", "trimmed"])
 def test_train_with_the_partial_or_trimmed_smc_proposal(trained, tmp_path, capsys, proposal):
     """--smc-proposal partial / trimmed trains the full feature set with that proposal, recorded in the model; the
@@ -345,9 +362,10 @@ def test_train_with_the_partial_or_trimmed_smc_proposal(trained, tmp_path, capsy
 @pytest.mark.parametrize("flags, named", [(["--sampler", "transms", "--smc-particles", "50"], "--smc-particles"),
                                           (["--sampler", "transms", "--smc-proposal", "partial"], "--smc-proposal"),
                                           (["--sampler", "transms", "--smc-runs", "4"], "--smc-runs"),
+                                          (["--sampler", "transms", "--smc-known", "1e-4"], "--smc-known"),
                                           (["--chains", "5"], "--chains")])
 def test_a_flag_of_the_other_sampler_is_refused_not_ignored(trained, tmp_path, capsys, flags, named):
-    """--smc-particles / --smc-proposal / --smc-runs with --sampler transms, or --chains with the default SMC sampler, did nothing
+    """--smc-particles / --smc-proposal / --smc-runs / --smc-known with --sampler transms, or --chains with the default SMC sampler, did nothing
     silently; now the command stops before training, naming the flag and the sampler."""
     folder, train, model = trained
     out = tmp_path / "never.npz"

@@ -90,11 +90,13 @@ def _train(args) -> int:
 def _check_sampler_flags(args) -> None:
     """A sampler's flags given with the other sampler are refused, not ignored."""
     other = {"smc": ("--chains", args.chains), "transms": ("--smc-particles", args.smc_particles)}
-    flags = [other[args.sampler]] + ([("--smc-proposal", args.smc_proposal), ("--smc-runs", args.smc_runs)]
-                                     if args.sampler == "transms" else [])
+    flags = [other[args.sampler]] + ([("--smc-proposal", args.smc_proposal), ("--smc-runs", args.smc_runs),
+                                      ("--smc-known", args.smc_known)] if args.sampler == "transms" else [])
     for flag, value in flags:
         if value is not None:
             raise ValueError(f"{flag} does not apply to --sampler {args.sampler}")
+    if args.smc_known is not None and args.smc_known > 1:
+        raise ValueError(f"--smc-known is a share of a length's normaliser, in (0, 1]; got {args.smc_known:g}")
 
 
 def _train_logged(args) -> int:
@@ -154,7 +156,7 @@ def _train_logged(args) -> int:
             time_limit=None if minutes is None else minutes * 60, first_stage_share=share,
             progress=not args.quiet, log_every=args.log_every, step_rule=args.step_rule, refine=args.refine,
             sampler=args.sampler, smc_particles=300 if args.smc_particles is None else args.smc_particles,
-            smc_proposal=args.smc_proposal or "exact", smc_runs=args.smc_runs,
+            smc_proposal=args.smc_proposal or "exact", smc_runs=args.smc_runs, smc_known=args.smc_known,
             base_features=args.base_features, base_share=args.base_share,
             base_step_rule=args.base_step_rule,
             encoding=args.encoding,
@@ -440,6 +442,11 @@ def register(subparsers) -> None:
                        help="independent SMC runs per iteration, shared by the threads (--sampler smc; default one "
                             "per Numba thread, so the trained model depends on NUMBA_NUM_THREADS; a fixed number "
                             "trains the same model on any thread count)")
+    train.add_argument("--smc-known", type=positive_float, default=None, metavar="SHARE",
+                       help="weigh exactly, in every SMC batch, the distinct training sentences that hold at least "
+                            "this share of their length's normaliser (re-chosen every 50 iterations), instead of "
+                            "leaving them to the runs to find now and then (--sampler smc; e.g. 1e-4; default off; "
+                            "docs/trf-lm.md, 'Known sentences')")
     train.add_argument("--smc-proposal", choices=PROPOSALS, default=None,
                        help="the SMC particles' proposal (--sampler smc): the model's exact local law (default), or "
                             "'partial': words "
