@@ -56,7 +56,7 @@ class KnownSentences:
         lengths = corpus.lengths
         short = np.flatnonzero((lengths >= 1) & (lengths <= self.m))
         rows = np.zeros((short.size, self.m), dtype=np.int64)
-        for r, i in enumerate(short):
+        for r, i in enumerate(short.tolist()):
             rows[r, :lengths[i]] = corpus[i]
         keyed = np.concatenate([lengths[short, None].astype(np.int64), rows], axis=1)
         _, first = np.unique(keyed, axis=0, return_index=True)

@@ -503,7 +503,7 @@ def _known_split(known, keep: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarra
         rows = {row.tobytes() for row in np.ascontiguousarray(tokens[at, :j])}
         kept = np.ascontiguousarray(keep[:, j - 1, :, :j]).reshape(-1, j)
         member[:, j - 1] = np.fromiter((row.tobytes() in rows for row in kept), bool, kept.shape[0]).reshape(
-            member.shape[0], member.shape[2])
+            keep.shape[0], keep.shape[2])
     return lengths, member, log_known
 
 
