@@ -55,6 +55,7 @@ def _trainer(train, vocab_size: int, word_class: np.ndarray, spec: str, proposal
 
     feats = SentenceFeatures.build(train, vocab_size, spec, word_class=word_class)
     backend = SentenceBackend(train, feats, None, sampler="smc", smc_particles=args.particles, smc_proposal=proposal)
+    backend.smc.trim = args.trim
     config = lm_config(n_samples=args.samples, t_c=500.0, beta_lambda=0.0, t0=10 ** 9, stop_window=None,
                        guard_every=0, seed=args.seed)
     trainer = AugSA(backend, config, progress=False)
@@ -83,8 +84,9 @@ def _block(trainer, n: int) -> tuple[float, float, list[float]]:
     return time.perf_counter() - start, trainer.time_sampling - sampling, ess
 
 
-def _proposal_quality(trainer, proposals, particles: int, replicates: int):
-    """On the trainer's lambda, ``replicates`` SMC runs (one thread) of each proposal: seconds per run, the mean
+def _proposal_quality(trainer, proposals, particles: int, replicates: int, trim: float):
+    """On the trainer's lambda, ``replicates`` SMC runs (one thread) of each proposal (``trim``: the trimmed one's
+    threshold): CPU seconds per run (the process's, so time spent waiting for a core does not count), the mean
     end-of-sentence ESS over lengths and runs, and the median over lengths of the spread (standard deviation) of
     ``log Z-hat_j`` over the runs -- the error that a run's cost buys."""
     from trf.lm import _smc_kernels as sk
@@ -94,15 +96,15 @@ def _proposal_quality(trainer, proposals, particles: int, replicates: int):
     m, stop = smc.m, np.zeros(1, dtype=np.int64)
     rows = []
     for proposal in proposals:
-        bundle, _ = smc.structure.bundle(trainer.lam, proposal)
+        bundle, _ = smc.structure.bundle(trainer.lam, proposal, trim)
         out, ess = np.zeros((replicates, m)), np.zeros((replicates, m))
         sk.smc_log_z(bundle, sk.SMCRun(particles, m, 1, np.zeros(0, dtype=np.int64), TABLE_CACHE_BYTES),
                      sk.SMCOutput(out[0], ess[0], np.zeros((m, 0, m), dtype=np.int64)), stop)  # compile
-        start = time.perf_counter()
+        start = time.process_time()
         for r in range(replicates):
             sk.smc_log_z(bundle, sk.SMCRun(particles, m, 100 + r, np.zeros(0, dtype=np.int64), TABLE_CACHE_BYTES),
                          sk.SMCOutput(out[r], ess[r], np.zeros((m, 0, m), dtype=np.int64)), stop)
-        seconds = (time.perf_counter() - start) / replicates
+        seconds = (time.process_time() - start) / replicates
         rows.append((proposal, seconds, float(ess.mean()), float(np.median(out.std(axis=0, ddof=1)))))
     return rows
 
@@ -189,6 +191,8 @@ def main(argv=None) -> int:
     parser.add_argument("--proposals", nargs="+", default=["exact"], help="SMC proposals (exact, partial, trimmed); each "
                         "feature set trains with each (a set that the partial proposal draws whole not with that one "
                         "unless it comes first)")
+    parser.add_argument("--trim", type=float, default=None, help="the trimmed proposal's threshold on |lambda| "
+                        "(default trf.lm.smc.TRIM, 0.1)")
     parser.add_argument("--quality-runs", type=int, default=0, help="after the rounds, this many single SMC runs of "
                         "each proposal on each trainer's lambda: seconds, ESS and spread of log Z-hat_j")
     args = parser.parse_args(argv)
@@ -204,7 +208,10 @@ def main(argv=None) -> int:
         raise SystemExit(f"--warm-iterations must be >= 0, got {args.warm_iterations}")
     if args.quality_runs == 1 or args.quality_runs < 0:
         raise SystemExit(f"--quality-runs must be 0 or >= 2, got {args.quality_runs}")
-    from trf.lm.smc import PROPOSALS
+    from trf.lm.smc import PROPOSALS, TRIM
+    args.trim = TRIM if args.trim is None else args.trim
+    if not args.trim >= 0:
+        raise SystemExit(f"--trim must be >= 0, got {args.trim}")
     for proposal in args.proposals:
         if proposal not in PROPOSALS:
             raise SystemExit(f"--proposals: {proposal!r} is not one of {', '.join(PROPOSALS)}")
@@ -246,12 +253,12 @@ def main(argv=None) -> int:
     if args.quality_runs:
         print(f"\n{args.quality_runs} SMC runs ({args.particles} particles, all lengths, one thread) of each proposal on "
               "each trainer's lambda:")
-        print("| trained with | proposal | seconds per run | mean ESS | spread of log Z-hat_j (median over j) | "
+        print("| trained with | proposal | CPU seconds per run | mean ESS | spread of log Z-hat_j (median over j) | "
               "spread^2 x seconds (work at equal error) |")
         print("|---|---|---|---|---|---|")
         for run in runs:
             for proposal, seconds, ess, spread in _proposal_quality(run["trainer"], args.proposals, args.particles,
-                                                                    args.quality_runs):
+                                                                    args.quality_runs, args.trim):
                 print(f"| {run['spec']} / {run['proposal']} | {proposal} | {seconds:.3f} | {ess:.1f} | {spread:.3f} | "
                       f"{spread ** 2 * seconds:.2e} |")
     if args.reference is None:
