@@ -205,10 +205,8 @@ class SentenceBackend:
             k_tokens, k_lengths, _ = known
             weights = np.concatenate([weights * smc_info["weight"],
                                       np.asarray(length_weight)[self.dimension(k_lengths) - 1] * smc_info["known_weight"]])
-            feature_sum = self.sampler.weighted_feature_sum(np.concatenate([tokens, k_tokens]),
-                                                            np.concatenate([lengths, k_lengths]), weights)
-        else:
-            feature_sum = self.sampler.weighted_feature_sum(tokens, lengths, weights)
+            tokens, lengths = np.concatenate([tokens, k_tokens]), np.concatenate([lengths, k_lengths])
+        feature_sum = self.sampler.weighted_feature_sum(tokens, lengths, weights)
         return SampleBatch(dims, feature_sum, info, share)
 
     def describe_feature(self, index: int) -> str:

@@ -63,13 +63,15 @@ class KnownSentences:
         first = np.sort(first)
         self.tokens = rows[first]
         self.lengths = lengths[short][first].astype(np.int64)
-        offsets = np.zeros(self.lengths.size + 1, dtype=np.int64)
-        np.cumsum(self.lengths, out=offsets[1:])
-        flat = self.tokens[np.arange(self.m)[None, :] < self.lengths[:, None]]
-        self.corpus = EncodedCorpus(flat.astype(corpus.tokens.dtype), offsets)
-        self.chosen = np.zeros(0, dtype=np.int64)
+        self.corpus = _flat(self.tokens, self.lengths)
         self.age = 0
         self.log_z = np.zeros(0)
+        self._choose(np.zeros(0, dtype=np.int64))
+
+    def _choose(self, chosen: np.ndarray) -> None:
+        """Make ``chosen`` (indices of the distinct sentences) the known set, flattened once for its scoring."""
+        self.chosen = chosen
+        self._chosen_corpus = _flat(self.tokens[chosen], self.lengths[chosen])
 
     def __len__(self) -> int:
         """Distinct training sentences that can be known."""
@@ -81,12 +83,11 @@ class KnownSentences:
         if self.age % self.refresh == 0 and self.log_z.size:
             scores = self.features.scores(self.corpus, lam)
             share = scores - self.log_z[self.lengths - 1]
-            self.chosen = np.flatnonzero(share >= np.log(self.threshold))
+            self._choose(np.flatnonzero(share >= np.log(self.threshold)))
         self.age += 1
         if self.chosen.size == 0:
             return None
-        picked = EncodedCorpus(*_rows(self.corpus, self.chosen))
-        return self.tokens[self.chosen], self.lengths[self.chosen], self.features.scores(picked, lam)
+        return self.tokens[self.chosen], self.lengths[self.chosen], self.features.scores(self._chosen_corpus, lam)
 
     def after_draw(self, log_z: np.ndarray) -> None:
         """Keep the draw's ``log Z-hat_j`` (``j = 1..m``) for the next choice."""
@@ -101,18 +102,16 @@ class KnownSentences:
 
     def set_state(self, state: dict[str, np.ndarray]) -> None:
         """Restore :meth:`get_state`'s output (a checkpoint without it restarts the set empty)."""
-        self.chosen = np.asarray(state.get("known_chosen", np.zeros(0)), dtype=np.int64).copy()
+        chosen = np.asarray(state.get("known_chosen", np.zeros(0)), dtype=np.int64).copy()
+        if chosen.size and (chosen.min() < 0 or chosen.max() >= len(self)):
+            raise ValueError(f"known_chosen must index the {len(self)} distinct training sentences")
+        self._choose(chosen)
         self.age = int(state.get("known_age", 0))
         self.log_z = np.asarray(state.get("known_log_z", np.zeros(0)), dtype=np.float64).copy()
-        if self.chosen.size and (self.chosen.min() < 0 or self.chosen.max() >= len(self)):
-            raise ValueError(f"known_chosen must index the {len(self)} distinct training sentences")
 
 
-def _rows(corpus: EncodedCorpus, index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(tokens, offsets)`` of the sentences ``index`` of ``corpus``."""
-    starts, stops = corpus.offsets[index], corpus.offsets[index + 1]
-    sizes = stops - starts
-    offsets = np.zeros(index.size + 1, dtype=np.int64)
-    np.cumsum(sizes, out=offsets[1:])
-    take = np.repeat(starts - offsets[:-1], sizes) + np.arange(offsets[-1])
-    return corpus.tokens[take], offsets
+def _flat(tokens: np.ndarray, lengths: np.ndarray) -> EncodedCorpus:
+    """Zero-padded rows ``tokens`` of sentences of ``lengths`` as an :class:`EncodedCorpus`."""
+    offsets = np.zeros(lengths.size + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return EncodedCorpus(tokens[np.arange(tokens.shape[1])[None, :] < lengths[:, None]].astype(np.int32), offsets)

@@ -484,14 +484,14 @@ def _pick_sentences(log_z_j: np.ndarray, keep_j: np.ndarray, j: int, n: int, rng
     return keep_j[runs, picks, :j]
 
 
-def _known_split(known, keep: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For :meth:`SMCSampler.draw`: the known sentences' lengths, which kept sentences ``keep`` (runs, m, S, m) are
-    known (bool, (runs, m, S)) and ``log W(S_j)``, the log of the known weight at each length ``1..m`` (-inf:
-    none)."""
+def _known_split(known, keep: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """For :meth:`SMCSampler.draw`: the known sentences' lengths and log weights, which kept sentences ``keep``
+    (runs, m, S, m) are known (bool, (runs, m, S)) and ``log W(S_j)``, the log of the known weight at each length
+    ``1..m`` (-inf: none)."""
     member = np.zeros(keep.shape[:3], dtype=bool)
     log_known = np.full(m, -np.inf)
     if known is None:
-        return np.zeros(0, dtype=np.int64), member, log_known
+        return np.zeros(0, dtype=np.int64), np.zeros(0), member, log_known
     tokens, lengths, log_weight = (np.asarray(a) for a in known)
     lengths = lengths.astype(np.int64)
     log_weight = log_weight.astype(np.float64)
@@ -508,7 +508,7 @@ def _known_split(known, keep: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarra
         kept = np.ascontiguousarray(keep[:, j - 1, :, :j]).reshape(-1, j)
         member[:, j - 1] = np.fromiter((row.tobytes() in rows for row in kept), bool, kept.shape[0]).reshape(
             keep.shape[0], keep.shape[2])
-    return lengths, member, log_known
+    return lengths, log_weight, member, log_known
 
 
 def _allot(shares: np.ndarray, n: int, rng) -> np.ndarray:
@@ -585,6 +585,8 @@ class SMCSampler:
         Not with ``strata``.
         """
         n_samples = check_int(n_samples, "n_samples", low=1)
+        if known is not None and strata is not None:
+            raise ValueError("known sentences and strata cannot be combined")
         rng = np.random.default_rng(seed)
         bundle, shift = self.structure.bundle(np.asarray(lam, dtype=np.float64), self.proposal, self.trim)
         seeds = kernel_seeds(rng, self.n_runs)
@@ -596,9 +598,7 @@ class SMCSampler:
         # non-finite estimates (weights overflowing while lambda diverges, before the trainer's guard sees it) carry
         # no information: they get weight 0, and with no finite weight left every length and run is equally likely
         log_z_runs = np.where(np.isfinite(out), out + lengths_all * shift, -np.inf)
-        if known is not None and strata is not None:
-            raise ValueError("known sentences and strata cannot be combined")
-        known_j, member, log_known = _known_split(known, keep, self.m)
+        known_j, known_log, member, log_known = _known_split(known, keep, self.m)
         with np.errstate(divide="ignore"):
             log_rest_runs = log_z_runs + np.log(1.0 - member.mean(axis=2))  # (runs, m): Z-hat_j outside S_j
         log_z = np.logaddexp(log_known, logsumexp(log_rest_runs, axis=0) - np.log(self.n_runs))
@@ -632,6 +632,6 @@ class SMCSampler:
             info["known_weight"] = np.zeros(known_j.size)
             inside = known_j <= self.m
             j = known_j[inside]
-            info["known_weight"][inside] = n_j[j - 1] * known_share[j - 1] * np.exp(known[2][inside] - log_known[j - 1])
+            info["known_weight"][inside] = n_j[j - 1] * known_share[j - 1] * np.exp(known_log[inside] - log_known[j - 1])
             info["known_share"] = known_share
         return tokens, lengths.astype(np.int64), info

@@ -601,9 +601,8 @@ def _below(a: np.ndarray, se_a: np.ndarray, runs_a: int, b: np.ndarray, se_b: np
     above Student's t quantile with the Welch-Satterthwaite degrees of freedom (``runs - 1`` behind each standard
     error; a side with one run or none counts as exact).  With both errors 0, any shortfall counts."""
     va, vb = np.asarray(se_a, float) ** 2, np.asarray(se_b, float) ** 2
+    spread = va ** 2 / max(runs_a - 1, 1) + vb ** 2 / max(runs_b - 1, 1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        spread = np.where(va > 0, va ** 2 / max(runs_a - 1, 1), 0.0) + np.where(vb > 0, vb ** 2 / max(runs_b - 1, 1),
-                                                                                  0.0)
         dof = np.where(spread > 0, (va + vb) ** 2 / spread, np.inf)
     limit = special.stdtrit(dof, 1.0 - level) * np.sqrt(va + vb)
     return np.asarray(b, float) - np.asarray(a, float) > np.nan_to_num(limit)
