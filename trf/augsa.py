@@ -60,8 +60,10 @@ from typing import Any, Callable, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
+from samplers._blocks import block_edges, run_blocks
 from samplers.validation import as_float_array, check_distribution, check_float, check_int
 
+from ._augsa_kernels import lambda_step
 from .io import atomic_write_npz, read_npz
 
 CHECKPOINT_KIND = "augsa-checkpoint"
@@ -502,20 +504,21 @@ class AugSA:
         g_lam, g_zeta = learning_rates(t, cfg.t_c, cfg.beta_lambda, cfg.beta_zeta, state.t0)
         g_lam *= state.step_scale
         K = cfg.n_samples
-        grad = self.mean - np.asarray(batch.feature_sum, dtype=np.float64) / K - cfg.l2 * state.lam
-        d_lam = g_lam / (self.sigma + cfg.l2) * grad                             # Eq. (16) / (38)
+        if cfg.learn_lambda:                                                      # Eq. (16) / (38), one pass
+            lam, bad = _lambda_step(state.lam, self.mean, np.asarray(batch.feature_sum, dtype=np.float64), K, cfg.l2,
+                                    self.sigma, g_lam, np.inf if cfg.clip is None else cfg.clip)
+        else:
+            lam, bad = state.lam, 0
         if batch.length_share is None:
             delta = np.bincount(np.asarray(batch.lengths) - 1, minlength=len(state.zeta))[: len(state.zeta)] / K
         else:
             delta = np.asarray(batch.length_share, dtype=np.float64)
         d_zeta = g_zeta * delta * self._inv_pi0                                   # Eq. (17)
         if cfg.clip is not None:
-            d_lam = np.clip(d_lam, -cfg.clip, cfg.clip)
             d_zeta = np.clip(d_zeta, -cfg.clip, cfg.clip)
-        lam = state.lam + d_lam if cfg.learn_lambda else state.lam
         zeta = state.zeta + d_zeta
         zeta = zeta - zeta[0]                                                     # Eq. (18)
-        if not (np.all(np.isfinite(lam)) and np.all(np.isfinite(zeta))):
+        if bad or not np.all(np.isfinite(zeta)):
             raise FloatingPointError(f"AugSA diverged at iteration {t} (non-finite parameters); "
                                      "try clip=... or a larger t_c")
         info = {"t": t, "gamma_lambda": g_lam, "gamma_zeta": g_zeta, **{k: float(v) for k, v in batch.info.items()}}
@@ -766,3 +769,17 @@ def _progress_bar(total: int, initial: int, enabled: bool):
     except ImportError:  # pragma: no cover - tqdm is a dependency
         return None
     return tqdm(total=total, initial=initial, desc="AugSA", unit="it")
+
+
+def _lambda_step(lam: np.ndarray, mean: np.ndarray, feature_sum: np.ndarray, k: int, l2: float, sigma: np.ndarray,
+                 gamma: float, clip: float) -> tuple[np.ndarray, int]:
+    """``lam + d_lam`` by Eq. (16) / (38), ``d_lam = gamma / (sigma + l2) * (mean - feature_sum / k - l2 lam)``
+    bounded to ``[-clip, clip]``, in one pass on the Numba threads (:func:`trf._augsa_kernels.lambda_step`: the
+    NumPy expression's bits), and how many new weights are not finite."""
+    if feature_sum.shape != lam.shape:
+        raise ValueError(f"batch.feature_sum must have shape {lam.shape}, got {feature_sum.shape}")
+    out = np.empty_like(lam)
+    arrays = (lam, mean, feature_sum, sigma, out)
+    bad = run_blocks(lambda lo, hi: lambda_step(arrays, float(k), float(l2), float(gamma), float(clip), lo, hi),
+                     block_edges(lam.size))
+    return out, int(sum(bad))

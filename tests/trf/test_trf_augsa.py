@@ -227,3 +227,35 @@ def test_a_rollback_also_undoes_the_stop_rule_gaps():
     assert trainer.t == 50 and trainer.state.d_gaps.size == 39  # 11..49; the loop then appends iteration 50's
     trainer.state = trainer.state._replace(good_t=5)
     assert not trainer._guard(problems=["test"]) and trainer.state.d_gaps.size == 0
+
+
+@pytest.mark.parametrize("clip", [None, 0.05])
+def test_the_one_pass_lambda_step_is_the_numpy_expression_bit_for_bit(monkeypatch, clip):
+    """The lambda step of Eq. (16) / (38) runs as one Numba pass in blocks on threads (issue 27, item 2); it must be
+    NumPy's ``lam + clip(gamma / (sigma + mu) * (mean - feature_sum / K - mu lam))`` to the last bit, however many
+    blocks, with a weight of infinite variance never moving, and a non-finite new weight an error (a NaN in the
+    batch: FloatingPointError, never a silent NaN)."""
+    import samplers._blocks as blocks
+    from trf.augsa import _lambda_step
+
+    rng = np.random.default_rng(7)
+    d, K, mu, gamma = 10_001, 100, 4e-5, 0.002
+    lam, mean = rng.normal(size=d), rng.random(d)
+    feature_sum = rng.poisson(3.0, d).astype(float) * rng.random(d)
+    sigma = rng.random(d) ** 3
+    sigma[5] = np.inf
+    d_lam = gamma / (sigma + mu) * (mean - feature_sum / K - mu * lam)
+    expected = lam + (d_lam if clip is None else np.clip(d_lam, -clip, clip))
+    bound = np.inf if clip is None else clip
+    for min_block, threads in [(1 << 16, 1), (1, 3), (1, 7)]:
+        monkeypatch.setattr(blocks, "MIN_BLOCK", min_block)
+        monkeypatch.setattr(blocks.numba, "get_num_threads", lambda threads=threads: threads)
+        assert blocks.block_edges(d).size - 1 == threads  # the blocks this case asks for
+        out, bad = _lambda_step(lam, mean, feature_sum, K, mu, sigma, gamma, bound)
+        assert bad == 0 and out[5] == lam[5]
+        np.testing.assert_array_equal(out, expected)
+    feature_sum[d - 3] = np.nan
+    _, bad = _lambda_step(lam, mean, feature_sum, K, mu, sigma, gamma, bound)
+    assert bad == 1
+    with pytest.raises(ValueError, match="feature_sum must have shape"):
+        _lambda_step(lam, mean, feature_sum[:-1], K, mu, sigma, gamma, bound)

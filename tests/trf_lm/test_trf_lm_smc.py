@@ -691,3 +691,30 @@ def test_known_sentences_are_weighed_exactly_and_the_batch_keeps_its_expectation
         sampler.draw(model.lam, log_len_weight, 10, 0, known=(tokens, np.array([2, 3, 5]), k_log))
     with pytest.raises(ValueError, match="cannot be combined"):
         sampler.draw(model.lam, log_len_weight, 10, 0, (np.arange(M), pi0), known=(tokens, k_len, k_log))
+
+
+def test_the_bundle_is_the_same_in_any_number_of_blocks(monkeypatch):
+    """Issue 27, item 2: the bundle's successor weights, their ``exp`` and the trimmed lists are computed in blocks on
+    the Numba threads; with one block or many they are the NumPy gather, ``np.exp`` and the brute-force filter, bit for
+    bit, and so are the contexts' ``</s>`` weights (a model with every template row on 12 words)."""
+    import samplers._blocks as blocks
+
+    model = _model(12, 6, ALL_TEMPLATES, n_sentences=300, scale=0.5, seed=11)
+    structure, lam = _structure(model.features), model.lam
+    succ = structure.succ
+    keep = ~structure.succ_word_final | (np.abs(lam[succ.succ_feature]) >= 0.3)
+    assert 0 < (~keep).sum() < keep.sum()  # informative: some entries trimmed, most kept
+    n_kept = np.array([keep[a:b].sum() for a, b in zip(succ.ctx_start[:-1], succ.ctx_start[1:])])
+    for min_block, threads in [(1 << 16, 1), (1, 3), (1, 5)]:
+        monkeypatch.setattr(blocks, "MIN_BLOCK", min_block)
+        monkeypatch.setattr(blocks.numba, "get_num_threads", lambda threads=threads: threads)
+        assert blocks.block_edges(succ.succ_feature.size).size - 1 == threads
+        exact, _ = _smc_model(model)
+        np.testing.assert_array_equal(exact.succ_lam, lam[succ.succ_feature])
+        np.testing.assert_array_equal(exact.succ_exp, np.exp(lam[succ.succ_feature]))
+        np.testing.assert_array_equal(exact.ctx_end_lam, np.where(structure.ctx_end >= 0, lam[structure.ctx_end], 0.0))
+        trimmed, _ = _smc_model(model, "trimmed", 0.3)
+        np.testing.assert_array_equal(trimmed.succ.succ_feature, succ.succ_feature[keep])
+        np.testing.assert_array_equal(trimmed.succ.succ_symbol, succ.succ_symbol[keep])
+        np.testing.assert_array_equal(trimmed.succ.ctx_start, np.concatenate(([0], np.cumsum(n_kept))))
+        np.testing.assert_array_equal(trimmed.succ_exp, np.exp(lam[succ.succ_feature[keep]]))

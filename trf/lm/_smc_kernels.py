@@ -131,25 +131,49 @@ class SMCWork(NamedTuple):
 
 
 @jit
-def trim_successors(ctx_start, succ_symbol, succ_feature, succ_lam, word_final, trim):
-    """The successor lists without the word-final entries whose ``|lambda| < trim`` (the trimmed proposal): the new
-    ``ctx_start``, ``succ_symbol``, ``succ_feature`` and ``succ_lam``, each context's kept entries in their order."""
+def successor_weights(succ_feature, lam, out_lam, out_exp, lo, hi):
+    """``out_lam[s] = lam[succ_feature[s]]`` and ``out_exp[s]`` its ``exp`` for ``s`` in ``lo:hi`` (the exact
+    proposal's successor weights: one pass instead of a gather and an ``exp`` over all entries)."""
+    for s in range(lo, hi):
+        x = lam[succ_feature[s]]
+        out_lam[s] = x
+        out_exp[s] = np.exp(x)
+
+
+@jit
+def gather_or_zero(index, lam, out, lo, hi):
+    """``out[k] = lam[index[k]]``, or 0 where ``index[k] < 0``, for ``k`` in ``lo:hi`` (each context's ``</s>``
+    weight)."""
+    for k in range(lo, hi):
+        f = index[k]
+        out[k] = lam[f] if f >= 0 else 0.0
+
+
+@jit
+def count_kept(ctx_start, succ_feature, lam, word_final, trim, k_lo, k_hi):
+    """How many successors of the contexts ``k_lo:k_hi`` the trimmed proposal keeps: the class-final ones and the
+    word-final ones with ``|lambda| >= trim``."""
     n = 0
-    for s in range(succ_lam.size):
-        n += not word_final[s] or abs(succ_lam[s]) >= trim
-    start = np.empty_like(ctx_start)
-    symbol = np.empty(n, dtype=succ_symbol.dtype)
-    feature = np.empty(n, dtype=succ_feature.dtype)
-    lam = np.empty(n)
-    n = 0
-    for k in range(ctx_start.size - 1):
+    for s in range(ctx_start[k_lo], ctx_start[k_hi]):
+        n += not word_final[s] or abs(lam[succ_feature[s]]) >= trim
+    return n
+
+
+@jit
+def keep_successors(lists, lam, word_final, trim, k_lo, k_hi, n, kept):
+    """The trimmed successor lists (``lists = (ctx_start, succ_symbol, succ_feature)``) of the contexts ``k_lo:k_hi``,
+    written from entry ``n`` on into ``kept`` =
+    ``(start, symbol, feature, lam, exp)``: each context's kept entries (:func:`count_kept`) in their order, with
+    their weights and its ``exp``; ``start[k]`` is where context ``k``'s list begins."""
+    ctx_start, succ_symbol, succ_feature = lists
+    start, symbol, feature, kept_lam, kept_exp = kept
+    for k in range(k_lo, k_hi):
         start[k] = n
         for s in range(ctx_start[k], ctx_start[k + 1]):
-            if not word_final[s] or abs(succ_lam[s]) >= trim:
-                symbol[n], feature[n], lam[n] = succ_symbol[s], succ_feature[s], succ_lam[s]
+            x = lam[succ_feature[s]]
+            if not word_final[s] or abs(x) >= trim:
+                symbol[n], feature[n], kept_lam[n], kept_exp[n] = succ_symbol[s], succ_feature[s], x, np.exp(x)
                 n += 1
-    start[ctx_start.size - 1] = n
-    return start, symbol, feature, lam
 
 
 @jit

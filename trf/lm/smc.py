@@ -26,10 +26,20 @@ import numba
 import numpy as np
 from scipy.special import logsumexp
 
+from samplers._blocks import block_edges, run_blocks
 from samplers.rng import as_generator, kernel_seeds
 from samplers.validation import check_int
-from trf.lm._smc_kernels import SMCModel, SMCOutput, SMCRun, SuccessorTables, trim_successors
+from trf.lm._smc_kernels import (
+    SMCModel,
+    SMCOutput,
+    SMCRun,
+    SuccessorTables,
+    count_kept,
+    gather_or_zero,
+    keep_successors,
+)
 from trf.lm._smc_kernels import smc_log_z as _smc_run
+from trf.lm._smc_kernels import successor_weights as _successor_weights
 from trf.lm.features import SentenceFeatures, blank_slot, hash_table
 from trf.lm.model import SentenceTRF
 
@@ -149,13 +159,41 @@ class _Structure:
         features."""
         return np.where(self.unigram >= 0, lam[self.unigram], 0.0).sum(axis=0)
 
-    def trimmed(self, succ_lam: np.ndarray, trim: float) -> tuple[SuccessorTables, np.ndarray]:
+    def weights(self, lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The successors' ``lambda`` (``lam[succ.succ_feature]``) and its ``exp``, in one pass on the Numba
+        threads."""
+        feature = self.succ.succ_feature
+        succ_lam, succ_exp = np.empty(feature.size), np.empty(feature.size)
+        run_blocks(lambda lo, hi: _successor_weights(feature, lam, succ_lam, succ_exp, lo, hi), block_edges(feature.size))
+        return succ_lam, succ_exp
+
+    def end_weights(self, lam: np.ndarray) -> np.ndarray:
+        """Each context's ``</s>`` weight (0: none), gathered on the Numba threads."""
+        end = self.ctx_end
+        out = np.empty(end.size)
+        run_blocks(lambda lo, hi: gather_or_zero(end, lam, out, lo, hi), block_edges(end.size))
+        return out
+
+    def trimmed(self, lam: np.ndarray, trim: float) -> tuple[SuccessorTables, np.ndarray, np.ndarray]:
         """The successor tables without the word-final entries whose ``|lambda| < trim`` (each context keeps its
-        place and its other successors, in order), and the kept entries' ``lambda``."""
-        succ = self.succ
-        start, symbol, feature, lam = trim_successors(succ.ctx_start, succ.succ_symbol, succ.succ_feature, succ_lam,
-                                                      self.succ_word_final, float(trim))
-        return SuccessorTables(succ.ctx_hi, succ.ctx_lo, succ.ctx_slots, start, symbol, feature), lam
+        place and its other successors, in order), and the kept entries' ``lambda`` and its ``exp``: the contexts
+        counted, then filled, in blocks on the Numba threads (the same tables whatever their number)."""
+        succ, word_final = self.succ, self.succ_word_final
+        n_ctx = succ.ctx_start.size - 1
+        edges = block_edges(n_ctx, starts=succ.ctx_start)
+        trim = float(trim)
+        counts = run_blocks(lambda lo, hi: count_kept(succ.ctx_start, succ.succ_feature, lam, word_final, trim, lo, hi),
+                            edges)
+        offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        n = int(offsets[-1])
+        start = np.empty_like(succ.ctx_start)
+        start[n_ctx] = n
+        kept = (start, np.empty(n, dtype=succ.succ_symbol.dtype), np.empty(n, dtype=succ.succ_feature.dtype),
+                np.empty(n), np.empty(n))
+        lists = (succ.ctx_start, succ.succ_symbol, succ.succ_feature)
+        run_blocks(lambda lo, hi: keep_successors(lists, lam, word_final, trim, lo, hi,
+                                                  offsets[np.searchsorted(edges, lo)], kept), edges)
+        return SuccessorTables(succ.ctx_hi, succ.ctx_lo, succ.ctx_slots, start, kept[1], kept[2]), kept[3], kept[4]
 
     def bundle(self, lam: np.ndarray, proposal: str = "exact", trim: float = TRIM) -> tuple[SMCModel, float]:
         """The kernels' bundle at ``lam`` for ``proposal`` (:data:`PROPOSALS`; ``trim``: the threshold of the
@@ -169,17 +207,16 @@ class _Structure:
         u = u - shift
         exp_u = np.exp(u)[self.class_words]  # by position in the class order
         class_mass = np.bincount(self.position_class, weights=exp_u, minlength=feats.n_classes)[:feats.n_classes]
-        succ, succ_lam = self.succ, lam[self.succ.succ_feature]
-        rest_rows, rest_below = np.flatnonzero(~draw_row).astype(np.int64), np.inf
+        # a diverging lambda gives infinite factors, as exp(s_p) overflows in the kernel
         if proposal == "trimmed":
-            succ, succ_lam = self.trimmed(succ_lam, trim)
-            rest_rows, rest_below = self.trimmed_rows, float(trim)
-        with np.errstate(over="ignore"):  # a diverging lambda: infinite factors, as exp(s_p) overflows in the kernel
-            succ_exp = np.exp(succ_lam)
+            (succ, succ_lam, succ_exp), rest_rows, rest_below = self.trimmed(lam, trim), self.trimmed_rows, float(trim)
+        else:
+            succ, (succ_lam, succ_exp) = self.succ, self.weights(lam)
+            rest_rows, rest_below = np.flatnonzero(~draw_row).astype(np.int64), np.inf
         return SMCModel(int(feats.n_words), int(feats.n_classes), feats.word_class.astype(np.int64), self.class_start,
                         self.class_words, self.word_position, self.position_class, u, exp_u,
                         class_mass.astype(np.float64), lam, self.hashed, succ, succ_lam, succ_exp,
-                        np.where(self.ctx_end >= 0, lam[self.ctx_end], 0.0), draw_row, rest_rows, rest_below,
+                        self.end_weights(lam), draw_row, rest_rows, rest_below,
                         int(DENSE_FROM * feats.n_words)), shift
 
 

@@ -138,6 +138,7 @@ class SentenceSampler:
         word_position = np.empty_like(self.class_words)
         word_position[self.class_words] = np.arange(self.class_words.size)
         self.holes = _holes(features, word_position)
+        self._structure_model: SentenceModel | None = None
 
     def model(self, lam) -> SentenceModel:
         """The hashed-n-gram model bundle of the TransMS kernels at ``lam`` (checked)."""
@@ -216,7 +217,9 @@ class SentenceSampler:
 
     def weighted_feature_sum(self, tokens: np.ndarray, lengths: np.ndarray, weights: np.ndarray) -> np.ndarray:
         """``sum_r weights[r] f(x_r)`` over sampled sentences (the sample term of Eq. 16/38)."""
+        if self._structure_model is None:  # the kernel reads the features' tables, not lambda: built once
+            self._structure_model = self.model(np.zeros(self.features.n_features))
         acc = np.zeros(self.features.n_features)
-        weighted_feature_sum(self.model(np.zeros(self.features.n_features)), np.asarray(tokens, dtype=np.int64),
+        weighted_feature_sum(self._structure_model, np.asarray(tokens, dtype=np.int64),
                              np.asarray(lengths, dtype=np.int64), np.asarray(weights, dtype=np.float64), acc)
         return acc

@@ -1,0 +1,32 @@
+"""Numba kernel of AugSA's lambda step (see :mod:`trf.augsa`).  Private.
+
+One pass over the ``d`` weights instead of NumPy's ten (each a temporary of ``d`` floats: about 10 ms a step for
+the 3M features of the full sentence set); the same operations in the same order, so the same bits.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from samplers._jit import jit
+
+
+@jit
+def lambda_step(arrays, k, l2, gamma, clip, lo, hi):
+    """``out[i] = lam[i] + d_i`` for ``i`` in ``lo:hi`` (``arrays = (lam, mean, feature_sum, sigma, out)``), with Eq.
+    (16) / (38)'s
+    ``d_i = gamma / (sigma_i + l2) * (mean_i - feature_sum_i / k - l2 lam_i)`` bounded to ``[-clip, clip]``
+    (``clip = inf``: none); returns how many ``out[i]`` are not finite."""
+    lam, mean, feature_sum, sigma, out = arrays
+    bad = 0
+    for i in range(lo, hi):
+        grad = mean[i] - feature_sum[i] / k - l2 * lam[i]
+        d = gamma / (sigma[i] + l2) * grad
+        if d < -clip:
+            d = -clip
+        elif d > clip:
+            d = clip
+        x = lam[i] + d
+        out[i] = x
+        bad += not np.isfinite(x)
+    return bad
