@@ -9,7 +9,8 @@ trainer with the documented fast schedule (K = ``--samples``, ``t_c`` 500, ``bet
 that is learning (the cost of an SMC table grows with the successor lists of the contexts it visits; at lambda = 0
 the particles write uniform words, whose contexts are rare).  Then ``--repeats`` rounds time ``--block`` iterations
 of each set in turn (A B A B ...; Numba compiled before), and the table prints the median iterations per second,
-the median share of the time spent drawing, and the median of the per-round ratios full / ``w+c``.  The machine
+the median share of the time spent in the parallel SMC runs (the rest is serial: the bundle, the feature sum, the
+update), and the median of the per-round ratios full / ``w+c``.  The machine
 is shared, so absolute rates are noisy: read the ratios taken in the same run.
 
     .venv/bin/python benchmarks/trf_train_speed.py --train /tmp/mcsa-fortunes/train.txt
@@ -73,15 +74,15 @@ def _trainer(train, vocab_size: int, word_class: np.ndarray, spec: str, proposal
 
 
 def _block(trainer, n: int) -> tuple[float, float, list[float]]:
-    """Seconds of ``n`` iterations, the seconds spent drawing in them and each iteration's smallest SMC
-    end-of-sentence ESS (over lengths and runs)."""
-    sampling = trainer.time_sampling
+    """Seconds of ``n`` iterations, the seconds spent in their SMC runs (the parallel part; NaN from a revision that
+    does not report it) and each iteration's smallest SMC end-of-sentence ESS (over lengths and runs)."""
     start = time.perf_counter()
-    ess = []
+    ess, smc = [], 0.0
     for _ in range(n):
         trainer.state, info = trainer.step(trainer.state)
         ess.append(info["smc_min_ess"])
-    return time.perf_counter() - start, trainer.time_sampling - sampling, ess
+        smc += info.get("smc_seconds", np.nan)
+    return time.perf_counter() - start, smc, ess
 
 
 def _proposal_quality(trainer, proposals, particles: int, replicates: int, trim: float):
@@ -230,25 +231,25 @@ def main(argv=None) -> int:
             warm_start = time.perf_counter()
             _block(trainer, max(1, args.warm_iterations))   # compiles, then lets lambda leave 0
             runs.append({"spec": spec, "proposal": proposal, "feats": feats, "trainer": trainer,
-                         "warm": time.perf_counter() - warm_start, "rates": [], "draw_share": [], "ess": []})
+                         "warm": time.perf_counter() - warm_start, "rates": [], "smc_share": [], "ess": []})
     for _ in range(args.repeats):
         for run in runs:
-            seconds, sampling, ess = _block(run["trainer"], args.block)
+            seconds, smc, ess = _block(run["trainer"], args.block)
             run["rates"].append(args.block / seconds)
-            run["draw_share"].append(sampling / seconds)
+            run["smc_share"].append(smc / seconds)
             run["ess"].extend(ess)
     base = np.array(runs[0]["rates"])
     print(f"{len(train)} sentences, vocabulary {len(vocab)}, {args.classes} classes; SMC {args.particles} particles x "
           f"{numba.get_num_threads()} runs, K = {args.samples}; "
           f"{'from ' + args.model + ', ' if args.model else ''}{args.warm_iterations} untimed iterations, then "
           f"{args.repeats} interleaved rounds of {args.block}; load average {os.getloadavg()[0]:.1f}")
-    print(f"| features (rows, features) | proposal | it/s (median) | drawing share | smallest ESS (median) | "
+    print(f"| features (rows, features) | proposal | it/s (median) | SMC runs' share | smallest ESS (median) | "
           f"it/s / {runs[0]['spec']} (median of rounds) |")
     print("|---|---|---|---|---|---|")
     for run in runs:
         rates = np.array(run["rates"])
         print(f"| {run['spec']} ({run['feats'].rows.row_len.size}, {run['feats'].n_features:,}) | {run['proposal']} | "
-              f"{np.median(rates):.2f} | {np.median(run['draw_share']):.2f} | {np.median(run['ess']):.1f} | "
+              f"{np.median(rates):.2f} | {np.median(run['smc_share']):.2f} | {np.median(run['ess']):.1f} | "
               f"**{np.median(rates / base):.2f}** |")
     if args.quality_runs:
         print(f"\n{args.quality_runs} SMC runs ({args.particles} particles, all lengths, one thread) of each proposal on "

@@ -184,7 +184,7 @@ class SentenceBackend:
             known = self.known.before_draw(lam) if self.known is not None else None
             tokens, lengths, smc_info = self.smc.draw(lam, self.sampler_log_weights(pi0, zeta), int(n_samples), seed,
                                                       strata, known)
-            info = {"smc_min_ess": smc_info["smc_min_ess"]}
+            info = {"smc_min_ess": smc_info["smc_min_ess"], "smc_seconds": smc_info["smc_seconds"]}
             if self.known is not None:
                 self.known.after_draw(smc_info["log_z"])
                 info["known_sentences"] = 0 if known is None else known[1].size

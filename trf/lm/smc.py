@@ -599,7 +599,8 @@ class SMCSampler:
              known: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, np.ndarray, dict]:
         """``n_samples`` sentences (tokens ``(K, m)`` zero-padded, lengths ``(K,)``) and diagnostics: the smallest
         end-of-sentence ESS over lengths and runs, the SMC ``log Z-hat_j`` (key ``"log_z"``) and the length law
-        ``q-hat(j)`` the draws' lengths follow (key ``"length_law"``).
+        ``q-hat(j)`` the draws' lengths follow (key ``"length_law"``) and the wall seconds of the SMC runs (key
+        ``"smc_seconds"``; the rest of a training iteration is the serial work around them).
 
         ``strata = (group, share)`` allots the lengths instead of drawing them: ``group[j - 1]`` is the stratum of
         length ``j`` and stratum ``s`` gets ``share[s]`` of the draws (:func:`_allot`), each of them a length of
@@ -630,7 +631,7 @@ class SMCSampler:
         out = np.zeros((self.n_runs, self.m))
         ess = np.zeros((self.n_runs, self.m))
         keep = np.zeros((self.n_runs, self.m, n_samples, self.m), dtype=np.int64)
-        _run_all(bundle, self.n_particles, self.m, seeds, out, ess, keep, self.threads)
+        seconds = _run_all(bundle, self.n_particles, self.m, seeds, out, ess, keep, self.threads)
         lengths_all = np.arange(1, self.m + 1)
         # non-finite estimates (weights overflowing while lambda diverges, before the trainer's guard sees it) carry
         # no information: they get weight 0, and with no finite weight left every length and run is equally likely
@@ -662,7 +663,7 @@ class SMCSampler:
             if known_share[j - 1] < 1.0:
                 tokens[at, :j] = _pick_sentences(log_rest_runs[:, j - 1], keep[:, j - 1], j, at.size, rng,
                                                  member[:, j - 1])
-        info = {"smc_min_ess": float(ess.min()), "log_z": log_z, "length_law": law}
+        info = {"smc_min_ess": float(ess.min()), "log_z": log_z, "length_law": law, "smc_seconds": seconds}
         if known is not None:
             n_j = np.bincount(lengths, minlength=self.m + 1)[1:]
             info["weight"] = 1.0 - known_share[lengths - 1]
