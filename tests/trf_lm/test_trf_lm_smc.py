@@ -40,10 +40,10 @@ def _buffers(model, history):
 @jit
 def _draws(bundle, w, c, p, work, n, seed):
     np.random.seed(seed)
-    log_z, n_touched, _ = sk.local_tables(bundle, w, c, p, work)
+    _, n_touched, _ = sk.local_tables(bundle, w, c, p, work)
     counts = np.zeros(bundle.n_words)
     for _ in range(n):
-        counts[sk.draw_word(bundle, work, log_z)] += 1
+        counts[sk.draw_word(bundle, work)] += 1
     sk.clear_tables(work, n_touched)
     return counts
 

@@ -110,7 +110,7 @@ class SMCOutput(NamedTuple):
 class TableCache(NamedTuple):
     """What a child's draw needs of its ancestor identity's local law, kept from the weighting to the draws.
 
-    ``mass[i]`` is identity ``i``'s ``log_mass`` and ``ctx[i]`` its context index per template row (-1: none, or a
+    ``mass[i]`` is identity ``i``'s class ``weight`` and ``ctx[i]`` its context index per template row (-1: none, or a
     row outside the proposal): :func:`draw_kept_word`.  ``kept[i]`` False: no room (the tables are recomputed)."""
 
     mass: np.ndarray   # (rows, C)
@@ -125,7 +125,7 @@ class SMCWork(NamedTuple):
     factor: np.ndarray   # (V,) exp of the word-final feature weights (1 off the touched positions)
     mark: np.ndarray     # (V,) bool: position touched (sparse path)
     touched: np.ndarray  # (V + 1,) touched positions, first n_touched valid (one spare: written before the count)
-    log_mass: np.ndarray  # (C,) log of each class's mass under the local law
+    weight: np.ndarray   # (C,) each class's mass under the local law, relative (:func:`class_weights`)
     ctx: np.ndarray      # (n_template_rows,) the context index of each row the law reads (-1: none)
     segment: np.ndarray  # (largest class,) the factors of one class (:func:`draw_kept_word`)
 
@@ -272,24 +272,39 @@ def local_tables(model, w, c, p, work):
                 n_touched += 1 - mark[sym]
                 mark[sym] = True
                 factor[sym] *= succ_exp[s]
-    log_mass, class_mass, exp_u = work.log_mass, model.class_mass, model.exp_u
+    weight, class_mass, exp_u = work.weight, model.class_mass, model.exp_u
     if dense:
         for k in range(C):
-            mass = class_sum(model, factor, k)
-            log_mass[k] = (dc[k] + np.log(mass)) if mass > 0.0 else -np.inf
-        return logsumexp_1d(log_mass), -1, end
-    # class masses: U[k] plus the corrections of the touched positions, in the log domain with dc
+            weight[k] = class_sum(model, factor, k)
+        return class_weights(dc, weight), -1, end
+    # class masses: U[k] plus the corrections of the touched positions
     for k in range(C):
-        log_mass[k] = class_mass[k]
+        weight[k] = class_mass[k]
     for t in range(n_touched):
         v = touched[t]
-        log_mass[model.position_class[v]] += exp_u[v] * (factor[v] - 1.0)
+        weight[model.position_class[v]] += exp_u[v] * (factor[v] - 1.0)
     for k in range(C):
-        mass = log_mass[k]
-        if mass < 1e-9 * class_mass[k]:  # heavy cancellation: sum the class directly
-            mass = class_sum(model, factor, k)
-        log_mass[k] = (dc[k] + np.log(mass)) if mass > 0.0 else -np.inf
-    return logsumexp_1d(log_mass), n_touched, end
+        if weight[k] < 1e-9 * class_mass[k]:  # heavy cancellation: sum the class directly
+            weight[k] = class_sum(model, factor, k)
+    return class_weights(dc, weight), n_touched, end
+
+
+@jit(inline="always")
+def class_weights(dc, weight):
+    """Turn each class's mass ``weight[k]`` (``<= 0``: none) into its share of the local law up to one factor,
+    ``weight[k] exp(dc[k] - top)`` with ``top`` the largest ``dc`` of a class with mass, and return ``log`` of the
+    local normaliser, ``top + log sum_k weight[k]`` (-inf: no class has mass).  One ``exp`` per class, no ``log``,
+    and the draws read the weights as they are (:func:`draw_class`)."""
+    top = -np.inf
+    for k in range(dc.size):
+        if weight[k] > 0.0 and dc[k] > top:
+            top = dc[k]
+    total = 0.0
+    for k in range(dc.size):
+        x = weight[k] * np.exp(dc[k] - top) if weight[k] > 0.0 else 0.0
+        weight[k] = x
+        total += x
+    return top + np.log(total) if total > 0.0 else -np.inf
 
 
 @jit
@@ -316,18 +331,21 @@ def clear_tables(work, n_touched):
 
 
 @jit(inline="always")
-def draw_class(log_mass, log_z):
-    """A class by its mass ``exp(log_mass[k] - log_z)``."""
-    C = log_mass.size
-    r = np.random.random()
+def draw_class(weight):
+    """A class by its weight (:func:`class_weights`)."""
+    C = weight.size
+    total = 0.0
+    for kk in range(C):
+        total += weight[kk]
+    r = np.random.random() * total
     acc = 0.0
     k = C - 1
     for kk in range(C):
-        acc += np.exp(log_mass[kk] - log_z)
+        acc += weight[kk]
         if r < acc:
             k = kk
             break
-    while k > 0 and not log_mass[k] > -np.inf:  # rounding at the end of the cdf (or no finite mass)
+    while k > 0 and not weight[k] > 0.0:  # rounding at the end of the cdf (or no mass)
         k -= 1
     return k
 
@@ -350,19 +368,19 @@ def draw_in_class(model, factor, k, offset):
 
 
 @jit
-def draw_word(model, work, log_z):
-    """A word from the local law in ``work`` (whose log normaliser is ``log_z``): a class, then a word in it."""
-    return draw_in_class(model, work.factor, draw_class(work.log_mass, log_z), 0)
+def draw_word(model, work):
+    """A word from the local law in ``work``: a class, then a word in it."""
+    return draw_in_class(model, work.factor, draw_class(work.weight), 0)
 
 
 @jit
-def draw_kept_word(model, cache, work, i, log_z):
+def draw_kept_word(model, cache, work, i):
     """A word from identity ``i``'s kept local law (:func:`keep_tables`): a class by the kept masses, then a word in
     it, whose factors are rebuilt in ``work.segment`` from the kept contexts: each word-final context's successors
     inside the class's positions (a binary search in the sorted list), multiplied in row order as
     :func:`local_tables` does, so the factors and the draw are bit for bit those of :func:`draw_word` on the
     recomputed tables."""
-    k = draw_class(cache.mass[i], log_z)
+    k = draw_class(cache.mass[i])
     first, stop = model.class_start[k], model.class_start[k + 1]
     segment = work.segment
     segment[:stop - first] = 1.0
@@ -454,7 +472,7 @@ def keep_tables(cache, work, i):
     if i >= cache.mass.shape[0]:
         cache.kept[i] = False
         return
-    cache.mass[i, :] = work.log_mass
+    cache.mass[i, :] = work.weight
     cache.ctx[i, :] = work.ctx
     cache.kept[i] = True
 
@@ -607,13 +625,13 @@ def propagate(model, now, children, scratch, p, reference, stop):
         if pinned and n == 0:
             v = reference[p - 1]
         elif cache.kept[ia]:
-            v = draw_kept_word(model, cache, work, ia, log_w[a])
+            v = draw_kept_word(model, cache, work, ia)
         else:
             if ia != tables_of:
                 clear_tables(work, n_touched)
                 _, n_touched, _ = local_tables(model, w_new[n], c_new[n], p, work)
                 tables_of = ia
-            v = draw_word(model, work, log_w[a])
+            v = draw_word(model, work)
         w_new[n, p] = v
         c_new[n, p] = model.word_class[v]
         key = ia * (V + 1) + v
@@ -663,7 +681,7 @@ def smc_log_z(model, run, output, stop):
     resampled systematically (:func:`copy_resampled`).  The product of the mean incremental weights times the mean end
     weight is unbiased for ``Z_j`` as with the exact proposal (Del Moral 2004); the incremental weights now vary with
     the drawn word.  The *trimmed proposal* takes the same path with every row drawn but successor lists that lost
-    their word-final entries of ``|lambda| < rest_below`` (:func:`trim_successors`): ``rest_score`` adds back exactly
+    their word-final entries of ``|lambda| < rest_below`` (:func:`keep_successors`): ``rest_score`` adds back exactly
     those weights at the drawn word, at most ``rest_below`` per row."""
     np.random.seed(run.seed)
     partial = model.rest_rows.size > 0
@@ -731,7 +749,7 @@ def draw_partial(model, now, scratch, p, stop):
             clear_tables(work, n_touched)
             log_q, n_touched, end = local_tables(model, now.w[n], now.c[n], p, work)
             tables_of = ident[n]
-        v = draw_word(model, work, log_q)
+        v = draw_word(model, work)
         now.w[n, p] = v
         now.c[n, p] = model.word_class[v]
         log_w[n] = log_q + rest_score(model, now.w[n], now.c[n], p)
