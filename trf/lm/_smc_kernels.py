@@ -606,7 +606,7 @@ def propagate(model, now, children, scratch, p, reference, stop):
     the ancestor's local law (kept in ``scratch.cache`` or recomputed), or the reference's word for the
     pinned particle 0 (``reference`` non-empty), and the children's identities (equal ancestor identity and word:
     one identity; ``scratch.first`` their first particles); False when ``stop`` rose."""
-    work, cache, first, log_w, anc = scratch.work, scratch.cache, scratch.first, scratch.log_w, scratch.anc
+    work, cache, first, anc = scratch.work, scratch.cache, scratch.first, scratch.anc
     w, c, ident = now.w, now.c, now.ident
     w_new, c_new, ident_new = children.w, children.c, children.ident
     V = model.n_words
