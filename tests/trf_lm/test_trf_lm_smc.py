@@ -718,3 +718,54 @@ def test_the_bundle_is_the_same_in_any_number_of_blocks(monkeypatch):
         np.testing.assert_array_equal(trimmed.succ.succ_symbol, succ.succ_symbol[keep])
         np.testing.assert_array_equal(trimmed.succ.ctx_start, np.concatenate(([0], np.cumsum(n_kept))))
         np.testing.assert_array_equal(trimmed.succ_exp, np.exp(lam[succ.succ_feature[keep]]))
+
+
+@jit
+def _contexts_both_ways(bundle, w, c, p, work):
+    sk.find_contexts(bundle, w, c, p, work)
+    one_at_a_time = np.empty(work.found.size, dtype=np.int64)
+    for r in range(work.found.size):
+        one_at_a_time[r] = sk.context_index(bundle, r, p, w, c)
+    return work.found.copy(), one_at_a_time
+
+
+def test_the_batched_context_look_ups_find_what_one_at_a_time_finds():
+    """Issue 27, item 2: the local tables look up every row's context in passes (keys and first slots, candidates,
+    comparisons) so that the cache misses overlap; the indices must be :func:`context_index`'s for every row, at
+    every position of random histories reaching all templates.  A planted fingerprint collision -- a context's first
+    slot made to hold its fingerprint with another context's index, its own entry moved down the probe -- must still
+    find the context (the keys are compared, and the probe goes on); the candidate alone would be the other one."""
+    V, M = 5, 12
+    model = _model(V, M, ALL_TEMPLATES, n_sentences=120)
+    bundle, _ = _smc_model(model)
+    work = sk.new_work(bundle)
+    rng = np.random.default_rng(5)
+    looked_up = 0
+    for length in range(12):
+        for _ in range(5):
+            w, c = _buffers(model, rng.integers(0, V, size=length))
+            found, expected = _contexts_both_ways(bundle, w, c, length + 1, work)
+            np.testing.assert_array_equal(found, expected)
+            looked_up += (expected >= 0).sum()
+    assert looked_up > 500  # informative: most rows find their context
+    # the planted collision: context k's first slot claims index `other` with k's fingerprint
+    succ = bundle.succ
+    w, c = _buffers(model, [1, 2, 3, 4])
+    _, expected = _contexts_both_ways(bundle, w, c, 5, work)
+    r = int(np.flatnonzero(expected >= 0)[0])
+    k = int(expected[r])
+    mask = succ.ctx_slots.size - 1
+    h = int(fk.key_hash(succ.ctx_hi[k], succ.ctx_lo[k]))
+    first = h & mask
+    slots = succ.ctx_slots.copy()
+    own = slots[first]
+    empty = next(s & mask for s in range(first + 1, first + slots.size) if slots[s & mask] < 0)
+    other = (k + 1) % succ.ctx_hi.size
+    slots[first] = (int(fk.fingerprint(h)) << 32) | other
+    slots[empty] = own if own >= 0 and (own & 0xFFFFFFFF) == k else slots[empty]
+    if (own & 0xFFFFFFFF) != k:  # k's entry lay further down the probe: it stays there
+        assert any((slots[s & mask] & 0xFFFFFFFF) == k for s in range(first + 1, first + slots.size)
+                   if slots[s & mask] >= 0)
+    planted = bundle._replace(succ=succ._replace(ctx_slots=slots))
+    found, expected = _contexts_both_ways(planted, w, c, 5, sk.new_work(planted))
+    assert found[r] == expected[r] == k and other != k

@@ -39,7 +39,16 @@ from numba.typed import Dict
 
 from samplers._jit import jit
 from samplers._kernels import logsumexp_1d
-from trf.lm._feature_kernels import HashedFeatures, pattern_key, row_fires, row_weight, table_find
+from trf.lm._feature_kernels import (
+    HashedFeatures,
+    _prefetch,
+    fingerprint,
+    key_hash,
+    pattern_key,
+    row_fires,
+    row_weight,
+    table_find,
+)
 
 
 class SuccessorTables(NamedTuple):
@@ -128,6 +137,10 @@ class SMCWork(NamedTuple):
     weight: np.ndarray   # (C,) each class's mass under the local law, relative (:func:`class_weights`)
     ctx: np.ndarray      # (n_template_rows,) the context index of each row the law reads (-1: none)
     segment: np.ndarray  # (largest class,) the factors of one class (:func:`draw_kept_word`)
+    found: np.ndarray    # (n_template_rows,) the context index of every row (-1: none; :func:`find_contexts`)
+    key_hi: np.ndarray   # (n_template_rows,) the rows' context keys and hashes, between the look-ups' passes
+    key_lo: np.ndarray
+    hashed: np.ndarray
 
 
 @jit
@@ -183,8 +196,10 @@ def new_work(model):
     largest = 1
     for k in range(C):
         largest = max(largest, model.class_start[k + 1] - model.class_start[k])
+    R = model.features.row_len.size
     return SMCWork(np.zeros(C), np.ones(V), np.zeros(V, dtype=np.bool_), np.zeros(V + 1, dtype=np.int64),
-                   np.zeros(C), np.full(model.features.row_len.size, -1, dtype=np.int64), np.ones(largest))
+                   np.zeros(C), np.full(R, -1, dtype=np.int64), np.ones(largest), np.full(R, -1, dtype=np.int64),
+                   np.zeros(R, dtype=np.int64), np.zeros(R, dtype=np.int64), np.zeros(R, dtype=np.int64))
 
 
 @jit(inline="always")
@@ -202,6 +217,49 @@ def context_index(model, r, p, w, c):
         return -1
     hi, lo = context_key(r, p, w, c, fa)
     return table_find(hi, lo, succ.ctx_hi, succ.ctx_lo, succ.ctx_slots)
+
+
+@jit(inline="always")
+def find_contexts(model, w, c, p, work):
+    """``work.found[r]``: :func:`context_index` of every row ``r`` at position ``p``, the look-ups issued together so
+    that their cache misses overlap: every row's key and hash first (prefetching its first slot), then each first slot
+    (prefetching a candidate's key), then the comparisons -- a probe past the first slot, or a fingerprint that
+    matched another key, takes :func:`table_find` from the start.  The same indices as one look-up at a time."""
+    fa, succ = model.features, model.succ
+    slots = succ.ctx_slots
+    mask = slots.size - 1
+    found, key_hi, key_lo, hashed = work.found, work.key_hi, work.key_lo, work.hashed
+    for r in range(found.size):
+        found[r] = -1
+        if fa.row_len[r] == 1 or p + fa.row_off[r, 0] < 0:
+            hashed[r] = -1
+            continue
+        hi, lo = context_key(r, p, w, c, fa)
+        h = key_hash(hi, lo)
+        key_hi[r], key_lo[r], hashed[r] = hi, lo, h
+        _prefetch(slots, h & mask)
+    for r in range(found.size):  # found[r] < -1: a candidate -2 - f; -1: absent or not looked up
+        h = hashed[r]
+        if fa.row_len[r] == 1 or p + fa.row_off[r, 0] < 0:
+            continue
+        v = slots[h & mask]
+        if v < 0:
+            continue
+        if (v >> 32) == fingerprint(h):
+            f = v & np.int64(0xFFFFFFFF)
+            found[r] = -2 - f
+            _prefetch(succ.ctx_hi, f)
+            _prefetch(succ.ctx_lo, f)
+        else:
+            found[r] = -2 - succ.ctx_hi.size  # probe on
+    for r in range(found.size):
+        f = -2 - found[r]
+        if f < 0:
+            continue
+        if f < succ.ctx_hi.size and succ.ctx_hi[f] == key_hi[r] and succ.ctx_lo[f] == key_lo[r]:
+            found[r] = f
+        else:
+            found[r] = table_find(key_hi[r], key_lo[r], succ.ctx_hi, succ.ctx_lo, slots)
 
 
 @jit(inline="always")
@@ -242,8 +300,9 @@ def local_tables(model, w, c, p, work):
     dc, factor, mark, touched, ctx = work.dc, work.factor, work.mark, work.touched, work.ctx
     end = 0.0
     listed = 0
+    find_contexts(model, w, c, p, work)
     for r in range(ctx.size):
-        k = context_index(model, r, p, w, c)
+        k = work.found[r]
         ctx[r] = -1
         if k < 0:
             continue
