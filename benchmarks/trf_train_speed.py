@@ -55,7 +55,8 @@ def _trainer(train, vocab_size: int, word_class: np.ndarray, spec: str, proposal
     from trf.lm.features import SentenceFeatures
 
     feats = SentenceFeatures.build(train, vocab_size, spec, word_class=word_class)
-    backend = SentenceBackend(train, feats, None, sampler="smc", smc_particles=args.particles, smc_proposal=proposal)
+    backend = SentenceBackend(train, feats, None, sampler="smc", smc_particles=args.particles, smc_proposal=proposal,
+                              max_length=args.max_length)
     backend.smc.trim = args.trim
     config = lm_config(n_samples=args.samples, t_c=500.0, beta_lambda=0.0, t0=10 ** 9, stop_window=None,
                        guard_every=0, seed=args.seed)
@@ -173,6 +174,32 @@ def _corpus(args):
     return model, model.vocab, encode_file(args.train, model.vocab), model.features.word_class
 
 
+def _checked(args: argparse.Namespace) -> argparse.Namespace:
+    """The flags checked (SystemExit naming the flag), ``args.trim`` resolved."""
+    if not Path(args.train).is_file():
+        raise SystemExit(f"--train {args.train!r} is not a file; write the fortunes files with "
+                         "`python -m experiments.trf_lm.benchmark --prepare-only` (apt-get install fortunes fortunes-min "
+                         "fortune-anarchism) "
+                         "or give any text with one sentence per line")
+    if args.max_length is not None and args.max_length < 1:
+        raise SystemExit(f"--max-length must be >= 1, got {args.max_length}")
+    for name in ("vocab", "classes", "samples", "particles", "block", "repeats"):
+        if getattr(args, name) < 1:
+            raise SystemExit(f"--{name} must be >= 1, got {getattr(args, name)}")
+    if args.warm_iterations < 0:
+        raise SystemExit(f"--warm-iterations must be >= 0, got {args.warm_iterations}")
+    if args.quality_runs == 1 or args.quality_runs < 0:
+        raise SystemExit(f"--quality-runs must be 0 or >= 2, got {args.quality_runs}")
+    from trf.lm.smc import PROPOSALS, TRIM
+    args.trim = TRIM if args.trim is None else args.trim
+    if not args.trim >= 0:
+        raise SystemExit(f"--trim must be >= 0, got {args.trim}")
+    for proposal in args.proposals:
+        if proposal not in PROPOSALS:
+            raise SystemExit(f"--proposals: {proposal!r} is not one of {', '.join(PROPOSALS)}")
+    return args
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--train", default="/tmp/mcsa-fortunes/train.txt", help="training text, one sentence a line")
@@ -181,6 +208,8 @@ def main(argv=None) -> int:
     parser.add_argument("--features", nargs="+", default=["w+c", "w+c+ws+cs+wsh+csh+tied"],
                         help="feature sets; ratios are against the first")
     parser.add_argument("--samples", type=int, default=100, help="K draws per iteration")
+    parser.add_argument("--max-length", type=int, default=None, help="pool longer sentences into one sub-model "
+                        "(Sec. 5.4; as mcsa trf train --max-length, e.g. 40 for a KJV --model)")
     parser.add_argument("--particles", type=int, default=300, help="particles per SMC run")
     parser.add_argument("--warm-iterations", type=int, default=100, help="untimed iterations first")
     parser.add_argument("--block", type=int, default=5, help="iterations per timed block")
@@ -196,27 +225,7 @@ def main(argv=None) -> int:
                         "(default trf.lm.smc.TRIM, 0.1)")
     parser.add_argument("--quality-runs", type=int, default=0, help="after the rounds, this many single SMC runs of "
                         "each proposal on each trainer's lambda: seconds, ESS and spread of log Z-hat_j")
-    args = parser.parse_args(argv)
-    if not Path(args.train).is_file():
-        raise SystemExit(f"--train {args.train!r} is not a file; write the fortunes files with "
-                         "`python -m experiments.trf_lm.benchmark --prepare-only` (apt-get install fortunes fortunes-min "
-                         "fortune-anarchism) "
-                         "or give any text with one sentence per line")
-    for name in ("vocab", "classes", "samples", "particles", "block", "repeats"):
-        if getattr(args, name) < 1:
-            raise SystemExit(f"--{name} must be >= 1, got {getattr(args, name)}")
-    if args.warm_iterations < 0:
-        raise SystemExit(f"--warm-iterations must be >= 0, got {args.warm_iterations}")
-    if args.quality_runs == 1 or args.quality_runs < 0:
-        raise SystemExit(f"--quality-runs must be 0 or >= 2, got {args.quality_runs}")
-    from trf.lm.smc import PROPOSALS, TRIM
-    args.trim = TRIM if args.trim is None else args.trim
-    if not args.trim >= 0:
-        raise SystemExit(f"--trim must be >= 0, got {args.trim}")
-    for proposal in args.proposals:
-        if proposal not in PROPOSALS:
-            raise SystemExit(f"--proposals: {proposal!r} is not one of {', '.join(PROPOSALS)}")
-
+    args = _checked(parser.parse_args(argv))
     import numba
     from trf_transms_speed import load_reference  # beside this script
 
