@@ -12,16 +12,26 @@ from samplers._jit import jit
 
 
 @jit
-def lambda_step(arrays, k, l2, gamma, clip, lo, hi):
+def lambda_step(arrays, k, l2, gamma, clip, moment_bound, lo, hi):
     """``out[i] = lam[i] + d_i`` for ``i`` in ``lo:hi`` (``arrays = (lam, mean, feature_sum, sigma, out)``), with Eq.
     (16) / (38)'s
     ``d_i = gamma / (sigma_i + l2) * (mean_i - feature_sum_i / k - l2 lam_i)`` bounded to ``[-clip, clip]``
-    (``clip = inf``: none); returns how many ``out[i]`` are not finite."""
+    (``clip = inf``: none) and, with ``moment_bound``, from below by ``log(mean_i / b_i)`` where the batch mean
+    ``b_i = feature_sum_i / k`` exceeds ``mean_i > 0`` (:func:`trf.augsa.moment_bound_step` says why); returns how
+    many ``out[i]`` are not finite and how many steps the moment bound shortened."""
     lam, mean, feature_sum, sigma, out = arrays
     bad = 0
+    bounded = 0
     for i in range(lo, hi):
         grad = mean[i] - feature_sum[i] / k - l2 * lam[i]
         d = gamma / (sigma[i] + l2) * grad
+        if moment_bound and d < 0.0 and mean[i] > 0.0:
+            b = feature_sum[i] / k
+            if b > mean[i]:
+                floor = np.log(mean[i] / b)
+                if d < floor:
+                    d = floor
+                    bounded += 1
         if d < -clip:
             d = -clip
         elif d > clip:
@@ -29,4 +39,4 @@ def lambda_step(arrays, k, l2, gamma, clip, lo, hi):
         x = lam[i] + d
         out[i] = x
         bad += not np.isfinite(x)
-    return bad
+    return bad, bounded

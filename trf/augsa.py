@@ -189,6 +189,17 @@ class AugSAConfig:
         feature-set rule of :func:`trf.lm.train.feature_step_scale`).
     clip : float or None
         Per-step bound on the absolute change of each lambda and zeta entry.
+    moment_bound : bool
+        Never push a weight past its batch's moment match: where the batch mean ``b_i = K^-1 sum_k (pi_j / pi0_j)
+        f_i(x_k)`` exceeds the data's ``p~_i > 0``, the step is at least ``log(p~_i / b_i)`` (the step of iterative
+        scaling).  Why: for a count feature, tilting the model by ``exp(delta f_i)`` with ``delta < 0`` gives the
+        mean ``E[f e^(delta f)] / E[e^(delta f)] <= e^delta b_i / P(f_i = 0)`` (``f e^(delta f) <= f e^delta`` for
+        ``f >= 1``), so ``delta = log(p~_i / b_i)`` already brings a feature that most sentences lack down to the
+        data's mean (Eq. 6 for that feature, the others fixed) and a longer step overshoots it.  Eq. (16)'s
+        preconditioner ``1 / sigma_i`` is the *data's* variance, about ``p~_i`` for a rare feature, so a batch that
+        holds a sentence the model over-weights (a repetition such as ``'line' 'line' 'line' ...``, which fires a
+        feature once per word) steps its features by ``gamma b_i / p~_i``: 25-200 nats, where the moment match
+        is 10-14 (docs/trf-lm.md, "The moment bound").  Off by default (the paper's Eq. 16).
     stop_window, stop_tol : int or None, float
         Appendix-E stop rule: stop when ``S_t < stop_tol`` (H = ``stop_window``); needs a backend
         with ``log_likelihood``.  None disables it.
@@ -230,6 +241,7 @@ class AugSAConfig:
     l2: float = 0.0
     lambda_step: float = 1.0
     clip: float | None = None
+    moment_bound: bool = False
     stop_window: int | None = None
     stop_tol: float = 1e-4
     checkpoint_every: int = 0
@@ -258,6 +270,8 @@ class AugSAConfig:
         check_float(self.stop_tol, "stop_tol", low=0.0, low_open=True)
         if self.clip is not None:
             check_float(self.clip, "clip", low=0.0, low_open=True)
+        if not isinstance(self.moment_bound, (bool, np.bool_)):
+            raise ValueError(f"moment_bound must be True or False, got {self.moment_bound!r}")
         if self.stop_window is not None:
             check_int(self.stop_window, "stop_window", low=1)
         check_int(self.checkpoint_every, "checkpoint_every", low=0)
@@ -505,10 +519,11 @@ class AugSA:
         g_lam *= state.step_scale
         K = cfg.n_samples
         if cfg.learn_lambda:                                                      # Eq. (16) / (38), one pass
-            lam, bad = _lambda_step(state.lam, self.mean, np.asarray(batch.feature_sum, dtype=np.float64), K, cfg.l2,
-                                    self.sigma, g_lam, np.inf if cfg.clip is None else cfg.clip)
+            lam, bad, bounded = _lambda_step(state.lam, self.mean, np.asarray(batch.feature_sum, dtype=np.float64), K,
+                                             cfg.l2, self.sigma, g_lam, np.inf if cfg.clip is None else cfg.clip,
+                                             moment_bound=cfg.moment_bound)
         else:
-            lam, bad = state.lam, 0
+            lam, bad, bounded = state.lam, 0, 0
         if batch.length_share is None:
             delta = np.bincount(np.asarray(batch.lengths) - 1, minlength=len(state.zeta))[: len(state.zeta)] / K
         else:
@@ -522,6 +537,8 @@ class AugSA:
             raise FloatingPointError(f"AugSA diverged at iteration {t} (non-finite parameters); "
                                      "try clip=... or a larger t_c")
         info = {"t": t, "gamma_lambda": g_lam, "gamma_zeta": g_zeta, **{k: float(v) for k, v in batch.info.items()}}
+        if cfg.moment_bound:
+            info["lambda_bounded"] = bounded
         return state._replace(t=t, lam=lam, zeta=zeta), info
 
     def step(self, state: AugSAState) -> tuple[AugSAState, dict]:
@@ -772,14 +789,17 @@ def _progress_bar(total: int, initial: int, enabled: bool):
 
 
 def _lambda_step(lam: np.ndarray, mean: np.ndarray, feature_sum: np.ndarray, k: int, l2: float, sigma: np.ndarray,
-                 gamma: float, clip: float) -> tuple[np.ndarray, int]:
-    """``lam + d_lam`` by Eq. (16) / (38), ``d_lam = gamma / (sigma + l2) * (mean - feature_sum / k - l2 lam)``
-    bounded to ``[-clip, clip]``, in one pass on the Numba threads (:func:`trf._augsa_kernels.lambda_step`: the
-    NumPy expression's bits), and how many new weights are not finite."""
+                 gamma: float, clip: float, *, moment_bound: bool = False) -> tuple[np.ndarray, int, int]:
+    """``lam + d_lam`` by Eq. (16) / (38), ``d_lam = gamma / (sigma + l2) * (mean - feature_sum / k - l2 lam)``,
+    with ``moment_bound`` no lower than ``log(mean / b)`` where the batch mean ``b = feature_sum / k`` exceeds
+    ``mean`` (:attr:`AugSAConfig.moment_bound`), bounded to ``[-clip, clip]``, in one pass on the Numba threads
+    (:func:`trf._augsa_kernels.lambda_step`: the NumPy expression's bits); also how many new weights are not finite
+    and how many steps the moment bound shortened."""
     if feature_sum.shape != lam.shape:
         raise ValueError(f"batch.feature_sum must have shape {lam.shape}, got {feature_sum.shape}")
     out = np.empty_like(lam)
     arrays = (lam, mean, feature_sum, sigma, out)
-    bad = run_blocks(lambda lo, hi: lambda_step(arrays, float(k), float(l2), float(gamma), float(clip), lo, hi),
-                     block_edges(lam.size))
-    return out, int(sum(bad))
+    counts = run_blocks(lambda lo, hi: lambda_step(arrays, float(k), float(l2), float(gamma), float(clip),
+                                                   bool(moment_bound), lo, hi),
+                        block_edges(lam.size))
+    return out, int(sum(c[0] for c in counts)), int(sum(c[1] for c in counts))

@@ -38,7 +38,7 @@ class StepRecorder:
 
     def __init__(self) -> None:
         self.previous: np.ndarray | None = None
-        self.rows: list[tuple[int, float, int, float, float | None]] = []
+        self.rows: list[tuple[int, float, int, float, float | None, float | None]] = []
         self.trainer = None
 
     def __call__(self, trainer, t, record) -> bool:
@@ -46,15 +46,29 @@ class StepRecorder:
         if self.previous is not None and self.previous.size == lam.size and trainer.state.t == t:
             step = lam - self.previous
             i = int(np.argmax(np.abs(step)))
-            cfg = trainer.config
-            clipped = cfg.clip is not None and abs(step[i]) >= cfg.clip * (1 - 1e-9)
-            # Eq. (38) solved for the batch mean: p~ - mu lambda_prev - d lambda (sigma + mu) / gamma
-            mean = (None if clipped else float(trainer.backend.empirical_mean[i] - cfg.l2 * self.previous[i]
-                                               - step[i] * (trainer.sigma[i] + cfg.l2) / record["gamma_lambda"]))
-            self.rows.append((t, float(step[i]), i, float(lam[i]), mean))
+            self.rows.append((t, float(step[i]), i, float(lam[i]), *self.batch_mean(trainer, record, i, step[i])))
         self.previous = lam.copy()
         self.trainer = trainer
         return False
+
+    def batch_mean(self, trainer, record, i: int, step: float) -> tuple[float | None, float | None]:
+        """The batch mean ``b`` of feature ``i`` that made ``step``, and the step Eq. (38) gave before the moment
+        bound shortened it (None when it did not): ``(None, None)`` for a clipped step.
+
+        Eq. (38)'s step ``d(b) = gamma / (sigma + mu) (p~ - mu lambda - b)`` falls with ``b``; the moment bound
+        (:attr:`trf.augsa.AugSAConfig.moment_bound`) replaces it by ``log(p~ / b)`` when that is larger, so a bounded
+        step means ``b = p~ e^-step`` with ``d(b) < step``, and otherwise ``d(b) = step`` solves for ``b``."""
+        cfg = trainer.config
+        if cfg.clip is not None and abs(step) >= cfg.clip * (1 - 1e-9):
+            return None, None
+        p, prev = float(trainer.backend.empirical_mean[i]), float(self.previous[i])
+        scale = record["gamma_lambda"] / (float(trainer.sigma[i]) + cfg.l2)
+        if cfg.moment_bound and step < 0 and p > 0:
+            b = p * np.exp(-step)
+            raw = scale * (p - cfg.l2 * prev - b)
+            if raw < step * (1 + 1e-9):
+                return float(b), float(raw)
+        return p - cfg.l2 * prev - step / scale, None  # Eq. (38) solved for the batch mean
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--classes", type=positive_int, default=None, help="default 200 (or the vocabulary size)")
     parser.add_argument("--iterations", type=positive_int, default=3000)
     parser.add_argument("--clip", type=positive_float, default=None, help="AugSA's clip (default: none)")
+    parser.add_argument("--moment-bound", action="store_true",
+                        help="AugSA's moment bound on each step (AugSAConfig.moment_bound; default off)")
     parser.add_argument("--max-length", type=positive_int, default=None)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--top", type=positive_int, default=12)
@@ -82,8 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)
     recorder = StepRecorder()
     config = lm_config(n_samples=100, t_c=500.0, beta_lambda=0.0, t_max=args.iterations, t0=args.iterations,
-                       clip=args.clip)
-    model, _ = train_lm(args.train, valid_path=args.valid, vocab_size=args.vocab_size, features=args.features,
+                       clip=args.clip, moment_bound=args.moment_bound)
+    model, result = train_lm(args.train, valid_path=args.valid, vocab_size=args.vocab_size, features=args.features,
                         classes=args.classes, config=config, sampler="smc", smc_particles=400, step_rule="features", refine=0,
                         smc_lengths=args.smc_lengths, smc_runs=args.smc_runs, smc_known=args.smc_known,
                         progress=False, callbacks=[recorder], seed=args.seed, max_length=args.max_length,
@@ -92,17 +108,26 @@ def main(argv: list[str] | None = None) -> int:
         model.save(args.out)
     backend = recorder.trainer.backend
     rows = sorted(recorder.rows, key=lambda r: -abs(r[1]))
+    bounded = sum(r.get("lambda_bounded", 0) for r in result.history)
     print(f"\nlargest steps of {len(recorder.rows)} iterations (features {args.features}, clip {args.clip}, "
-          f"SMC lengths {args.smc_lengths}, known sentences {args.smc_known or 'off'}):")
-    print("| iteration | d lambda | lambda after | p~ (training mean) | variance | batch mean | feature |")
-    print("|---|---|---|---|---|---|---|")
-    for t, step, i, lam, mean in rows[:args.top]:
+          f"moment bound {'on' if args.moment_bound else 'off'}, SMC lengths {args.smc_lengths}, known sentences "
+          f"{args.smc_known or 'off'}):")
+    print("| iteration | d lambda | Eq. 38 step (bounded) | lambda after | p~ (training mean) | variance | batch mean | "
+          "feature |")
+    print("|---|---|---|---|---|---|---|---|")
+    for t, step, i, lam, mean, raw in rows[:args.top]:
         shown = "clipped" if mean is None else f"{mean:.4f}"
-        print(f"| {t} | {step:+.2f} | {lam:+.2f} | {backend.empirical_mean[i]:.2e} | {recorder.trainer.sigma[i]:.2e} | "
-              f"{shown} | {model.features.feature_text(i, model.vocab.words)} |")
+        print(f"| {t} | {step:+.2f} | {'' if raw is None else f'{raw:+.2f}'} | {lam:+.2f} | "
+              f"{backend.empirical_mean[i]:.2e} | {recorder.trainer.sigma[i]:.2e} | {shown} | "
+              f"{model.features.feature_text(i, model.vocab.words)} |")
     sizes = np.abs([r[1] for r in recorder.rows])
     q = np.quantile(sizes, [0.5, 0.9, 0.99])
     print(f"largest |d lambda| per iteration: median {q[0]:.2f}, 90% {q[1]:.2f}, 99% {q[2]:.2f}, max {sizes.max():.2f}")
+    if args.moment_bound:
+        raws = [r[5] for r in recorder.rows if r[5] is not None]
+        print(f"the moment bound shortened {bounded} steps (of every feature) in {len(recorder.rows)} iterations; "
+              f"the largest step of {len(raws)} iterations, longest before it: "
+              f"{min(raws, default=float('nan')):+.2f}")
     return 0
 
 

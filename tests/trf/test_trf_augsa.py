@@ -230,32 +230,126 @@ def test_a_rollback_also_undoes_the_stop_rule_gaps():
 
 
 @pytest.mark.parametrize("clip", [None, 0.05])
-def test_the_one_pass_lambda_step_is_the_numpy_expression_bit_for_bit(monkeypatch, clip):
+@pytest.mark.parametrize("moment_bound", [False, True])
+def test_the_one_pass_lambda_step_is_the_numpy_expression_bit_for_bit(monkeypatch, clip, moment_bound):
     """The lambda step of Eq. (16) / (38) runs as one Numba pass in blocks on threads (issue 27, item 2); it must be
     NumPy's ``lam + clip(gamma / (sigma + mu) * (mean - feature_sum / K - mu lam))`` to the last bit, however many
     blocks, with a weight of infinite variance never moving, and a non-finite new weight an error (a NaN in the
-    batch: FloatingPointError, never a silent NaN)."""
+    batch: FloatingPointError, never a silent NaN).  With the moment bound a step is at least ``log(mean / b)``
+    wherever the batch mean ``b = feature_sum / K`` exceeds ``mean``, and the count of shortened steps is the
+    NumPy one."""
     import samplers._blocks as blocks
     from trf.augsa import _lambda_step
 
     rng = np.random.default_rng(7)
     d, K, mu, gamma = 10_001, 100, 4e-5, 0.002
-    lam, mean = rng.normal(size=d), rng.random(d)
+    lam, mean = rng.normal(size=d), rng.random(d) * 0.05
+    mean[:50] = 0.0                                    # never bounded: no data mean to match
     feature_sum = rng.poisson(3.0, d).astype(float) * rng.random(d)
     sigma = rng.random(d) ** 3
     sigma[5] = np.inf
+    feature_sum[100:400] *= 100.0                      # features seen once (variance about their mean) a batch is full of
+    mean[100:400] = 3e-5
+    sigma[100:400] = mean[100:400] * (1 - mean[100:400])
     d_lam = gamma / (sigma + mu) * (mean - feature_sum / K - mu * lam)
+    expected_bounded = 0
+    if moment_bound:
+        b = feature_sum / K
+        with np.errstate(divide="ignore"):
+            floor = np.where((b > mean) & (mean > 0), np.log(mean / np.where(b > 0, b, 1.0)), -np.inf)
+        shorten = d_lam < floor
+        expected_bounded = int(shorten.sum())
+        assert expected_bounded > 100                  # the case exercises the bound
+        d_lam = np.where(shorten, floor, d_lam)
     expected = lam + (d_lam if clip is None else np.clip(d_lam, -clip, clip))
     bound = np.inf if clip is None else clip
     for min_block, threads in [(1 << 16, 1), (1, 3), (1, 7)]:
         monkeypatch.setattr(blocks, "MIN_BLOCK", min_block)
         monkeypatch.setattr(blocks.numba, "get_num_threads", lambda threads=threads: threads)
         assert blocks.block_edges(d).size - 1 == threads  # the blocks this case asks for
-        out, bad = _lambda_step(lam, mean, feature_sum, K, mu, sigma, gamma, bound)
-        assert bad == 0 and out[5] == lam[5]
-        np.testing.assert_array_equal(out, expected)
+        out, bad, bounded = _lambda_step(lam, mean, feature_sum, K, mu, sigma, gamma, bound, moment_bound=moment_bound)
+        assert bad == 0 and out[5] == lam[5] and bounded == expected_bounded
+        if moment_bound:   # np.log may be a SIMD log a last bit away from libm's
+            np.testing.assert_allclose(out, expected, rtol=1e-15, atol=1e-15)
+        else:
+            np.testing.assert_array_equal(out, expected)
     feature_sum[d - 3] = np.nan
-    _, bad = _lambda_step(lam, mean, feature_sum, K, mu, sigma, gamma, bound)
+    _, bad, _ = _lambda_step(lam, mean, feature_sum, K, mu, sigma, gamma, bound, moment_bound=moment_bound)
     assert bad == 1
     with pytest.raises(ValueError, match="feature_sum must have shape"):
         _lambda_step(lam, mean, feature_sum[:-1], K, mu, sigma, gamma, bound)
+
+
+class _RepetitionBackend:
+    """One 40-word sub-model whose feature 0 is ``'line' 'line'`` (2 of 27,990 KJV training verses hold it, once
+    each) and feature 1 a common word; ``sample`` returns a batch of 100 in which ``heavy`` sentences are the
+    repetition ``'line' x 40`` (feature 0 fires 39 times in each)."""
+
+    n_features, m = 2, 1
+    pi = np.array([1.0])
+
+    def __init__(self, heavy: int) -> None:
+        p = np.array([2 / 27_990, 1.5])
+        self.empirical_mean, self.feature_variance = p, np.array([p[0] * (1 - p[0]), 1.0])
+        self.heavy = heavy
+
+    def initial_zeta(self):
+        return np.zeros(1)
+
+    def sample(self, lam, zeta, pi0, n_samples, length_weight, seed):
+        from trf.augsa import SampleBatch
+        return SampleBatch(np.ones(n_samples, dtype=int), np.array([39.0 * self.heavy, 1.5 * n_samples]), {})
+
+
+@pytest.mark.parametrize("heavy", [9, 100])
+def test_the_moment_bound_keeps_a_repetition_spike_inside_the_guard(heavy):
+    """The KJV seed-3 spike of issue 27 in one step: the base stage's rate (1 / 501, L2 4e-5) and Eq. (38) with the
+    data's variance (about ``p~`` for a feature seen twice) send ``'line' 'line'`` from 1.65 to -61 when 9 batch
+    sentences in a hundred are the repetition (the run saw -60.3) and to -697 when all are, past the guard's
+    ``max_abs_lambda`` of 50; with ``moment_bound`` the step is ``log(p~ / b)`` with ``b`` the batch mean (39 per
+    repetition / 100): -10.8 and -13.2, inside the guard; the common feature, which the batch holds at its data
+    mean, takes the same step either way."""
+    steps = {}
+    for bound in (False, True):
+        trainer = AugSA(_RepetitionBackend(heavy), AugSAConfig(n_samples=100, t_c=500.0, beta_lambda=0.0, t0=10**6,
+                                                               l2=4e-5, moment_bound=bound), progress=False)
+        state = trainer.init(np.array([1.65, 0.3]), np.zeros(1))
+        new, info = trainer.update(state, trainer.backend.sample(state.lam, None, None, 100, None, 0))
+        steps[bound] = new.lam - state.lam
+        assert info.get("lambda_bounded", 0) == (1 if bound else 0)
+        assert (abs(new.lam[0]) > trainer.config.max_abs_lambda) != bound   # the guard would fire without the bound
+    b, p = 0.39 * heavy, 2 / 27_990
+    assert steps[True][0] == pytest.approx(np.log(p / b), rel=1e-12)
+    assert steps[False][0] == pytest.approx(1 / 501 / (p * (1 - p) + 4e-5) * (p - b - 4e-5 * 1.65), rel=1e-12)
+    assert steps[True][1] == steps[False][1]
+
+
+def test_no_moment_match_lies_beyond_the_moment_bound():
+    """Why the bound is safe: for a count feature with model mean ``b`` above the data's ``p``, the tilt ``delta`` that
+    matches them (``E[f e^(delta f)] / E[e^(delta f)] = p``) is never below ``log(p / b) + log P(f = 0)``; the
+    bound's ``log(p / b)`` is within that much of the furthest match.  Checked on random count laws (a feature that
+    fires once or not, a Poisson count, a repetition that fires 39 times) by bisection on the exact tilted mean."""
+    rng = np.random.default_rng(3)
+    counts = np.arange(41.0)
+    for _ in range(200):
+        law = np.zeros(41)
+        kind = rng.integers(3)
+        if kind == 0:
+            law[[0, 1]] = [1 - (q := rng.uniform(1e-4, 0.9)), q]
+        elif kind == 1:
+            law = np.exp(-(lam := rng.uniform(0.01, 5.0))) * lam ** counts / np.cumprod(np.r_[1.0, counts[1:]])
+        else:
+            law[[0, 1, 39]] = [1 - (q := rng.uniform(1e-4, 0.5)) - 0.05, 0.05, q]
+        law /= law.sum()
+        b = float(law @ counts)
+        p = b * rng.uniform(1e-6, 0.9)
+
+        def tilted(delta):
+            w = law * np.exp(delta * counts - (delta * counts).max())
+            return float(w @ counts / w.sum())
+
+        lo, hi = -200.0, 0.0
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if tilted(mid) < p else (lo, mid)
+        assert lo >= np.log(p / b) + np.log(law[0]) - 1e-9

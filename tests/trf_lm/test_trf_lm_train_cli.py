@@ -81,9 +81,15 @@ def test_defaults_train_on_a_small_corpus(corpus, tmp_path, capsys):
 
 
 def test_eval_with_a_fixed_effort_states_it(corpus, tmp_path, capsys):
+    """(Also: ``--moment-bound`` reaches the trainer and the model says it trained with it; off by default.)"""
     out = tmp_path / "m.npz"
     assert main(["trf", "train", "--train", str(corpus), "--out", str(out), "--max-iterations", "4", *FAST,
                  "--classes", "3"]) == 0
+    assert read_npz(out, "trf-lm")[1]["moment_bound"] is False
+    bounded = tmp_path / "b.npz"
+    assert main(["trf", "train", "--train", str(corpus), "--out", str(bounded), "--max-iterations", "4", *FAST,
+                 "--classes", "3", "--moment-bound"]) == 0
+    assert read_npz(bounded, "trf-lm")[1]["moment_bound"] is True
     result = tmp_path / "e.json"
     assert main(["trf", "eval", "--model", str(out), "--test", str(corpus), "--check-effort", "10,100,50",
                  "--json", str(result)]) == 0

@@ -112,7 +112,7 @@ def _train_logged(args) -> int:
               "take precedence)", file=sys.stderr)
     overrides = {k: v for k, v in {"n_samples": args.samples, "t_max": args.max_iterations, "t_c": args.t_c,
                                "beta_lambda": args.beta_lambda, "t0": args.t0, "l2": args.l2,
-                               "clip": args.clip, "on_violation": args.on_violation,
+                               "clip": args.clip, "moment_bound": args.moment_bound, "on_violation": args.on_violation,
                                "stop_tol": args.stop_tol}.items() if v is not None}
     if args.stop_window is not None:
         overrides["stop_window"] = args.stop_window or None  # 0: no stop rule
@@ -408,6 +408,10 @@ def register(subparsers) -> None:
                             "instead)")
     train.add_argument("--l2", type=nonnegative_float, default=None, help="mu of Eq. 38 (default 4e-5)")
     train.add_argument("--clip", type=positive_float, default=None, help="bound on the absolute change of each lambda and zeta entry per step (default: none)")
+    train.add_argument("--moment-bound", dest="moment_bound", action=argparse.BooleanOptionalAction, default=None,
+                       help="never step a weight past its batch's moment match: a feature the batch holds b times as "
+                            "often as the training data steps by at least log(1/b) (AugSAConfig.moment_bound; "
+                            "default off)")
     train.add_argument("--on-violation", dest="on_violation", choices=("stop", "halve"), default=None,
                        help="divergence guard action (default halve: back to the last passing parameters with "
                             "half the lambda step, at most 6 times, then stop)")
