@@ -344,7 +344,7 @@ def test_no_moment_match_lies_beyond_the_moment_bound():
         b = float(law @ counts)
         p = b * rng.uniform(1e-6, 0.9)
 
-        def tilted(delta):
+        def tilted(delta, law=law):
             w = law * np.exp(delta * counts - (delta * counts).max())
             return float(w @ counts / w.sum())
 
