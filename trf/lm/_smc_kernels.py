@@ -209,11 +209,18 @@ def context_key(r, p, w, c, rows):
 
 
 @jit(inline="always")
+def has_context(fa, r, p):
+    """Whether row ``r`` has a context to look up at position ``p``: not a unigram row, and its first symbol inside
+    the sentence."""
+    return fa.row_len[r] != 1 and p + fa.row_off[r, 0] >= 0
+
+
+@jit(inline="always")
 def context_index(model, r, p, w, c):
     """Row ``r``'s context at position ``p`` in ``model.succ`` (-1: a unigram row, a row that does not fire at ``p``,
     or an unseen context)."""
     fa, succ = model.features, model.succ
-    if fa.row_len[r] == 1 or p + fa.row_off[r, 0] < 0:
+    if not has_context(fa, r, p):
         return -1
     hi, lo = context_key(r, p, w, c, fa)
     return table_find(hi, lo, succ.ctx_hi, succ.ctx_lo, succ.ctx_slots)
@@ -231,7 +238,7 @@ def find_contexts(model, w, c, p, work):
     found, key_hi, key_lo, hashed = work.found, work.key_hi, work.key_lo, work.hashed
     for r in range(found.size):
         found[r] = -1
-        if fa.row_len[r] == 1 or p + fa.row_off[r, 0] < 0:
+        if not has_context(fa, r, p):
             hashed[r] = -1
             continue
         hi, lo = context_key(r, p, w, c, fa)
@@ -240,7 +247,7 @@ def find_contexts(model, w, c, p, work):
         _prefetch(slots, h & mask)
     for r in range(found.size):  # found[r] < -1: a candidate -2 - f; -1: absent or not looked up
         h = hashed[r]
-        if fa.row_len[r] == 1 or p + fa.row_off[r, 0] < 0:
+        if not has_context(fa, r, p):
             continue
         v = slots[h & mask]
         if v < 0:
