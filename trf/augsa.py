@@ -198,8 +198,9 @@ class AugSAConfig:
         data's mean (Eq. 6 for that feature, the others fixed) and a longer step overshoots it.  Eq. (16)'s
         preconditioner ``1 / sigma_i`` is the *data's* variance, about ``p~_i`` for a rare feature, so a batch that
         holds a sentence the model over-weights (a repetition such as ``'line' 'line' 'line' ...``, which fires a
-        feature once per word) steps its features by ``gamma b_i / p~_i``: 25-200 nats, where the moment match
-        is 10-14 (docs/trf-lm.md, "The moment bound").  Off by default (the paper's Eq. 16).
+        feature once per word) steps its features by ``gamma b_i / p~_i``: 20-700 nats where the bound allows 10-13
+        (docs/trf-lm.md, "The moment bound").  Off by default (the paper's Eq. 16): it bounds each feature alone,
+        and a repetition that fires many features many times still moves its sentence by their sum.
     stop_window, stop_tol : int or None, float
         Appendix-E stop rule: stop when ``S_t < stop_tol`` (H = ``stop_window``); needs a backend
         with ``log_likelihood``.  None disables it.
