@@ -411,7 +411,7 @@ def register(subparsers) -> None:
     train.add_argument("--moment-bound", dest="moment_bound", action=argparse.BooleanOptionalAction, default=None,
                        help="never step a weight past its batch's moment match: a feature the batch holds b times as "
                             "often as the training data steps by at least log(1/b) (AugSAConfig.moment_bound; "
-                            "default off)")
+                            "default off: an experiment, not shown to train a better model; docs/trf-lm.md)")
     train.add_argument("--on-violation", dest="on_violation", choices=("stop", "halve"), default=None,
                        help="divergence guard action (default halve: back to the last passing parameters with "
                             "half the lambda step, at most 6 times, then stop)")
