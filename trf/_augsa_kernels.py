@@ -17,7 +17,7 @@ def lambda_step(arrays, k, l2, gamma, clip, moment_bound, lo, hi):
     (16) / (38)'s
     ``d_i = gamma / (sigma_i + l2) * (mean_i - feature_sum_i / k - l2 lam_i)`` bounded to ``[-clip, clip]``
     (``clip = inf``: none) and, with ``moment_bound``, from below by ``log(mean_i / b_i)`` where the batch mean
-    ``b_i = feature_sum_i / k`` exceeds ``mean_i > 0`` (:func:`trf.augsa.moment_bound_step` says why); returns how
+    ``b_i = feature_sum_i / k`` exceeds ``mean_i > 0`` (:attr:`trf.augsa.AugSAConfig.moment_bound` says why); returns how
     many ``out[i]`` are not finite and how many steps the moment bound shortened."""
     lam, mean, feature_sum, sigma, out = arrays
     bad = 0
