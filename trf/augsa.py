@@ -89,12 +89,16 @@ class SampleBatch(NamedTuple):
         expectation given the sampler's estimates (a Rao-Blackwellised ``delta``).  A backend that allots the
         draws' lengths in fixed proportions (:class:`trf.lm.smc.SMCSampler` with ``strata``) must give it, since
         the drawn share then says nothing about ``zeta``.  None: the drawn share.
+    draws : tuple, optional
+        The draws behind ``feature_sum`` as the backend's ``feature_hits`` takes them (the sentence LM: padded
+        tokens and lengths); needed by :attr:`AugSAConfig.max_sentence_move`.  None: not given.
     """
 
     lengths: np.ndarray
     feature_sum: np.ndarray
     info: dict
     length_share: np.ndarray | None = None
+    draws: tuple | None = None
 
 
 @runtime_checkable
@@ -201,6 +205,18 @@ class AugSAConfig:
         feature once per word) steps its features by ``gamma b_i / p~_i``: 20-700 nats where the bound allows 10-13
         (docs/trf-lm.md, "The moment bound").  Off by default (the paper's Eq. 16): it bounds each feature alone,
         and a repetition that fires many features many times still moves its sentence by their sum.
+    max_sentence_move : float or None
+        Bound, in nats, on how far one step may move the log-weight ``lambda . f(x)`` of any draw ``x`` of the batch
+        behind it: a draw whose features' steps add up to ``M = sum_i f_i(x) |d lambda_i| >`` the bound has each of
+        its features' steps multiplied by ``bound / M`` (a feature in several such draws takes the smallest factor),
+        so no draw moves by more than the bound.  Why: a repetition (``'line' 'line' 'line' ...``) that the
+        sampler finds fires a rare n-gram once per word, and Eq. (16)'s data-variance preconditioner turns its
+        batch mean into steps of 60-700 nats for each of that sentence's rare features (docs/trf-lm.md, "Why the
+        guard fires"); the sentence then moves by their sum, thousands of nats, where a few tens would already
+        take it out of the batch.  The bound shares one push per sentence among its features, as iterative
+        scaling's ``1 / C`` does; steps whose draws all move less than the bound are Eq. (16)'s, bit for bit.
+        Needs a backend with ``feature_hits(*batch.draws) -> (draw, feature)`` (every firing of every draw; the
+        sentence LM has it).  None (default): Eq. (16) alone.
     stop_window, stop_tol : int or None, float
         Appendix-E stop rule: stop when ``S_t < stop_tol`` (H = ``stop_window``); needs a backend
         with ``log_likelihood``.  None disables it.
@@ -243,6 +259,7 @@ class AugSAConfig:
     lambda_step: float = 1.0
     clip: float | None = None
     moment_bound: bool = False
+    max_sentence_move: float | None = None
     stop_window: int | None = None
     stop_tol: float = 1e-4
     checkpoint_every: int = 0
@@ -273,6 +290,8 @@ class AugSAConfig:
             check_float(self.clip, "clip", low=0.0, low_open=True)
         if not isinstance(self.moment_bound, (bool, np.bool_)):
             raise ValueError(f"moment_bound must be True or False, got {self.moment_bound!r}")
+        if self.max_sentence_move is not None:
+            check_float(self.max_sentence_move, "max_sentence_move", low=0.0, low_open=True)
         if self.stop_window is not None:
             check_int(self.stop_window, "stop_window", low=1)
         check_int(self.checkpoint_every, "checkpoint_every", low=0)
@@ -400,6 +419,9 @@ class AugSA:
                 raise TypeError(f"backend lacks {name!r}; it must implement trf.augsa.AugSABackend")
         self.backend = backend
         self.config = (config or AugSAConfig()).validate()
+        if self.config.max_sentence_move is not None and not hasattr(backend, "feature_hits"):
+            raise ValueError("max_sentence_move needs a backend with feature_hits (the sentence LM's); "
+                             f"{type(backend).__name__} has none")
         self.callbacks = list(callbacks)
         self.checkpoint_path = None if checkpoint_path is None else Path(checkpoint_path)
         if self.config.checkpoint_every and self.checkpoint_path is None:
@@ -525,6 +547,12 @@ class AugSA:
                                              moment_bound=cfg.moment_bound)
         else:
             lam, bad, bounded = state.lam, 0, 0
+        moves = None
+        if cfg.learn_lambda and cfg.max_sentence_move is not None and not bad:
+            if batch.draws is None:
+                raise ValueError("max_sentence_move needs the batch's draws (SampleBatch.draws); the backend gave none")
+            draw, feature = self.backend.feature_hits(*batch.draws)  # type: ignore[attr-defined]  # __init__ checks it
+            moves = bound_sentence_moves(state.lam, lam, draw, feature, cfg.max_sentence_move)
         if batch.length_share is None:
             delta = np.bincount(np.asarray(batch.lengths) - 1, minlength=len(state.zeta))[: len(state.zeta)] / K
         else:
@@ -540,6 +568,8 @@ class AugSA:
         info = {"t": t, "gamma_lambda": g_lam, "gamma_zeta": g_zeta, **{k: float(v) for k, v in batch.info.items()}}
         if cfg.moment_bound:
             info["lambda_bounded"] = bounded
+        if moves is not None:
+            info["largest_sentence_move"], info["sentences_bounded"] = moves
         return state._replace(t=t, lam=lam, zeta=zeta), info
 
     def step(self, state: AugSAState) -> tuple[AugSAState, dict]:
@@ -804,3 +834,32 @@ def _lambda_step(lam: np.ndarray, mean: np.ndarray, feature_sum: np.ndarray, k: 
                                                    bool(moment_bound), lo, hi),
                         block_edges(lam.size))
     return out, int(sum(c[0] for c in counts)), int(sum(c[1] for c in counts))
+
+
+def bound_sentence_moves(old: np.ndarray, new: np.ndarray, draw: np.ndarray, feature: np.ndarray,
+                         bound: float) -> tuple[float, int]:
+    """Shorten the step ``new - old`` in place so that no draw's log-weight moves by more than ``bound``
+    (:attr:`AugSAConfig.max_sentence_move`).
+
+    ``(draw[h], feature[h])`` is every firing ``h`` of the batch (a feature that fires twice in a draw appears
+    twice).  A draw's move is ``M = sum_h |new - old|[feature[h]]`` over its firings; where ``M > bound`` each of
+    its features' steps is multiplied by ``bound / M`` (the smallest such factor over the draws a feature fires in).
+    Returns the largest ``M`` before the bound and how many draws exceeded it."""
+    draw = np.asarray(draw, dtype=np.int64)
+    feature = np.asarray(feature, dtype=np.int64)
+    if draw.size == 0:
+        return 0.0, 0
+    step = np.abs(new[feature] - old[feature])
+    move = np.bincount(draw, weights=step)
+    largest = float(move.max())
+    over = move > bound
+    if not over.any():
+        return largest, 0
+    hit = over[draw]
+    f, factor = feature[hit], bound / move[draw[hit]]
+    order = np.lexsort((factor, f))            # by feature, then factor: the first of each feature is its smallest
+    f, factor = f[order], factor[order]
+    first = np.flatnonzero(np.r_[True, f[1:] != f[:-1]])
+    f, factor = f[first], factor[first]
+    new[f] = old[f] + factor * (new[f] - old[f])
+    return largest, int(over.sum())

@@ -82,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clip", type=positive_float, default=None, help="AugSA's clip (default: none)")
     parser.add_argument("--moment-bound", action="store_true",
                         help="AugSA's moment bound on each step (AugSAConfig.moment_bound; default off)")
+    parser.add_argument("--max-sentence-move", type=positive_float, default=None, metavar="NATS",
+                        help="AugSA's bound on each batch sentence's move (AugSAConfig.max_sentence_move; default off)")
     parser.add_argument("--max-length", type=positive_int, default=None)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--top", type=positive_int, default=12)
@@ -98,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout)
     recorder = StepRecorder()
     config = lm_config(n_samples=100, t_c=500.0, beta_lambda=0.0, t_max=args.iterations, t0=args.iterations,
-                       clip=args.clip, moment_bound=args.moment_bound)
+                       clip=args.clip, moment_bound=args.moment_bound,
+                       max_sentence_move=args.max_sentence_move)
     model, result = train_lm(args.train, valid_path=args.valid, vocab_size=args.vocab_size, features=args.features,
                         classes=args.classes, config=config, sampler="smc", smc_particles=400, step_rule="features", refine=0,
                         smc_lengths=args.smc_lengths, smc_runs=args.smc_runs, smc_known=args.smc_known,
@@ -128,6 +131,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"the moment bound shortened {bounded} steps (of every feature) in {len(recorder.rows)} iterations; "
               f"the largest step of {len(raws)} iterations, longest before it: "
               f"{min(raws, default=float('nan')):+.2f}")
+    moves = np.array([r["largest_sentence_move"] for r in result.history if "largest_sentence_move" in r])
+    if moves.size:
+        q = np.quantile(moves, [0.5, 0.9, 0.99])
+        print(f"largest move of a batch sentence's log-weight per iteration (before the bound): median {q[0]:.2f}, "
+              f"90% {q[1]:.2f}, 99% {q[2]:.2f}, max {moves.max():.2f} nats; the bound "
+              f"({args.max_sentence_move:g}) shortened the steps of "
+              f"{sum(r['sentences_bounded'] for r in result.history if 'sentences_bounded' in r)} sentences in "
+              f"{int(sum(1 for r in result.history if r.get('sentences_bounded')))} iterations")
     return 0
 
 

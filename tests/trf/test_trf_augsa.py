@@ -298,7 +298,16 @@ class _RepetitionBackend:
 
     def sample(self, lam, zeta, pi0, n_samples, length_weight, seed):
         from trf.augsa import SampleBatch
-        return SampleBatch(np.ones(n_samples, dtype=int), np.array([39.0 * self.heavy, 1.5 * n_samples]), {})
+        return SampleBatch(np.ones(n_samples, dtype=int), np.array([39.0 * self.heavy, 1.5 * n_samples]), {},
+                           draws=(n_samples,))
+
+    def feature_hits(self, n_samples):
+        """Draws ``0..heavy-1`` fire feature 0 39 times and feature 1 once or twice (1.5 on average over the batch,
+        as ``sample``'s sum says: the repetitions once, the others alike); the others fire feature 1 only."""
+        ones = [1 + (r >= self.heavy and (r - self.heavy) % 2 == 0) for r in range(n_samples)]
+        draw = np.concatenate([np.repeat(np.arange(self.heavy), 39), np.repeat(np.arange(n_samples), ones)])
+        feature = np.concatenate([np.zeros(39 * self.heavy, dtype=int), np.ones(sum(ones), dtype=int)])
+        return draw, feature
 
 
 @pytest.mark.parametrize("heavy", [9, 100])
@@ -353,3 +362,70 @@ def test_no_moment_match_lies_beyond_the_moment_bound():
             mid = (lo + hi) / 2
             lo, hi = (mid, hi) if tilted(mid) < p else (lo, mid)
         assert lo >= np.log(p / b) + np.log(law[0]) - 1e-9
+
+
+@pytest.mark.parametrize("heavy", [9, 100])
+def test_the_sentence_move_bound_keeps_a_repetition_spike_inside_the_guard(heavy):
+    """The same spike with ``max_sentence_move = 20``: each repetition draw would move by ``39 |d0| + |d1|`` (over
+    2,000 nats), so its two features' steps are scaled by ``20 / M`` and the draw moves by 20 exactly; ``'line'
+    'line'`` stays far inside the guard, the common feature is scaled alike, and the step without the bound is
+    Eq. (38)'s."""
+    steps = {}
+    for bound in (None, 20.0):
+        trainer = AugSA(_RepetitionBackend(heavy), AugSAConfig(n_samples=100, t_c=500.0, beta_lambda=0.0, t0=10**6,
+                                                               l2=4e-5, max_sentence_move=bound), progress=False)
+        state = trainer.init(np.array([1.65, 0.3]), np.zeros(1))
+        new, info = trainer.update(state, trainer.backend.sample(state.lam, None, None, 100, None, 0))
+        steps[bound] = new.lam - state.lam
+        if bound is not None:
+            assert info["sentences_bounded"] == heavy
+            assert info["largest_sentence_move"] == pytest.approx(39 * abs(steps[None][0]) + abs(steps[None][1]))
+    raw = steps[None]
+    factor = 20.0 / (39 * abs(raw[0]) + abs(raw[1]))
+    np.testing.assert_allclose(steps[20.0], raw * factor, rtol=1e-12, atol=1e-15)
+    assert 39 * abs(steps[20.0][0]) + abs(steps[20.0][1]) == pytest.approx(20.0)
+    assert abs(1.65 + raw[0]) > 50 and abs(1.65 + steps[20.0][0]) < 2
+
+
+def test_bound_sentence_moves_against_a_per_draw_oracle():
+    """Random batches: every draw's move after the bound is at most the bound; a feature's step is scaled by the
+    smallest ``bound / M`` of the over-bound draws it fires in (a loop over draws, here), other steps are untouched
+    bit for bit; a bound no draw reaches changes nothing."""
+    from trf.augsa import bound_sentence_moves
+
+    rng = np.random.default_rng(11)
+    for _ in range(50):
+        d, n_draws = int(rng.integers(5, 40)), int(rng.integers(1, 12))
+        old = rng.normal(size=d)
+        new = old + rng.normal(scale=rng.uniform(0.1, 5.0), size=d) * (rng.random(d) < 0.7)
+        draw = np.sort(rng.integers(0, n_draws, size=int(rng.integers(1, 80))))
+        feature = rng.integers(0, d, size=draw.size)
+        bound = float(rng.uniform(0.5, 20.0))
+        moves = np.zeros(n_draws)
+        for r, f in zip(draw, feature):
+            moves[r] += abs(new[f] - old[f])
+        factor = np.ones(d)
+        for r in range(n_draws):
+            if moves[r] > bound:
+                for f in set(feature[draw == r]):
+                    factor[f] = min(factor[f], bound / moves[r])
+        expected = old + factor * (new - old)
+        expected[factor == 1.0] = new[factor == 1.0]
+        out = new.copy()
+        largest, over = bound_sentence_moves(old, out, draw, feature, bound)
+        assert largest == pytest.approx(moves.max()) and over == int((moves > bound).sum())
+        np.testing.assert_allclose(out, expected, rtol=1e-13, atol=0)
+        assert np.array_equal(out[factor == 1.0], new[factor == 1.0])
+        after = np.bincount(draw, weights=np.abs(out[feature] - old[feature]), minlength=n_draws)
+        assert np.all(after <= bound * (1 + 1e-12))
+        same = new.copy()
+        assert bound_sentence_moves(old, same, draw, feature, moves.max() * 2 + 1)[1] == 0
+        assert np.array_equal(same, new)
+
+
+def test_the_sentence_move_bound_needs_a_backend_that_gives_feature_hits(sampled_corpus):
+    data, _ = sampled_corpus
+    with pytest.raises(ValueError, match="max_sentence_move needs a backend with feature_hits"):
+        AugSA(WordBackend(data, n_chains=5, seed=1), AugSAConfig(max_sentence_move=10.0), progress=False)
+    with pytest.raises(ValueError, match="max_sentence_move"):
+        AugSAConfig(max_sentence_move=0.0).validate()

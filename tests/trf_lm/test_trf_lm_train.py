@@ -478,3 +478,40 @@ def test_stratified_lengths_allot_the_pooled_sub_model_and_share_its_law(tiny):
     assert np.all(batch.length_share > 0)
     with pytest.raises(ValueError, match="smc_lengths='stratified' needs sampler='smc'"):
         SentenceBackend(corpus, feats, None, seed=0, sampler="transms", smc_lengths="stratified")
+
+
+@pytest.mark.parametrize("sampler", ["transms", "smc", "smc-known"])
+def test_the_batch_feature_hits_are_the_draws_feature_vectors(tiny, sampler):
+    """What ``max_sentence_move`` reads: the backend's ``feature_hits`` of a batch's draws, counted per draw, are
+    each draw's ``f(x)`` (``feature_vector``), and their weighted sum is the batch's ``feature_sum`` (with known
+    sentences, only up to the weights; the hits then cover the known draws too)."""
+    corpus, feats = tiny
+    backend, cfg = _train(corpus, feats, 10, sampler)
+    trainer = AugSA(backend, cfg, progress=False)
+    lam = np.random.default_rng(4).normal(scale=0.3, size=feats.n_features)
+    batch = backend.sample(lam, trainer.state.zeta, trainer.pi0, 100, trainer.length_weight, 7)
+    tokens, lengths = batch.draws
+    draw, feature = backend.feature_hits(tokens, lengths)
+    assert draw.size and np.all(np.diff(draw) >= 0) and draw.max() == len(lengths) - 1
+    for r in range(len(lengths)):
+        counts = np.bincount(feature[draw == r], minlength=feats.n_features)
+        np.testing.assert_array_equal(counts, feats.feature_vector(tokens[r, :lengths[r]]))
+    if sampler != "smc-known":
+        weights = trainer.length_weight[backend.dimension(lengths) - 1]
+        np.testing.assert_allclose(np.bincount(feature, weights=weights[draw], minlength=feats.n_features),
+                                   batch.feature_sum, rtol=1e-12)
+
+
+def test_a_sentence_move_bound_no_draw_reaches_changes_nothing(tiny):
+    """AugSA with ``max_sentence_move`` far above every move trains the same lambda, bit for bit, as without, and
+    its history records the largest move; a bound below them shortens steps and every record says so."""
+    corpus, feats = tiny
+    runs = {}
+    for bound in (None, 1e300, 1e-3):
+        backend, cfg = _train(corpus, feats, 30, "smc", max_sentence_move=bound)
+        runs[bound] = AugSA(backend, cfg, progress=False).fit()
+    assert np.array_equal(runs[None].lam, runs[1e300].lam)
+    moves = [r["largest_sentence_move"] for r in runs[1e300].history]
+    assert len(moves) == 30 and max(moves) > 1e-3 and all(r["sentences_bounded"] == 0 for r in runs[1e300].history)
+    assert sum(r["sentences_bounded"] for r in runs[1e-3].history) > 0
+    assert not np.array_equal(runs[None].lam, runs[1e-3].lam)

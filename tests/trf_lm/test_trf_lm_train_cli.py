@@ -81,15 +81,23 @@ def test_defaults_train_on_a_small_corpus(corpus, tmp_path, capsys):
 
 
 def test_eval_with_a_fixed_effort_states_it(corpus, tmp_path, capsys):
-    """(Also: ``--moment-bound`` reaches the trainer and the model says it trained with it; off by default.)"""
+    """(Also: ``--moment-bound`` and ``--max-sentence-move`` reach the trainer and the model says it trained with
+    them; off by default; a bound that is not a positive number is refused naming the flag.)"""
     out = tmp_path / "m.npz"
     assert main(["trf", "train", "--train", str(corpus), "--out", str(out), "--max-iterations", "4", *FAST,
                  "--classes", "3"]) == 0
     assert read_npz(out, "trf-lm")[1]["moment_bound"] is False
+    assert read_npz(out, "trf-lm")[1]["max_sentence_move"] is None
     bounded = tmp_path / "b.npz"
     assert main(["trf", "train", "--train", str(corpus), "--out", str(bounded), "--max-iterations", "4", *FAST,
-                 "--classes", "3", "--moment-bound"]) == 0
+                 "--classes", "3", "--moment-bound", "--max-sentence-move", "25"]) == 0
     assert read_npz(bounded, "trf-lm")[1]["moment_bound"] is True
+    assert read_npz(bounded, "trf-lm")[1]["max_sentence_move"] == 25.0
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        main(["trf", "train", "--train", str(corpus), "--out", str(bounded), "--max-sentence-move", "0"])
+    assert exit_info.value.code == 2 and "argument --max-sentence-move: expected a number > 0, got '0'" in \
+        capsys.readouterr().err
     result = tmp_path / "e.json"
     assert main(["trf", "eval", "--model", str(out), "--test", str(corpus), "--check-effort", "10,100,50",
                  "--json", str(result)]) == 0

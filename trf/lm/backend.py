@@ -207,7 +207,16 @@ class SentenceBackend:
                                       np.asarray(length_weight)[self.dimension(k_lengths) - 1] * smc_info["known_weight"]])
             tokens, lengths = np.concatenate([tokens, k_tokens]), np.concatenate([lengths, k_lengths])
         feature_sum = self.sampler.weighted_feature_sum(tokens, lengths, weights)
-        return SampleBatch(dims, feature_sum, info, share)
+        return SampleBatch(dims, feature_sum, info, share, draws=(tokens, lengths))
+
+    def feature_hits(self, tokens: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(draw, feature)`` of every firing of every draw ``tokens[r, :lengths[r]]`` (a feature that fires twice
+        in a draw appears twice): what :attr:`trf.augsa.AugSAConfig.max_sentence_move` bounds the step with."""
+        lengths = np.asarray(lengths, dtype=np.int64)
+        tokens = np.asarray(tokens)
+        keep = np.arange(tokens.shape[1])[None, :] < lengths[:, None]
+        corpus = EncodedCorpus(tokens[keep].astype(np.int32), np.concatenate([[0], np.cumsum(lengths)]))
+        return self.features.feature_hits(corpus)
 
     def describe_feature(self, index: int) -> str:
         """Feature ``index`` as text (:meth:`SentenceFeatures.feature_text`, with the words when the backend was

@@ -394,9 +394,14 @@ class SentenceFeatures:
         fk.accumulate_features(w, c, j, 1.0, acc, self.hashed())
         return acc
 
+    def feature_hits(self, corpus: EncodedCorpus) -> tuple[np.ndarray, np.ndarray]:
+        """``(sentence, feature)`` of every firing of a feature in ``corpus``, in sentence order (a feature that
+        fires twice in a sentence appears twice)."""
+        return fk.corpus_feature_hits(self._flat(corpus), self.symbols(), self.hashed())
+
     def _sentence_counts(self, corpus: EncodedCorpus) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every (sentence, feature) pair that fires in ``corpus``, sorted by sentence then feature, and its count."""
-        sent, feat = fk.corpus_feature_hits(self._flat(corpus), self.symbols(), self.hashed())
+        sent, feat = self.feature_hits(corpus)
         d = np.int64(self.n_features)
         pair, per_sentence = np.unique(sent * d + feat, return_counts=True)
         return pair // d, pair % d, per_sentence

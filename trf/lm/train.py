@@ -272,7 +272,7 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
             "train_seconds": trainer.elapsed, "time_sampling": result.time_sampling,
             "n_chains": n_chains, "n_samples": cfg.n_samples, "max_length": max_length,
             "variance_floor": trainer.config.variance_floor, "lambda_step": trainer.config.lambda_step,
-            "moment_bound": trainer.config.moment_bound,
+            "moment_bound": trainer.config.moment_bound, "max_sentence_move": trainer.config.max_sentence_move,
             "step_rule": step_rule, "base_step_rule": base_step_rule,
             "zeta_refinement_iterations": refined, "base_features": base_features,
             "base_iterations": base_iterations,

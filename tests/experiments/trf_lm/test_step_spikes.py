@@ -36,9 +36,12 @@ def test_the_inferred_batch_mean_is_the_batch_s_weighted_mean(tmp_path, monkeypa
 
     monkeypatch.setattr(step_spikes.StepRecorder, "__call__", keep)
     assert step_spikes.main(["--train", str(path), "--valid", str(path), "--iterations", "30", "--classes", "3",
-                             "--log-every", "10", "--top", "3"]) == 0
+                             "--log-every", "10", "--top", "3", "--max-sentence-move", "1e300"]) == 0
     out = capsys.readouterr().out
     assert "largest steps of 29 iterations" in out and "largest |d lambda| per iteration: median" in out
+    # a bound no sentence reaches: Eq. (38)'s steps (the batch means below), and the moves it measured
+    assert "largest move of a batch sentence's log-weight per iteration (before the bound): median" in out
+    assert "shortened the steps of 0 sentences in 0 iterations" in out
     rows = recorded[-1].rows
     assert len(rows) == 29
     for t, _step, feature, _lam, mean, _raw in rows:
