@@ -5,7 +5,8 @@ t_c = 500, beta_lambda = 0, SMC with 400 particles, the ``features`` step rule) 
 first stage and records, at every iteration, the feature whose lambda moved most.  The step is Eq. (38),
 ``d lambda = gamma / (sigma + mu) (p~ - K^-1 sum_k (pi_j / pi0_j) f(x_k) - mu lambda)``, so the batch's weighted mean
 of the feature, ``K^-1 sum_k ...``, follows from the step, the rate ``gamma`` and the variance ``sigma`` the trainer
-used (a clipped step, ``--clip``, hides it: printed as ``clipped``).  The table lists the largest steps, each with the
+used (a clipped step, ``--clip``, hides it: printed as ``clipped``, or ``shortened`` in an iteration where
+``--max-sentence-move`` shortened steps).  The table lists the largest steps, each with the
 feature (:meth:`trf.lm.features.SentenceFeatures.feature_text`), its training mean ``p~``, its variance and that batch
 mean; then the quantiles of the per-iteration largest step and the dev log-likelihood every ``--log-every``
 iterations (AugSA's zeta).
@@ -57,9 +58,11 @@ class StepRecorder:
 
         Eq. (38)'s step ``d(b) = gamma / (sigma + mu) (p~ - mu lambda - b)`` falls with ``b``; the moment bound
         (:attr:`trf.augsa.AugSAConfig.moment_bound`) replaces it by ``log(p~ / b)`` when that is larger, so a bounded
-        step means ``b = p~ e^-step`` with ``d(b) < step``, and otherwise ``d(b) = step`` solves for ``b``."""
+        step means ``b = p~ e^-step`` with ``d(b) < step``, and otherwise ``d(b) = step`` solves for ``b``.  In an
+        iteration where the sentence-move bound (:attr:`trf.augsa.AugSAConfig.max_sentence_move`) shortened steps,
+        the step no longer says ``b``: ``(None, None)`` too."""
         cfg = trainer.config
-        if cfg.clip is not None and abs(step) >= cfg.clip * (1 - 1e-9):
+        if cfg.clip is not None and abs(step) >= cfg.clip * (1 - 1e-9) or record.get("sentences_bounded"):
             return None, None
         p, prev = float(trainer.backend.empirical_mean[i]), float(self.previous[i])
         scale = record["gamma_lambda"] / (float(trainer.sigma[i]) + cfg.l2)
@@ -119,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
           "feature |")
     print("|---|---|---|---|---|---|---|---|")
     for t, step, i, lam, mean, raw in rows[:args.top]:
-        shown = "clipped" if mean is None else f"{mean:.4f}"
+        shown = ("shortened" if args.max_sentence_move else "clipped") if mean is None else f"{mean:.4f}"
         print(f"| {t} | {step:+.2f} | {'' if raw is None else f'{raw:+.2f}'} | {lam:+.2f} | "
               f"{backend.empirical_mean[i]:.2e} | {recorder.trainer.sigma[i]:.2e} | {shown} | "
               f"{model.features.feature_text(i, model.vocab.words)} |")
