@@ -212,11 +212,7 @@ class SentenceBackend:
     def feature_hits(self, tokens: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(draw, feature)`` of every firing of every draw ``tokens[r, :lengths[r]]`` (a feature that fires twice
         in a draw appears twice): what :attr:`trf.augsa.AugSAConfig.max_sentence_move` bounds the step with."""
-        lengths = np.asarray(lengths, dtype=np.int64)
-        tokens = np.asarray(tokens)
-        keep = np.arange(tokens.shape[1])[None, :] < lengths[:, None]
-        corpus = EncodedCorpus(tokens[keep].astype(np.int32), np.concatenate([[0], np.cumsum(lengths)]))
-        return self.features.feature_hits(corpus)
+        return self.features.feature_hits(EncodedCorpus.from_sentences(s[:j] for s, j in zip(tokens, lengths)))
 
     def describe_feature(self, index: int) -> str:
         """Feature ``index`` as text (:meth:`SentenceFeatures.feature_text`, with the words when the backend was
