@@ -14,6 +14,7 @@ import argparse
 import importlib
 import os
 import re
+import signal
 import sys
 import warnings
 from typing import Sequence
@@ -126,6 +127,24 @@ def _quiet_broken_pipe() -> int:
     return 141  # 128 + SIGPIPE, what a shell reports for a tool killed by the broken pipe
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill PID``, a scheduler's stop) raised where Python runs next, so that it leaves the way Ctrl-C
+    does: the command's ``finally`` blocks run, one message names the checkpoint, status 143 (128 + 15)."""
+
+
+def _raise_terminated(signum, frame) -> None:
+    raise Terminated
+
+
+def _catch_sigterm():
+    """Route SIGTERM to :class:`Terminated` for the run of :func:`main`; the previous handler (None where no handler
+    can be set: not the main thread, or no SIGTERM on this platform)."""
+    try:
+        return signal.signal(signal.SIGTERM, _raise_terminated)
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """The ``mcsa`` entry point: parse ``argv`` and run the chosen sub-command.
 
@@ -138,8 +157,9 @@ def main(argv: list[str] | None = None) -> int:
     -------
     int
         Exit status: the command's own, 2 on a usage error or a ``ValueError`` / missing file /
-        missing extra (one ``mcsa: error:`` line, no traceback), 130 on Ctrl-C.
+        missing extra (one ``mcsa: error:`` line, no traceback), 130 on Ctrl-C, 143 on SIGTERM.
     """
+    previous = _catch_sigterm()
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
@@ -151,16 +171,20 @@ def main(argv: list[str] | None = None) -> int:
         except (ValueError, FileNotFoundError, ImportError) as exc:
             print(f"mcsa: error: {exc}", file=sys.stderr)
             return 2
-        except KeyboardInterrupt:  # Ctrl-C: a message and status 130, no traceback
+        except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: a message and status 130 / 143, no traceback
             checkpoint = getattr(args, "checkpoint", None)
             kept = (f"; the last checkpoint is kept in {checkpoint} (run the same command with --resume)"
                     if checkpoint and os.path.exists(checkpoint) else "")
-            print(f"mcsa: interrupted{kept}", file=sys.stderr)
-            return 130
+            how, status = ("terminated (SIGTERM)", 143) if isinstance(exc, Terminated) else ("interrupted", 130)
+            print(f"mcsa: {how}{kept}", file=sys.stderr)
+            return status
         sys.stdout.flush()
         return int(result or 0)
     except BrokenPipeError:
         return _quiet_broken_pipe()
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -404,6 +404,9 @@ class AugSA:
         Where periodic checkpoints go (atomic writes).
     progress : bool
         Show a tqdm bar (only when stderr is a terminal).
+    clock : callable, optional
+        Seconds of a monotonic clock (default :func:`time.perf_counter`): :attr:`elapsed` and the timings of each
+        iteration read it, so a time limit on :attr:`elapsed` can be tested with an injected clock.
 
     Examples
     --------
@@ -413,7 +416,7 @@ class AugSA:
 
     def __init__(self, backend: AugSABackend, config: AugSAConfig | None = None, *,
                  callbacks: tuple[Callable, ...] | list = (), checkpoint_path: str | Path | None = None,
-                 progress: bool = True) -> None:
+                 progress: bool = True, clock: Callable[[], float] = time.perf_counter) -> None:
         for name in ("n_features", "m", "pi", "empirical_mean", "feature_variance", "initial_zeta", "sample"):
             if not hasattr(backend, name):
                 raise TypeError(f"backend lacks {name!r}; it must implement trf.augsa.AugSABackend")
@@ -427,6 +430,7 @@ class AugSA:
         if self.config.checkpoint_every and self.checkpoint_path is None:
             raise ValueError("checkpoint_every > 0 needs a checkpoint_path")
         self.progress = progress
+        self.clock = clock
         m, d = int(backend.m), int(backend.n_features)
         self.pi = check_distribution(as_float_array(backend.pi, "backend.pi", ndim=1), "backend.pi")
         if self.pi.shape[0] != m:
@@ -576,12 +580,12 @@ class AugSA:
         """Iteration ``state.t + 1``: draw its batch from the backend with the seed of ``(config.seed, t + 1)``
         (Fig. 1 steps 3-8), then :meth:`update`; the info carries the timings."""
         cfg = self.config
-        start = time.perf_counter()
+        start = self.clock()
         batch = self.backend.sample(state.lam, state.zeta, self.pi0, cfg.n_samples, self.length_weight,
                                     iteration_seed(cfg.seed, state.t + 1))
-        mid = time.perf_counter()
+        mid = self.clock()
         new, info = self.update(state, batch)
-        end = time.perf_counter()
+        end = self.clock()
         info.update(time_sampling=mid - start, time_update=end - mid)
         return new._replace(time_sampling=state.time_sampling + mid - start,
                             time_updates=state.time_updates + end - mid), info
@@ -704,7 +708,7 @@ class AugSA:
     def elapsed(self) -> float:
         """Wall seconds spent in :meth:`fit`, summed over the runs of a resumed training (checkpoints carry it;
         older ones count sampling and update time)."""
-        now = 0.0 if self._fit_start is None else time.perf_counter() - self._fit_start
+        now = 0.0 if self._fit_start is None else self.clock() - self._fit_start
         return self.state.elapsed + now
 
     def fit(self, resume: str | Path | None = None, lam0: np.ndarray | None = None) -> AugSAResult:
@@ -721,7 +725,7 @@ class AugSA:
         if resume is not None:
             self.load_checkpoint(resume)
         self.guard_message = None
-        self._fit_start = time.perf_counter()
+        self._fit_start = self.clock()
         cfg = self.config
         stopped, reason = False, "reached t_max"
         every = min(cfg.guard_every, max(1, cfg.t_max // 10)) if cfg.guard_every else 0  # >= 10 checks a run
@@ -783,7 +787,8 @@ class AugSA:
         return atomic_write_npz(path, arrays, meta, kind=CHECKPOINT_KIND)
 
     def load_checkpoint(self, path: str | Path) -> None:
-        """Restore a checkpoint written by :meth:`save_checkpoint` (same backend and config)."""
+        """Restore a checkpoint written by :meth:`save_checkpoint` (same backend; the config may differ in its
+        schedule: a first stage that had not ended follows this config's ``t0``)."""
         arrays, meta = read_npz(path, CHECKPOINT_KIND)
         lam = as_float_array(arrays["lam"], "checkpoint lam", ndim=1)
         zeta = as_float_array(arrays["zeta"], "checkpoint zeta", ndim=1)
@@ -802,6 +807,11 @@ class AugSA:
             values[name] = np.array(value, dtype=np.float64) if name in _STATE_ARRAYS else type(default)(value)
         if "elapsed" not in meta:  # older checkpoints count sampling and update time
             values["elapsed"] = values["time_sampling"] + values["time_updates"]
+        if values["t0"] == meta["config"].get("t0") and values["t0"] >= values["t"]:
+            # the first stage had not ended (t0 is still the configured one, e.g. a time-staged run's t0 = t_max):
+            # it follows this config's t0, not the old one -- a run resumed with a larger t_max is not in the
+            # second stage at once; a t0 already passed ends the first stage now
+            values["t0"] = max(self.config.t0, values["t"])
         self.state = AugSAState(**values)
         backend_state = {k[len("backend."):]: v for k, v in arrays.items() if k.startswith("backend.")}
         set_state = getattr(self.backend, "set_state", None)

@@ -96,6 +96,30 @@ def test_checkpoint_resume_equals_uninterrupted_run(sampled_corpus, tmp_path):
     np.testing.assert_array_equal(resumed.zeta, full.zeta)
 
 
+@pytest.mark.parametrize("new_t0, ended_at, expected", [(30, None, 30), (15, None, 20), (30, 12, 12)])
+def test_a_resumed_first_stage_follows_the_new_config(sampled_corpus, tmp_path, new_t0, ended_at, expected):
+    """A checkpoint of a first stage that had not ended (its ``t0`` still the configured one, as a time-staged run's
+    ``t0 = t_max`` sentinel) takes the resumed config's ``t0``: a run of 20 iterations with ``t0 = 20`` resumed with
+    ``t_max = 40, t0 = 30`` stays in the first stage to 30 (not in the second stage at once), with ``t0 = 15``
+    (passed) its first stage ends now (20); a first stage ended earlier by :meth:`AugSA.end_first_stage` keeps its
+    end (12)."""
+    data, _ = sampled_corpus
+    cfg = dict(n_samples=20, t_c=20, seed=9, variance_floor=1e-3, checkpoint_every=20)
+
+    def end_at(trainer, t, record):
+        if t == ended_at:
+            trainer.end_first_stage()
+        return False
+
+    ckpt = tmp_path / "c.npz"
+    AugSA(WordBackend(data, n_chains=5, seed=2), AugSAConfig(t_max=20, t0=20, **cfg), checkpoint_path=ckpt,
+          callbacks=[end_at], progress=False).fit()
+    resumed = AugSA(WordBackend(data, n_chains=5, seed=2), AugSAConfig(t_max=40, t0=new_t0, **cfg),
+                    checkpoint_path=ckpt, progress=False)
+    resumed.load_checkpoint(ckpt)
+    assert resumed.state.t == 20 and resumed.t0 == expected
+
+
 def test_stop_rule_and_l2(sampled_corpus):
     data, _ = sampled_corpus
     half = len(data) // 2

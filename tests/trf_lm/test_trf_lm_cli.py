@@ -281,6 +281,30 @@ def test_ctrl_c_ends_with_a_message_and_status_130(trained, tmp_path, capsys, mo
     assert f"the last checkpoint is kept in {checkpoint} (run the same command with --resume)" in capsys.readouterr().err
 
 
+def test_sigterm_ends_like_ctrl_c_with_status_143(trained, tmp_path, capsys, monkeypatch):
+    """SIGTERM while a command runs takes Ctrl-C's way out (a message naming the checkpoint, no traceback) with
+    status 143; main leaves the process's SIGTERM handler as it found it."""
+    import signal
+
+    import trf.lm.cli as lm_cli
+
+    folder, train, model = trained
+
+    def terminated(args):
+        signal.raise_signal(signal.SIGTERM)
+        raise AssertionError("SIGTERM did not stop the command")
+
+    monkeypatch.setattr(lm_cli, "_train", terminated)
+    before = signal.getsignal(signal.SIGTERM)
+    checkpoint = tmp_path / "run.ckpt"
+    checkpoint.write_bytes(b"x")
+    assert main(["trf", "train", "--train", str(train), "--out", str(tmp_path / "m.npz"),
+                 "--checkpoint", str(checkpoint)]) == 143
+    assert capsys.readouterr().err == (f"mcsa: terminated (SIGTERM); the last checkpoint is kept in {checkpoint} (run "
+                                       "the same command with --resume)\n")
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
 def test_train_with_the_smc_sampler(trained, tmp_path, capsys):
     """--sampler smc trains with SMC draws (recorded in the model), and bad values are refused by flag."""
     folder, train, model = trained

@@ -408,6 +408,48 @@ def test_a_grown_run_interrupted_in_either_stage_resumes_to_the_same_model(tmp_p
     assert resumed.meta["base_iterations"] == (12 if stop_at < 12 else None)
 
 
+class TickClock:
+    """A clock that only a training callback moves, ``seconds`` per iteration: the time limit and the stages then
+    fall at fixed iterations, whatever the machine's speed or load."""
+
+    def __init__(self, seconds: float) -> None:
+        self.now, self.seconds = 0.0, seconds
+
+    def __call__(self) -> float:
+        return self.now
+
+    def tick(self, trainer, t, record) -> bool:
+        self.now += self.seconds
+        return False
+
+
+@pytest.mark.parametrize("stop_at", [5, 12, 18])
+def test_a_timed_run_resumed_keeps_its_time_limit_and_stage_ends(tmp_path, stop_at):
+    """The time limit and the time-set stages count the training time before a resume: at 10 s per iteration and a
+    200-s limit the base stage ends at 10 (half the time), the first stage of Eq. 24-25 at 15 (``first_stage_share``
+    0.75) and the run at 21; stopped in the base stage (5), in the full set's first stage (12) or in its second
+    (18) and resumed, it ends at 21 with the same ``t0``, weights and normalisers -- not after another 200 s."""
+    text = tmp_path / "train.txt"
+    text.write_text("\n".join(TOY * 20))
+
+    def run(*stop, **kw):
+        clock = TickClock(10.0)
+        return _grow(text, tmp_path, clock=clock, time_limit=200.0, first_stage_share=0.75, callbacks=[clock.tick, *stop],
+                     config=lm_config(n_samples=20, t_max=1000, t_c=100.0), **kw)
+
+    whole, result, seen = run()
+    assert result.t == 21 and whole.meta["base_iterations"] == 10 and whole.meta["train_seconds"] == 210.0
+    assert [t0 for t, _, t0 in seen if t in (15, 16)] == [1000, 15]  # recorded before the stage callback ran
+    ckpt = tmp_path / "run.ckpt"
+    stopped, _, _ = run(lambda trainer, t, rec: t == stop_at, checkpoint=ckpt, checkpoint_every=1)
+    assert stopped.meta["iterations"] == stop_at
+    resumed, again, seen_again = run(checkpoint=ckpt, checkpoint_every=1, resume=True)
+    assert seen_again[0][0] == stop_at + 1 and again.t == 21 and resumed.meta["train_seconds"] == 210.0
+    assert seen_again[-1][2] == seen[-1][2] == 15
+    np.testing.assert_array_equal(resumed.lam, whole.lam)
+    np.testing.assert_array_equal(resumed.zeta, whole.zeta)
+
+
 def test_the_base_stage_can_take_its_own_step_rule(tmp_path):
     """``base_step_rule="features"`` with ``step_rule="groups"``: the ``w+c`` stage keeps the Sec. 5.2 variances
     (no group preconditioning: every base variance at most the grouped one, some smaller), and the full stage after

@@ -1,4 +1,5 @@
-"""Kill -9 a ``mcsa trf train`` process, resume from its checkpoint: same iterations, same parameters."""
+"""Kill -9 a ``mcsa trf train`` process, resume from its checkpoint: same iterations, same parameters; SIGTERM
+ends it with a message."""
 
 from __future__ import annotations
 
@@ -52,3 +53,24 @@ def test_killed_training_resumes_with_same_iteration_and_state(tmp_path):
     assert a.meta["iterations"] == b.meta["iterations"] == t_final
     np.testing.assert_array_equal(a.lam, b.lam)
     np.testing.assert_array_equal(a.zeta, b.zeta)
+
+
+def test_sigterm_stops_training_with_a_message_naming_the_checkpoint(tmp_path):
+    """``kill PID`` (SIGTERM) of a running ``mcsa trf train``: status 143, one line naming the checkpoint to resume
+    from, no traceback, no model written."""
+    train = tmp_path / "train.txt"
+    train.write_text(TEXT + "\n")
+    ckpt = tmp_path / "run.ckpt"
+    proc = subprocess.Popen(_cmd(train, tmp_path / "never.npz", ckpt, 10**6), stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 300
+        while time.time() < deadline and not ckpt.exists():
+            time.sleep(0.005)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 143, err
+    assert err.strip().splitlines()[-1] == (f"mcsa: terminated (SIGTERM); the last checkpoint is kept in {ckpt} (run "
+                                            "the same command with --resume)")
+    assert "Traceback" not in err and not (tmp_path / "never.npz").exists()

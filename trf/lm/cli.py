@@ -468,8 +468,9 @@ def register(subparsers) -> None:
                             f"is below {TRIM:g}, those weights entering at the drawn word (a bounded correction; "
                             "faster with the full feature set)")
     train.add_argument("--minutes", type=positive_float, default=None,
-                       help=f"training time limit; the first stage of Eq. 24-25 ends at half of it unless --t0 is given "
-                            f"(default {DEFAULT_MINUTES:g} when --max-iterations is not given either)")
+                       help=f"training time limit, counting the time before a --resume; the first stage of Eq. 24-25 "
+                            f"ends at half of it unless --t0 is given (default {DEFAULT_MINUTES:g} when "
+                            f"--max-iterations is not given either)")
     _add_check_flags(train, "the dev perplexity after training (with --valid)")
     train.add_argument("--checkpoint", default=None, help="checkpoint file, written atomically (default: none)")
     train.add_argument("--checkpoint-every", type=positive_int, default=50, help="iterations between checkpoints")

@@ -57,7 +57,8 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
              valid_flag: str | None = None, smc_proposal: str = "exact", base_features: str | None = None,
              base_share: float = BASE_SHARE, base_step_rule: str | None = None,
              smc_runs: int | None = None, smc_lengths: str = "drawn",
-             smc_known: float | None = None) -> tuple[SentenceTRF, AugSAResult]:
+             smc_known: float | None = None,
+             clock: Callable[[], float] = time.perf_counter) -> tuple[SentenceTRF, AugSAResult]:
     """Train a TRF LM on ``train_path`` (one sentence per line).
 
     Parameters
@@ -88,7 +89,9 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
     resume : bool
         Continue the training saved in ``checkpoint``.
     time_limit : float, optional
-        Stop after this many seconds of training (checked after each iteration).
+        Stop after this many seconds of training (:attr:`trf.augsa.AugSA.elapsed`, checked after each iteration).
+        A resumed run counts the checkpoint's training time too: the same call with ``resume=True`` after an
+        interruption trains up to the same limit in all, and its stages end where the uninterrupted run's would.
     cluster_passes : int
         Passes of the exchange word clustering at most.
     parallel : bool
@@ -168,6 +171,9 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
         The base stage's ``step_rule`` (default: ``step_rule``).  ``"features"`` for a ``w+c`` base and ``"groups"``
         for the full set is the pairing measured in docs/trf-lm.md ("Growing the feature set"): under ``"groups"``
         the ``w+c`` stage of a 40-minute fortunes run fired the divergence guard twice.
+    clock : callable, optional
+        Seconds of a monotonic clock (default :func:`time.perf_counter`) that the time limit and the stages read
+        (through :class:`trf.augsa.AugSA`): tests inject one.
 
     Returns
     -------
@@ -209,15 +215,15 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
                   checkpoint_every=checkpoint_every if checkpoint is not None else 0)
     if first_stage_share is not None:
         cfg = replace(cfg, t0=cfg.t_max)  # the first stage lasts until the share of the time has passed
-    train_start = time.perf_counter()
+    train_start = clock()
     hooks = list(callbacks)
-    if time_limit is not None:
-        hooks.append(lambda trainer, t, record: time.perf_counter() - train_start > time_limit
+    if time_limit is not None:  # the trainer's elapsed time sums the runs of a resumed training
+        hooks.append(lambda trainer, t, record: trainer.elapsed > time_limit
                      and f"the time limit ({time_limit / 60:.3g} minutes)")
     stages = []
     if first_stage_share is not None:
         assert time_limit is not None  # checked above: a share needs a time limit
-        stages.append(_time_stages(first_stage_share * time_limit, train_start))
+        stages.append(_time_stages(first_stage_share * time_limit))
 
     def trainer_for(f: SentenceFeatures, b: SentenceBackend, rule: str, extra=()) -> AugSA:
         """AugSA for feature set ``f`` and its backend ``b``: the step ``rule``'s variance floor, preconditioner and
@@ -227,16 +233,16 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
             b.feature_variance = group_preconditioner(b.feature_variance, f.support_groups(train))
         if rule in ("features", "groups"):
             c = replace(c, lambda_step=c.lambda_step * feature_step_scale(train, f))
-        logger = [_progress_logger(b, log_every, train_start)] if log_every else []
+        logger = [_progress_logger(b, log_every)] if log_every else []
         return AugSA(b, c, callbacks=[*hooks, *logger, *stages, *extra], checkpoint_path=checkpoint,
-                     progress=progress)
+                     progress=progress, clock=clock)
 
     resume_from = checkpoint if resume else None
     base_iterations: int | None = None if base is not None else 0  # None: resumed after the base stage
     if base is not None and not (resume and _checkpoint_features(checkpoint) == feats.n_features):
         base_backend = SentenceBackend(train, base, dev, max_length=max_length, n_chains=n_chains, seed=seed,
                                        parallel=parallel, words=vocab.words, **draws)
-        switch = _BaseStageEnd(base_share, time_limit, cfg.t_max, train_start)
+        switch = _BaseStageEnd(base_share, time_limit, cfg.t_max)
         first = trainer_for(base, base_backend, step_rule if base_step_rule is None else base_step_rule, [switch])
         first_result = first.fit(resume=resume_from)
         resume_from, base_iterations = None, first_result.t
@@ -258,7 +264,7 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
         result = trainer.fit(resume=resume_from)
     if checkpoint is not None:
         trainer.save_checkpoint(checkpoint)
-    train_seconds = time.perf_counter() - train_start
+    train_seconds = clock() - train_start
     zeta, refined = result.zeta, 0
     if refine > 0 and result.guard_message is None and result.t > 0:
         draft = SentenceTRF(vocab, feats, backend.pi, result.lam, result.zeta, {}, pooled=backend.pooled)
@@ -276,7 +282,7 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
             "step_rule": step_rule, "base_step_rule": base_step_rule,
             "zeta_refinement_iterations": refined, "base_features": base_features,
             "base_iterations": base_iterations,
-            "refine_seconds": time.perf_counter() - train_start - train_seconds,
+            "refine_seconds": clock() - train_start - train_seconds,
             "guard_message": result.guard_message, "step_scale": result.step_scale, "sampler": sampler,
             "smc_particles": smc_particles if sampler == "smc" else None,
             "smc_proposal": smc_proposal if sampler == "smc" else None,
@@ -472,10 +478,11 @@ def refine_zeta(model: SentenceTRF, train: EncodedCorpus, *, seconds: float | No
     return result.zeta, result.t - start_t
 
 
-def _time_stages(first_stage_seconds: float, start: float):
-    """A callback that ends AugSA's first stage (Eq. 24-25) once ``first_stage_seconds`` have passed."""
+def _time_stages(first_stage_seconds: float):
+    """A callback that ends AugSA's first stage (Eq. 24-25) once the trainer has spent ``first_stage_seconds``
+    (:attr:`trf.augsa.AugSA.elapsed`: summed over the runs of a resumed training)."""
     def switch(trainer, t, record):
-        if trainer.t0 >= trainer.config.t_max and time.perf_counter() - start >= first_stage_seconds:
+        if trainer.t0 >= trainer.config.t_max and trainer.elapsed >= first_stage_seconds:
             trainer.end_first_stage()
         return False
 
@@ -514,18 +521,17 @@ def _check_schedule(features, base_features, base_share, classes, time_limit, fi
 
 
 class _BaseStageEnd:
-    """A callback that ends the base stage of ``train_lm(base_features=...)`` after ``share`` of the time limit, or
-    without one, at ``share`` of ``t_max`` iterations."""
+    """A callback that ends the base stage of ``train_lm(base_features=...)`` after ``share`` of the time limit (of
+    the trainer's elapsed time, summed over resumed runs), or without one, at ``share`` of ``t_max`` iterations."""
 
     reason = "the end of the base stage"
 
-    def __init__(self, share: float, time_limit: float | None, t_max: int, start: float) -> None:
+    def __init__(self, share: float, time_limit: float | None, t_max: int) -> None:
         self.seconds = None if time_limit is None else share * time_limit
         self.iterations = max(1, int(round(share * t_max)))
-        self.start = start
 
     def __call__(self, trainer, t, record) -> str | bool:
-        done = (t >= self.iterations if self.seconds is None else time.perf_counter() - self.start >= self.seconds)
+        done = t >= self.iterations if self.seconds is None else trainer.elapsed >= self.seconds
         return done and self.reason
 
 
@@ -535,11 +541,11 @@ def _checkpoint_features(path) -> int:
     return int(np.asarray(arrays["lam"]).size)
 
 
-def _progress_logger(backend: SentenceBackend, every: int, start: float):
+def _progress_logger(backend: SentenceBackend, every: int):
     def log(trainer, t, record):
         if t % every == 0:
             dev = backend.log_likelihood(trainer.lam, trainer.zeta, "dev")
-            rate = t / max(time.perf_counter() - start, 1e-9)
+            rate = t / max(trainer.elapsed, 1e-9)
             dev_text = "n/a" if dev is None else f"{dev:.3f}"
             moves = (f"smallest SMC end-of-sentence ESS {record['smc_min_ess']:.1f}" if "smc_min_ess" in record
                      else f"jump acceptance {record.get('jump_acceptance', float('nan')):.2f}")
