@@ -158,3 +158,20 @@ def test_the_full_recipe_is_the_measured_command_and_given_flags_win(corpus, tmp
     meta = read_npz(out, "trf-lm")[1]
     assert meta["features_spec"] == "w+c+ws+cs+wsh+csh+tied" and meta["base_features"] == "w+c"
     assert meta["step_rule"] == "groups" and meta["base_step_rule"] == "features" and meta["n_samples"] == 10
+
+
+def test_a_resume_whose_minutes_are_spent_says_so(corpus, tmp_path, capsys):
+    """--minutes counts the time before --resume: a checkpoint that has trained for all of it gets one more
+    iteration and a note saying why (and that a larger --minutes trains on); one within its --minutes, no note."""
+    ckpt = tmp_path / "run.ckpt"
+    base = ["trf", "train", "--train", str(corpus), "--out", str(tmp_path / "m.npz"), "--checkpoint", str(ckpt), *FAST]
+    assert main(base + ["--max-iterations", "5"]) == 0
+    capsys.readouterr()
+    assert main(base + ["--max-iterations", "100", "--minutes", "1e-9", "--resume"]) == 0
+    captured = capsys.readouterr()
+    assert "note: the --checkpoint has trained for " in captured.err and "all of --minutes 1e-09 (it counts the time " \
+        "before --resume): one more iteration, then the model; a larger --minutes trains on" in captured.err
+    assert "trained 6 iterations (stopped by the time limit (" in captured.out
+    assert main(base + ["--max-iterations", "8", "--minutes", "1000", "--resume"]) == 0
+    captured = capsys.readouterr()
+    assert "has trained for" not in captured.err and "trained 8 iterations (reached t_max)" in captured.out

@@ -126,9 +126,10 @@ def _train_logged(args) -> int:
             raise ValueError(f"--resume: the --checkpoint file {args.checkpoint!r} does not exist (drop --resume to "
                              "train from scratch)")
         try:
-            read_npz(args.checkpoint, CHECKPOINT_KIND)
+            _, saved = read_npz(args.checkpoint, CHECKPOINT_KIND)
         except ValueError as exc:
             raise ValueError(f"--checkpoint {args.checkpoint!r} cannot be resumed from: {exc}") from None
+        trained_minutes = float(saved.get("elapsed") or 0.0) / 60
     _check_sampler_flags(args)
     with flags_for(TRAIN_FLAGS):
         try:
@@ -144,6 +145,10 @@ def _train_logged(args) -> int:
         minutes = DEFAULT_MINUTES
         print(f"mcsa trf train: note: neither --minutes nor --max-iterations given: training for at most "
               f"{minutes:g} minutes", file=sys.stderr)
+    if args.resume and minutes is not None and trained_minutes >= minutes:
+        print(f"mcsa trf train: note: the --checkpoint has trained for {trained_minutes:.4g} minutes, all of --minutes "
+              f"{minutes:g} (it counts the time before --resume): one more iteration, then the model; a larger "
+              "--minutes trains on", file=sys.stderr)
     # with a time limit the stages follow the time (unless --t0 fixes them in iterations)
     share = FIRST_STAGE_SHARE if minutes is not None and args.t0 is None else None
     notes = _CheckNotes("mcsa trf train")
