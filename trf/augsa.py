@@ -361,6 +361,8 @@ class AugSAState(NamedTuple):
     t_start : int
         The iteration at which this parameter vector began training: 0, or where a grown feature set took over
         from its base set (``trf.lm.train.train_lm(base_features=...)``), so ``t - t_start`` iterations trained it.
+    sentence_bound_iterations : int
+        Iterations in which the sentence-move bound (:attr:`AugSAConfig.max_sentence_move`) shortened a step.
     """
 
     t: int
@@ -379,6 +381,7 @@ class AugSAState(NamedTuple):
     time_updates: float = 0.0
     elapsed: float = 0.0
     t_start: int = 0
+    sentence_bound_iterations: int = 0
 
 
 _STATE_ARRAYS = ("lam", "zeta", "d_gaps", "good_lam", "good_zeta")
@@ -574,6 +577,7 @@ class AugSA:
             info["lambda_bounded"] = bounded
         if moves is not None:
             info["largest_sentence_move"], info["sentences_bounded"] = moves
+            state = state._replace(sentence_bound_iterations=state.sentence_bound_iterations + (moves[1] > 0))
         return state._replace(t=t, lam=lam, zeta=zeta), info
 
     def step(self, state: AugSAState) -> tuple[AugSAState, dict]:

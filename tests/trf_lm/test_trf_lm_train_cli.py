@@ -93,7 +93,14 @@ def test_eval_with_a_fixed_effort_states_it(corpus, tmp_path, capsys):
                  "--classes", "3", "--moment-bound", "--max-sentence-move", "25"]) == 0
     assert read_npz(bounded, "trf-lm")[1]["moment_bound"] is True
     assert read_npz(bounded, "trf-lm")[1]["max_sentence_move"] == 25.0
+    assert read_npz(out, "trf-lm")[1]["sentence_bound_iterations"] is None
     capsys.readouterr()
+    tight = tmp_path / "t.npz"  # a bound below any draw's move shortens every step, and the run says how often
+    assert main(["trf", "train", "--train", str(corpus), "--out", str(tight), "--max-iterations", "4", *FAST,
+                 "--classes", "3", "--max-sentence-move", "1e-9"]) == 0
+    assert read_npz(tight, "trf-lm")[1]["sentence_bound_iterations"] == 4
+    assert "note: the sentence-move bound (--max-sentence-move 1e-09) shortened the step in 4 of 4 iterations" in \
+        capsys.readouterr().err
     with pytest.raises(SystemExit) as exit_info:
         main(["trf", "train", "--train", str(corpus), "--out", str(bounded), "--max-sentence-move", "0"])
     assert exit_info.value.code == 2 and "argument --max-sentence-move: expected a number > 0, got '0'" in \

@@ -173,6 +173,9 @@ def _train_logged(args) -> int:
               f"{len(model.vocab)} words, so {model.features.n_classes} classes", file=sys.stderr)
     if result.guard_message:
         print(f"mcsa trf train: {result.guard_message}", file=sys.stderr)
+    if model.meta["sentence_bound_iterations"] is not None:
+        print(f"mcsa trf train: note: the sentence-move bound (--max-sentence-move {args.max_sentence_move:g}) shortened "
+              f"the step in {model.meta['sentence_bound_iterations']:,} of {result.t:,} iterations", file=sys.stderr)
     how = f"stopped by {result.stop_reason}" if result.stopped_early else "reached t_max"
     plural = "" if result.t == 1 else "s"
     print(f"trained {result.t} iteration{plural} ({how}), {model.features.n_features} features, "

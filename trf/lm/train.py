@@ -255,7 +255,7 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
             trainer.state = trainer.init(lam, first_result.zeta, first_result.t)._replace(
                 t0=first.state.t0, step_scale=trainer.config.lambda_step * halvings, elapsed=first.state.elapsed,
                 time_sampling=first.state.time_sampling, time_updates=first.state.time_updates,
-                t_start=first_result.t)
+                t_start=first_result.t, sentence_bound_iterations=first.state.sentence_bound_iterations)
             result = trainer.fit()
         else:  # the guard, the time limit or a callback ended the base stage: its checkpoint resumes it
             trainer, result = first, replace(first_result, lam=lam)
@@ -279,6 +279,8 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
             "n_chains": n_chains, "n_samples": cfg.n_samples, "max_length": max_length,
             "variance_floor": trainer.config.variance_floor, "lambda_step": trainer.config.lambda_step,
             "moment_bound": trainer.config.moment_bound, "max_sentence_move": trainer.config.max_sentence_move,
+            "sentence_bound_iterations": (trainer.state.sentence_bound_iterations
+                                          if trainer.config.max_sentence_move is not None else None),
             "step_rule": step_rule, "base_step_rule": base_step_rule,
             "zeta_refinement_iterations": refined, "base_features": base_features,
             "base_iterations": base_iterations,
