@@ -136,6 +136,20 @@ def _raise_terminated(signum, frame) -> None:
     raise Terminated
 
 
+def interruption(exc: BaseException) -> tuple[str, int]:
+    """How a ``KeyboardInterrupt`` ended a command, for its last line: ``("terminated (SIGTERM)", 143)`` when
+    :class:`Terminated` is ``exc`` or in its ``__cause__`` / ``__context__`` chain (a handler may re-raise), else
+    ``("interrupted", 130)``."""
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        if isinstance(link, Terminated):
+            return "terminated (SIGTERM)", 143
+        seen.add(id(link))
+        link = link.__cause__ or link.__context__
+    return "interrupted", 130
+
+
 def _catch_sigterm():
     """Route SIGTERM to :class:`Terminated` for the run of :func:`main`; the previous handler (None where no handler
     can be set: not the main thread, or no SIGTERM on this platform)."""
@@ -175,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
             checkpoint = getattr(args, "checkpoint", None)
             kept = (f"; the last checkpoint is kept in {checkpoint} (run the same command with --resume)"
                     if checkpoint and os.path.exists(checkpoint) else "")
-            how, status = ("terminated (SIGTERM)", 143) if isinstance(exc, Terminated) else ("interrupted", 130)
+            how, status = interruption(exc)
             print(f"mcsa: {how}{kept}", file=sys.stderr)
             return status
         sys.stdout.flush()

@@ -241,10 +241,13 @@ def cmd_run(args) -> int:
         print(f"mcsa: error: stopped at the first failed run (--fail-fast): {type(exc).__name__}: {exc}",
               file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print(f"mcsa: interrupted; finished runs are kept in {args.out}/runs.jsonl. Resume with: "
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (samplers.cli.Terminated)
+        from samplers.cli import interruption
+
+        how, status = interruption(exc)
+        print(f"mcsa: {how}; finished runs are kept in {args.out}/runs.jsonl. Resume with: "
               f"{resume_command(args)}", file=sys.stderr)
-        return 130
+        return status
     finally:
         if client is not None:
             client.close()

@@ -67,10 +67,14 @@ def test_streams_every_run_and_writes_a_manifest(tmp_path):
     assert not [p for p in (tmp_path / "a").iterdir() if p.name.startswith(".")]
 
 
-def _register_interrupted(name: str) -> None:
-    """Register ``name``: the toy suite whose estimator is interrupted (Ctrl-C) at its 8th call."""
+def _register_interrupted(name: str, sigterm: bool = False) -> None:
+    """Register ``name``: the toy suite whose estimator is interrupted (Ctrl-C, or SIGTERM) at its 8th call."""
     def interrupted(prob, n, s):
         if len(CALLS) >= 7:
+            if sigterm:
+                import signal
+
+                signal.raise_signal(signal.SIGTERM)
             raise KeyboardInterrupt
         return _draws(prob, n, s)
 
@@ -107,6 +111,19 @@ def test_ctrl_c_then_resume_gives_identical_rows_and_repeats_no_run(tmp_path, ca
         "finished runs are not repeated"
     assert _stable_rows(tmp_path / "cut") == full
     assert json.loads((tmp_path / "cut" / "manifest.json").read_text())["status"] == "complete"
+
+
+def test_sigterm_keeps_the_finished_runs_and_says_so(tmp_path, capsys):
+    """``kill PID`` (SIGTERM) of ``mcsa bench run`` leaves as Ctrl-C does -- finished runs kept, the manifest
+    incomplete, one line with the resume command -- naming SIGTERM, with status 143."""
+    _register_interrupted("store-toy-terminated", sigterm=True)
+    code = mcsa_main(["bench", "run", "--suite", "store-toy-terminated", "--out", str(tmp_path / "cut"),
+                      "--no-plots"])
+    err = capsys.readouterr().err
+    assert code == 143 and "Traceback" not in err, err
+    assert err.startswith("mcsa: terminated (SIGTERM); finished runs are kept in ") and "--resume" in err
+    assert json.loads((tmp_path / "cut" / "manifest.json").read_text())["status"] == "incomplete"
+    assert 0 < len([r for r in read_records(tmp_path / "cut" / "runs.jsonl") if r["type"] == "run"]) < 12
 
 
 DRIVER = textwrap.dedent("""
