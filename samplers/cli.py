@@ -136,18 +136,22 @@ def _raise_terminated(signum, frame) -> None:
     raise Terminated
 
 
-def interruption(exc: BaseException) -> tuple[str, int]:
-    """How a ``KeyboardInterrupt`` ended a command, for its last line: ``("terminated (SIGTERM)", 143)`` when
-    :class:`Terminated` is ``exc`` or in its ``__cause__`` / ``__context__`` chain (a handler may re-raise), else
-    ``("interrupted", 130)``."""
+def interruption(exc: BaseException) -> tuple[str, int] | None:
+    """How a Ctrl-C or SIGTERM ended a command, for its last line: ``("terminated (SIGTERM)", 143)`` when
+    :class:`Terminated` is ``exc`` or in its ``__cause__`` / ``__context__`` chain, ``("interrupted", 130)`` for
+    another ``KeyboardInterrupt`` there (a handler may re-raise; one landing in a Numba kernel comes back as a
+    ``SystemError`` chained to it), None when neither is."""
     seen: set[int] = set()
     link: BaseException | None = exc
+    found = None
     while link is not None and id(link) not in seen:
         if isinstance(link, Terminated):
             return "terminated (SIGTERM)", 143
+        if isinstance(link, KeyboardInterrupt):
+            found = ("interrupted", 130)
         seen.add(id(link))
         link = link.__cause__ or link.__context__
-    return "interrupted", 130
+    return found
 
 
 def _catch_sigterm():
@@ -185,11 +189,14 @@ def main(argv: list[str] | None = None) -> int:
         except (ValueError, FileNotFoundError, ImportError) as exc:
             print(f"mcsa: error: {exc}", file=sys.stderr)
             return 2
-        except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: a message and status 130 / 143, no traceback
+        except (KeyboardInterrupt, SystemError) as exc:  # Ctrl-C or SIGTERM: a message and 130 / 143, no traceback
+            ended = interruption(exc)
+            if ended is None:
+                raise
             checkpoint = getattr(args, "checkpoint", None)
             kept = (f"; the last checkpoint is kept in {checkpoint} (run the same command with --resume)"
                     if checkpoint and os.path.exists(checkpoint) else "")
-            how, status = interruption(exc)
+            how, status = ended
             print(f"mcsa: {how}{kept}", file=sys.stderr)
             return status
         sys.stdout.flush()

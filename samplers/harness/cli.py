@@ -244,7 +244,7 @@ def cmd_run(args) -> int:
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (samplers.cli.Terminated)
         from samplers.cli import interruption
 
-        how, status = interruption(exc)
+        how, status = interruption(exc) or ("interrupted", 130)
         print(f"mcsa: {how}; finished runs are kept in {args.out}/runs.jsonl. Resume with: "
               f"{resume_command(args)}", file=sys.stderr)
         return status

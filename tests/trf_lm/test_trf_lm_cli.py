@@ -304,6 +304,23 @@ def test_sigterm_ends_like_ctrl_c_with_status_143(trained, tmp_path, capsys, mon
                                        "the same command with --resume)\n")
     assert signal.getsignal(signal.SIGTERM) is before
 
+    def in_a_kernel(args):  # how a signal landing inside a Numba kernel comes back
+        try:
+            signal.raise_signal(signal.SIGTERM)
+        except KeyboardInterrupt as exc:
+            raise SystemError("CPUDispatcher(...) returned a result with an exception set") from exc
+
+    monkeypatch.setattr(lm_cli, "_train", in_a_kernel)
+    assert main(["trf", "train", "--train", str(train), "--out", str(tmp_path / "m.npz")]) == 143
+    assert capsys.readouterr().err == "mcsa: terminated (SIGTERM)\n"
+
+    def broken(args):
+        raise SystemError("a real bug, no signal")
+
+    monkeypatch.setattr(lm_cli, "_train", broken)
+    with pytest.raises(SystemError, match="a real bug"):
+        main(["trf", "train", "--train", str(train), "--out", str(tmp_path / "m.npz")])
+
 
 def test_train_with_the_smc_sampler(trained, tmp_path, capsys):
     """--sampler smc trains with SMC draws (recorded in the model), and bad values are refused by flag."""
