@@ -141,17 +141,12 @@ def interruption(exc: BaseException) -> tuple[str, int] | None:
     :class:`Terminated` is ``exc`` or in its ``__cause__`` / ``__context__`` chain, ``("interrupted", 130)`` for
     another ``KeyboardInterrupt`` there (a handler may re-raise; one landing in a Numba kernel comes back as a
     ``SystemError`` chained to it), None when neither is."""
-    seen: set[int] = set()
-    link: BaseException | None = exc
-    found = None
-    while link is not None and id(link) not in seen:
-        if isinstance(link, Terminated):
-            return "terminated (SIGTERM)", 143
-        if isinstance(link, KeyboardInterrupt):
-            found = ("interrupted", 130)
-        seen.add(id(link))
-        link = link.__cause__ or link.__context__
-    return found
+    from samplers.harness.records import exception_chain
+
+    links = list(exception_chain(exc))
+    if any(isinstance(link, Terminated) for link in links):
+        return "terminated (SIGTERM)", 143
+    return ("interrupted", 130) if any(isinstance(link, KeyboardInterrupt) for link in links) else None
 
 
 def _catch_sigterm():

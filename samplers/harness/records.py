@@ -7,7 +7,7 @@ import math
 import sys
 import warnings
 from types import FrameType
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 import numpy as np
 
@@ -24,18 +24,21 @@ def user_stacklevel() -> int:
     return level
 
 
+def exception_chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and the exceptions of its ``__cause__`` / ``__context__`` chain, each once."""
+    seen = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        yield link
+        seen.add(id(link))
+        link = link.__cause__ or link.__context__
+
+
 def is_interrupt(exc: BaseException) -> bool:
     """Whether ``exc`` is, or was caused by, a Ctrl-C: ``KeyboardInterrupt`` itself, or an exception
     whose ``__cause__`` / ``__context__`` chain holds one (a Ctrl-C landing inside a Numba kernel comes
     back as ``SystemError: CPUDispatcher(...) returned a result with an exception set``)."""
-    seen = set()
-    link: BaseException | None = exc
-    while link is not None and id(link) not in seen:
-        if isinstance(link, KeyboardInterrupt):
-            return True
-        seen.add(id(link))
-        link = link.__cause__ or link.__context__
-    return False
+    return any(isinstance(link, KeyboardInterrupt) for link in exception_chain(exc))
 
 
 def error_text(exc: BaseException) -> str:
