@@ -695,8 +695,10 @@ def test_known_sentences_are_weighed_exactly_and_the_batch_keeps_its_expectation
 
 def test_the_bundle_is_the_same_in_any_number_of_blocks(monkeypatch):
     """Issue 27, item 2: the bundle's successor weights, their ``exp`` and the trimmed lists are computed in blocks on
-    the Numba threads; with one block or many they are the NumPy gather, ``np.exp`` and the brute-force filter, bit for
-    bit, and so are the contexts' ``</s>`` weights (a model with every template row on 12 words)."""
+    the Numba threads; with one block or many they are the NumPy gather and the brute-force filter, bit for bit, and so
+    are the contexts' ``</s>`` weights (a model with every template row on 12 words).  The ``exp`` of any number of
+    blocks is the one-block ``exp`` bit for bit, and ``np.exp`` within one unit in the last place (NumPy's vectorised
+    ``exp`` and Numba's differ in the last bit on some CPUs)."""
     import samplers._blocks as blocks
 
     model = _model(12, 6, ALL_TEMPLATES, n_sentences=300, scale=0.5, seed=11)
@@ -705,19 +707,22 @@ def test_the_bundle_is_the_same_in_any_number_of_blocks(monkeypatch):
     keep = ~structure.succ_word_final | (np.abs(lam[succ.succ_feature]) >= 0.3)
     assert 0 < (~keep).sum() < keep.sum()  # informative: some entries trimmed, most kept
     n_kept = np.array([keep[a:b].sum() for a, b in zip(succ.ctx_start[:-1], succ.ctx_start[1:])])
+    one_block = {}
     for min_block, threads in [(1 << 16, 1), (1, 3), (1, 5)]:
         monkeypatch.setattr(blocks, "MIN_BLOCK", min_block)
         monkeypatch.setattr(blocks.numba, "get_num_threads", lambda threads=threads: threads)
         assert blocks.block_edges(succ.succ_feature.size).size - 1 == threads
         exact, _ = _smc_model(model)
         np.testing.assert_array_equal(exact.succ_lam, lam[succ.succ_feature])
-        np.testing.assert_array_equal(exact.succ_exp, np.exp(lam[succ.succ_feature]))
+        np.testing.assert_array_max_ulp(exact.succ_exp, np.exp(lam[succ.succ_feature]), maxulp=1)
+        np.testing.assert_array_equal(exact.succ_exp, one_block.setdefault("exact", exact.succ_exp))
         np.testing.assert_array_equal(exact.ctx_end_lam, np.where(structure.ctx_end >= 0, lam[structure.ctx_end], 0.0))
         trimmed, _ = _smc_model(model, "trimmed", 0.3)
         np.testing.assert_array_equal(trimmed.succ.succ_feature, succ.succ_feature[keep])
         np.testing.assert_array_equal(trimmed.succ.succ_symbol, succ.succ_symbol[keep])
         np.testing.assert_array_equal(trimmed.succ.ctx_start, np.concatenate(([0], np.cumsum(n_kept))))
-        np.testing.assert_array_equal(trimmed.succ_exp, np.exp(lam[succ.succ_feature[keep]]))
+        np.testing.assert_array_max_ulp(trimmed.succ_exp, np.exp(lam[succ.succ_feature[keep]]), maxulp=1)
+        np.testing.assert_array_equal(trimmed.succ_exp, one_block.setdefault("trimmed", trimmed.succ_exp))
 
 
 @jit
