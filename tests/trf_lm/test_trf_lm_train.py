@@ -162,6 +162,27 @@ def test_refine_zeta_corrects_a_zeta_that_is_too_low(tiny):
     assert end_error < 0.5 * start_error, (start_error, end_error)  # moved toward exact, not rolled back
 
 
+def test_refine_zeta_time_limit_reads_the_injected_clock(tiny):
+    """``seconds`` is measured with the given clock, not the machine's: a clock that advances one second per
+    reading ends the refinement after the same number of iterations on any machine, under any load -- one reading
+    starts the budget and one follows each iteration, so ``seconds=4.5`` stops after the fifth iteration and
+    ``seconds=9.5`` after the tenth."""
+    from trf.lm.train import refine_zeta
+
+    corpus, feats = tiny
+    backend = SentenceBackend(corpus, feats, n_chains=10, seed=0, parallel=False)
+    model = SentenceTRF(Vocabulary(["<unk>", "a", "b"]), feats, backend.pi, np.zeros(feats.n_features),
+                        np.zeros(M))
+
+    def ticking():
+        readings = itertools.count()
+        return lambda: float(next(readings))
+
+    counts = [refine_zeta(model, corpus, seconds=seconds, max_iterations=300, n_samples=20, n_chains=10,
+                          start_t=10, parallel=False, clock=ticking())[1] for seconds in (4.5, 9.5)]
+    assert counts == [5, 10]
+
+
 def test_the_guard_scores_every_sentence_by_default():
     """The divergence guard's log p <= 0 check and the train/dev log-likelihoods read every sentence unless
     ``ll_sentences`` limits them (with the first 2,000 only, the guard never saw the 832 fortunes training sentences

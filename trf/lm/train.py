@@ -426,7 +426,8 @@ def refine_zeta(model: SentenceTRF, train: EncodedCorpus, *, seconds: float | No
                 seed: int = 0, parallel: bool = True, sampler: str = "smc",
                 smc_particles: int = 300, smc_proposal: str = "exact",
                 smc_runs: int | None = None, smc_lengths: str = "drawn",
-                smc_known: float | None = None) -> tuple[np.ndarray, int]:
+                smc_known: float | None = None,
+                clock: Callable[[], float] = time.perf_counter) -> tuple[np.ndarray, int]:
     """Re-estimate ``zeta`` for the model's fixed ``lambda`` by the AugSA recursion (17)-(18) alone.
 
     This is how the paper estimates zeta for a fixed lambda (footnote 17).  While lambda moves, the
@@ -454,6 +455,9 @@ def refine_zeta(model: SentenceTRF, train: EncodedCorpus, *, seconds: float | No
         Run the sampler's chains or particle filters on all cores; False runs them serially.
     sampler, smc_particles, smc_proposal, smc_runs, smc_lengths, smc_known :
         As in :func:`train_lm`.
+    clock : callable, optional
+        Seconds of a monotonic clock (default :func:`time.perf_counter`) that ``seconds`` is measured with: tests
+        inject one.
 
     Returns
     -------
@@ -472,8 +476,8 @@ def refine_zeta(model: SentenceTRF, train: EncodedCorpus, *, seconds: float | No
     # corrects -- a guard would roll zeta back to the trainer's initial (lambda = 0) zeta and restart t at 0
     cfg = lm_config(n_samples=n_samples, t_max=start_t + max_iterations, t0=0, stop_window=None,
                     learn_lambda=False, seed=seed, guard_every=0)
-    started = time.perf_counter()
-    hooks = [] if seconds is None else [lambda trainer, t, record: time.perf_counter() - started > seconds]
+    started = clock()
+    hooks = [] if seconds is None else [lambda trainer, t, record: clock() - started > seconds]
     trainer = AugSA(backend, cfg, callbacks=hooks, progress=False)
     trainer.state = trainer.init(model.lam, model.zeta, start_t)
     result = trainer.fit()
