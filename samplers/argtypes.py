@@ -68,3 +68,16 @@ def flags_for(names: dict[str, str]) -> Iterator[None]:
             if message.startswith(f"{name} "):
                 raise ValueError(flag + message[len(name):]) from None
         raise
+
+
+@contextmanager
+def input_flag(flag: str) -> Iterator[None]:
+    """Put ``flag`` in front of the message of a ``ValueError`` or ``FileNotFoundError`` raised inside (``--model:
+    file 'x.npz' is damaged, ...``), for a block that reads the one input file the flag names and nothing else, so
+    every refusal of that file names the flag the user typed."""
+    try:
+        yield
+    except FileNotFoundError as exc:
+        raise FileNotFoundError(f"{flag}: {exc}") from None
+    except ValueError as exc:
+        raise ValueError(f"{flag}: {exc}") from None

@@ -29,7 +29,7 @@ import tempfile
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterator, TextIO, cast
 
-__all__ = ["ENCODING_HINT", "atomic_write", "check_encoding", "iter_lines", "read_lines", "split_lines", "write_text",
+__all__ = ["ENCODING_HINT", "atomic_write", "check_encoding", "check_text_file", "iter_lines", "read_lines", "split_lines", "write_text",
            "write_with_fallback"]
 
 #: How every message about encodings tells the user what to change (the Python argument and the CLI flag).
@@ -158,6 +158,23 @@ def iter_lines(path, *, encoding: str = "utf-8", what: str = "file") -> Iterator
             raise ValueError(f"{source} is empty")
         handle.seek(0)
         yield from _iter_stream(handle, source, encoding)
+
+
+def check_text_file(path, flag: str, *, encoding: str = "utf-8") -> None:
+    """Read the text file ``path`` once by the rules of :func:`iter_lines`, naming ``flag`` in any refusal.
+
+    A command calls it on each text input before any compute, so a missing, empty, binary or wrongly encoded file
+    is refused at once and by the flag that named it (``--test '/data/t.txt' is empty``); the library functions
+    that read the file later name it as what it is to them (``corpus file '/data/t.txt'``).  One streaming pass
+    over the bytes: milliseconds per megabyte.
+
+    Raises
+    ------
+    FileNotFoundError, ValueError
+        As :func:`iter_lines`, with ``flag`` as the name of the source.
+    """
+    for _ in iter_lines(path, encoding=encoding, what=flag):
+        pass
 
 
 def read_lines(stream: BinaryIO | TextIO | None = None, *, encoding: str = "utf-8", what: str = "stdin") -> list[str]:

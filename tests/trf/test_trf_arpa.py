@@ -424,7 +424,7 @@ def test_cli_errors_name_the_file_line_and_flag(tmp_path, capsys):
     test.write_text("a b\n")
     assert main(["ngram", "eval", "--model", str(bad), "--test", str(test)]) == 2
     err = capsys.readouterr().err
-    assert f"mcsa: error: {bad}: line 18: positive log10 probability" in err and "Traceback" not in err
+    assert f"mcsa: error: --model: {bad}: line 18: positive log10 probability" in err and "Traceback" not in err
     assert main(["ngram", "export", "--model", str(bad), "--arpa", str(tmp_path)]) == 2
     assert "--arpa" in capsys.readouterr().err
 

@@ -66,15 +66,42 @@ def test_a_bogus_encoding_is_a_usage_error_naming_the_flag_everywhere(files, cap
         assert "argument --encoding: unknown text encoding 'bogus-enc'" in err
 
 
-def test_nul_empty_and_wrong_encoding_files_are_refused_naming_the_file(files, capsys):
+def _text_flag(argv) -> str:
+    return "--train" if "--train" in argv else "--test"
+
+
+def test_nul_empty_and_wrong_encoding_files_are_refused_naming_the_flag_and_file(files, capsys):
     for argv in _commands(files, files["nul"]):
-        assert f"{str(files['nul'])!r} line 1 holds a NUL character: it is binary data" in _error(argv, capsys)
+        assert (f"{_text_flag(argv)} {str(files['nul'])!r} line 1 holds a NUL character: it is binary data"
+                in _error(argv, capsys))
     for argv in _commands(files, files["empty"]):
-        assert f"{str(files['empty'])!r} is empty" in _error(argv, capsys)
+        assert f"{_text_flag(argv)} {str(files['empty'])!r} is empty" in _error(argv, capsys)
     for argv in _commands(files, files["latin"]):
         err = _error(argv, capsys)
-        assert f"{str(files['latin'])!r} line 1 is not valid utf-8" in err and "--encoding" in err
+        assert f"{_text_flag(argv)} {str(files['latin'])!r} line 1 is not valid utf-8" in err and "--encoding" in err
     assert main(_commands(files, files["latin"])[1] + ["--encoding", "latin-1"]) == 0
+
+
+def test_missing_and_folder_inputs_name_their_flag_before_any_compute(files, capsys):
+    """A text input that is missing or a folder, a bad --valid beside a good --train, and a model file that is
+    missing or no model: each refusal names the flag the user typed (not "corpus file"), and trf train refuses its
+    --valid before it trains (no output file)."""
+    missing, folder = files["folder"] / "missing.txt", files["folder"]
+    for argv in _commands(files, missing):
+        assert f"{_text_flag(argv)} {str(missing)!r} does not exist" in _error(argv, capsys)
+    for argv in _commands(files, folder):
+        assert f"{_text_flag(argv)} {str(folder)!r} is a directory" in _error(argv, capsys)
+    out = files["folder"] / "valid-refused.npz"
+    err = _error(["trf", "train", "--train", str(files["train"]), "--valid", str(files["nul"]), "--out", str(out),
+                  "--classes", "2", "--max-iterations", "1"], capsys)
+    assert f"--valid {str(files['nul'])!r} line 1 holds a NUL character" in err and not out.exists()
+    for command in (["trf", "eval", "--no-check"], ["ngram", "eval"]):
+        argv = [*command, "--model", str(missing), "--test", str(files["train"])]
+        assert f"--model: file {str(missing)!r} does not exist" in _error(argv, capsys)
+        argv = [*command, "--model", str(files["empty"]), "--test", str(files["train"])]
+        assert _error(argv, capsys).startswith("mcsa: error: --model: ")
+    argv = ["trf", "eval", "--no-check", "--model", str(files["ngram"]), "--test", str(files["train"])]
+    assert f"--model: file {str(files['ngram'])!r} holds kind" in _error(argv, capsys)
 
 
 def _score(model, data: bytes, monkeypatch, capsys, *extra) -> tuple[int, str, str]:

@@ -25,6 +25,7 @@ import numpy as np
 
 from samplers.argtypes import (
     flags_for,
+    input_flag,
     nonnegative_float,
     nonnegative_int,
     number,
@@ -32,7 +33,7 @@ from samplers.argtypes import (
     positive_int,
     text_encoding,
 )
-from samplers.textio import read_lines, write_text, write_with_fallback
+from samplers.textio import check_text_file, read_lines, write_text, write_with_fallback
 from trf.io import check_output_file
 from trf.lm.smc import PROPOSALS, TRIM
 from trf.lm.train import BASE_SHARE, DEFAULT_FEATURES
@@ -119,6 +120,9 @@ def _train_logged(args) -> int:
         overrides["stop_window"] = args.stop_window or None  # 0: no stop rule
     check_output_file(args.out, "--out")
     check_output_file(args.checkpoint, "--checkpoint")
+    check_text_file(args.train, "--train", encoding=args.encoding)
+    if args.valid is not None:
+        check_text_file(args.valid, "--valid", encoding=args.encoding)
     if args.resume:  # never train from scratch when asked to continue
         if args.checkpoint is None:
             raise ValueError("--resume needs --checkpoint FILE, the checkpoint to continue from")
@@ -269,7 +273,9 @@ def _eval(args) -> int:
     from trf.lm.model import PERPLEXITY_CONVENTION, SentenceTRF
 
     check_output_file(args.json, "--json")
-    model = SentenceTRF.load(args.model)
+    check_text_file(args.test, "--test", encoding=args.encoding)
+    with input_flag("--model"):
+        model = SentenceTRF.load(args.model)
     stats = ReadStats()
     corpus = encode_file(args.test, model.vocab, encoding=args.encoding, stats=stats)
     start = time.perf_counter()
@@ -317,7 +323,8 @@ def _eval(args) -> int:
 def _score(args) -> int:
     from trf.lm.model import SentenceTRF
 
-    model = SentenceTRF.load(args.model)
+    with input_flag("--model"):
+        model = SentenceTRF.load(args.model)
     lines = read_lines(encoding=args.encoding)  # split at "\n" only: one output line per input line
     if not lines:
         raise ValueError("no lines on stdin (one sentence per line expected)")

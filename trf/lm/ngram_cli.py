@@ -18,8 +18,8 @@ import warnings
 
 import numpy as np
 
-from samplers.argtypes import number, positive_int, text_encoding
-from samplers.textio import write_text, write_with_fallback
+from samplers.argtypes import input_flag, number, positive_int, text_encoding
+from samplers.textio import check_text_file, write_text, write_with_fallback
 from trf.arpa import ArpaModel, read_arpa, write_arpa
 from trf.io import atomic_write_npz, check_output_file, read_npz
 from trf.lm.corpus import EncodedCorpus, ReadStats, Vocabulary, encode_file
@@ -100,6 +100,7 @@ def evaluate_ngram(model: NGramModel | ArpaModel, vocab: Vocabulary, test_path, 
 
 def _train(args) -> int:
     check_output_file(args.out, "--out")
+    check_text_file(args.train, "--train", encoding=args.encoding)
     with warnings.catch_warnings(record=True) as caught:  # the KN discount fallback, as one line each
         warnings.simplefilter("always", DiscountFallbackWarning)
         model, vocab, stats = train_ngram(args.train, method=args.method, order=args.order,
@@ -115,7 +116,9 @@ def _train(args) -> int:
 
 def _eval(args) -> int:
     check_output_file(args.json, "--json")
-    model, vocab = load_ngram(args.model)
+    check_text_file(args.test, "--test", encoding=args.encoding)
+    with input_flag("--model"):
+        model, vocab = load_ngram(args.model)
     result = evaluate_ngram(model, vocab, args.test, encoding=args.encoding)
     result.update({"model": str(args.model), "test": str(args.test), "method": type(model).__name__,
                    "order": model.order})
@@ -127,7 +130,8 @@ def _eval(args) -> int:
 
 def _export(args) -> int:
     check_output_file(args.arpa, "--arpa")
-    model, vocab = load_ngram(args.model)
+    with input_flag("--model"):
+        model, vocab = load_ngram(args.model)
     counts = ", ".join(f"{k}-grams {n}" for k, n in write_arpa(args.arpa, model, vocab.words).items())
     print(f"{type(model).__name__} order {model.order} -> {args.arpa} (ARPA, log10, back-off form; {counts})")
     return 0
