@@ -29,8 +29,8 @@ import tempfile
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterator, TextIO, cast
 
-__all__ = ["ENCODING_HINT", "atomic_write", "check_encoding", "check_text_file", "iter_lines", "read_lines", "split_lines", "write_text",
-           "write_with_fallback"]
+__all__ = ["ENCODING_HINT", "atomic_write", "check_encoding", "check_text_file", "iter_lines", "read_lines",
+           "split_lines", "write_text", "write_with_fallback"]
 
 #: How every message about encodings tells the user what to change (the Python argument and the CLI flag).
 ENCODING_HINT = "pass the file's encoding (encoding= / --encoding, e.g. latin-1 or utf-16)"
