@@ -182,3 +182,33 @@ def test_a_resume_whose_minutes_are_spent_says_so(corpus, tmp_path, capsys):
     assert main(base + ["--max-iterations", "8", "--minutes", "1000", "--resume"]) == 0
     captured = capsys.readouterr()
     assert "has trained for" not in captured.err and "trained 8 iterations (reached t_max)" in captured.out
+
+
+def test_first_stage_share_sets_where_the_constant_rate_ends(corpus, tmp_path, capsys, monkeypatch):
+    """``--first-stage-share`` reaches ``train_lm``'s ``first_stage_share`` with ``--minutes`` (0.5 without it, none
+    with ``--t0``); with ``--t0`` or without a time limit it is refused naming the flags, and out-of-range values
+    are usage errors."""
+    import trf.lm.train
+
+    seen = []
+
+    def record(*args, **kwargs):
+        seen.append(kwargs["first_stage_share"])
+        raise KeyboardInterrupt  # stop before any training: the schedule is all this test reads
+
+    monkeypatch.setattr(trf.lm.train, "train_and_check", record)
+    base = ["trf", "train", "--train", str(corpus), "--out", str(tmp_path / "m.npz"), "-q"]
+    for extra in (["--minutes", "10", "--first-stage-share", "0.25"], ["--minutes", "10"],
+                  ["--minutes", "10", "--t0", "5"], ["--minutes", "10", "--first-stage-share", "1"]):
+        main(base + extra)
+    assert seen == [0.25, 0.5, None, 1.0]
+    capsys.readouterr()
+    assert main(base + ["--minutes", "10", "--t0", "5", "--first-stage-share", "0.25"]) == 2
+    assert "--first-stage-share and --t0 both set where the first stage ends" in capsys.readouterr().err
+    assert main(base + ["--max-iterations", "10", "--first-stage-share", "0.25"]) == 2
+    assert "--first-stage-share needs a time limit (--minutes)" in capsys.readouterr().err
+    for bad in ("0", "1.5"):
+        with pytest.raises(SystemExit) as info:
+            main(base + ["--minutes", "10", "--first-stage-share", bad])
+        assert info.value.code == 2 and "argument --first-stage-share" in capsys.readouterr().err
+    assert seen == [0.25, 0.5, None, 1.0] and not (tmp_path / "m.npz").exists()

@@ -36,7 +36,7 @@ from samplers.argtypes import (
 from samplers.textio import check_text_file, read_lines, write_text, write_with_fallback
 from trf.io import check_output_file
 from trf.lm.smc import PROPOSALS, TRIM
-from trf.lm.train import BASE_SHARE, DEFAULT_FEATURES
+from trf.lm.train import BASE_SHARE, DEFAULT_FEATURES, FIRST_STAGE_SHARE
 
 #: Python argument names of ``train_lm`` whose data-dependent errors are reported with the flag (``--classes``).
 TRAIN_FLAGS = {"features": "--features", "classes": "--classes", "max_size": "--vocab-size", "min_count": "--min-count",
@@ -104,7 +104,7 @@ def _train_logged(args) -> int:
     from trf.augsa import CHECKPOINT_KIND
     from trf.io import read_npz
     from trf.lm.backend import lm_config
-    from trf.lm.train import DEFAULT_CLASSES, FIRST_STAGE_SHARE, check_growth, train_and_check
+    from trf.lm.train import DEFAULT_CLASSES, check_growth, train_and_check
 
     base_given = args.base_features is not None
     applied = apply_recipe(args)
@@ -154,7 +154,14 @@ def _train_logged(args) -> int:
               f"{minutes:g} (it counts the time before --resume): one more iteration, then the model; a larger "
               "--minutes trains on", file=sys.stderr)
     # with a time limit the stages follow the time (unless --t0 fixes them in iterations)
-    share = FIRST_STAGE_SHARE if minutes is not None and args.t0 is None else None
+    if args.first_stage_share is not None and args.t0 is not None:
+        raise ValueError("--first-stage-share and --t0 both set where the first stage ends; give one of them")
+    if args.first_stage_share is not None and minutes is None:
+        raise ValueError("--first-stage-share needs a time limit (--minutes); with --max-iterations alone, end the "
+                         "first stage with --t0")
+    share = None
+    if minutes is not None and args.t0 is None:
+        share = FIRST_STAGE_SHARE if args.first_stage_share is None else args.first_stage_share
     notes = _CheckNotes("mcsa trf train")
     with flags_for(TRAIN_FLAGS):
         trained = train_and_check(
@@ -422,6 +429,10 @@ def register(subparsers) -> None:
     train.add_argument("--t0", type=nonnegative_int, default=None,
                        help="t_0 of Eq. 24-25 (default 2000; with --minutes the first stage ends at half the time "
                             "instead)")
+    train.add_argument("--first-stage-share", dest="first_stage_share", type=number(float, 0.0, low_open=True, high=1.0),
+                       default=None, metavar="SHARE",
+                       help=f"with --minutes, the share of the time spent in the first stage of Eq. 24-25 (the "
+                            f"constant rate); the rate decreases after it (default {FIRST_STAGE_SHARE:g}; 1: never)")
     train.add_argument("--l2", type=nonnegative_float, default=None, help="mu of Eq. 38 (default 4e-5)")
     train.add_argument("--clip", type=positive_float, default=None, help="bound on the absolute change of each lambda and zeta entry per step (default: none)")
     train.add_argument("--moment-bound", dest="moment_bound", action=argparse.BooleanOptionalAction, default=None,
