@@ -33,6 +33,12 @@ smallest end-of-sentence ESS; ``--quality-runs R`` then times ``R`` single-threa
 trainer's lambda and prints their mean ESS and the spread of their ``log Z-hat_j`` (median over lengths), with
 ``spread^2 x seconds``, the work that a given error costs -- speed at equal statistical quality.
 
+``--stop-every 1 10 --valid FILE`` also times, in every round, one train-dev gap of the Appendix-E stop rule on each
+trainer's parameters (the two ``log_likelihood`` calls that ``AugSA`` makes for it: the whole ``--train`` and the
+``--valid`` text scored) and prints the second stage's iterations per second when a gap is taken at every N-th
+iteration (``AugSAConfig.stop_every``): ``1 / (seconds per iteration + seconds per gap / N)``.  The rounds above time
+the first stage, which takes no gaps; a run's second stage (Eq. 24's decreasing rate, after ``t0``) pays them.
+
 The fortunes files are written by ``benchmarks/trf_score_speed.py`` (or ``experiments/trf_lm/benchmark.py``) from the
 Debian packages ``fortunes fortunes-min fortune-anarchism``; any text with one sentence per line serves.
 """
@@ -55,7 +61,7 @@ def _trainer(train, vocab_size: int, word_class: np.ndarray, spec: str, proposal
     from trf.lm.features import SentenceFeatures
 
     feats = SentenceFeatures.build(train, vocab_size, spec, word_class=word_class)
-    backend = SentenceBackend(train, feats, None, sampler="smc", smc_particles=args.particles, smc_proposal=proposal,
+    backend = SentenceBackend(train, feats, args.dev, sampler="smc", smc_particles=args.particles, smc_proposal=proposal,
                               max_length=args.max_length)
     backend.smc.trim = args.trim
     config = lm_config(n_samples=args.samples, t_c=500.0, beta_lambda=0.0, t0=10 ** 9, stop_window=None,
@@ -84,6 +90,15 @@ def _block(trainer, n: int) -> tuple[float, float, list[float]]:
         ess.append(info["smc_min_ess"])
         smc += info.get("smc_seconds", np.nan)
     return time.perf_counter() - start, smc, ess
+
+
+def _gap_seconds(trainer) -> float:
+    """Seconds of one train-dev gap of the Appendix-E stop rule on the trainer's parameters (what ``AugSA`` computes
+    for it: the mean log-likelihood of the training text and of the development text)."""
+    start = time.perf_counter()
+    for split in ("train", "dev"):
+        trainer.backend.log_likelihood(trainer.lam, trainer.zeta, split)
+    return time.perf_counter() - start
 
 
 def _proposal_quality(trainer, proposals, particles: int, replicates: int, trim: float):
@@ -155,6 +170,25 @@ def _kernel_ratio(ref, trainer, repeats: int, particles: int, n_keep: int = 100)
     return same, gap, float(np.median(ratios))
 
 
+def _print_stop_rule_costs(runs, strides: list[int], n_dev: int) -> None:
+    """The second stage's it/s when the stop rule takes a gap at every N-th iteration, from each round's iteration
+    time and gap time (medians over rounds; ratios against the first run at the same N, per round)."""
+    print(f"\nThe Appendix-E stop rule's train-dev gap (whole --train and {n_dev} --valid sentences scored), once per "
+          "round on each trainer's parameters; second-stage it/s = 1 / (s per iteration + s per gap / N):")
+    print("| features | s per iteration | s per gap | " + " | ".join(f"it/s, gap every {n} (/ first set)" for n in strides)
+          + " |")
+    print("|---|---|---|" + "---|" * len(strides))
+    first = runs[0]
+    for run in runs:
+        cells = []
+        for n in strides:
+            rate = 1.0 / (1.0 / np.array(run["rates"]) + np.array(run["gaps"]) / n)
+            base = 1.0 / (1.0 / np.array(first["rates"]) + np.array(first["gaps"]) / n)
+            cells.append(f"{np.median(rate):.2f} ({np.median(rate / base):.2f})")
+        print(f"| {run['spec']} / {run['proposal']} | {np.median(1.0 / np.array(run['rates'])):.3f} | "
+              f"{np.median(run['gaps']):.3f} | " + " | ".join(cells) + " |")
+
+
 def _corpus(args):
     """``(model, vocabulary, encoded --train, word classes)``: the ``--model``'s (None without one), or built on
     ``--train``."""
@@ -188,6 +222,12 @@ def _checked(args: argparse.Namespace) -> argparse.Namespace:
             raise SystemExit(f"--{name} must be >= 1, got {getattr(args, name)}")
     if args.warm_iterations < 0:
         raise SystemExit(f"--warm-iterations must be >= 0, got {args.warm_iterations}")
+    if args.stop_every and args.valid is None:
+        raise SystemExit("--stop-every needs --valid, the development text whose log-likelihood the stop rule reads")
+    if any(n < 1 for n in args.stop_every):
+        raise SystemExit(f"--stop-every values must be >= 1, got {args.stop_every}")
+    if args.valid is not None and not Path(args.valid).is_file():
+        raise SystemExit(f"--valid {args.valid!r} is not a file")
     if args.quality_runs == 1 or args.quality_runs < 0:
         raise SystemExit(f"--quality-runs must be 0 or >= 2, got {args.quality_runs}")
     from trf.lm.smc import PROPOSALS, TRIM
@@ -223,6 +263,9 @@ def main(argv=None) -> int:
                         "unless it comes first)")
     parser.add_argument("--trim", type=float, default=None, help="the trimmed proposal's threshold on |lambda| "
                         "(default trf.lm.smc.TRIM, 0.1)")
+    parser.add_argument("--valid", default=None, help="development text (one sentence a line) for --stop-every")
+    parser.add_argument("--stop-every", type=int, nargs="+", default=[], help="also time the stop rule's train-dev "
+                        "gap and print the second stage's it/s with a gap every N iterations, for each N")
     parser.add_argument("--quality-runs", type=int, default=0, help="after the rounds, this many single SMC runs of "
                         "each proposal on each trainer's lambda: seconds, ESS and spread of log Z-hat_j")
     args = _checked(parser.parse_args(argv))
@@ -230,6 +273,9 @@ def main(argv=None) -> int:
     from trf_transms_speed import load_reference  # beside this script
 
     model, vocab, train, word_class = _corpus(args)
+    from trf.lm.corpus import encode_file
+
+    args.dev = None if args.valid is None else encode_file(args.valid, vocab)
     runs = []
     for spec in args.features:
         for proposal in args.proposals:
@@ -240,13 +286,16 @@ def main(argv=None) -> int:
             warm_start = time.perf_counter()
             _block(trainer, max(1, args.warm_iterations))   # compiles, then lets lambda leave 0
             runs.append({"spec": spec, "proposal": proposal, "feats": feats, "trainer": trainer,
-                         "warm": time.perf_counter() - warm_start, "rates": [], "smc_share": [], "ess": []})
+                         "warm": time.perf_counter() - warm_start, "rates": [], "smc_share": [], "ess": [],
+                         "gaps": []})
     for _ in range(args.repeats):
         for run in runs:
             seconds, smc, ess = _block(run["trainer"], args.block)
             run["rates"].append(args.block / seconds)
             run["smc_share"].append(smc / seconds)
             run["ess"].extend(ess)
+            if args.stop_every:
+                run["gaps"].append(_gap_seconds(run["trainer"]))
     base = np.array(runs[0]["rates"])
     print(f"{len(train)} sentences, vocabulary {len(vocab)}, {args.classes} classes; SMC {args.particles} particles x "
           f"{numba.get_num_threads()} runs, K = {args.samples}; "
@@ -260,6 +309,8 @@ def main(argv=None) -> int:
         print(f"| {run['spec']} ({run['feats'].rows.row_len.size}, {run['feats'].n_features:,}) | {run['proposal']} | "
               f"{np.median(rates):.2f} | {np.median(run['smc_share']):.2f} | {np.median(run['ess']):.1f} | "
               f"**{np.median(rates / base):.2f}** |")
+    if args.stop_every:
+        _print_stop_rule_costs(runs, args.stop_every, len(args.dev))
     if args.quality_runs:
         print(f"\n{args.quality_runs} SMC runs ({args.particles} particles, all lengths, one thread) of each proposal on "
               "each trainer's lambda:")

@@ -220,6 +220,14 @@ class AugSAConfig:
     stop_window, stop_tol : int or None, float
         Appendix-E stop rule: stop when ``S_t < stop_tol`` (H = ``stop_window``); needs a backend
         with ``log_likelihood``.  None disables it.
+    stop_every : int
+        Compute the stop rule's train-dev gap ``D(t)`` at every ``stop_every``-th iteration of the second stage
+        (``t`` a multiple of it) rather than at every one, so that each window of H iterations holds
+        ``H / stop_every`` gaps (``stop_window`` must be a multiple) and ``S_t`` is the difference of the two
+        windows' mean gaps, checked at those iterations.  1 (default): the paper's every iteration.  A gap
+        scores the whole training set (on KJV's 28K verses with the full feature set, about as long as the
+        iteration's sampling); ``D(t)`` moves slowly, so a window's mean from every 10th iteration is nearly the
+        mean of all 100 (:func:`trf.lm.backend.lm_config` uses 10).
     checkpoint_every : int
         Write a checkpoint every this many iterations (0: never; needs a checkpoint path).
     guard_every : int
@@ -262,6 +270,7 @@ class AugSAConfig:
     max_sentence_move: float | None = None
     stop_window: int | None = None
     stop_tol: float = 1e-4
+    stop_every: int = 1
     checkpoint_every: int = 0
     seed: int = 0
     learn_lambda: bool = True
@@ -292,8 +301,13 @@ class AugSAConfig:
             raise ValueError(f"moment_bound must be True or False, got {self.moment_bound!r}")
         if self.max_sentence_move is not None:
             check_float(self.max_sentence_move, "max_sentence_move", low=0.0, low_open=True)
+        check_int(self.stop_every, "stop_every", low=1)
         if self.stop_window is not None:
             check_int(self.stop_window, "stop_window", low=1)
+            if self.stop_window % self.stop_every:
+                raise ValueError(f"stop_window ({self.stop_window}) must be a multiple of stop_every "
+                                 f"({self.stop_every}): each window of the stop rule holds stop_window / stop_every "
+                                 "train-dev gaps")
         check_int(self.checkpoint_every, "checkpoint_every", low=0)
         check_int(self.seed, "seed", low=0)
         check_int(self.guard_every, "guard_every", low=0)
@@ -349,7 +363,8 @@ class AugSAState(NamedTuple):
         Factor on the lambda step (halved by the divergence guard, ``on_violation="halve"``).
     halvings : int
     d_gaps : ndarray
-        Train-dev log-likelihood gaps ``D(t)`` of the Appendix-E stop rule, one per second-stage iteration.
+        Train-dev log-likelihood gaps ``D(t)`` of the Appendix-E stop rule, one per second-stage iteration that
+        is a multiple of :attr:`AugSAConfig.stop_every`.
     good_t : int
         The iteration of ``good_lam``, ``good_zeta``.
     best_dev : float
@@ -595,9 +610,10 @@ class AugSA:
                             time_updates=state.time_updates + end - mid), info
 
     def _stop_statistic(self, state: AugSAState, record: dict) -> tuple[AugSAState, float | None]:
-        """Appendix E: S_t from the train-dev log-likelihood gaps D(t) over two windows of H (second stage only)."""
-        H = self.config.stop_window
-        if H is None or not hasattr(self.backend, "log_likelihood") or state.t <= state.t0:
+        """Appendix E: S_t from the train-dev log-likelihood gaps D(t) over two windows of H (second stage only),
+        a gap at every ``stop_every``-th iteration."""
+        H, every = self.config.stop_window, self.config.stop_every
+        if H is None or not hasattr(self.backend, "log_likelihood") or state.t <= state.t0 or state.t % every:
             return state, None
         train = self.backend.log_likelihood(state.lam, state.zeta, "train")
         dev = self.backend.log_likelihood(state.lam, state.zeta, "dev")
@@ -606,10 +622,11 @@ class AugSA:
         record["ll_train"], record["ll_dev"] = float(train), float(dev)
         gaps = np.append(state.d_gaps, float(train) - float(dev))
         state = state._replace(d_gaps=gaps)
-        if gaps.size < 2 * H:
+        n = H // every                                  # gaps per window
+        if gaps.size < 2 * n:
             return state, None
-        window = gaps[-2 * H:]
-        return state, float((window[H:].sum() - window[:H].sum()) / H)
+        window = gaps[-2 * n:]
+        return state, float(window[n:].mean() - window[:n].mean())
 
     # --- divergence guards -----------------------------------------------------------------------
     def invariant_violations(self) -> list[str]:
@@ -693,10 +710,12 @@ class AugSA:
         restored = state._replace(t=t_good, lam=state.good_lam.copy(), zeta=state.good_zeta.copy())
         what = "; ".join(problems)
         if self.config.on_violation == "halve" and state.halvings < self.config.max_halvings:
-            # the stop rule's train-dev gaps (one per iteration after t0) of the undone iterations go too; the
-            # loop appends the gap of the restored parameters right after this
+            # the stop rule's train-dev gaps (one per stop_every-th iteration after t0) of the undone iterations go
+            # too; the loop appends the gap of the restored parameters (if it has one) right after this
+            every = self.config.stop_every
+            kept = max(0, (t_good - 1) // every - state.t0 // every)
             self.state = restored._replace(halvings=state.halvings + 1, step_scale=state.step_scale / 2.0,
-                                           d_gaps=state.d_gaps[:max(0, t_good - state.t0 - 1)])
+                                           d_gaps=state.d_gaps[:kept])
             _log.warning("AugSA guard: %s at iteration %d; back to the parameters of iteration %d, lambda step x %g",
                          what, t_failed, t_good, self.state.step_scale)
             return False
@@ -816,6 +835,12 @@ class AugSA:
             # it follows this config's t0, not the old one -- a run resumed with a larger t_max is not in the
             # second stage at once; a t0 already passed ends the first stage now
             values["t0"] = max(self.config.t0, values["t"])
+        if meta["config"].get("stop_every", 1) != self.config.stop_every and values["d_gaps"].size:
+            # gaps taken at another stride do not fill this config's windows: the stop rule starts its windows again
+            _log.info("AugSA: the checkpoint's stop-rule gaps were taken every %d iterations, this run takes them "
+                      "every %d; the stop rule starts its windows again", meta["config"].get("stop_every", 1),
+                      self.config.stop_every)
+            values["d_gaps"] = np.zeros(0)
         self.state = AugSAState(**values)
         backend_state = {k[len("backend."):]: v for k, v in arrays.items() if k.startswith("backend.")}
         set_state = getattr(self.backend, "set_state", None)

@@ -133,6 +133,33 @@ def test_stop_rule_and_l2(sampled_corpus):
     assert not any("S_t" in r for r in result.history if r["t"] <= 50)  # a first-stage rate cannot trip it
 
 
+def test_the_stop_rule_takes_its_gaps_at_every_stop_every_th_iteration(sampled_corpus):
+    """``stop_every = 5``: the gap D(t) at t = 55, 60, ... only (t0 = 50), S_t the difference of the two windows'
+    mean gaps (H / 5 = 2 each), so with the same draws the rule stops at t0 + 2H as the paper's every-iteration
+    rule does, and the training itself is the same bit for bit (the rule only reads the parameters)."""
+    data, _ = sampled_corpus
+    half = len(data) // 2
+    results = {}
+    for every in (1, 5):
+        backend = WordBackend(data.subset(np.arange(half)), dev=data.subset(np.arange(half, len(data))), n_chains=10)
+        cfg = AugSAConfig(n_samples=20, t_max=400, t_c=20, t0=50, stop_window=10, stop_every=every, stop_tol=1e9,
+                          l2=1e-3, variance_floor=1e-3)
+        results[every] = AugSA(backend, cfg, progress=False).fit()
+    for every, result in results.items():
+        assert result.stopped_early and result.t == 70
+        gapped = [r for r in result.history if "ll_dev" in r]
+        assert [r["t"] for r in gapped] == list(range(50 + every, 71, every))
+        gaps = np.array([r["ll_train"] - r["ll_dev"] for r in gapped])
+        n = 10 // every
+        assert result.history[-1]["S_t"] == pytest.approx(gaps[-n:].mean() - gaps[-2 * n:-n].mean(), rel=1e-12)
+        assert [r["t"] for r in result.history if "S_t" in r] == [70]  # the first S_t stops it (tol 1e9)
+    np.testing.assert_array_equal(results[1].lam, results[5].lam)
+    with pytest.raises(ValueError, match="stop_window .10. must be a multiple of stop_every .3."):
+        AugSA(WordBackend(data, n_chains=2), AugSAConfig(stop_window=10, stop_every=3))
+    with pytest.raises(ValueError, match="stop_every"):
+        AugSA(WordBackend(data, n_chains=2), AugSAConfig(stop_every=0))
+
+
 def _toy_backend(step_rule_floor):
     from trf.lm.backend import SentenceBackend
     from trf.lm.corpus import EncodedCorpus
@@ -251,6 +278,12 @@ def test_a_rollback_also_undoes_the_stop_rule_gaps():
     assert trainer.t == 50 and trainer.state.d_gaps.size == 39  # 11..49; the loop then appends iteration 50's
     trainer.state = trainer.state._replace(good_t=5)
     assert not trainer._guard(problems=["test"]) and trainer.state.d_gaps.size == 0
+    # a gap at every 5th iteration: 15, 20, ..., 100 held, back to 50 keeps 15..45 (50's is appended by the loop)
+    trainer = AugSA(_toy_backend(1e-15), AugSAConfig(t_max=400, t0=10, guard_every=5, on_violation="halve",
+                                                     stop_window=10, stop_every=5), progress=False)
+    trainer.state = trainer.state._replace(good_t=50, t=100, d_gaps=np.arange(15.0, 101.0, 5.0))
+    assert not trainer._guard(problems=["test"])
+    np.testing.assert_array_equal(trainer.state.d_gaps, np.arange(15.0, 46.0, 5.0))
 
 
 @pytest.mark.parametrize("clip", [None, 0.05])

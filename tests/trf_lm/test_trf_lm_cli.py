@@ -120,10 +120,17 @@ def test_stop_rule_flags_and_the_printed_reason(trained, tmp_path, capsys):
     base = ["trf", "train", "--train", str(train), "--valid", str(train), "--classes", "3", "--features", "w+c",
             "--samples", "10", "--t-c", "100", "--t0", "10", "--quiet", "--max-iterations", "20"]
     out = tmp_path / "m.npz"
-    assert main(base + ["--out", str(out), "--stop-window", "2", "--stop-tol", "1e9"]) == 0
+    assert main(base + ["--out", str(out), "--stop-window", "2", "--stop-every", "2", "--stop-tol", "1e9"]) == 0
     text = capsys.readouterr().out
-    assert "trained 14 iterations (stopped by the Appendix-E stop rule (S_t = " in text  # t0 + 2H gaps
+    assert "trained 14 iterations (stopped by the Appendix-E stop rule (S_t = " in text  # gaps at t0 + H, t0 + 2H
     assert SentenceTRF.load(out).meta["iterations"] == 14
+    assert main(base + ["--out", str(out), "--stop-window", "2", "--stop-every", "1", "--stop-tol", "1e9"]) == 0
+    assert "trained 14 iterations (stopped by the Appendix-E stop rule" in capsys.readouterr().out  # 2H gaps
+    out.unlink()
+    assert main(base + ["--out", str(out), "--stop-window", "2", "--stop-tol", "1e9"]) == 2  # default --stop-every 10
+    err = capsys.readouterr().err
+    assert "--stop-window 2 is not a multiple of --stop-every 10" in err and "Traceback" not in err
+    assert not out.exists()
     assert main(base + ["--out", str(out), "--stop-window", "0", "--stop-tol", "1e9"]) == 0
     assert "trained 20 iterations (reached t_max)" in capsys.readouterr().out
     assert main(base + ["--out", str(out), "--minutes", "1e-9"]) == 0

@@ -100,17 +100,11 @@ def _check_sampler_flags(args) -> None:
         raise ValueError(f"--smc-known is a share of a length's normaliser, in (0, 1]; got {args.smc_known:g}")
 
 
-def _train_logged(args) -> int:
-    from trf.augsa import CHECKPOINT_KIND
-    from trf.io import read_npz
+def _config(args):
+    """The AugSA settings of ``mcsa trf train``: :func:`trf.lm.backend.lm_config` with the flags given, the stop
+    rule's window checked against its gap stride (a ValueError naming both flags)."""
     from trf.lm.backend import lm_config
-    from trf.lm.train import DEFAULT_CLASSES, check_growth, train_and_check
 
-    base_given = args.base_features is not None
-    applied = apply_recipe(args)
-    if applied:
-        print(f"mcsa trf train: note: --recipe {args.recipe}: {' '.join(applied)} (flags given on the command line "
-              "take precedence)", file=sys.stderr)
     overrides = {k: v for k, v in {"n_samples": args.samples, "t_max": args.max_iterations, "t_c": args.t_c,
                                "beta_lambda": args.beta_lambda, "t0": args.t0, "l2": args.l2,
                                "clip": args.clip, "moment_bound": args.moment_bound,
@@ -118,6 +112,28 @@ def _train_logged(args) -> int:
                                "stop_tol": args.stop_tol}.items() if v is not None}
     if args.stop_window is not None:
         overrides["stop_window"] = args.stop_window or None  # 0: no stop rule
+    if args.stop_every is not None:
+        overrides["stop_every"] = args.stop_every
+    config = lm_config(**overrides)
+    window, every = config.stop_window, config.stop_every
+    if window is not None and window % every:
+        raise ValueError(f"--stop-window {window} is not a multiple of --stop-every {every} (each window of the "
+                         "stop rule holds --stop-window / --stop-every train-dev gaps); give --stop-every 1, the "
+                         "paper's gap at every iteration, or a divisor of --stop-window")
+    return config
+
+
+def _train_logged(args) -> int:
+    from trf.augsa import CHECKPOINT_KIND
+    from trf.io import read_npz
+    from trf.lm.train import DEFAULT_CLASSES, check_growth, train_and_check
+
+    base_given = args.base_features is not None
+    applied = apply_recipe(args)
+    if applied:
+        print(f"mcsa trf train: note: --recipe {args.recipe}: {' '.join(applied)} (flags given on the command line "
+              "take precedence)", file=sys.stderr)
+    config = _config(args)
     check_output_file(args.out, "--out")
     check_output_file(args.checkpoint, "--checkpoint")
     check_text_file(args.train, "--train", encoding=args.encoding)
@@ -167,7 +183,7 @@ def _train_logged(args) -> int:
         trained = train_and_check(
             args.train, valid_path=args.valid, check=None if args.no_check else _check_kw(args, notes), valid_flag="--valid",
             features=args.features, classes=args.classes, vocab_size=args.vocab_size,
-            min_count=args.min_count, max_length=args.max_length, config=lm_config(**overrides),
+            min_count=args.min_count, max_length=args.max_length, config=config,
             n_chains=30 if args.chains is None else args.chains,
             seed=args.seed, checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every, resume=args.resume,
             time_limit=None if minutes is None else minutes * 60, first_stage_share=share,
@@ -453,6 +469,10 @@ def register(subparsers) -> None:
                             "(default 100; 0: no stop rule, train to --max-iterations or --minutes)")
     train.add_argument("--stop-tol", dest="stop_tol", type=positive_float, default=None,
                        help="stop when S_t < STOP_TOL (default 1e-4)")
+    train.add_argument("--stop-every", dest="stop_every", type=positive_int, default=None,
+                       help="take the stop rule's train-dev gap (a scoring of the whole training set) at every "
+                            "this many iterations; --stop-window must be a multiple (default 10; 1: every "
+                            "iteration, as in the paper)")
     train.add_argument("--step-rule", dest="step_rule", choices=("features", "groups", "data", "fixed"),
                        default=None,
                        help="features (default): data, and the lambda rate scaled by a(w+c) / a(FEATURES), a = "
