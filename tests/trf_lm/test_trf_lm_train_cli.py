@@ -138,10 +138,10 @@ def test_the_full_recipe_is_the_measured_command_and_given_flags_win(corpus, tmp
     common = ["trf", "train", "--train", "t.txt", "--out", "m.npz", "--minutes", "105"]
     measured = parser.parse_args(common + "--features w+c+ws+cs+wsh+csh+tied --base-features w+c --base-step-rule "
                                           "features --samples 100 --t-c 500 --beta-lambda 0 --smc-particles 400 "
-                                          "--step-rule groups".split())
+                                          "--step-rule groups --max-sentence-move 500 --first-stage-share 0.25".split())
     recipe = parser.parse_args(common + ["--recipe", "full"])
     apply_recipe(measured)
-    assert len(apply_recipe(recipe)) == 8
+    assert len(apply_recipe(recipe)) == 10
     assert {k: v for k, v in vars(recipe).items() if k != "recipe"} == \
         {k: v for k, v in vars(measured).items() if k != "recipe"}
     plain = parser.parse_args(common)
@@ -153,6 +153,12 @@ def test_the_full_recipe_is_the_measured_command_and_given_flags_win(corpus, tmp
     transms = parser.parse_args(common + ["--recipe", "full", "--sampler", "transms"])
     apply_recipe(transms)
     assert transms.smc_particles is None  # refused with --sampler transms otherwise
+    for flags in (["--t0", "50"], ["--max-iterations", "50"]):  # the share conflicts with both: not filled
+        given = parser.parse_args(["trf", "train", "--train", "t.txt", "--out", "m.npz", "--recipe", "full"] + flags)
+        assert "--first-stage-share 0.25" not in apply_recipe(given) and given.first_stage_share is None
+    timed = parser.parse_args(["trf", "train", "--train", "t.txt", "--out", "m.npz", "--recipe", "full",
+                               "--max-iterations", "50", "--minutes", "3"])
+    assert "--first-stage-share 0.25" in apply_recipe(timed)
 
     out = tmp_path / "m.npz"
     assert main(["trf", "train", "--train", str(corpus), "--out", str(out), "--recipe", "full", "--features", "w+c"]) == 2
