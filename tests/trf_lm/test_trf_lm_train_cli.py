@@ -132,7 +132,7 @@ def test_the_full_recipe_is_the_measured_command_and_given_flags_win(corpus, tmp
     "Two hours, one command"), a flag given on the command line wins over the recipe, the note names what the recipe
     set, and the recipe trains a grown full-feature model on the toy corpus."""
     from samplers.cli import build_parser
-    from trf.lm.cli import apply_recipe
+    from trf.lm.cli import _config, apply_recipe
 
     parser = build_parser()
     common = ["trf", "train", "--train", "t.txt", "--out", "m.npz", "--minutes", "105"]
@@ -156,6 +156,9 @@ def test_the_full_recipe_is_the_measured_command_and_given_flags_win(corpus, tmp
     for flags in (["--t0", "50"], ["--max-iterations", "50"]):  # the share conflicts with both: not filled
         given = parser.parse_args(["trf", "train", "--train", "t.txt", "--out", "m.npz", "--recipe", "full"] + flags)
         assert "--first-stage-share 0.25" not in apply_recipe(given) and given.first_stage_share is None
+    unbound = parser.parse_args(common + ["--recipe", "full", "--max-sentence-move", "0"])  # the recipe's bound off
+    assert "--max-sentence-move 500" not in apply_recipe(unbound) and _config(unbound).max_sentence_move is None
+    assert _config(recipe).max_sentence_move == 500.0
     timed = parser.parse_args(["trf", "train", "--train", "t.txt", "--out", "m.npz", "--recipe", "full",
                                "--max-iterations", "50", "--minutes", "3"])
     assert "--first-stage-share 0.25" in apply_recipe(timed)

@@ -120,7 +120,8 @@ def _config(args):
     overrides = {k: v for k, v in {"n_samples": args.samples, "t_max": args.max_iterations, "t_c": args.t_c,
                                "beta_lambda": args.beta_lambda, "t0": args.t0, "l2": args.l2,
                                "clip": args.clip, "moment_bound": args.moment_bound,
-                               "max_sentence_move": args.max_sentence_move, "on_violation": args.on_violation,
+                               "max_sentence_move": args.max_sentence_move or None,  # 0: no bound
+                               "on_violation": args.on_violation,
                                "stop_tol": args.stop_tol}.items() if v is not None}
     if args.stop_window is not None:
         overrides["stop_window"] = args.stop_window or None  # 0: no stop rule
@@ -467,12 +468,12 @@ def register(subparsers) -> None:
                        help="never step a weight past its batch's moment match: a feature the batch holds b times as "
                             "often as the training data steps by at least log(1/b) (AugSAConfig.moment_bound; "
                             "default off: an experiment, not shown to train a better model; docs/trf-lm.md)")
-    train.add_argument("--max-sentence-move", dest="max_sentence_move", type=positive_float, default=None,
+    train.add_argument("--max-sentence-move", dest="max_sentence_move", type=nonnegative_float, default=None,
                        metavar="NATS",
                        help="bound on how far one step moves the log-weight of any sentence of the batch: a sentence "
                             "whose features' steps add up to more has them shortened together, so a repetition "
                             "('line line line ...') the sampler finds gets one push, not one per feature and word "
-                            "(AugSAConfig.max_sentence_move; default off; docs/trf-lm.md)")
+                            "(AugSAConfig.max_sentence_move; default off, 500 with --recipe full; 0: off; docs/trf-lm.md)")
     train.add_argument("--on-violation", dest="on_violation", choices=("stop", "halve"), default=None,
                        help="divergence guard action (default halve: back to the last passing parameters with "
                             "half the lambda step, at most 6 times, then stop)")
