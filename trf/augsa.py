@@ -783,7 +783,8 @@ class AugSA:
                     break
                 if s_t is not None and s_t < cfg.stop_tol:
                     stopped = True
-                    reason = (f"{STOP_RULE} (S_t = {s_t:.3g} < {cfg.stop_tol:g}, H = {cfg.stop_window}; "
+                    stride = f", a gap every {cfg.stop_every} iterations" if cfg.stop_every > 1 else ""
+                    reason = (f"{STOP_RULE} (S_t = {s_t:.3g} < {cfg.stop_tol:g}, H = {cfg.stop_window}{stride}; "
                               f"train-dev gap {self.state.d_gaps[-1]:.3g} nats per sentence)")
                     break
         finally:

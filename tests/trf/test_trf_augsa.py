@@ -153,6 +153,7 @@ def test_the_stop_rule_takes_its_gaps_at_every_stop_every_th_iteration(sampled_c
         n = 10 // every
         assert result.history[-1]["S_t"] == pytest.approx(gaps[-n:].mean() - gaps[-2 * n:-n].mean(), rel=1e-12)
         assert [r["t"] for r in result.history if "S_t" in r] == [70]  # the first S_t stops it (tol 1e9)
+        assert ("a gap every 5 iterations" in result.stop_reason) == (every == 5)
     np.testing.assert_array_equal(results[1].lam, results[5].lam)
     with pytest.raises(ValueError, match="stop_window .10. must be a multiple of stop_every .3."):
         AugSA(WordBackend(data, n_chains=2), AugSAConfig(stop_window=10, stop_every=3))
