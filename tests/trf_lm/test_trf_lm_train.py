@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import logging
 from collections import Counter
 
 import numpy as np
@@ -388,13 +389,18 @@ def _grow(text, tmp_path, **kw):
     return model, result, seen
 
 
-def test_growing_trains_the_base_set_for_its_share_then_the_full_set_from_there(tmp_path):
+def test_growing_trains_the_base_set_for_its_share_then_the_full_set_from_there(tmp_path, caplog):
     """``base_features``: the first half of ``t_max`` trains ``w+c`` (its weights only), the second the full set; the
     iteration count runs on without a gap (the rates of Eq. 24-25 and the stage ``t0`` carry over), the model has
-    the full set's weights, the guard stays quiet, and ``meta`` says how many iterations the base stage ran."""
+    the full set's weights, the guard stays quiet, ``meta`` says how many iterations the base stage ran, and the
+    switch is logged with what ended the base stage."""
     text = tmp_path / "train.txt"
     text.write_text("\n".join(TOY * 20))
-    model, result, seen = _grow(text, tmp_path)
+    with caplog.at_level(logging.INFO, logger="trf.lm.train"):
+        model, result, seen = _grow(text, tmp_path)
+    switches = [r.getMessage() for r in caplog.records if "the base stage" in r.getMessage()]
+    assert switches == ["iteration 12: the base stage (w+c) ended: its share (0.5) of the schedule; training "
+                        f"{model.meta['features_spec']} from here"]
     ts, sizes, t0s = map(np.array, zip(*seen))
     np.testing.assert_array_equal(ts, np.arange(1, 25))
     small, large = sizes[0], model.features.n_features

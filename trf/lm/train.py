@@ -249,6 +249,10 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
         lam = np.zeros(feats.n_features)
         lam[feats.positions_of(base)] = first_result.lam  # the same distribution: zeta and t carry over exactly
         if first_result.stop_reason == switch.reason or first_result.stop_reason.startswith(STOP_RULE):
+            why = (f"its share ({base_share:g}) of the schedule" if first_result.stop_reason == switch.reason
+                   else first_result.stop_reason)
+            _log.info("iteration %d: the base stage (%s) ended: %s; training %s from here", first_result.t,
+                      base_features, why, features)
             trainer = trainer_for(feats, backend, step_rule)
             # the stage, the guard's halvings and the time spent carry over; the guard's reference is the switch
             halvings = first.state.step_scale / first.config.lambda_step  # the guard's, times this set's factor
