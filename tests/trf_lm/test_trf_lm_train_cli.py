@@ -82,7 +82,7 @@ def test_defaults_train_on_a_small_corpus(corpus, tmp_path, capsys):
 
 def test_eval_with_a_fixed_effort_states_it(corpus, tmp_path, capsys):
     """(Also: ``--moment-bound`` and ``--max-sentence-move`` reach the trainer and the model says it trained with
-    them; off by default; a bound that is not a positive number is refused naming the flag.)"""
+    them; off by default; a negative bound is refused naming the flag (0 is no bound, tested with the recipe).)"""
     out = tmp_path / "m.npz"
     assert main(["trf", "train", "--train", str(corpus), "--out", str(out), "--max-iterations", "4", *FAST,
                  "--classes", "3"]) == 0
@@ -102,8 +102,8 @@ def test_eval_with_a_fixed_effort_states_it(corpus, tmp_path, capsys):
     assert "note: the sentence-move bound (--max-sentence-move 1e-09) shortened the step in 4 of 4 iterations" in \
         capsys.readouterr().err
     with pytest.raises(SystemExit) as exit_info:
-        main(["trf", "train", "--train", str(corpus), "--out", str(bounded), "--max-sentence-move", "0"])
-    assert exit_info.value.code == 2 and "argument --max-sentence-move: expected a number > 0, got '0'" in \
+        main(["trf", "train", "--train", str(corpus), "--out", str(bounded), "--max-sentence-move", "-1"])
+    assert exit_info.value.code == 2 and "argument --max-sentence-move: expected a number >= 0, got '-1'" in \
         capsys.readouterr().err
     result = tmp_path / "e.json"
     assert main(["trf", "eval", "--model", str(out), "--test", str(corpus), "--check-effort", "10,100,50",
