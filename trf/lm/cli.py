@@ -439,8 +439,9 @@ def register(subparsers) -> None:
                             "of --minutes (or of --max-iterations), then all of --features from their weights (new "
                             "weights start at 0; the recommended way to train w+c+ws+cs+wsh+csh+tied; default: none)")
     train.add_argument("--base-share", type=float, default=BASE_SHARE,
-                       help=f"share of the time (or iterations) spent on --base-features, in (0, 1) (default "
-                            f"{BASE_SHARE:g})")
+                       help=f"share of the time (or iterations) spent on --base-features, in (0, 1), at most: once "
+                            f"the schedule's second stage has begun, the stop rule (--stop-window) may end the base "
+                            f"stage sooner, and the log says so (default {BASE_SHARE:g})")
     train.add_argument("--classes", type=positive_int, default=None,
                        help="word classes (Brown-style exchange clustering; default 200, or the vocabulary size if "
                             "smaller)")
