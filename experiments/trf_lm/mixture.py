@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +37,18 @@ def log_z_tables(model, check_json: Path) -> dict[str, np.ndarray]:
         checked = row.get("checked", 0.5 * (row["forward"] + row["reverse"]))
         tables["checked"][j - 1], tables["low"][j - 1], tables["high"][j - 1] = checked, row["lower"], row["upper"]
     return tables
+
+
+def inconclusive_reason(check_json: Path) -> str | None:
+    """Why the check in ``check_json`` is inconclusive (the lengths ``mcsa trf eval`` flagged), or None if it is
+    conclusive.  An inconclusive check's headline is its interval's high end, so the mixture's rows are too."""
+    check = json.loads(Path(check_json).read_text())["normaliser_check"]
+    if not check.get("inconclusive", False):
+        return None
+    flagged = [f"{what} at lengths {check[key]}" for key, what in
+               (("smc_unsettled_lengths", "SMC unsettled"), ("csmc_failed_lengths", "conditional SMC failed"),
+                ("flagged_lengths", "the estimates disagree")) if check.get(key)]
+    return "; ".join(flagged) or "see its warnings"
 
 
 def main(argv=None) -> int:
@@ -68,6 +81,13 @@ def main(argv=None) -> int:
     ng_data = data if ngram_vocab.words == model.vocab.words else \
         {k: encode_file(getattr(args, k), ngram_vocab) for k in ("valid", "test")}
     tables = {k: log_z_tables(model, getattr(args, f"{k}_check")) for k in ("valid", "test")}
+    why = {k: inconclusive_reason(getattr(args, f"{k}_check")) for k in ("valid", "test")}
+    for k in ("valid", "test"):
+        if why[k] is not None:
+            print(f"warning: --{k}-check is inconclusive ({why[k]})"
+                  + (": the TRF rows show the interval's high end, as `mcsa trf eval` does, with the midpoint beside "
+                     "it; the high end itself may be too low where SMC has not settled" if k == "test" else
+                     ": the mixture weight is tuned on its midpoints"), file=sys.stderr)
     augsa = model.zeta + model.log_z1()
 
     def trf_log_prob(split: str, which: str) -> np.ndarray:
@@ -87,12 +107,12 @@ def main(argv=None) -> int:
                  else f"{augsa_ppl.perplexity:.2f} | - | {augsa_ppl.perplexity / ng_ppl:.3f}")
     print(f"| TRF | AugSA zeta | {augsa_row} |")
     trf_ppl = {w: perplexity(trf_log_prob("test", w), n_test) for w in ("checked", "low", "high")}
-    print(f"| TRF | checked | {trf_ppl['checked']:.2f} | [{trf_ppl['low']:.2f}, {trf_ppl['high']:.2f}] | "
-          f"{trf_ppl['checked'] / ng_ppl:.3f} |")
     mix = {w: perplexity(interpolate_linear(trf_log_prob("test", w), ng["test"], weight), n_test)
            for w in ("checked", "low", "high")}
-    print(f"| TRF + n-gram (linear, TRF weight {weight:.2f} tuned on valid) | checked | {mix['checked']:.2f} | "
-          f"[{mix['low']:.2f}, {mix['high']:.2f}] | {mix['checked'] / ng_ppl:.3f} |")
+    for label, ppl in (("TRF", trf_ppl), (f"TRF + n-gram (linear, TRF weight {weight:.2f} tuned on valid)", mix)):
+        head, how = (ppl["checked"], "checked") if why["test"] is None else \
+            (ppl["high"], f"checked, inconclusive: high end (midpoint {ppl['checked']:.2f})")
+        print(f"| {label} | {how} | {head:.2f} | [{ppl['low']:.2f}, {ppl['high']:.2f}] | {head / ng_ppl:.3f} |")
     print("\nn-gram on --test, SRILM's ppl lines:\n" + evaluate_ngram(ngram, ngram_vocab, args.test)["report"])
     return 0
 

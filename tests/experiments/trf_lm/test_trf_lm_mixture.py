@@ -109,3 +109,32 @@ def test_mixture_takes_an_arpa_model_as_its_ngram_side(run, tmp_path, capsys):
         assert [line for line in out.splitlines() if not line.startswith("| n-gram (")] == table
     assert "| n-gram (ArpaModel, order 3) |" in printed[1]
     assert f"file {held}: 12 sentences" in printed[1]
+
+
+def test_an_inconclusive_check_shows_its_high_end_and_says_so(run, tmp_path, capsys):
+    """As `mcsa trf eval` does, an inconclusive test check's rows headline the interval's high end (the midpoint
+    beside it), with a warning naming the flagged lengths; a conclusive one gives none of that."""
+    from experiments.trf_lm.mixture import inconclusive_reason, log_z_tables
+    from experiments.trf_lm.mixture import main as mixture
+
+    folder, train, held, model, kn, check = run
+    result = json.loads(check.read_text())
+    result["normaliser_check"].update(inconclusive=True, smc_unsettled_lengths=[3])
+    for row in result["normaliser_check"]["per_length"]:  # widen the interval so that the high end differs
+        row["upper"] = row["checked"] + 0.5
+    bad = tmp_path / "inconclusive.json"
+    bad.write_text(json.dumps(result))
+    assert inconclusive_reason(check) is None and inconclusive_reason(bad) == "SMC unsettled at lengths [3]"
+    capsys.readouterr()
+    assert mixture(["--model", str(model), "--ngram", str(kn), "--valid", str(held), "--test", str(held),
+                    "--valid-check", str(check), "--test-check", str(bad)]) == 0
+    captured = capsys.readouterr()
+    assert "warning: --test-check is inconclusive (SMC unsettled at lengths [3])" in captured.err
+    assert "--valid-check" not in captured.err
+    lm = trf.load(model)
+    corpus = encode_file(held, lm.vocab)
+    tables = log_z_tables(lm, bad)
+    high = perplexity(log_prob_with_log_z(lm, corpus, tables["high"]), corpus.n_predicted)
+    mid = perplexity(log_prob_with_log_z(lm, corpus, tables["checked"]), corpus.n_predicted)
+    assert high > mid
+    assert f"| TRF | checked, inconclusive: high end (midpoint {mid:.2f}) | {high:.2f} |" in captured.out
