@@ -18,8 +18,9 @@ is shared, so absolute rates are noisy: read the ratios taken in the same run.
 ``--reference REV`` adds, after the warm-up, one SMC run of the SMC kernel of git revision ``REV``
 (``trf/lm/_smc_kernels.py``, ``trf/lm/_feature_kernels.py`` and ``trf/lm/smc.py`` extracted with ``git show``;
 revisions from dc3cb0e on, whose kernel takes ``(model, run, output, stop)``) against the current one on each
-trainer's lambda, each kernel on the bundle its own revision builds: whether both keep the same sentences, the
-largest difference of their estimates, and the median time ratio over ``--repeats`` interleaved runs.
+trainer's lambda and proposal, each kernel on the bundle its own revision builds (a proposal other than ``exact``
+needs a revision that has it): whether both keep the same sentences, the largest difference of their estimates, and
+the median time ratio over ``--repeats`` interleaved runs.
 
 ``--model FILE`` starts every trainer from a trained model (``mcsa trf train --out``, on the same ``--train``): its
 vocabulary and word classes replace ``--vocab`` / ``--classes``, and each feature set starts from the model's weights
@@ -137,9 +138,10 @@ REFERENCE_FILES = {  # reference module name -> (path at REV, import rewrites), 
 }
 
 
-def _kernel_ratio(ref, trainer, repeats: int, particles: int, n_keep: int = 100) -> tuple[bool, float, float]:
-    """One SMC run on the trainer's lambda, current kernel against the reference (``ref``: its modules), each on the
-    bundle its revision builds: whether the kept sentences are the same, the largest difference of their ``log Z_j``
+def _kernel_ratio(ref, trainer, repeats: int, particles: int, proposal: str = "exact",
+                  n_keep: int = 100) -> tuple[bool, float, float]:
+    """One SMC run on the trainer's lambda with its ``proposal``, current kernel against the reference (``ref``: its
+    modules), each on the bundle its revision builds (``exact``: as revisions before the proposals built it): whether the kept sentences are the same, the largest difference of their ``log Z_j``
     estimates, and the median time ratio current / reference.  The kernels may round differently (the current one
     sums a class's mass directly on its dense path), so a draw can differ where a uniform falls within rounding of
     a cumulative sum; then the runs part and differ by Monte Carlo noise."""
@@ -147,8 +149,9 @@ def _kernel_ratio(ref, trainer, repeats: int, particles: int, n_keep: int = 100)
     from trf.lm.smc import TABLE_CACHE_BYTES
 
     smc = trainer.backend.smc
-    bundles = {"ref": ref["ref_smc"]._Structure(smc.structure.features).bundle(trainer.lam)[0],
-               "new": smc.structure.bundle(trainer.lam)[0]}
+    extra = () if proposal == "exact" else (proposal,)
+    bundles = {"ref": ref["ref_smc"]._Structure(smc.structure.features).bundle(trainer.lam, *extra)[0],
+               "new": smc.structure.bundle(trainer.lam, *extra)[0]}
     m, stop = smc.m, np.zeros(1, dtype=np.int64)
     run = sk.SMCRun(particles, m, 5, np.zeros(0, dtype=np.int64), TABLE_CACHE_BYTES)
 
@@ -326,13 +329,14 @@ def main(argv=None) -> int:
         return 0
     print(f"\nOne SMC run ({args.particles} particles, all lengths) on each trainer's bundle, current against "
           f"{args.reference}, median of {args.repeats} interleaved runs:")
-    print("| features | same kept sentences | max abs log Z_j difference | time current / reference |")
-    print("|---|---|---|---|")
+    print("| features | proposal | same kept sentences | max abs log Z_j difference | time current / reference |")
+    print("|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as folder:
         ref = load_reference(args.reference, Path(folder), REFERENCE_FILES)
-        checks = [(run["spec"], *_kernel_ratio(ref, run["trainer"], args.repeats, args.particles)) for run in runs]
-    for spec, same, gap, ratio in checks:
-        print(f"| {spec} | {same} | {gap:.1e} | {ratio:.2f} |")
+        checks = [(run["spec"], run["proposal"], *_kernel_ratio(ref, run["trainer"], args.repeats, args.particles,
+                                                                run["proposal"])) for run in runs]
+    for spec, proposal, same, gap, ratio in checks:
+        print(f"| {spec} | {proposal} | {same} | {gap:.1e} | {ratio:.2f} |")
     return 0
 
 

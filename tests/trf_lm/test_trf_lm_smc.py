@@ -48,12 +48,44 @@ def _draws(bundle, w, c, p, work, n, seed):
     return counts
 
 
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_class_weights_are_summed_in_logs_where_the_class_factors_leave_the_float_range(sign):
+    """The class factors are products of exp(lambda) (no exp per class); where they overflow (class-final weights of
+    +400: sums beyond 709) or the normaliser underflows (-400), the local normaliser is taken in logs from the summed
+    weights instead (:func:`shifted_class_weights`) and still matches the brute-force log-sum-exp, on both paths."""
+    V, M = 5, 12
+    model = _model(V, M, ALL_TEMPLATES, n_sentences=120)
+    structure = _structure(model.features)
+    class_final = structure.succ.succ_feature[~structure.succ_word_final]
+    model.lam[class_final] = sign * 400.0
+    bundle, shift = _smc_model(model)
+    fa = bundle.features
+    rng = np.random.default_rng(1)
+    beyond = 0
+    for dense_from in (0, 10**9):
+        dense = bundle._replace(dense_from=dense_from)
+        work = sk.new_work(dense)
+        for length in range(3, 12):
+            history = rng.integers(0, V, size=length)
+            w, c = _buffers(model, history)
+            p = length + 1
+            log_z, n_touched, _ = sk.local_tables(dense, w, c, p, work)
+            beyond += abs(log_z) > 700  # exp(log Z_loc) is no float: the product path cannot hold it
+            sk.clear_tables(work, n_touched)
+            scores = []
+            for v in range(V):
+                w[p], c[p] = v, model.features.word_class[v]
+                scores.append(fk.positions_score(w, c, M + 5, p, p, bundle.lam, fa))
+            assert abs(log_z + shift - logsumexp(scores)) < 1e-9 * max(1.0, abs(logsumexp(scores)))
+    assert beyond >= 10  # informative: the weights left the float range of a product
+
+
 @pytest.mark.parametrize("path", ["sparse", "dense"])
 def test_local_law_and_end_score_match_brute_force_for_every_template(path):
     """The local normaliser sum_w exp(s_p(history, w)), computed from the class masses and the touched words' factors
     exp(lambda) (the sparse path) or from every position's factor (the dense path), is the brute-force log-sum-exp
-    of the features firing at p for every candidate word, and each word's local probability exp(u + dc + log factor
-    - log Z_loc) is the brute-force one, both to 1e-10; the end score that local_tables reads from the same contexts
+    of the features firing at p for every candidate word, and each word's local probability exp(u) dc factor /
+    Z_loc (dc: the class factor) is the brute-force one, both to 1e-10; the end score that local_tables reads from the same contexts
     is the score of the </s> position (end_score, from the feature table); draws follow the local law.  Histories
     up to 11 words reach every template (the tied ones read 6-9 words back); the weights are scaled so that the
     factors span exp(+-10)."""
@@ -73,8 +105,13 @@ def test_local_law_and_end_score_match_brute_force_for_every_template(path):
             p = length + 1
             log_z, n_touched, end = sk.local_tables(bundle, w, c, p, work)
             assert (n_touched >= 0) == (path == "sparse")  # (every history reads a word-final context: <s>'s bigram)
-            q = np.exp(bundle.u + work.dc[model.features.word_class] + np.log(work.factor[bundle.word_position]) - log_z)
+            q = np.exp(bundle.u + np.log(work.dc[model.features.word_class]) + np.log(work.factor[bundle.word_position])
+                       - log_z)
             sk.clear_tables(work, n_touched)
+            assert np.all(work.factor == 1.0) and not work.mark.any()
+            weighed = sk.local_tables(bundle, w, c, p, work, False)  # weighing only: the dense path resets on the way
+            assert weighed[0] == log_z and weighed[2] == end and (weighed[1] == 0) == (path == "dense")
+            sk.clear_tables(work, weighed[1])
             assert np.all(work.factor == 1.0) and not work.mark.any()
             scores = []
             for v in range(V):
@@ -774,3 +811,53 @@ def test_the_batched_context_look_ups_find_what_one_at_a_time_finds():
     planted = bundle._replace(succ=succ._replace(ctx_slots=slots))
     found, expected = _contexts_both_ways(planted, w, c, 5, sk.new_work(planted))
     assert found[r] == expected[r] == k and other != k
+
+
+def _rest_one_at_a_time(bundle, w, c, p):
+    total = 0.0
+    for r in bundle.rest_rows:
+        x = fk.row_weight(int(r), p, p, w, c, bundle.lam, bundle.features)
+        total += x if abs(x) < bundle.rest_below else 0.0
+    return total
+
+
+@pytest.mark.parametrize("proposal", ["trimmed", "partial"])
+def test_the_batched_rest_look_ups_sum_what_one_at_a_time_sums(proposal):
+    """Issue 27, item 2: the importance correction of the trimmed and partial proposals (:func:`rest_score`) looks
+    up its rows' features in passes, as the contexts are looked up; its sum must be the one-at-a-time sum of the
+    left-out weights at every position of random histories, and a planted fingerprint collision -- a feature's
+    first slot made to claim another feature's index with its fingerprint -- must still find the feature's weight."""
+    V, M = 5, 12
+    model = _model(V, M, ALL_TEMPLATES, n_sentences=120)
+    bundle, _ = _smc_model(model, proposal, 0.5) if proposal == "trimmed" else _smc_model(model, proposal)
+    work = sk.new_work(bundle)
+    rng = np.random.default_rng(6)
+    nonzero = []
+    for length in range(1, 12):
+        for _ in range(5):
+            w, c = _buffers(model, rng.integers(0, V, size=length))
+            for p in range(1, length + 1):
+                expected = _rest_one_at_a_time(bundle, w, c, p)
+                assert sk.rest_score(bundle, w, c, p, work) == pytest.approx(expected, abs=1e-12)
+                nonzero.append(expected != 0.0)
+    assert np.mean(nonzero) > 0.5  # informative: most positions leave weight out
+    # the planted collision on a rest row's feature at the last position of a history
+    fa = bundle.features
+    w, c = _buffers(model, [1, 2, 3, 4])
+    rows = [int(r) for r in bundle.rest_rows if fk.row_feature(int(r), 4, 4, w, c, fa) >= 0
+            and abs(bundle.lam[fk.row_feature(int(r), 4, 4, w, c, fa)]) < bundle.rest_below]
+    assert rows
+    f = int(fk.row_feature(rows[0], 4, 4, w, c, fa))
+    mask = fa.slots.size - 1
+    h = int(fk.key_hash(fa.key_hi[f], fa.key_lo[f]))
+    first = h & mask
+    slots = fa.slots.copy()
+    own = slots[first]
+    empty = next(s & mask for s in range(first + 1, first + slots.size) if slots[s & mask] < 0)
+    other = (f + 1) % fa.key_hi.size
+    slots[first] = (int(fk.fingerprint(h)) << 32) | other
+    slots[empty] = own if own >= 0 and (own & 0xFFFFFFFF) == f else slots[empty]
+    planted = bundle._replace(features=fa._replace(slots=slots))
+    assert fk.row_feature(rows[0], 4, 4, w, c, planted.features) == f  # the one-at-a-time probe goes on
+    assert sk.rest_score(planted, w, c, 4, work) == pytest.approx(_rest_one_at_a_time(planted, w, c, 4), abs=1e-12)
+    assert bundle.lam[other] != bundle.lam[f]  # informative: the candidate alone would add another weight

@@ -13,7 +13,8 @@ visiting the whole vocabulary:
 so ``sum_w exp(s_p) = sum_k exp(dc[k]) (U[k] + sum_{touched w in k} exp(u[w]) (exp(dw[w]) - 1))`` costs
 ``O(n_classes + touched words)``, and a draw picks a class, then a word within it.  The word part is kept as the
 factor ``exp(dw[w])``, a product of the successors' ``exp(lambda)`` (precomputed per bundle, as is ``exp(u)``),
-so that neither the class masses nor the draws evaluate an exponential per touched word.
+and so is the class part ``exp(dc[k])``, so that neither the class masses nor the draws evaluate an exponential per
+touched word or per class (the class part falls back to summed weights where the product leaves the float range).
 
 Words are indexed by their *position* in the class order (``class_words``: the words of class ``k`` are the
 positions ``class_start[k]:class_start[k + 1]``) everywhere a local law is held: the factors, the touched list and the
@@ -46,6 +47,7 @@ from trf.lm._feature_kernels import (
     key_hash,
     pattern_key,
     row_fires,
+    row_key,
     row_weight,
     table_find,
 )
@@ -130,7 +132,8 @@ class TableCache(NamedTuple):
 class SMCWork(NamedTuple):
     """Scratch of one particle's local tables (words by position in the class order)."""
 
-    dc: np.ndarray       # (C,) class-final feature weights
+    dc: np.ndarray       # (C,) exp of the class-final feature weights (their sum where that product over- or
+                         # underflows: :func:`class_weights`)
     factor: np.ndarray   # (V,) exp of the word-final feature weights (1 off the touched positions)
     mark: np.ndarray     # (V,) bool: position touched (sparse path)
     touched: np.ndarray  # (V + 1,) touched positions, first n_touched valid (one spare: written before the count)
@@ -267,6 +270,8 @@ def find_contexts(model, w, c, p, work):
             found[r] = f
         else:
             found[r] = table_find(key_hi[r], key_lo[r], succ.ctx_hi, succ.ctx_lo, slots)
+        if found[r] >= 0:  # where its list starts, read next
+            _prefetch(succ.ctx_start, found[r])
 
 
 @jit(inline="always")
@@ -277,20 +282,35 @@ def word_final(model, r):
 
 
 @jit(inline="always")
-def class_sum(model, factor, k):
-    """``sum`` of ``exp(u) factor`` over the positions of class ``k`` (contiguous)."""
+def class_sum(model, factor, k, reset):
+    """``sum`` of ``exp(u) factor`` over the positions of class ``k`` (contiguous), in four interleaved partial sums
+    (one chain of additions would wait on each one's latency); ``reset``: the factors of the class back to 1 on the
+    way (the dense path's weighing, whose factors are not drawn from)."""
     exp_u = model.exp_u
-    mass = 0.0
-    for i in range(model.class_start[k], model.class_start[k + 1]):
-        mass += exp_u[i] * factor[i]
-    return mass
+    i, stop = model.class_start[k], model.class_start[k + 1]
+    a0 = a1 = a2 = a3 = 0.0
+    while i + 4 <= stop:
+        a0 += exp_u[i] * factor[i]
+        a1 += exp_u[i + 1] * factor[i + 1]
+        a2 += exp_u[i + 2] * factor[i + 2]
+        a3 += exp_u[i + 3] * factor[i + 3]
+        if reset:
+            factor[i] = factor[i + 1] = factor[i + 2] = factor[i + 3] = 1.0
+        i += 4
+    while i < stop:
+        a0 += exp_u[i] * factor[i]
+        if reset:
+            factor[i] = 1.0
+        i += 1
+    return (a0 + a1) + (a2 + a3)
 
 
 @jit
-def local_tables(model, w, c, p, work):
+def local_tables(model, w, c, p, work, draw=True):
     """Fill ``work`` with the local law at position ``p`` given ``w[:p]``, ``c[:p]``; return ``(log Z_loc,
     n_touched, end)``: ``log sum_w exp(s_p(w))`` over the vocabulary (relative to the shift of ``model.u``), the
-    number of touched positions (-1: the dense path, every factor may differ from 1) and the end score
+    number of touched positions (-1: the dense path, every factor may differ from 1; 0 on the dense path when not
+    ``draw``: the factors are back to 1, only the class weights and contexts are kept) and the end score
     ``s_p(</s>)`` of the history as a sentence of length ``p - 1`` (:func:`end_score`), which reads the same
     contexts.  Only the rows of ``model.draw_row`` enter ``s_p`` (all of them but for the partial proposal,
     :func:`smc_log_z`); the end score reads every row.  ``work.ctx`` receives the context of each row that enters.
@@ -298,7 +318,8 @@ def local_tables(model, w, c, p, work):
     The factors are the products of the successors' ``exp(lambda)`` in row order on either path.  Sparse path (the
     word-final lists hold at most ``model.dense_from`` entries): the touched positions are listed and each class's
     mass is ``U[k]`` plus their corrections (summed directly where they cancel).  Dense path: the factors are
-    multiplied untracked and each class's mass summed over its positions.
+    multiplied untracked and each class's mass summed over its positions.  The successor positions index the factors
+    as unsigned integers (no wraparound test per entry: about a fifth of the scatter's time).
 
     ``work.factor`` must be 1 and ``work.mark`` False everywhere (as :func:`clear_tables` leaves them)."""
     ctx_start, succ_symbol = model.succ.ctx_start, model.succ.succ_symbol
@@ -319,7 +340,12 @@ def local_tables(model, w, c, p, work):
             if word_final(model, r):
                 listed += ctx_start[k + 1] - ctx_start[k]
     dense = listed > model.dense_from
-    dc[:] = 0.0
+    for r in range(ctx.size):  # every list's first lines, ahead of the passes below
+        k = ctx[r]
+        if k >= 0:
+            _prefetch(succ_symbol, ctx_start[k])
+            _prefetch(succ_exp if word_final(model, r) else succ_lam, ctx_start[k])
+    dc[:] = 1.0
     n_touched = 0
     for r in range(ctx.size):
         k = ctx[r]
@@ -327,13 +353,13 @@ def local_tables(model, w, c, p, work):
             continue
         if not word_final(model, r):
             for s in range(ctx_start[k], ctx_start[k + 1]):
-                dc[succ_symbol[s]] += succ_lam[s]
+                dc[np.uint64(succ_symbol[s])] *= succ_exp[s]
         elif dense:
             for s in range(ctx_start[k], ctx_start[k + 1]):
-                factor[succ_symbol[s]] *= succ_exp[s]
+                factor[np.uint64(succ_symbol[s])] *= succ_exp[s]
         else:  # scale the touched positions' factors (no branch on the mark)
             for s in range(ctx_start[k], ctx_start[k + 1]):
-                sym = succ_symbol[s]
+                sym = np.uint64(succ_symbol[s])
                 touched[n_touched] = sym
                 n_touched += 1 - mark[sym]
                 mark[sym] = True
@@ -341,8 +367,8 @@ def local_tables(model, w, c, p, work):
     weight, class_mass, exp_u = work.weight, model.class_mass, model.exp_u
     if dense:
         for k in range(C):
-            weight[k] = class_sum(model, factor, k)
-        return class_weights(dc, weight), -1, end
+            weight[k] = class_sum(model, factor, k, not draw)
+        return class_weights(model, work), -1 if draw else 0, end
     # class masses: U[k] plus the corrections of the touched positions
     for k in range(C):
         weight[k] = class_mass[k]
@@ -351,16 +377,44 @@ def local_tables(model, w, c, p, work):
         weight[model.position_class[v]] += exp_u[v] * (factor[v] - 1.0)
     for k in range(C):
         if weight[k] < 1e-9 * class_mass[k]:  # heavy cancellation: sum the class directly
-            weight[k] = class_sum(model, factor, k)
-    return class_weights(dc, weight), n_touched, end
+            weight[k] = class_sum(model, factor, k, False)
+    return class_weights(model, work), n_touched, end
 
 
 @jit(inline="always")
-def class_weights(dc, weight):
-    """Turn each class's mass ``weight[k]`` (``<= 0``: none) into its share of the local law up to one factor,
-    ``weight[k] exp(dc[k] - top)`` with ``top`` the largest ``dc`` of a class with mass, and return ``log`` of the
-    local normaliser, ``top + log sum_k weight[k]`` (-inf: no class has mass).  One ``exp`` per class, no ``log``,
-    and the draws read the weights as they are (:func:`draw_class`)."""
+def class_weights(model, work):
+    """Turn each class's mass ``work.weight[k]`` (``<= 0``: none) into its share of the local law, ``weight[k]``
+    times the class factor ``work.dc[k]`` (the product of its class-final successors' ``exp(lambda)``), and return
+    ``log`` of the local normaliser, ``log sum_k weight[k]`` (-inf: no class has mass); the draws read the weights
+    as they are (:func:`draw_class`).  No ``exp`` per class.  Where that sum over- or underflows (class-final weights
+    summing beyond about +-700, or masses as far out), the class weights are summed in logs instead:
+    :func:`shifted_class_weights`."""
+    dc, weight = work.dc, work.weight
+    total = 0.0
+    for k in range(dc.size):
+        if weight[k] > 0.0:
+            total += weight[k] * dc[k]
+    if not (1e-290 < total < np.inf):
+        return shifted_class_weights(model, work)
+    for k in range(dc.size):
+        weight[k] = weight[k] * dc[k] if weight[k] > 0.0 else 0.0
+    return np.log(total)
+
+
+@jit
+def shifted_class_weights(model, work):
+    """:func:`class_weights` where the product of the class factors leaves the floating-point range: each class's
+    share is ``weight[k] exp(dc[k] - top)``, ``dc[k]`` now the *sum* of its class-final weights (re-read from the
+    contexts in ``work.ctx``) and ``top`` the largest one of a class with mass; returns ``top + log sum_k weight[k]``
+    (-inf: no class has mass)."""
+    ctx_start, succ_symbol, succ_lam = model.succ.ctx_start, model.succ.succ_symbol, model.succ_lam
+    dc, weight, ctx = work.dc, work.weight, work.ctx
+    dc[:] = 0.0
+    for r in range(ctx.size):
+        k = ctx[r]
+        if k >= 0 and not word_final(model, r):
+            for s in range(ctx_start[k], ctx_start[k + 1]):
+                dc[succ_symbol[s]] += succ_lam[s]
     top = -np.inf
     for k in range(dc.size):
         if weight[k] > 0.0 and dc[k] > top:
@@ -646,7 +700,7 @@ def weigh_particles(model, now, scratch, p, stop):
         i = ident[n]
         f = first[i]
         if f == n:
-            log_w[n], n_touched, ends[n] = local_tables(model, now.w[n], now.c[n], p, work)
+            log_w[n], n_touched, ends[n] = local_tables(model, now.w[n], now.c[n], p, work, False)
             keep_tables(cache, work, i)
             clear_tables(work, n_touched)
         else:
@@ -783,14 +837,49 @@ def smc_log_z(model, run, output, stop):
 
 
 @jit
-def rest_score(model, w, c, p):
+def rest_score(model, w, c, p, work):
     """The weights that the proposal's local law left out at ``p`` with the word ``w[p]``: of the rows
     ``model.rest_rows`` firing there, each weight below ``model.rest_below`` in absolute value (every one for the
     partial proposal; for the trimmed one exactly the weights its successor lists lost) -- the importance correction
-    (hash look-ups, no successor list)."""
+    (hash look-ups, no successor list).  The look-ups are issued together, as :func:`find_contexts` issues the
+    contexts' (``work``'s key scratch is reused): every row's key and hash first, prefetching its first slot, then the
+    first slots, prefetching a candidate's key and weight, then the comparisons; a probe past the first slot, or a
+    fingerprint that matched another key, takes :func:`table_find`.  The same sum as one look-up at a time."""
+    fa, lam, rows = model.features, model.lam, model.rest_rows
+    slots = fa.slots
+    mask = slots.size - 1
+    found, key_hi, key_lo, hashed = work.found, work.key_hi, work.key_lo, work.hashed
+    for i in range(rows.size):  # found[i]: -1 not firing, -2 - f a candidate, -3 - n_features probe on, 0 to look up
+        if not row_fires(rows[i], p, p, fa):
+            found[i] = -1
+            continue
+        hi, lo = row_key(rows[i], p, w, c, fa)
+        h = key_hash(hi, lo)
+        key_hi[i], key_lo[i], hashed[i], found[i] = hi, lo, h, 0
+        _prefetch(slots, h & mask)
+    for i in range(rows.size):
+        if found[i] == -1:
+            continue
+        h = hashed[i]
+        v = slots[h & mask]
+        if v < 0:
+            found[i] = -1  # unseen: weight 0
+        elif (v >> 32) == fingerprint(h):
+            f = v & np.int64(0xFFFFFFFF)
+            found[i] = -2 - f
+            _prefetch(fa.key_hi, f)
+            _prefetch(fa.key_lo, f)
+            _prefetch(lam, f)
+        else:
+            found[i] = -2 - fa.key_hi.size
     total = 0.0
-    for i in range(model.rest_rows.size):
-        x = row_weight(model.rest_rows[i], p, p, w, c, model.lam, model.features)
+    for i in range(rows.size):
+        if found[i] == -1:
+            continue
+        f = -2 - found[i]
+        if not (f < fa.key_hi.size and fa.key_hi[f] == key_hi[i] and fa.key_lo[f] == key_lo[i]):
+            f = table_find(key_hi[i], key_lo[i], fa.key_hi, fa.key_lo, slots)
+        x = lam[f] if f >= 0 else 0.0
         if abs(x) < model.rest_below:
             total += x
     return total
@@ -818,7 +907,7 @@ def draw_partial(model, now, scratch, p, stop):
         v = draw_word(model, work)
         now.w[n, p] = v
         now.c[n, p] = model.word_class[v]
-        log_w[n] = log_q + rest_score(model, now.w[n], now.c[n], p)
+        log_w[n] = log_q + rest_score(model, now.w[n], now.c[n], p, work)
         ends[n] = end
     clear_tables(work, n_touched)
     return True
