@@ -47,6 +47,7 @@ def inconclusive_reason(check_json: Path) -> str | None:
         return None
     flagged = [f"{what} at lengths {check[key]}" for key, what in
                (("smc_unsettled_lengths", "SMC unsettled"), ("csmc_failed_lengths", "conditional SMC failed"),
+                ("known_floor_refuted_lengths", "the known sentences outweigh the estimates"),
                 ("flagged_lengths", "the estimates disagree")) if check.get(key)]
     return "; ".join(flagged) or "see its warnings"
 

@@ -489,3 +489,25 @@ def test_score_refuses_a_positive_log_probability_naming_the_length(trained, cap
     assert np.isclose(out[1], before[1], atol=1e-5)
     assert captured.err.count("error") == 1 and "2 line(s) got a positive log-probability" in captured.err
     assert f"length(s) 3 (>= {max(after[0], after[2]):.2f} nats)" in captured.err and "mcsa trf eval" in captured.err
+
+
+def test_eval_check_known_bounds_the_normalisers_and_names_a_bad_file(trained, tmp_path, capsys):
+    """``--check-known FILE``: the file's sentences (and --test's) give an exact lower bound of every checked log Z_j,
+    at most the exact value (nothing refuted on the toy model, whose check is exact), kept per length in the JSON;
+    a missing or binary file is refused naming the flag, before any work."""
+    folder, train, model = trained
+    out = tmp_path / "e.json"
+    assert main(["trf", "eval", "--model", str(model), "--test", str(train), "--check-known", str(train),
+                 "--json", str(out)]) == 0
+    check = json.loads(out.read_text())["normaliser_check"]
+    assert check["known_floor_refuted_lengths"] == []
+    rows = [r for r in check["per_length"] if r["known_floor"] is not None]
+    assert rows and all(r["known_floor"] <= r["checked"] + 1e-9 for r in rows)
+    capsys.readouterr()
+    assert main(["trf", "eval", "--model", str(model), "--test", str(train), "--check-known",
+                 str(tmp_path / "missing.txt")]) == 2
+    assert "--check-known" in capsys.readouterr().err
+    binary = tmp_path / "binary.bin"
+    binary.write_bytes(bytes(range(256)) * 4)
+    assert main(["trf", "eval", "--model", str(model), "--test", str(train), "--check-known", str(binary)]) == 2
+    assert "--check-known" in capsys.readouterr().err

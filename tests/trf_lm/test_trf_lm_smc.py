@@ -226,6 +226,67 @@ def _needle():
     return trf, log_z
 
 
+def test_known_sentences_bound_log_z_from_below_and_refute_a_check_that_missed_them():
+    """The sum of exp(lambda . f(x)) over distinct known sentences of a length is an exact lower bound of Z_j: it is
+    the brute-force log-sum-exp over those sentences (duplicates once) and below the exact log Z_j at every length;
+    a check given known sentences without the needle "w1 w2 w3" refutes nothing.  Estimators blind to the needle
+    (AIS at length 3 replaced by the exact log Z_3 of every other sentence) miss it by more than 2.5 nats and
+    nothing says so; with known sentences that hold it, length 3 is refuted: the warning names it and the sentence,
+    the interval and the checked value are raised to the bound, and the headline is the inconclusive high end."""
+    from trf.lm.check import NormaliserCheck, headline_perplexity
+    from trf.lm.check.estimates import known_floor
+
+    trf, log_z = _needle()
+    rng = np.random.default_rng(8)
+    plain = [rng.integers(1, 12, size=rng.integers(1, 5)) for _ in range(200)]
+    plain = [s for s in plain if s.tolist() != [1, 2, 3]]
+    with_needle = EncodedCorpus.from_sentences(plain + [np.array([1, 2, 3])] * 2)
+    without = EncodedCorpus.from_sentences(plain)
+    floor = known_floor(trf, [with_needle, without], np.arange(1, 5))
+    distinct = {tuple(s.tolist()) for s in with_needle}
+    for j in range(1, 5):
+        mine = [s for s in distinct if len(s) == j]
+        scores = trf.features.scores(EncodedCorpus.from_sentences(mine), trf.lam)
+        assert floor.sentences[j - 1] == len(mine) and floor.log_z[j - 1] == pytest.approx(logsumexp(scores), abs=1e-9)
+    assert np.all(floor.log_z <= log_z + 1e-9) and floor.heaviest[2] == "w1 w2 w3"
+    check = check_normalisers(trf, range(1, 5), n_temperatures=50, n_chains=5, seed=2, exact_limit=0, parallel=False,
+                              smc_particles=0, known=[without])
+    assert check.refuted.size == 0 and check.floor_warning() is None  # control: no needle, nothing refuted
+    assert np.all(check.lower <= log_z) and np.all(log_z <= check.upper)
+
+    def blind_to_the_needle(floor_of):
+        """The check's estimates, but forward and reverse AIS at length 3 the exact log Z_3 of every sentence but the
+        needle (estimators that never reached it), bracketed with the bound of ``floor_of``."""
+        needle = trf.features.scores(EncodedCorpus.from_sentences([[1, 2, 3]]), trf.lam)[0]
+        rest = log_z[2] + np.log1p(-np.exp(needle - log_z[2]))
+        estimates = dict(check.estimates)
+        for key in ("forward", "reverse"):
+            fields = estimates[key]._asdict()
+            fields["log_z"] = fields["log_z"].copy()
+            fields["log_z"][2] = rest
+            fields["stderr"] = np.full(4, 0.05)
+            estimates[key] = type(estimates[key])(**fields)
+        return NormaliserCheck.bracket(check.lengths, check.method, estimates, check.augsa, margin=check.margin,
+                                       z=check.z, n_chains=check.n_chains, seconds=0.0, m_total=check.m_total,
+                                       notes=[], base=check.base,
+                                       floor=known_floor(trf, floor_of, check.lengths))
+
+    caught, missed = blind_to_the_needle([with_needle]), blind_to_the_needle([without])
+    assert log_z[2] - missed.checked[2] > 2.5 and missed.refuted.size == 0  # blind, and nothing says so
+    assert caught.refuted.tolist() == [3]
+    assert caught.lower[2] == caught.upper[2] == caught.checked[2] == pytest.approx(floor.log_z[2])
+    assert log_z[2] - caught.checked[2] < 0.5  # the needle is most of Z_3
+    warning = caught.floor_warning()
+    assert "1 of 4 lengths (3)" in warning and "'w1 w2 w3'" in warning and "log Z_j >= " in warning
+    assert f"above the estimate {missed.checked[2]:.2f}" in warning and caught.estimated[2] == missed.checked[2]
+    test = EncodedCorpus.from_sentences([np.array([1, 2, 3]), np.array([4, 5, 6]), np.array([7, 8])])
+    ppl = caught.perplexities(trf, test)
+    assert ppl["refuted_lengths"] == 1 and headline_perplexity(ppl)[2]  # inconclusive: the high end
+    assert missed.perplexities(trf, test)["refuted_lengths"] == 0
+    assert ppl["high"] > missed.perplexities(trf, test)["high"]  # the bound raises the normaliser: a worse perplexity
+    assert caught.rows()[2]["known_floor_refuted"] and caught.rows()[2]["known_floor"] == pytest.approx(floor.log_z[2])
+
+
 def test_the_check_takes_the_smc_estimate_where_ais_missed_probability_mass():
     """Short AIS (20 temperatures, 5 chains) misses the needle at length 3 by 3 nats; SMC finds it, the check names
     length 3, and its checked log Z_3 is the exact one within 0.3 nats.  Without SMC the check is AIS alone."""

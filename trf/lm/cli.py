@@ -310,10 +310,13 @@ def _eval(args) -> int:
 
     check_output_file(args.json, "--json")
     check_text_file(args.test, "--test", encoding=args.encoding)
+    for path in args.check_known or ():
+        check_text_file(path, "--check-known", encoding=args.encoding)
     with input_flag("--model"):
         model = SentenceTRF.load(args.model)
     stats = ReadStats()
     corpus = encode_file(args.test, model.vocab, encoding=args.encoding, stats=stats)
+    known = [encode_file(path, model.vocab, encoding=args.encoding) for path in args.check_known or ()]
     start = time.perf_counter()
     log_probs = model.log_prob(corpus, allow_positive=True)  # augsa_perplexity flags log p > 0
     seconds = time.perf_counter() - start
@@ -331,7 +334,8 @@ def _eval(args) -> int:
               f"{len(corpus)} sentences")
     else:
         notes = _CheckNotes("mcsa trf eval")
-        checked = checked_perplexity(model, corpus, flag="--test", log_probs=log_probs, **_check_kw(args, notes))
+        checked = checked_perplexity(model, corpus, flag="--test", log_probs=log_probs, known=known,
+                                     **_check_kw(args, notes))
         result.update(checked.summary())
         _print_checked(checked, notes)
     if args.ais:
@@ -547,6 +551,11 @@ def register(subparsers) -> None:
     ev.add_argument("--json", default=None, help="also write the results (per-length check included) as JSON to this "
                     "file (default: none; a failed write prints them and names a fallback file)")
     _add_check_flags(ev, "the test perplexity")
+    ev.add_argument("--check-known", action="append", default=None, metavar="FILE",
+                    help="a text whose sentences bound the check's normalisers from below, exactly (the sum of a "
+                         "length's known sentences' weights is at most its Z_j; --test's own sentences always count): "
+                         "give the training text, so that a length where every estimator missed the model's heavy "
+                         "sentences is caught; repeatable")
     ev.add_argument("--seed", "-s", type=nonnegative_int, default=0, help="random seed of the AIS checks")
     _add_encoding_flag(ev, "--test")
     ev.add_argument("--ais", action="store_true", help="AIS estimates of log Z_j (separate, smoothed, global)")

@@ -347,7 +347,8 @@ def train_and_check(train_path, *, valid_path=None, check: dict | None = None, v
         As in :func:`train_lm`; without ``valid_path`` there is no check.
     check : dict, optional
         Keywords of :func:`trf.lm.check.check_normalisers` (effort, seed ...); None: no check (the dev text still
-        serves the stop rule).
+        serves the stop rule).  The training text's sentences bound the check's normalisers from below
+        (:func:`trf.lm.check.estimates.known_floor`).
     valid_flag : str
         How errors name the dev text (``"--valid"`` from the command line); a dev text the check could not score is
         refused before training.
@@ -375,7 +376,8 @@ def train_and_check(train_path, *, valid_path=None, check: dict | None = None, v
     if not checking or check is None:
         return TrainedLM(model, result, None, 0)
     dev = encode_file(valid_path, model.vocab, encoding=train_kw.get("encoding", "utf-8"))
-    checked, left_out = check_dev(model, dev, flag=valid_flag, **check)
+    train = encode_file(train_path, model.vocab, encoding=train_kw.get("encoding", "utf-8"))
+    checked, left_out = check_dev(model, dev, flag=valid_flag, known=[train], **check)  # the training text's bound
     if write is not None:
         write(model)
     return TrainedLM(model, result, checked, left_out)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from scipy import special
 
-from trf.lm.check.estimates import LogZEstimate
+from trf.lm.check.estimates import KnownFloor, LogZEstimate
 from trf.lm.corpus import EncodedCorpus
 from trf.lm.model import SentenceTRF
 
@@ -50,6 +50,13 @@ class NormaliserCheck:
         How the effort was chosen, in words.
     base : str
         The AIS base law (:func:`trf.lm.model.unigram_base` or uniform).
+    floor : KnownFloor, optional
+        The exact lower bound of ``log Z_j`` from known sentences (:func:`trf.lm.check.estimates.known_floor`): both
+        interval ends and the checked value are at least it.
+    refuted : ndarray of int
+        Lengths where that bound lay above the estimators' interval (:meth:`floor_warning`).
+    estimated : ndarray, optional
+        The checked value from the estimators alone, before the bound (None without ``floor``).
     """
 
     lengths: np.ndarray
@@ -65,6 +72,9 @@ class NormaliserCheck:
     m_total: int = 0
     notes: list[str] = field(default_factory=list)
     base: str = "unigram"
+    floor: KnownFloor | None = None
+    refuted: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    estimated: np.ndarray | None = None
 
     _ALIASES = {"forward": ("forward", "log_z"), "forward_se": ("forward", "stderr"), "forward_ess": ("forward", "ess"),
                 "reverse": ("reverse", "log_z"), "reverse_se": ("reverse", "stderr"),
@@ -88,7 +98,7 @@ class NormaliserCheck:
     @classmethod
     def bracket(cls, lengths: np.ndarray, method: list[str], estimates: dict[str, LogZEstimate], augsa: np.ndarray, *,
                 margin: float, z: float, n_chains: int, seconds: float, m_total: int, notes: list[str],
-                base: str) -> "NormaliserCheck":
+                base: str, floor: KnownFloor | None = None) -> "NormaliserCheck":
         """The check of ``estimates`` (``"forward"`` and ``"reverse"`` AIS at least): the interval per length from
         every estimator's side.
 
@@ -98,7 +108,9 @@ class NormaliserCheck:
         the checked value (:attr:`smc_covered`), the lower end is SMC's alone: a degenerate forward estimate's
         standard error measures nothing, and one lucky chain put it 3.7 nats above a settled SMC pair on a fortunes
         model, its lower end above the pair's upper one.  An upper end below the lower one is then raised to it
-        (the sides contradict each other there; the conservative end stands)."""
+        (the sides contradict each other there; the conservative end stands).  Last, with ``floor`` (known sentences'
+        exact lower bound) both ends are raised to at least it; the lengths where it lay above the upper end are
+        :attr:`refuted`."""
         fwd, rev = estimates["forward"], estimates["reverse"]
         low, high = fwd.log_z - z * fwd.stderr, rev.log_z + z * rev.stderr  # BidirectionalResult.interval
         lower, upper = np.minimum(low, high), np.maximum(low, high)
@@ -116,7 +128,28 @@ class NormaliserCheck:
             no_forward = np.isin(lengths, np.intersect1d(check.degenerate, check.smc_covered))
             check.lower = np.where(no_forward, smc.log_z - z * smc.stderr, check.lower)
             check.upper = np.maximum(check.upper, check.lower)
+        if floor is not None:
+            check.estimated = check.checked
+            check.floor = floor
+            check.refuted = lengths[floor.log_z > check.upper]
+            check.lower = np.maximum(check.lower, floor.log_z)
+            check.upper = np.maximum(check.upper, floor.log_z)
         return check
+
+    def floor_warning(self) -> str | None:
+        """A one-line warning naming the lengths where the known sentences alone outweigh the interval (:attr:`refuted`),
+        or None."""
+        if self.refuted.size == 0 or self.floor is None or self.estimated is None:
+            return None
+        before = self.estimated
+        worst = self._worst(self.refuted, self.floor.log_z - before)
+        return (f"at {self._which(self.refuted)} the known sentences alone give log Z_j more than the estimators' "
+                f"interval: worst at length {self.lengths[worst]}, log Z_j >= {self.floor.log_z[worst]:.2f} exactly "
+                f"(the sum over {self.floor.sentences[worst]} distinct sentences of that length; the heaviest, "
+                f"{self.floor.heaviest[worst]!r}), above the estimate {before[worst]:.2f}.  Every estimator missed "
+                "sentences that the model weighs heavily there (its training sampler likely never reached them); the "
+                "interval and the checked value are raised to the bound, and log Z_j is likely higher still, the "
+                "perplexity above the interval's high end")
 
     def _value(self, key: str, attribute: str = "log_z") -> np.ndarray | None:
         """Field ``attribute`` of estimate ``key`` (None when that estimator was not run)."""
@@ -395,6 +428,12 @@ class NormaliserCheck:
         came out below it (its chains started from approximate samples, so only the forward estimate keeps its
         guarantee there), and where the SMC estimate is higher still, the SMC estimate (both it and forward AIS
         err low, so the higher one is the better)."""
+        value = self._unfloored_checked
+        return value if self.floor is None else np.maximum(value, self.floor.log_z)
+
+    @property
+    def _unfloored_checked(self) -> np.ndarray:
+        """:attr:`checked` from the estimators alone, before the known sentences' bound."""
         smc = self.smc
         if smc is None:
             return self._ais_checked
@@ -529,7 +568,7 @@ class NormaliserCheck:
         """Per-length records for JSON output."""
         failed, rising = set(self.reverse_failed.tolist()), set(self.still_rising.tolist())
         missed, unsettled = set(self.ais_missed.tolist()), set(self.unsettled.tolist())
-        csmc_failed = set(self.csmc_failed.tolist())
+        csmc_failed, refuted = set(self.csmc_failed.tolist()), set(self.refuted.tolist())
 
         def opt(values: np.ndarray | None, i: int) -> float | None:
             return None if values is None else float(values[i])
@@ -544,7 +583,10 @@ class NormaliserCheck:
                  "ais_missed": bool(j in missed), "smc_unsettled": bool(j in unsettled),
                  "csmc": float(csmc.log_z[i]) if csmc is not None and np.isfinite(csmc.log_z[i]) else None,
                  "csmc_se": float(csmc.stderr[i]) if csmc is not None and np.isfinite(csmc.log_z[i]) else None,
-                 "csmc_failed": bool(j in csmc_failed)}
+                 "csmc_failed": bool(j in csmc_failed),
+                 "known_floor": (float(self.floor.log_z[i]) if self.floor is not None
+                                 and np.isfinite(self.floor.log_z[i]) else None),
+                 "known_floor_refuted": bool(j in refuted)}
                 for i, (j, meth, t, f, r, c, lo, hi, a) in enumerate(zip(
                     self.lengths, self.method, self.temperatures, self.forward, self.reverse, self.checked,
                     self.lower, self.upper, self.augsa))]
@@ -559,7 +601,8 @@ class NormaliserCheck:
         ``degenerate_lengths`` counts the lengths of ``corpus`` with degenerate weights (:attr:`degenerate`) that
         a settled SMC estimate does not cover (:attr:`smc_covered`),
         ``unsettled_lengths`` those where SMC has not settled (:attr:`unsettled`), ``csmc_failed_lengths`` those where
-        conditional SMC came out below the lower side (:attr:`csmc_failed`).
+        conditional SMC came out below the lower side (:attr:`csmc_failed`), ``refuted_lengths`` those where the known
+        sentences' bound lay above the interval (:attr:`refuted`).
 
         An unchecked sentence that AugSA's normaliser gives a positive log-probability has no valid probability
         (the pooled ``m+`` normaliser covers the sampled lengths ``m+1, m+2`` only, Sec. 5.4, and a much longer
@@ -587,6 +630,7 @@ class NormaliserCheck:
         out["degenerate_lengths"] = int(np.count_nonzero(np.isin(degenerate, dims)))
         out["unsettled_lengths"] = int(np.count_nonzero(np.isin(self.unsettled, dims)))
         out["csmc_failed_lengths"] = int(np.count_nonzero(np.isin(self.csmc_failed, dims)))
+        out["refuted_lengths"] = int(np.count_nonzero(np.isin(self.refuted, dims)))
         return out
 
 
@@ -629,7 +673,7 @@ def headline_perplexity(ppl: dict, tolerance: float = CONCLUSIVE) -> tuple[float
     When the interval is within ``+-tolerance`` of its centre and no length of the corpus has degenerate AIS
     weights (``degenerate_lengths``), unsettled SMC estimates (``unsettled_lengths``) or a conditional SMC estimate
     below the lower side (``csmc_failed_lengths``: the SMC draws were no draws of the model there, so SMC itself
-    is suspect) the checked value (midpoint normalisers) is reported; otherwise the
+    is suspect) or an interval below the known sentences' exact bound (``refuted_lengths``) the checked value (midpoint normalisers) is reported; otherwise the
     check is inconclusive and the interval's **high end** is reported -- the
     conservative value: an under-converged AIS errs towards too small a ``log Z`` and so too good a
     perplexity (forward AIS is a lower bound in expectation, and reverse AIS from approximate samples fell
@@ -637,7 +681,7 @@ def headline_perplexity(ppl: dict, tolerance: float = CONCLUSIVE) -> tuple[float
     cannot defend."""
     inconclusive = (interval_is_inconclusive(ppl["low"], ppl["high"], tolerance)
                     or ppl.get("degenerate_lengths", 0) > 0 or ppl.get("unsettled_lengths", 0) > 0
-                    or ppl.get("csmc_failed_lengths", 0) > 0)
+                    or ppl.get("csmc_failed_lengths", 0) > 0 or ppl.get("refuted_lengths", 0) > 0)
     if inconclusive:
         return float(ppl["high"]), "high end of the checked interval (inconclusive check)", True
     return float(ppl["checked"]), "checked normalisers", False

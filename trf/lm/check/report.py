@@ -11,7 +11,7 @@ the model's metadata.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
@@ -85,6 +85,7 @@ class CheckedPerplexity(NamedTuple):
                     "smc_unsettled_lengths": check.unsettled.tolist(),
                     "csmc_bracketed_lengths": check.csmc_bracketed.tolist(),
                     "csmc_failed_lengths": check.csmc_failed.tolist(),
+                    "known_floor_refuted_lengths": check.refuted.tolist(),
                     "perplexity_extrapolated": ppl["extrapolated"], "notes": list(check.notes),
                     "effort": self.effort()}}
 
@@ -135,7 +136,7 @@ class CheckedPerplexity(NamedTuple):
 
     def warnings(self, flag: str = "--check-seconds") -> list[str]:
         """What a user must not overlook: AugSA's zeta withheld or outside the interval, sentences left out, SMC
-        unsettled or conditional SMC failed, and -- only when the check is inconclusive -- the AIS shortfalls and
+        unsettled, conditional SMC failed or the estimates below the known sentences' bound, and -- only when the check is inconclusive -- the AIS shortfalls and
         why it is inconclusive."""
         check, ppl = self.check, self.perplexities
         out = []
@@ -148,7 +149,7 @@ class CheckedPerplexity(NamedTuple):
         if ppl["impossible_checked"]:
             out.append(f"{ppl['impossible_checked']} sentences get a positive log-probability even with the checked "
                        "normalisers: their log Z_j is too low; raise --check-particles")
-        kept = [check.warning(), check.unsettled_warning(), check.csmc_warning()]
+        kept = [check.warning(), check.unsettled_warning(), check.csmc_warning(), check.floor_warning()]
         if self.inconclusive:
             kept += [check.missed_warning(), check.bracket_warning(), check.rising_warning(),
                      check.degenerate_warning()]
@@ -163,6 +164,8 @@ class CheckedPerplexity(NamedTuple):
                 why.append(f"{ppl['unsettled_lengths']} test lengths have unsettled SMC estimates")
             if ppl["csmc_failed_lengths"]:
                 why.append(f"at {ppl['csmc_failed_lengths']} test lengths conditional SMC fell below the lower side")
+            if ppl["refuted_lengths"]:
+                why.append(f"at {ppl['refuted_lengths']} test lengths the known sentences alone outweigh the estimates")
             out.append(f"the check is inconclusive at this effort: {'; '.join(why)}, so the headline is the "
                        "interval's high end (the conservative value, itself too low where SMC has not settled); "
                        "raise --check-seconds, --check-particles or --check-temperatures (or --check-effort) for a "
@@ -180,28 +183,31 @@ def scorable(model: SentenceTRF, corpus: EncodedCorpus) -> tuple[EncodedCorpus, 
 
 
 def checked_perplexity(model: SentenceTRF, corpus: EncodedCorpus, *, flag: str = "corpus",
-                       log_probs: np.ndarray | None = None, **check_kw) -> CheckedPerplexity:
+                       log_probs: np.ndarray | None = None, known: Sequence[EncodedCorpus] = (),
+                       **check_kw) -> CheckedPerplexity:
     """Check the normalisers on ``corpus``'s lengths (:func:`check_normalisers` with ``check_kw``) and put the
     perplexities together; ``flag`` names the input in the error raised when no sentence can be checked;
-    ``log_probs``: the sentences' log-probabilities with AugSA's zeta when already computed."""
+    ``log_probs``: the sentences' log-probabilities with AugSA's zeta when already computed.  ``corpus`` itself and
+    the ``known`` texts (the training text, say) give the check its exact lower bound
+    (:func:`trf.lm.check.estimates.known_floor`)."""
     lengths = np.unique(corpus.lengths[corpus.lengths <= model.m])
     if lengths.size == 0:
         raise ValueError(f"{flag} holds no sentence of at most m={model.m} words to check; pass --no-check")
     augsa = augsa_perplexity(model.log_prob(corpus, allow_positive=True) if log_probs is None else log_probs,
                              corpus)
-    check = check_normalisers(model, lengths, **check_kw)
+    check = check_normalisers(model, lengths, known=[corpus, *known], **check_kw)
     ppl = check.perplexities(model, corpus)
     headline, label, inconclusive = headline_perplexity(ppl)
     return CheckedPerplexity(check, ppl, headline, label, inconclusive, augsa, len(corpus))
 
 
-def check_dev(model: SentenceTRF, dev: EncodedCorpus, *, flag: str = "dev", **check_kw
-              ) -> tuple[CheckedPerplexity, int]:
+def check_dev(model: SentenceTRF, dev: EncodedCorpus, *, flag: str = "dev", known: Sequence[EncodedCorpus] = (),
+              **check_kw) -> tuple[CheckedPerplexity, int]:
     """The check after training: the dev perplexity with checked normalisers on the dev sentences the model can
     score (:func:`scorable`), kept in ``model.meta["dev_check"]``; also the number of dev sentences left out.
     ``flag`` names the dev text in errors."""
     dev, left_out = scorable(model, dev)
-    result = checked_perplexity(model, dev, flag=flag, **check_kw)
+    result = checked_perplexity(model, dev, flag=flag, known=known, **check_kw)
     summary = result.summary()
     model.meta["dev_check"] = {"perplexity": summary["perplexity"], "perplexity_augsa": summary["perplexity_augsa"],
                                "perplexity_checked": summary["perplexity_checked"],

@@ -12,7 +12,7 @@ import logging
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Callable, NamedTuple
+from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -27,11 +27,13 @@ from trf.lm.check.estimates import (
     conditional_smc_estimate,
     exact_estimate,
     forward_estimate,
+    known_floor,
     run_conditional_smc,
     run_smc,
     smc_estimate,
 )
 from trf.lm.check.plan import SMC_PARTICLE_RANGE, BudgetPlan, CheckEffort, Clock, pilot_plan
+from trf.lm.corpus import EncodedCorpus
 from trf.lm.model import SentenceTRF
 from trf.lm.smc import ConditionalSMCResult, SMCResult
 
@@ -310,8 +312,8 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
                       base: str = "unigram", half_run: bool = True, smc_particles: int | None = None,
                       smc_replicates: int = 4, smc_fraction: float = 0.25, csmc_particles: int | None = None,
                       csmc_fraction: float = 0.25, effort: CheckEffort | None = None,
-                      clock: Clock = time.perf_counter, on_note: Callable[[str], None] | None = None
-                      ) -> NormaliserCheck:
+                      clock: Clock = time.perf_counter, on_note: Callable[[str], None] | None = None,
+                      known: Sequence[EncodedCorpus] = ()) -> NormaliserCheck:
     """Check ``log Z_j`` for each of ``lengths`` from both sides (bidirectional AIS, or exactly), and by SMC.
 
     For each length ``j`` (at most ``m``): when ``V^j <= exact_limit`` the exact sum over all sentences is
@@ -397,6 +399,12 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
         predicted to take more than :data:`OVERRUN` (1.5) times the budget -- the predicted seconds, the budget
         and the flags that fix it.  Default: a warning on the ``trf.lm.check`` logger.  The note is also in the
         result's :attr:`NormaliserCheck.notes`.
+    known : sequence of EncodedCorpus
+        Sentences at hand (the test text, the training text; the model's vocabulary): the sum of ``exp(lambda .
+        f(x))`` over the distinct ones of each length is an exact lower bound of ``Z_j``
+        (:func:`trf.lm.check.estimates.known_floor`).  Every interval end and checked value is at least it, and the
+        lengths where the estimators' interval lay below it are :attr:`NormaliserCheck.refuted`: the estimators
+        missed sentences the model weighs heavily.
 
     Returns
     -------
@@ -432,7 +440,9 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
                                        burn_in=burn_in, half_run=half_run, exact_limit=exact_limit)
     if smc is not None:
         estimates.update(_smc_estimates(lengths, exact_mask, estimates["forward"].log_z, smc, csmc))
+    floor = known_floor(model, known, lengths) if len(known) else None
     seconds = clock() - started
     return NormaliserCheck.bracket(lengths, method, estimates, model.zeta[lengths - 1] + model.log_z1(), margin=margin,
                                    z=z, n_chains=n_chains, seconds=seconds, m_total=int(model.pi.size),
-                                   notes=_effort_notes(schedule, lengths, n_chains, smc, csmc, seconds), base=base)
+                                   notes=_effort_notes(schedule, lengths, n_chains, smc, csmc, seconds), base=base,
+                                   floor=floor)
