@@ -823,6 +823,22 @@ def test_the_bundle_is_the_same_in_any_number_of_blocks(monkeypatch):
         np.testing.assert_array_equal(trimmed.succ_exp, one_block.setdefault("trimmed", trimmed.succ_exp))
 
 
+def _planted_collision(key_hi, key_lo, slots, k):
+    """A copy of the hash table ``slots`` whose first slot for key ``k`` claims the next key's index with ``k``'s
+    fingerprint, ``k``'s own entry moved to the first empty slot down the probe when it sat there; also that other
+    index, the first slot's former value and its position."""
+    mask = slots.size - 1
+    h = int(fk.key_hash(key_hi[k], key_lo[k]))
+    first = h & mask
+    slots = slots.copy()
+    own = slots[first]
+    empty = next(s & mask for s in range(first + 1, first + slots.size) if slots[s & mask] < 0)
+    other = (k + 1) % key_hi.size
+    slots[first] = (int(fk.fingerprint(h)) << 32) | other
+    slots[empty] = own if own >= 0 and (own & 0xFFFFFFFF) == k else slots[empty]
+    return slots, other, own, first
+
+
 @jit
 def _contexts_both_ways(bundle, w, c, p, work):
     sk.find_contexts(bundle, w, c, p, work)
@@ -857,15 +873,8 @@ def test_the_batched_context_look_ups_find_what_one_at_a_time_finds():
     _, expected = _contexts_both_ways(bundle, w, c, 5, work)
     r = int(np.flatnonzero(expected >= 0)[0])
     k = int(expected[r])
-    mask = succ.ctx_slots.size - 1
-    h = int(fk.key_hash(succ.ctx_hi[k], succ.ctx_lo[k]))
-    first = h & mask
-    slots = succ.ctx_slots.copy()
-    own = slots[first]
-    empty = next(s & mask for s in range(first + 1, first + slots.size) if slots[s & mask] < 0)
-    other = (k + 1) % succ.ctx_hi.size
-    slots[first] = (int(fk.fingerprint(h)) << 32) | other
-    slots[empty] = own if own >= 0 and (own & 0xFFFFFFFF) == k else slots[empty]
+    slots, other, own, first = _planted_collision(succ.ctx_hi, succ.ctx_lo, succ.ctx_slots, k)
+    mask = slots.size - 1
     if (own & 0xFFFFFFFF) != k:  # k's entry lay further down the probe: it stays there
         assert any((slots[s & mask] & 0xFFFFFFFF) == k for s in range(first + 1, first + slots.size)
                    if slots[s & mask] >= 0)
@@ -909,15 +918,7 @@ def test_the_batched_rest_look_ups_sum_what_one_at_a_time_sums(proposal):
             and abs(bundle.lam[fk.row_feature(int(r), 4, 4, w, c, fa)]) < bundle.rest_below]
     assert rows
     f = int(fk.row_feature(rows[0], 4, 4, w, c, fa))
-    mask = fa.slots.size - 1
-    h = int(fk.key_hash(fa.key_hi[f], fa.key_lo[f]))
-    first = h & mask
-    slots = fa.slots.copy()
-    own = slots[first]
-    empty = next(s & mask for s in range(first + 1, first + slots.size) if slots[s & mask] < 0)
-    other = (f + 1) % fa.key_hi.size
-    slots[first] = (int(fk.fingerprint(h)) << 32) | other
-    slots[empty] = own if own >= 0 and (own & 0xFFFFFFFF) == f else slots[empty]
+    slots, other, _, _ = _planted_collision(fa.key_hi, fa.key_lo, fa.slots, f)
     planted = bundle._replace(features=fa._replace(slots=slots))
     assert fk.row_feature(rows[0], 4, 4, w, c, planted.features) == f  # the one-at-a-time probe goes on
     assert sk.rest_score(planted, w, c, 4, work) == pytest.approx(_rest_one_at_a_time(planted, w, c, 4), abs=1e-12)
