@@ -53,7 +53,7 @@ def _two_word_log_z(bundle, first_lo, first_hi, out):
     _, n_touched, _ = sk.local_tables(bundle, w, c, 1, work)
     first = np.empty(V)
     for v in range(V):
-        first[v] = bundle.u[v] + work.dc[bundle.word_class[v]] + np.log(work.factor[bundle.word_position[v]])
+        first[v] = bundle.u[v] + sk.class_score(work, bundle.word_class[v]) + np.log(work.factor[bundle.word_position[v]])
     sk.clear_tables(work, n_touched)
     scores = np.empty(V)
     for w1 in range(first_lo, first_hi):
@@ -63,7 +63,7 @@ def _two_word_log_z(bundle, first_lo, first_hi, out):
         for w2 in range(V):
             w[2] = w2
             c[2] = bundle.word_class[w2]
-            scores[w2] = bundle.u[w2] + work.dc[c[2]] + np.log(work.factor[bundle.word_position[w2]]) + sk.end_score(bundle, w, c, 2)
+            scores[w2] = bundle.u[w2] + sk.class_score(work, c[2]) + np.log(work.factor[bundle.word_position[w2]]) + sk.end_score(bundle, w, c, 2)
         sk.clear_tables(work, n_touched)
         top = scores.max()
         out[w1] = first[w1] + top + np.log(np.exp(scores - top).sum())

@@ -52,7 +52,8 @@ def _draws(bundle, w, c, p, work, n, seed):
 def test_class_weights_are_summed_in_logs_where_the_class_factors_leave_the_float_range(sign):
     """The class factors are products of exp(lambda) (no exp per class); where they overflow (class-final weights of
     +400: sums beyond 709) or the normaliser underflows (-400), the local normaliser is taken in logs from the summed
-    weights instead (:func:`shifted_class_weights`) and still matches the brute-force log-sum-exp, on both paths."""
+    weights instead (:func:`shifted_class_weights`) and still matches the brute-force log-sum-exp, on both paths, as
+    does each word's local probability read through class_score."""
     V, M = 5, 12
     model = _model(V, M, ALL_TEMPLATES, n_sentences=120)
     structure = _structure(model.features)
@@ -71,12 +72,15 @@ def test_class_weights_are_summed_in_logs_where_the_class_factors_leave_the_floa
             p = length + 1
             log_z, n_touched, _ = sk.local_tables(dense, w, c, p, work)
             beyond += abs(log_z) > 700  # exp(log Z_loc) is no float: the product path cannot hold it
+            s = np.array([sk.class_score(work, k) for k in model.features.word_class])
+            log_q = dense.u + s + np.log(work.factor[dense.word_position]) - log_z
             sk.clear_tables(work, n_touched)
             scores = []
             for v in range(V):
                 w[p], c[p] = v, model.features.word_class[v]
                 scores.append(fk.positions_score(w, c, M + 5, p, p, bundle.lam, fa))
             assert abs(log_z + shift - logsumexp(scores)) < 1e-9 * max(1.0, abs(logsumexp(scores)))
+            np.testing.assert_allclose(np.exp(log_q), np.exp(np.array(scores) - logsumexp(scores)), atol=1e-10)
     assert beyond >= 10  # informative: the weights left the float range of a product
 
 
@@ -84,9 +88,9 @@ def test_class_weights_are_summed_in_logs_where_the_class_factors_leave_the_floa
 def test_local_law_and_end_score_match_brute_force_for_every_template(path):
     """The local normaliser sum_w exp(s_p(history, w)), computed from the class masses and the touched words' factors
     exp(lambda) (the sparse path) or from every position's factor (the dense path), is the brute-force log-sum-exp
-    of the features firing at p for every candidate word, and each word's local probability exp(u) dc factor /
-    Z_loc (dc: the class factor) is the brute-force one, both to 1e-10; the end score that local_tables reads from the same contexts
-    is the score of the </s> position (end_score, from the feature table); draws follow the local law.  Histories
+    of the features firing at p for every candidate word, and each word's local probability exp(u + s) factor /
+    Z_loc (s: class_score) is the brute-force one, both to 1e-10; the end score that local_tables reads from the same
+    contexts is the score of the </s> position (end_score, from the feature table); draws follow the local law.  Histories
     up to 11 words reach every template (the tied ones read 6-9 words back); the weights are scaled so that the
     factors span exp(+-10)."""
     V, M = 5, 12
@@ -105,7 +109,8 @@ def test_local_law_and_end_score_match_brute_force_for_every_template(path):
             p = length + 1
             log_z, n_touched, end = sk.local_tables(bundle, w, c, p, work)
             assert (n_touched >= 0) == (path == "sparse")  # (every history reads a word-final context: <s>'s bigram)
-            q = np.exp(bundle.u + np.log(work.dc[model.features.word_class]) + np.log(work.factor[bundle.word_position])
+            s = np.array([sk.class_score(work, k) for k in model.features.word_class])
+            q = np.exp(bundle.u + s + np.log(work.factor[bundle.word_position])
                        - log_z)
             sk.clear_tables(work, n_touched)
             assert np.all(work.factor == 1.0) and not work.mark.any()

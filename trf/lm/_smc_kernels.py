@@ -133,7 +133,7 @@ class SMCWork(NamedTuple):
     """Scratch of one particle's local tables (words by position in the class order)."""
 
     dc: np.ndarray       # (C,) exp of the class-final feature weights (their sum where that product over- or
-                         # underflows: :func:`class_weights`)
+                         # underflows: :func:`class_weights`; read it through :func:`class_score`)
     factor: np.ndarray   # (V,) exp of the word-final feature weights (1 off the touched positions)
     mark: np.ndarray     # (V,) bool: position touched (sparse path)
     touched: np.ndarray  # (V + 1,) touched positions, first n_touched valid (one spare: written before the count)
@@ -144,6 +144,7 @@ class SMCWork(NamedTuple):
     key_hi: np.ndarray   # (n_template_rows,) the rows' context keys and hashes, between the look-ups' passes
     key_lo: np.ndarray
     hashed: np.ndarray
+    summed: np.ndarray   # (1,) bool: ``dc`` holds the summed weights, not their exp (:func:`shifted_class_weights`)
 
 
 @jit
@@ -202,7 +203,8 @@ def new_work(model):
     R = model.features.row_len.size
     return SMCWork(np.zeros(C), np.ones(V), np.zeros(V, dtype=np.bool_), np.zeros(V + 1, dtype=np.int64),
                    np.zeros(C), np.full(R, -1, dtype=np.int64), np.ones(largest), np.full(R, -1, dtype=np.int64),
-                   np.zeros(R, dtype=np.int64), np.zeros(R, dtype=np.int64), np.zeros(R, dtype=np.int64))
+                   np.zeros(R, dtype=np.int64), np.zeros(R, dtype=np.int64), np.zeros(R, dtype=np.int64),
+                   np.zeros(1, dtype=np.bool_))
 
 
 @jit(inline="always")
@@ -390,6 +392,7 @@ def class_weights(model, work):
     summing beyond about +-700, or masses as far out), the class weights are summed in logs instead:
     :func:`shifted_class_weights`."""
     dc, weight = work.dc, work.weight
+    work.summed[0] = False
     total = 0.0
     for k in range(dc.size):
         if weight[k] > 0.0:
@@ -409,6 +412,7 @@ def shifted_class_weights(model, work):
     (-inf: no class has mass)."""
     ctx_start, succ_symbol, succ_lam = model.succ.ctx_start, model.succ.succ_symbol, model.succ_lam
     dc, weight, ctx = work.dc, work.weight, work.ctx
+    work.summed[0] = True
     dc[:] = 0.0
     for r in range(ctx.size):
         k = ctx[r]
@@ -425,6 +429,13 @@ def shifted_class_weights(model, work):
         weight[k] = x
         total += x
     return top + np.log(total) if total > 0.0 else -np.inf
+
+
+@jit(inline="always")
+def class_score(work, k):
+    """The class-final weight ``s`` of class ``k`` in the local law that :func:`local_tables` left in ``work`` (the
+    law of a word of class ``k`` is ``exp(u + s) factor``), whichever form :func:`class_weights` kept it in."""
+    return work.dc[k] if work.summed[0] else np.log(work.dc[k])
 
 
 @jit
