@@ -58,3 +58,26 @@ def test_the_heavy_distinct_training_sentences_are_chosen_every_refresh_draws(se
         known.after_draw(log_z[:2])
     with pytest.raises(ValueError, match="threshold"):
         KnownSentences(corpus, feats, M, threshold=0.0)
+
+
+def test_distinct_sentences_count_each_sentence_once_across_corpora_and_floor_each_length(setup):
+    """DistinctSentences keeps each sentence of a wanted length once over several corpora, in the order of first
+    occurrence; its floor at each wanted length is the log-sum-exp of their scores (brute force), at most the exact
+    log Z_j, with the heaviest one's index, and -inf / -1 / 0 at a wanted length no sentence has."""
+    from trf.lm.known import DistinctSentences
+
+    sentences, corpus, feats, lam, log_z = setup
+    extra = EncodedCorpus.from_sentences([[2, 2], sentences[0], [1, 1, 1, 1, 1]])
+    distinct = DistinctSentences([corpus, extra], [2, 3, 5, 6])
+    order = list(dict.fromkeys(tuple(int(t) for t in s) for s in [*sentences, [2, 2], [1, 1, 1, 1, 1]]
+                               if len(s) in (2, 3, 5, 6)))
+    assert [tuple(r[:j]) for r, j in zip(distinct.tokens, distinct.lengths)] == order
+    floor = distinct.floor(feats, lam)
+    for k, j in enumerate([2, 3]):
+        scores = {s: feats.feature_vector(list(s)) @ lam for s in order if len(s) == j}
+        assert floor.log_z[k] == pytest.approx(logsumexp(list(scores.values())))
+        assert floor.log_z[k] <= log_z[j - 1] + 1e-12 and floor.sentences[k] == len(scores)
+        assert order[floor.heaviest[k]] == max(scores, key=scores.get)
+    assert floor.sentences[2] == 1 and floor.heaviest[2] == order.index((1, 1, 1, 1, 1))
+    assert floor.log_z[3] == -np.inf and floor.heaviest[3] == -1 and floor.sentences[3] == 0
+    assert distinct.text(int(floor.heaviest[2]), ["a", "b", "c"]) == "b b b b b"

@@ -584,3 +584,53 @@ def test_a_sentence_move_bound_no_draw_reaches_changes_nothing(tiny):
     assert len(moves) == 30 and max(moves) > 1e-3 and all(r["sentences_bounded"] == 0 for r in runs[1e300].history)
     assert sum(r["sentences_bounded"] for r in runs[1e-3].history) > 0
     assert not np.array_equal(runs[None].lam, runs[1e-3].lam)
+
+
+def test_a_zeta_below_the_training_sentences_floor_is_logged_and_raised_to_it(tmp_path, caplog):
+    """The distinct training sentences of length j weigh at most Z_j, so ``zeta_j + log Z_1`` below their
+    log-sum-exp is refuted by the training text: the progress line says so at the lengths where it happens, and the
+    trained model's zeta is raised to exactly that floor there (logged as a warning naming the length and its
+    heaviest training sentence; ``meta`` records by how much), and left alone elsewhere.  Planted: a callback lowers
+    zeta_3 by 40 nats at the last iteration, far below any floor; the floors and the excess are recomputed here by
+    brute force from the sentences' feature vectors."""
+    from trf.lm.corpus import encode_file
+    from trf.lm.train import train_lm
+
+    text = tmp_path / "train.txt"
+    text.write_text("\n".join(TOY * 5 + ["the cat sat"] * 3))
+
+    def plant(trainer, t, record):
+        if t == 24:
+            zeta = trainer.zeta.copy()
+            zeta[2] -= 40.0
+            trainer.zeta = zeta
+        return False
+
+    with caplog.at_level(logging.INFO, logger="trf.lm.train"):
+        model, result = train_lm(text, features="w+c", classes=3, progress=False, refine=0, seed=2, parallel=False,
+                                 smc_particles=50, log_every=4, callbacks=[plant],
+                                 config=lm_config(n_samples=20, t_max=24, t_c=100.0, t0=16))
+    corpus = encode_file(text, model.vocab)
+    distinct = {tuple(int(t) for t in corpus[i]) for i in range(len(corpus))}
+    feats, lam = model.features, model.lam
+    log_z1 = np.logaddexp.reduce([feats.feature_vector([w]) @ lam for w in range(feats.n_words)])
+    floor = np.full(model.zeta.size, -np.inf)
+    for s in distinct:
+        floor[len(s) - 1] = np.logaddexp(floor[len(s) - 1], feats.feature_vector(list(s)) @ lam)
+    excess = floor - (result.zeta + log_z1)
+    assert excess[2] > 30  # the plant
+    raised = {str(j + 1): float(excess[j]) for j in np.flatnonzero(excess > 1e-9)}
+    assert model.meta["zeta_raised_to_training_floor"].keys() == raised.keys()
+    for j, nats in raised.items():
+        assert model.meta["zeta_raised_to_training_floor"][j] == pytest.approx(nats, abs=1e-9)
+        assert model.zeta[int(j) - 1] + log_z1 == pytest.approx(floor[int(j) - 1], abs=1e-9)
+    kept = [j for j in range(model.zeta.size) if str(j + 1) not in raised]
+    np.testing.assert_array_equal(model.zeta[kept], result.zeta[kept])
+    messages = [r.getMessage() for r in caplog.records]
+    last = [m for m in messages if m.startswith("iteration 24:")]
+    assert len(last) == 1 and f"the training sentences outweigh zeta at length 3 (+{excess[2]:.2f} nats)" in last[0]
+    heaviest = max((s for s in distinct if len(s) == 3), key=lambda s: feats.feature_vector(list(s)) @ lam)
+    warning = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    words = " ".join(model.vocab.words[t] for t in heaviest)
+    assert len(warning) == 1 and "length 3 (+" in warning[0] and f"3: '{words}'" in warning[0]
+    assert "--smc-known" in warning[0]

@@ -228,12 +228,15 @@ class SentenceBackend:
         corpus = self.splits.get(split)
         if corpus is None:
             return None
-        V = self.features.n_words
-        one_word = EncodedCorpus(np.arange(V, dtype=np.int32), np.arange(V + 1, dtype=np.int64))
-        log_z1 = logsumexp_1d(self.features.scores(one_word, lam))
         dims = self.dimension(corpus.lengths)
         scores = self.features.scores(corpus, lam)
-        return np.log(self.pi[dims - 1]) + scores - np.asarray(zeta)[dims - 1] - log_z1
+        return np.log(self.pi[dims - 1]) + scores - np.asarray(zeta)[dims - 1] - self.log_z1(lam)
+
+    def log_z1(self, lam) -> float:
+        """Exact ``log Z_1(lambda)`` (a sum over the vocabulary): ``zeta_j + log Z_1`` estimates ``log Z_j``."""
+        V = self.features.n_words
+        one_word = EncodedCorpus(np.arange(V, dtype=np.int32), np.arange(V + 1, dtype=np.int64))
+        return float(logsumexp_1d(self.features.scores(one_word, lam)))
 
     def log_likelihood(self, lam, zeta, split: str) -> float | None:
         """Mean ``log p(j, x^j; lambda, zeta)`` per sentence on (the head of) ``split`` (None when it holds no

@@ -16,13 +16,15 @@ the trainer's state (:meth:`get_state`), so a resumed run draws what the uninter
 
 from __future__ import annotations
 
+from typing import Iterable, NamedTuple
+
 import numpy as np
 
 from samplers.validation import check_float, check_int
 from trf.lm.corpus import EncodedCorpus
 from trf.lm.features import SentenceFeatures
 
-__all__ = ["KnownSentences", "KNOWN_REFRESH"]
+__all__ = ["KnownSentences", "KNOWN_REFRESH", "DistinctSentences", "LengthFloor"]
 
 KNOWN_REFRESH = 50
 """Draws between two choices of the known set (a training sentence's weight climbs slowly while the runs miss it:
@@ -53,17 +55,8 @@ class KnownSentences:
         self.m = check_int(m, "m", low=1)
         self.threshold = check_float(threshold, "threshold", low=0.0, high=1.0, low_open=True)
         self.refresh = check_int(refresh, "refresh", low=1)
-        lengths = corpus.lengths
-        short = np.flatnonzero((lengths >= 1) & (lengths <= self.m))
-        rows = np.zeros((short.size, self.m), dtype=np.int64)
-        for r, i in enumerate(short.tolist()):
-            rows[r, :lengths[i]] = corpus[i]
-        keyed = np.concatenate([lengths[short, None].astype(np.int64), rows], axis=1)
-        _, first = np.unique(keyed, axis=0, return_index=True)
-        first = np.sort(first)
-        self.tokens = rows[first]
-        self.lengths = lengths[short][first].astype(np.int64)
-        self.corpus = _flat(self.tokens, self.lengths)
+        self.distinct = DistinctSentences([corpus], np.arange(1, self.m + 1))
+        self.tokens, self.lengths, self.corpus = self.distinct.tokens, self.distinct.lengths, self.distinct.corpus
         self.age = 0
         self.log_z = np.zeros(0)
         self._choose(np.zeros(0, dtype=np.int64))
@@ -108,6 +101,93 @@ class KnownSentences:
         self._choose(chosen)
         self.age = int(state.get("known_age", 0))
         self.log_z = np.asarray(state.get("known_log_z", np.zeros(0)), dtype=np.float64).copy()
+
+
+class LengthFloor(NamedTuple):
+    """``log sum_x exp(lambda . f(x))`` over the distinct known sentences of each length (:meth:`DistinctSentences.floor`).
+
+    Attributes
+    ----------
+    log_z : ndarray, shape (n,)
+        The exact lower bound of ``log Z_j`` at each wanted length (-inf: no sentence of that length).
+    sentences : ndarray of int, shape (n,)
+        Distinct sentences of each length.
+    heaviest : ndarray of int, shape (n,)
+        Index (into :attr:`DistinctSentences.tokens`) of the heaviest sentence of each length; -1 where none.
+    """
+
+    log_z: np.ndarray
+    sentences: np.ndarray
+    heaviest: np.ndarray
+
+
+class DistinctSentences:
+    """The distinct sentences of some corpora whose length is wanted, each once in the order of its first occurrence.
+
+    ``Z_j = sum_x exp(lambda . f(x))`` runs over all ``V^j`` sentences of length ``j``, so the same sum over any
+    distinct ones of them is an exact lower bound of ``Z_j`` (:meth:`floor`): the training text's sentences bound
+    AugSA's normalisers while it trains (:func:`trf.lm.train.train_lm`), and any known text bounds a check's
+    (:func:`trf.lm.check.estimates.known_floor`).
+
+    Parameters
+    ----------
+    corpora : iterable of EncodedCorpus
+        Sentences encoded with one vocabulary (duplicates, within and across corpora, count once).
+    lengths : array of int
+        The lengths kept (others are ignored).
+
+    Attributes
+    ----------
+    tokens : ndarray of int64, shape (n, max(lengths))
+        The sentences, zero-padded.
+    lengths : ndarray of int64, shape (n,)
+    corpus : EncodedCorpus
+        The same sentences, flattened for :meth:`trf.lm.features.SentenceFeatures.scores`.
+    """
+
+    def __init__(self, corpora: Iterable[EncodedCorpus], lengths) -> None:
+        self.wanted = np.unique(np.asarray(lengths, dtype=np.int64))
+        width = int(self.wanted.max()) if self.wanted.size else 0
+        rows, sizes = [np.zeros((0, width), dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
+        for corpus in corpora:
+            at = np.flatnonzero(np.isin(corpus.lengths, self.wanted))
+            size = corpus.lengths[at].astype(np.int64)
+            inside = np.arange(width)[None, :] < size[:, None]
+            block = np.zeros((at.size, width), dtype=np.int64)
+            block[inside] = corpus.tokens[(corpus.offsets[at][:, None] + np.arange(width)[None, :])[inside]]
+            rows.append(block)
+            sizes.append(size)
+        tokens, sizes_all = np.concatenate(rows), np.concatenate(sizes)
+        keyed = np.concatenate([sizes_all[:, None], tokens], axis=1)
+        _, first = np.unique(keyed, axis=0, return_index=True)
+        first = np.sort(first)
+        self.tokens = tokens[first]
+        self.lengths = sizes_all[first]
+        self.corpus = _flat(self.tokens, self.lengths)
+
+    def __len__(self) -> int:
+        """Distinct sentences kept."""
+        return int(self.lengths.size)
+
+    def floor(self, features: SentenceFeatures, lam) -> LengthFloor:
+        """The exact lower bound of ``log Z_j`` at each wanted length (in increasing order) that these sentences give
+        under ``features`` with weights ``lam``."""
+        k = np.searchsorted(self.wanted, self.lengths)
+        scores = features.scores(self.corpus, lam) if len(self) else np.zeros(0)
+        n = self.wanted.size
+        log_z = np.full(n, -np.inf)
+        np.logaddexp.at(log_z, k, scores)
+        best = np.full(n, -np.inf)
+        np.maximum.at(best, k, scores)
+        heaviest = np.full(n, -1, dtype=np.int64)
+        ties = np.flatnonzero(scores == best[k])
+        group, first = np.unique(k[ties], return_index=True)
+        heaviest[group] = ties[first]
+        return LengthFloor(log_z, np.bincount(k, minlength=n).astype(np.int64), heaviest)
+
+    def text(self, index: int, words: list[str]) -> str:
+        """Sentence ``index`` as words joined by spaces."""
+        return " ".join(words[t] for t in self.tokens[index, :self.lengths[index]])
 
 
 def _flat(tokens: np.ndarray, lengths: np.ndarray) -> EncodedCorpus:

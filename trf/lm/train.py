@@ -23,12 +23,14 @@ from trf.lm.backend import SentenceBackend, lm_config
 from trf.lm.cluster import exchange_clustering
 from trf.lm.corpus import EncodedCorpus, ReadStats, Vocabulary, encode_file
 from trf.lm.features import SentenceFeatures, parse_feature_spec
+from trf.lm.known import DistinctSentences
 from trf.lm.model import SentenceTRF
 
 if TYPE_CHECKING:
     from trf.lm.check import CheckedPerplexity
 
 __all__ = ["train_lm", "train_and_check", "check_growth", "TrainedLM", "refine_zeta", "group_preconditioner", "DEFAULT_FEATURES", "DEFAULT_CLASSES",
+           "training_floor_excess", "raise_to_training_floor",
            "FIRST_STAGE_SHARE", "BASE_SHARE", "STEP_RULES",
            "feature_step_scale"]
 
@@ -203,6 +205,7 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
     backend = SentenceBackend(train, feats, dev, max_length=max_length, n_chains=n_chains, seed=seed,
                               parallel=parallel, words=vocab.words, **draws)
     m = max_length if max_length is not None else backend.m
+    known = DistinctSentences([train], np.arange(1, backend.max_length + 1))  # exact floors under log Z_j
     if valid_flag is not None and dev is not None and (len(dev) == 0 or int(dev.lengths.min()) > m):
         raise ValueError(f"{valid_flag}: none of its {len(dev)} sentences has at most m={m} words (the longest "
                          "training sentence, or --max-length), so the check after training could score none; give "
@@ -233,7 +236,7 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
             b.feature_variance = group_preconditioner(b.feature_variance, f.support_groups(train))
         if rule in ("features", "groups"):
             c = replace(c, lambda_step=c.lambda_step * feature_step_scale(train, f))
-        logger = [_progress_logger(b, log_every)] if log_every else []
+        logger = [_progress_logger(b, log_every, known)] if log_every else []
         return AugSA(b, c, callbacks=[*hooks, *logger, *stages, *extra], checkpoint_path=checkpoint,
                      progress=progress, clock=clock)
 
@@ -276,6 +279,7 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
         zeta, refined = refine_zeta(draft, train, max_iterations=max(100, int(refine * final_iterations)),
                                     n_samples=cfg.n_samples,
                                     n_chains=n_chains, start_t=10, seed=seed + 1, parallel=parallel, **draws)
+    zeta, raised = raise_to_training_floor(known, backend, result.lam, zeta, hint=smc_known is None)
     meta = {"features_spec": features, "classes": classes, "iterations": result.t, "seed": seed,
             "train_sentences": stats.sentences, "train_tokens": stats.tokens, "n_features": feats.n_features,
             "clustering_log_likelihood": clustering.log_likelihood.tolist(), "prep_seconds": prep_seconds,
@@ -294,7 +298,8 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
             "smc_proposal": smc_proposal if sampler == "smc" else None,
             "smc_runs": (backend.smc.n_runs if backend.smc is not None else None),
             "smc_lengths": smc_lengths if sampler == "smc" else None,
-            "smc_known": smc_known if sampler == "smc" else None}
+            "smc_known": smc_known if sampler == "smc" else None,
+            "zeta_raised_to_training_floor": raised}
     return SentenceTRF(vocab, feats, backend.pi, result.lam, zeta, meta, pooled=backend.pooled), result
 
 
@@ -553,7 +558,58 @@ def _checkpoint_features(path) -> int:
     return int(np.asarray(arrays["lam"]).size)
 
 
-def _progress_logger(backend: SentenceBackend, every: int):
+def training_floor_excess(known: DistinctSentences, backend: SentenceBackend, lam, zeta) -> np.ndarray:
+    """By how many nats the training sentences' exact floor under ``log Z_j`` (:meth:`DistinctSentences.floor`) lies
+    above AugSA's estimate ``zeta_j + log Z_1`` at each length ``j = 1..len(known.wanted)`` (negative: below it, as
+    it should; -inf: no training sentence of that length).
+
+    ``sum_x exp(lambda . f(x))`` over the distinct training sentences of length ``j`` is at most ``Z_j``, so a
+    positive excess proves ``zeta_j`` too low: the model gives its own training sentences more than ``pi_j`` in all,
+    and the sampler has missed mass at that length (on fortunes, seed 3: ``X shore leave stardate N N``,
+    docs/trf-lm.md)."""
+    floor = known.floor(backend.features, lam)
+    return floor.log_z - (np.asarray(zeta, dtype=np.float64)[:floor.log_z.size] + backend.log_z1(lam))
+
+
+def _excess_text(excess: np.ndarray, most: int = 3) -> str:
+    """``length 6 (+0.65 nats)``-style list of the lengths where ``excess > 0``, the largest first."""
+    over = np.flatnonzero(excess > _FLOOR_TOLERANCE)
+    over = over[np.argsort(-excess[over])]
+    listed = ", ".join(f"{j + 1} (+{excess[j]:.2f} nats)" for j in over[:most])
+    more = f" and {over.size - most} more" if over.size > most else ""
+    return f"length{'s' if over.size > 1 else ''} {listed}{more}"
+
+
+_FLOOR_TOLERANCE = 1e-9
+"""Nats of rounding allowed between a floor and an estimate that equals it (length 1's is exact)."""
+
+
+def raise_to_training_floor(known: DistinctSentences, backend: SentenceBackend, lam, zeta,
+                            hint: bool = True) -> tuple[np.ndarray, dict[str, float]]:
+    """``zeta`` raised to the training sentences' exact floor (:func:`training_floor_excess`) where it lies below
+    it, with a warning naming the lengths, the amounts and each one's heaviest training sentence (logger
+    ``trf.lm.train``); returns the raised ``zeta`` and ``{str(j): nats raised}``.
+
+    The raised value is still an estimate (the true ``log Z_j`` is at least the floor), but never one that the
+    training text refutes; the checked perplexity (``mcsa trf eval --check-known TRAIN``) says how far off it is.
+    With ``hint``, the warning names ``--smc-known``, which weighs heavy training sentences exactly while training."""
+    excess = training_floor_excess(known, backend, lam, zeta)
+    over = np.flatnonzero(excess > _FLOOR_TOLERANCE)
+    zeta = np.array(zeta, dtype=np.float64)
+    if over.size == 0:
+        return zeta, {}
+    zeta[over] += excess[over]
+    floor = known.floor(backend.features, lam)
+    words = backend.words or [str(i) for i in range(backend.features.n_words)]
+    heaviest = "; ".join(f"{j + 1}: '{known.text(int(floor.heaviest[j]), words)}'" for j in over[:3])
+    _log.warning("AugSA's zeta lies below the training sentences' exact floor at %s: raised to it (the heaviest "
+                 "training sentence at %s).  The sampler missed model mass there, so the perplexity to trust is "
+                 "the checked one (mcsa trf eval --check-known TRAIN)%s", _excess_text(excess), heaviest,
+                 "; --smc-known SHARE weighs heavy training sentences exactly while training" if hint else "")
+    return zeta, {str(j + 1): float(excess[j]) for j in over}
+
+
+def _progress_logger(backend: SentenceBackend, every: int, known: DistinctSentences | None = None):
     def log(trainer, t, record):
         if t % every == 0:
             dev = backend.log_likelihood(trainer.lam, trainer.zeta, "dev")
@@ -561,7 +617,13 @@ def _progress_logger(backend: SentenceBackend, every: int):
             dev_text = "n/a" if dev is None else f"{dev:.3f}"
             moves = (f"smallest SMC end-of-sentence ESS {record['smc_min_ess']:.1f}" if "smc_min_ess" in record
                      else f"jump acceptance {record.get('jump_acceptance', float('nan')):.2f}")
-            _log.info("iteration %d: %.2f it/s, dev log-likelihood per sentence %s, %s", t, rate, dev_text, moves)
+            floor = ""
+            if known is not None:
+                excess = training_floor_excess(known, backend, trainer.lam, trainer.zeta)
+                if (excess > _FLOOR_TOLERANCE).any():
+                    floor = f"; the training sentences outweigh zeta at {_excess_text(excess)}"
+            _log.info("iteration %d: %.2f it/s, dev log-likelihood per sentence %s, %s%s", t, rate, dev_text, moves,
+                      floor)
         return False
 
     return log

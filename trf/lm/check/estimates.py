@@ -26,6 +26,7 @@ from samplers.ais import AISResult, run_ais, run_bidirectional_ais
 from samplers.rng import kernel_seed
 from samplers.validation import as_float_array, check_int
 from trf.lm.corpus import EncodedCorpus
+from trf.lm.known import DistinctSentences
 from trf.lm.model import SentenceTRF, unigram_base
 from trf.lm.smc import ConditionalSMCResult, SMCResult, conditional_smc_log_z, smc_log_z
 from trf.lm.transms import ChainState, SentenceSampler
@@ -298,26 +299,8 @@ def known_floor(model: SentenceTRF, corpora, lengths: np.ndarray) -> KnownFloor:
     KnownFloor
     """
     lengths = np.asarray(lengths, dtype=np.int64)
-    index = {int(j): k for k, j in enumerate(lengths)}
-    seen: dict[bytes, None] = {}
-    scores: list[list[float]] = [[] for _ in lengths]
-    best = np.full(lengths.size, -np.inf)
-    heaviest = [""] * lengths.size
-    for corpus in corpora:
-        wanted = np.flatnonzero(np.isin(corpus.lengths, lengths))
-        if wanted.size == 0:
-            continue
-        sub = EncodedCorpus.from_sentences([corpus[i] for i in wanted])
-        values = model.features.scores(sub, model.lam)
-        for x, value in zip(sub, values):
-            key = x.astype(np.int32).tobytes()
-            if key in seen:
-                continue
-            seen[key] = None
-            k = index[x.size]
-            scores[k].append(float(value))
-            if value > best[k]:
-                best[k] = value
-                heaviest[k] = " ".join(model.vocab.words[t] for t in x)
-    log_z = np.array([logsumexp(v) if v else -np.inf for v in scores])
-    return KnownFloor(log_z, np.array([len(v) for v in scores], dtype=np.int64), heaviest)
+    distinct = DistinctSentences(corpora, lengths)
+    floor = distinct.floor(model.features, model.lam)
+    at = np.searchsorted(distinct.wanted, lengths)  # the wanted lengths, in the caller's order
+    heaviest = [distinct.text(int(i), model.vocab.words) if i >= 0 else "" for i in floor.heaviest[at]]
+    return KnownFloor(floor.log_z[at], floor.sentences[at], heaviest)
