@@ -390,6 +390,16 @@ def test_train_with_known_sentences(trained, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "--smc-known is a share of a length's normaliser, in (0, 1]" in err and "Traceback" not in err
     assert not never.exists()
+    remembered = tmp_path / "remembered.npz"
+    assert main(["trf", "train", "--train", str(train), "--out", str(remembered), "--quiet", "--max-iterations", "20",
+                 "--smc-known", "1e-3", "--smc-remember", "--smc-particles", "50", "--classes", "2",
+                 "--no-check"]) == 0
+    assert trf.load(remembered).meta["smc_remember"] is True and lm.meta["smc_remember"] is False
+    assert main(["trf", "train", "--train", str(train), "--out", str(never), "--quiet", "--max-iterations", "2",
+                 "--smc-remember"]) == 2
+    err = capsys.readouterr().err
+    assert "--smc-remember needs --smc-known SHARE" in err and "Traceback" not in err
+    assert not never.exists()
 
 
 @pytest.mark.parametrize("proposal", ["partial", "trimmed"])
@@ -411,6 +421,7 @@ def test_train_with_the_partial_or_trimmed_smc_proposal(trained, tmp_path, capsy
                                           (["--sampler", "transms", "--smc-proposal", "partial"], "--smc-proposal"),
                                           (["--sampler", "transms", "--smc-runs", "4"], "--smc-runs"),
                                           (["--sampler", "transms", "--smc-known", "1e-4"], "--smc-known"),
+                                          (["--sampler", "transms", "--smc-remember"], "--smc-remember"),
                                           (["--chains", "5"], "--chains")])
 def test_a_flag_of_the_other_sampler_is_refused_not_ignored(trained, tmp_path, capsys, flags, named):
     """--smc-particles / --smc-proposal / --smc-runs / --smc-known with --sampler transms, or --chains with the default SMC sampler, did nothing

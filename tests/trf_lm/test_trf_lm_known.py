@@ -81,3 +81,47 @@ def test_distinct_sentences_count_each_sentence_once_across_corpora_and_floor_ea
     assert floor.sentences[2] == 1 and floor.heaviest[2] == order.index((1, 1, 1, 1, 1))
     assert floor.log_z[3] == -np.inf and floor.heaviest[3] == -1 and floor.sentences[3] == 0
     assert distinct.text(int(floor.heaviest[2]), ["a", "b", "c"]) == "b b b b b"
+
+
+def test_remembered_sentences_join_the_set_when_drawn_heavy_and_leave_when_light(setup):
+    """``remember=True``: a drawn sentence outside the training text holding at least ``threshold`` of the draw's
+    Z-hat_j joins the known set at once (each once; with its exact score next draw), a light one or a training
+    sentence does not; at the next re-choice a found sentence whose share fell below the threshold is forgotten;
+    the state round-trips; without ``remember`` nothing is found."""
+    sentences, corpus, feats, lam, log_z = setup
+    training = {tuple(s) for s in sentences}
+    outside = sorted(({s for j in (2, 3) for s in itertools.product(range(V), repeat=j)} - training),
+                     key=lambda s: -(feats.feature_vector(list(s)) @ lam))
+    assert len(outside) >= 2
+    heavy, light = outside[0], outside[-1]
+    score = {s: feats.feature_vector(list(s)) @ lam for s in (heavy, light)}
+    # log Z-hat_j planted so that `heavy` holds 1/2 of its length's and `light` far less than 1e-3 of its
+    planted = log_z.copy()
+    planted[len(heavy) - 1] = score[heavy] + np.log(2.0)
+    assert score[light] - planted[len(light) - 1] < np.log(1e-3)
+    train_sentence = next(s for s in sentences if len(s) == 2)
+    tokens = np.zeros((4, M), dtype=np.int64)
+    for r, s in enumerate([heavy, light, heavy, tuple(train_sentence)]):
+        tokens[r, :len(s)] = s
+    draws = (tokens, np.array([len(heavy), len(light), len(heavy), len(train_sentence)]))
+
+    plain = KnownSentences(corpus, feats, M, threshold=1e-3, refresh=2)
+    plain.after_draw(planted, lam, draws)
+    assert plain.found_lengths.size == 0
+
+    known = KnownSentences(corpus, feats, M, threshold=1e-3, refresh=2, remember=True)
+    known.after_draw(planted, lam, draws)
+    assert [tuple(r[:j]) for r, j in zip(known.found_tokens, known.found_lengths)] == [heavy]
+    got_tokens, got_lengths, got_scores = known.before_draw(lam)  # draw 1: the re-choice, the found one kept
+    got = [tuple(r[:j]) for r, j in zip(got_tokens, got_lengths)]
+    assert heavy in got and light not in got and len(set(got)) == len(got)
+    assert got_scores[got.index(heavy)] == pytest.approx(score[heavy])
+    state = known.get_state()
+    again = KnownSentences(corpus, feats, M, threshold=1e-3, refresh=2, remember=True)
+    again.set_state(state)
+    np.testing.assert_array_equal(again.before_draw(lam)[0], known.before_draw(lam)[0])
+    known.after_draw(planted + 20.0)  # every share now far below the threshold: forgotten at the re-choice (draw 3)
+    again.after_draw(planted + 20.0)
+    assert known.before_draw(lam) is None and known.found_lengths.size == 0
+    with pytest.raises(ValueError, match="known_found_tokens"):
+        again.set_state({**state, "known_found_lengths": np.zeros(3, dtype=np.int64)})

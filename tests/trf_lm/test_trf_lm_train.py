@@ -45,22 +45,24 @@ def _exact_log_z(feats, lam):
 
 def _train(corpus, feats, t_max, sampler="transms", **kw):
     """A backend and config; ``sampler`` "smc-stratified" is SMC with lengths allotted by pi0, "smc-known" SMC with
-    the training sentences of share >= 0.001 weighed exactly (re-chosen every 3 draws)."""
+    the training sentences of share >= 0.001 weighed exactly (re-chosen every 3 draws), "smc-remember" that and the
+    drawn sentences outside the training text of that share."""
     lengths = "stratified" if sampler == "smc-stratified" else "drawn"
     backend = SentenceBackend(corpus, feats, corpus, n_chains=10, seed=0, parallel=False,
                               sampler="smc" if sampler.startswith("smc") else sampler, smc_particles=200,
-                              smc_lengths=lengths, smc_known=1e-3 if sampler == "smc-known" else None)
+                              smc_lengths=lengths, smc_known=1e-3 if sampler in ("smc-known", "smc-remember") else None,
+                              smc_remember=sampler == "smc-remember")
     if backend.known is not None:
         backend.known.refresh = 3
     cfg = lm_config(n_samples=100, t_max=t_max, t_c=20.0, t0=100, stop_window=None, l2=0.0, seed=3, **kw)
     return backend, cfg
 
 
-@pytest.mark.parametrize("sampler", ["transms", "smc", "smc-stratified", "smc-known"])
+@pytest.mark.parametrize("sampler", ["transms", "smc", "smc-stratified", "smc-known", "smc-remember"])
 def test_augsa_zeta_converges_to_exact_normalisers_with_lambda_frozen(tiny, sampler):
     """t_c huge freezes lambda near 0, so zeta must converge to the exact log Z_j / Z_1 (Eq. 17-18), with the
     draws of either sampler, with SMC's length law in place of the drawn share (stratified lengths), and with the
-    training sentences weighed exactly (known sentences)."""
+    training sentences weighed exactly (known sentences), and the heavy drawn ones too (remembered)."""
     corpus, feats = tiny
     backend, cfg = _train(corpus, feats, 400, sampler)
     cfg.t_c = 1e9
@@ -70,7 +72,7 @@ def test_augsa_zeta_converges_to_exact_normalisers_with_lambda_frozen(tiny, samp
     np.testing.assert_allclose(result.zeta, log_z - log_z[0], atol=0.12)
 
 
-@pytest.mark.parametrize("sampler", ["transms", "smc", "smc-stratified", "smc-known"])
+@pytest.mark.parametrize("sampler", ["transms", "smc", "smc-stratified", "smc-known", "smc-remember"])
 def test_augsa_training_improves_exact_likelihood(tiny, sampler):
     corpus, feats = tiny
     backend, cfg = _train(corpus, feats, 400, sampler)
@@ -79,6 +81,9 @@ def test_augsa_training_improves_exact_likelihood(tiny, sampler):
         assert all("smc_min_ess" in record for record in result.history)
     if sampler == "smc-known":  # the set is chosen from the second draw on, then holds training sentences
         assert result.history[0]["known_sentences"] == 0 and result.history[-1]["known_sentences"] > 0
+    if sampler == "smc-remember":  # sentences outside the training text were found heavy and weighed exactly
+        assert backend.known.found_lengths.size > 0
+        assert result.history[-1]["known_sentences"] > backend.known.chosen.size
     log_z = _exact_log_z(feats, result.lam)
     exact_zeta = log_z - log_z[0]
     # while lambda moves, zeta lags it by a few tenths at most at t = 400
@@ -97,10 +102,11 @@ def test_augsa_training_improves_exact_likelihood(tiny, sampler):
                   .log_prob(all_sentences)).sum() > 1.2
 
 
-@pytest.mark.parametrize("sampler", ["transms", "smc-known"])
+@pytest.mark.parametrize("sampler", ["transms", "smc-known", "smc-remember"])
 def test_training_resumes_exactly_after_an_interrupt(tiny, tmp_path, sampler):
     """Killed between checkpoints and resumed in a fresh process, training ends where the uninterrupted run does --
-    with the known sentences too, whose set (re-chosen every 3 draws) is part of the checkpoint."""
+    with the known sentences too, whose set (re-chosen every 3 draws) is part of the checkpoint, and with the
+    remembered ones (found by the draws before the checkpoint)."""
     corpus, feats = tiny
     path = tmp_path / "ckpt.npz"
     backend, cfg = _train(corpus, feats, 12, sampler)
@@ -117,6 +123,8 @@ def test_training_resumes_exactly_after_an_interrupt(tiny, tmp_path, sampler):
     trainer = AugSA(backend, cfg, checkpoint_path=path, progress=False)
     trainer.load_checkpoint(path)
     assert trainer.t == 8
+    if sampler == "smc-remember":
+        assert backend.known.found_lengths.size > 0  # restored from the checkpoint
     resumed = trainer.fit()
     assert resumed.t == reference.t == 12
     np.testing.assert_array_equal(resumed.lam, reference.lam)

@@ -96,6 +96,9 @@ class SentenceBackend:
         each SMC batch instead of leaving them to be found (:class:`trf.lm.known.KnownSentences`, re-chosen every
         :data:`trf.lm.known.KNOWN_REFRESH` draws; ``sampler="smc"``, not with ``smc_lengths="stratified"``).
         Default: off.
+    smc_remember : bool
+        With ``smc_known``: also weigh exactly the sentences outside the training text that earlier batches drew
+        with at least that share (``KnownSentences(remember=True)``).  Default: off.
     smc_proposal : {"exact", "partial", "trimmed"}
         The SMC particles' proposal (:data:`trf.lm.smc.PROPOSALS`): the model's local law, or the local law of the
         unigram, class-final and previous-symbol rows with the other rows as importance weights, or the local law
@@ -107,7 +110,8 @@ class SentenceBackend:
                  m: int | None = None, max_length: int | None = None, n_chains: int = 30, seed: int = 0,
                  ll_sentences: int | None = None, parallel: bool = True, sampler: str = "transms",
                  smc_particles: int = 300, smc_proposal: str = "exact", words: list[str] | None = None,
-                 smc_runs: int | None = None, smc_lengths: str = "drawn", smc_known: float | None = None) -> None:
+                 smc_runs: int | None = None, smc_lengths: str = "drawn", smc_known: float | None = None,
+                 smc_remember: bool = False) -> None:
         lengths = train.lengths
         if lengths.size == 0 or lengths.min() < 1:
             raise ValueError("train must hold at least one sentence and no empty sentence")
@@ -138,7 +142,10 @@ class SentenceBackend:
         self.smc_lengths = smc_lengths
         if smc_known is not None and (sampler != "smc" or smc_lengths != "drawn"):
             raise ValueError("smc_known needs sampler='smc' with smc_lengths='drawn'")
-        self.known = None if smc_known is None else KnownSentences(train, features, sample_max, smc_known)
+        if smc_remember and smc_known is None:
+            raise ValueError("smc_remember needs smc_known (the share a found sentence must hold)")
+        self.known = (None if smc_known is None
+                      else KnownSentences(train, features, sample_max, smc_known, remember=smc_remember))
         self.smc = (SMCSampler(features, sample_max, check_int(smc_particles, "smc_particles", low=1), runs,
                                smc_proposal, threads=None if parallel else 1) if sampler == "smc" else None)
         # chains start at random training sentences (shorter burn-in than single words)
@@ -190,7 +197,7 @@ class SentenceBackend:
                                                       strata, known)
             info = {"smc_min_ess": smc_info["smc_min_ess"], "smc_seconds": smc_info["smc_seconds"]}
             if self.known is not None:
-                self.known.after_draw(smc_info["log_z"])
+                self.known.after_draw(smc_info["log_z"], lam, (tokens, lengths))
                 info["known_sentences"] = 0 if known is None else known[1].size
             if strata is not None:
                 share = np.bincount(strata[0], weights=smc_info["length_law"], minlength=self.m)

@@ -104,12 +104,16 @@ def _check_sampler_flags(args) -> None:
     """A sampler's flags given with the other sampler are refused, not ignored."""
     other = {"smc": ("--chains", args.chains), "transms": ("--smc-particles", args.smc_particles)}
     flags = [other[args.sampler]] + ([("--smc-proposal", args.smc_proposal), ("--smc-runs", args.smc_runs),
-                                      ("--smc-known", args.smc_known)] if args.sampler == "transms" else [])
+                                      ("--smc-known", args.smc_known),
+                                      ("--smc-remember", args.smc_remember or None)] if args.sampler == "transms" else [])
     for flag, value in flags:
         if value is not None:
             raise ValueError(f"{flag} does not apply to --sampler {args.sampler}")
     if args.smc_known is not None and args.smc_known > 1:
         raise ValueError(f"--smc-known is a share of a length's normaliser, in (0, 1]; got {args.smc_known:g}")
+    if args.smc_remember and args.smc_known is None:
+        raise ValueError("--smc-remember needs --smc-known SHARE (the share of its length's normaliser a found "
+                         "sentence must hold)")
 
 
 def _config(args):
@@ -203,7 +207,7 @@ def _train_logged(args) -> int:
             progress=not args.quiet, log_every=args.log_every, step_rule=args.step_rule, refine=args.refine,
             sampler=args.sampler, smc_particles=300 if args.smc_particles is None else args.smc_particles,
             smc_proposal=args.smc_proposal or "exact", smc_runs=args.smc_runs, smc_known=args.smc_known,
-            base_features=args.base_features, base_share=args.base_share,
+            smc_remember=args.smc_remember, base_features=args.base_features, base_share=args.base_share,
             base_step_rule=args.base_step_rule,
             encoding=args.encoding,
             save=lambda m: write_with_fallback(m.save, args.out, "--out", what="the trained model"))
@@ -522,6 +526,11 @@ def register(subparsers) -> None:
                             "this share of their length's normaliser (re-chosen every 50 iterations), instead of "
                             "leaving them to the runs to find now and then (--sampler smc; e.g. 1e-4; default off; "
                             "docs/trf-lm.md, 'Known sentences')")
+    train.add_argument("--smc-remember", action="store_true",
+                       help="with --smc-known: also weigh exactly the sentences outside the training text that "
+                            "earlier SMC batches drew holding at least that share, while they keep it (a model "
+                            "can hold much of a length's mass in sentences it never saw, which the runs find only "
+                            "now and then; docs/trf-lm.md, 'Remembered sentences')")
     train.add_argument("--smc-proposal", choices=PROPOSALS, default=None,
                        help="the SMC particles' proposal (--sampler smc): the model's exact local law (default), or "
                             "'partial': words "

@@ -10,6 +10,13 @@ distinct training sentences whose share of their length's normaliser is at least
 :meth:`trf.lm.smc.SMCSampler.draw` weighs them exactly -- ``Z_j = W(S_j) + Z_j(rest)``, the runs estimating the rest --
 so their mass enters every batch at its share.
 
+With ``remember=True`` (``--smc-remember``) the set also holds the *found* sentences: any sentence outside the
+training text that an SMC batch drew with a share of at least ``threshold`` of its length's ``Z-hat_j``, kept while
+its share at each re-choice stays at least ``threshold``.  A trained model can come to hold much of ``Z_j`` in
+sentences it never saw (fortunes, seed 3: ``lucius shore leave stardate N N``, for a pattern seen with other
+names); the runs find such a sentence now and then, and without a memory the next batch has lost it again, so the
+features that lift it are pushed back only in the rare batches that hold it.
+
 The choice of the set depends only on earlier draws, so the estimates stay unbiased given it; the set is part of
 the trainer's state (:meth:`get_state`), so a resumed run draws what the uninterrupted one would.
 """
@@ -47,57 +54,100 @@ class KnownSentences:
         this, in ``(0, 1]``.
     refresh : int
         Draws between two choices of the set.
+    remember : bool
+        Also keep the heavy sentences outside the training text that the draws found (:meth:`after_draw`).
     """
 
     def __init__(self, corpus: EncodedCorpus, features: SentenceFeatures, m: int, threshold: float = 1e-4,
-                 refresh: int = KNOWN_REFRESH) -> None:
+                 refresh: int = KNOWN_REFRESH, remember: bool = False) -> None:
         self.features = features
         self.m = check_int(m, "m", low=1)
         self.threshold = check_float(threshold, "threshold", low=0.0, high=1.0, low_open=True)
         self.refresh = check_int(refresh, "refresh", low=1)
+        self.remember = bool(remember)
         self.distinct = DistinctSentences([corpus], np.arange(1, self.m + 1))
         self.tokens, self.lengths, self.corpus = self.distinct.tokens, self.distinct.lengths, self.distinct.corpus
+        self._training_keys = set(_keys(self.tokens, self.lengths))
         self.age = 0
         self.log_z = np.zeros(0)
+        self.found_tokens = np.zeros((0, self.m), dtype=np.int64)
+        self.found_lengths = np.zeros(0, dtype=np.int64)
         self._choose(np.zeros(0, dtype=np.int64))
 
     def _choose(self, chosen: np.ndarray) -> None:
-        """Make ``chosen`` (indices of the distinct sentences) the known set, flattened once for its scoring."""
+        """Make ``chosen`` (indices of the distinct training sentences) and the found sentences the known set,
+        flattened once for its scoring."""
         self.chosen = chosen
-        self._chosen_corpus = _flat(self.tokens[chosen], self.lengths[chosen])
+        self._set_tokens = np.concatenate([self.tokens[chosen], self.found_tokens])
+        self._set_lengths = np.concatenate([self.lengths[chosen], self.found_lengths])
+        self._chosen_corpus = _flat(self._set_tokens, self._set_lengths)
+        self._found_keys = set(_keys(self.found_tokens, self.found_lengths))
 
     def __len__(self) -> int:
         """Distinct training sentences that can be known."""
         return int(self.lengths.size)
 
+    def _heavy(self, corpus: EncodedCorpus, lengths: np.ndarray, lam) -> np.ndarray:
+        """Which sentences of ``corpus`` (of ``lengths``) hold at least ``threshold`` of the last ``Z-hat_j``."""
+        if lengths.size == 0:
+            return np.zeros(0, dtype=bool)
+        return self.features.scores(corpus, lam) - self.log_z[lengths - 1] >= np.log(self.threshold)
+
     def before_draw(self, lam) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """The known set for the next draw, ``(tokens, lengths, lambda . f(x))`` (None while empty), re-chosen
-        every ``refresh`` draws once a draw's ``Z-hat_j`` is known (:meth:`after_draw`)."""
+        every ``refresh`` draws once a draw's ``Z-hat_j`` is known (:meth:`after_draw`); found sentences that have
+        fallen below ``threshold`` are forgotten then."""
         if self.age % self.refresh == 0 and self.log_z.size:
-            scores = self.features.scores(self.corpus, lam)
-            share = scores - self.log_z[self.lengths - 1]
-            self._choose(np.flatnonzero(share >= np.log(self.threshold)))
+            keep = self._heavy(_flat(self.found_tokens, self.found_lengths), self.found_lengths, lam)
+            self.found_tokens, self.found_lengths = self.found_tokens[keep], self.found_lengths[keep]
+            self._choose(np.flatnonzero(self._heavy(self.corpus, self.lengths, lam)))
         self.age += 1
-        if self.chosen.size == 0:
+        if self._set_lengths.size == 0:
             return None
-        return self.tokens[self.chosen], self.lengths[self.chosen], self.features.scores(self._chosen_corpus, lam)
+        return self._set_tokens, self._set_lengths, self.features.scores(self._chosen_corpus, lam)
 
-    def after_draw(self, log_z: np.ndarray) -> None:
-        """Keep the draw's ``log Z-hat_j`` (``j = 1..m``) for the next choice."""
+    def after_draw(self, log_z: np.ndarray, lam=None, draws: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+        """Keep the draw's ``log Z-hat_j`` (``j = 1..m``) for the next choice; with ``remember``, the drawn
+        sentences ``draws = (tokens (K, >= length), lengths (K,))`` outside the training text whose share of that
+        ``Z-hat_j`` under ``lam`` is at least ``threshold`` join the set at once (each once)."""
         log_z = np.asarray(log_z, dtype=np.float64)
         if log_z.shape != (self.m,):
             raise ValueError(f"log_z must have {self.m} entries, got shape {log_z.shape}")
         self.log_z = log_z.copy()
+        if not self.remember or draws is None:
+            return
+        tokens, lengths = np.asarray(draws[0], dtype=np.int64), np.asarray(draws[1], dtype=np.int64)
+        inside = (lengths >= 1) & (lengths <= self.m)
+        tokens, lengths = tokens[inside, :self.m], lengths[inside]
+        tokens = np.where(np.arange(tokens.shape[1])[None, :] < lengths[:, None], tokens, 0)
+        heavy = np.flatnonzero(self._heavy(_flat(tokens, lengths), lengths, lam))
+        new = []
+        for i, key in zip(heavy.tolist(), _keys(tokens[heavy], lengths[heavy])):
+            if key not in self._training_keys and key not in self._found_keys:
+                self._found_keys.add(key)
+                new.append(i)
+        if new:
+            padded = np.zeros((len(new), self.m), dtype=np.int64)
+            padded[:, :tokens.shape[1]] = tokens[new]
+            self.found_tokens = np.concatenate([self.found_tokens, padded])
+            self.found_lengths = np.concatenate([self.found_lengths, lengths[new]])
+            self._choose(self.chosen)
 
     def get_state(self) -> dict[str, np.ndarray]:
         """The set, the draws since the last choice and the last ``log Z-hat_j``, for a checkpoint."""
-        return {"known_chosen": self.chosen.copy(), "known_age": np.array(self.age), "known_log_z": self.log_z.copy()}
+        return {"known_chosen": self.chosen.copy(), "known_age": np.array(self.age), "known_log_z": self.log_z.copy(),
+                "known_found_tokens": self.found_tokens.copy(), "known_found_lengths": self.found_lengths.copy()}
 
     def set_state(self, state: dict[str, np.ndarray]) -> None:
         """Restore :meth:`get_state`'s output (a checkpoint without it restarts the set empty)."""
         chosen = np.asarray(state.get("known_chosen", np.zeros(0)), dtype=np.int64).copy()
         if chosen.size and (chosen.min() < 0 or chosen.max() >= len(self)):
             raise ValueError(f"known_chosen must index the {len(self)} distinct training sentences")
+        found = np.asarray(state.get("known_found_tokens", np.zeros((0, self.m))), dtype=np.int64)
+        found_lengths = np.asarray(state.get("known_found_lengths", np.zeros(0)), dtype=np.int64)
+        if found.ndim != 2 or found.shape[1] != self.m or found_lengths.shape != (found.shape[0],):
+            raise ValueError(f"known_found_tokens must be (n, {self.m}) with n known_found_lengths")
+        self.found_tokens, self.found_lengths = found.copy(), found_lengths.copy()
         self._choose(chosen)
         self.age = int(state.get("known_age", 0))
         self.log_z = np.asarray(state.get("known_log_z", np.zeros(0)), dtype=np.float64).copy()
@@ -188,6 +238,11 @@ class DistinctSentences:
     def text(self, index: int, words: list[str]) -> str:
         """Sentence ``index`` as words joined by spaces."""
         return " ".join(words[t] for t in self.tokens[index, :self.lengths[index]])
+
+
+def _keys(tokens: np.ndarray, lengths: np.ndarray) -> list[bytes]:
+    """One hashable key per sentence ``tokens[i, :lengths[i]]``."""
+    return [np.asarray(row[:j], dtype=np.int64).tobytes() for row, j in zip(tokens, lengths.tolist())]
 
 
 def _flat(tokens: np.ndarray, lengths: np.ndarray) -> EncodedCorpus:

@@ -59,7 +59,7 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
              valid_flag: str | None = None, smc_proposal: str = "exact", base_features: str | None = None,
              base_share: float = BASE_SHARE, base_step_rule: str | None = None,
              smc_runs: int | None = None, smc_lengths: str = "drawn",
-             smc_known: float | None = None,
+             smc_known: float | None = None, smc_remember: bool = False,
              clock: Callable[[], float] = time.perf_counter) -> tuple[SentenceTRF, AugSAResult]:
     """Train a TRF LM on ``train_path`` (one sentence per line).
 
@@ -152,6 +152,9 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
     smc_known : float, optional
         Weigh the training sentences whose share of their length's normaliser is at least this exactly in every
         SMC batch (:mod:`trf.lm.known`; default off).
+    smc_remember : bool
+        With ``smc_known``: also weigh exactly the sentences outside the training text that earlier batches drew
+        holding at least that share (``KnownSentences(remember=True)``; ``--smc-remember``; default off).
     smc_proposal : {"exact", "partial", "trimmed"}
         The SMC particles' proposal (:data:`trf.lm.smc.PROPOSALS`): the model's local law (default), or the local
         law of the unigram, class-final and previous-symbol rows, the other rows weighing the drawn word, or the
@@ -201,7 +204,8 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
     prep_seconds = time.perf_counter() - started
     # the sampler's settings, the same for the training backends and the zeta refinement
     draws: dict[str, Any] = dict(sampler=sampler, smc_particles=smc_particles, smc_proposal=smc_proposal,
-                                 smc_runs=smc_runs, smc_lengths=smc_lengths, smc_known=smc_known)
+                                 smc_runs=smc_runs, smc_lengths=smc_lengths, smc_known=smc_known,
+                                 smc_remember=smc_remember)
     backend = SentenceBackend(train, feats, dev, max_length=max_length, n_chains=n_chains, seed=seed,
                               parallel=parallel, words=vocab.words, **draws)
     m = max_length if max_length is not None else backend.m
@@ -299,6 +303,7 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
             "smc_runs": (backend.smc.n_runs if backend.smc is not None else None),
             "smc_lengths": smc_lengths if sampler == "smc" else None,
             "smc_known": smc_known if sampler == "smc" else None,
+            "smc_remember": bool(smc_remember) if sampler == "smc" else None,
             "zeta_raised_to_training_floor": raised}
     return SentenceTRF(vocab, feats, backend.pi, result.lam, zeta, meta, pooled=backend.pooled), result
 
@@ -437,7 +442,7 @@ def refine_zeta(model: SentenceTRF, train: EncodedCorpus, *, seconds: float | No
                 seed: int = 0, parallel: bool = True, sampler: str = "smc",
                 smc_particles: int = 300, smc_proposal: str = "exact",
                 smc_runs: int | None = None, smc_lengths: str = "drawn",
-                smc_known: float | None = None,
+                smc_known: float | None = None, smc_remember: bool = False,
                 clock: Callable[[], float] = time.perf_counter) -> tuple[np.ndarray, int]:
     """Re-estimate ``zeta`` for the model's fixed ``lambda`` by the AugSA recursion (17)-(18) alone.
 
@@ -464,7 +469,7 @@ def refine_zeta(model: SentenceTRF, train: EncodedCorpus, *, seconds: float | No
         Seed of the sampler.
     parallel : bool
         Run the sampler's chains or particle filters on all cores; False runs them serially.
-    sampler, smc_particles, smc_proposal, smc_runs, smc_lengths, smc_known :
+    sampler, smc_particles, smc_proposal, smc_runs, smc_lengths, smc_known, smc_remember :
         As in :func:`train_lm`.
     clock : callable, optional
         Seconds of a monotonic clock (default :func:`time.perf_counter`) that ``seconds`` is measured with: tests
@@ -482,7 +487,8 @@ def refine_zeta(model: SentenceTRF, train: EncodedCorpus, *, seconds: float | No
     backend = SentenceBackend(train, model.features, None, m=None if model.pooled else model.m,
                               max_length=max_length, n_chains=n_chains, seed=seed, parallel=parallel,
                               sampler=sampler, smc_particles=smc_particles, smc_proposal=smc_proposal,
-                              smc_runs=smc_runs, smc_lengths=smc_lengths, smc_known=smc_known)
+                              smc_runs=smc_runs, smc_lengths=smc_lengths, smc_known=smc_known,
+                              smc_remember=smc_remember)
     # no divergence guards: lambda is frozen, and zeta lagging behind it (log p > 0) is what the refinement
     # corrects -- a guard would roll zeta back to the trainer's initial (lambda = 0) zeta and restart t at 0
     cfg = lm_config(n_samples=n_samples, t_max=start_t + max_iterations, t0=0, stop_window=None,
