@@ -125,3 +125,43 @@ def test_remembered_sentences_join_the_set_when_drawn_heavy_and_leave_when_light
     assert known.before_draw(lam) is None and known.found_lengths.size == 0
     with pytest.raises(ValueError, match="known_found_tokens"):
         again.set_state({**state, "known_found_lengths": np.zeros(3, dtype=np.int64)})
+
+
+def test_class_neighbours_replace_one_word_within_its_class_and_join_the_floor_of_the_heavy_ones(setup):
+    """class_neighbours gives, for each sentence and position, the sentence with that word replaced by each word of
+    its class (brute force); with_neighbours adds the neighbours of exactly the sentences holding at least `share`
+    of their length's floor, so its floor is the brute-force log-sum-exp over that union, at least the plain floor
+    and at most the exact log Z_j."""
+    from trf.lm.known import DistinctSentences, class_neighbours
+
+    sentences, corpus, feats, lam, log_z = setup
+    cls = feats.word_class
+    tokens = np.array([[0, 2, 0], [1, 0, 0]])
+    got = class_neighbours(tokens, np.array([3, 1]), feats)
+    rows = [tuple(r[:j]) for r, j in zip(*got)]
+    expected = []
+    for s in ([0, 2, 0], [1]):
+        for p in range(len(s)):
+            expected += [tuple(s[:p] + [w] + s[p + 1:]) for w in range(V) if cls[w] == cls[s[p]]]
+    assert sorted(rows) == sorted(expected) and got[0].shape[1] == 3
+    few = EncodedCorpus.from_sentences([[0, 1], [2, 2, 1], [1, 1, 1], [2]])
+    plain = DistinctSentences([few], np.arange(1, M + 1))
+    three = np.array([feats.feature_vector(s) @ lam for s in ([2, 2, 1], [1, 1, 1])])
+    shares = np.exp(three - logsumexp(three))
+    low, between = shares.min() / 2, float(np.sqrt(shares.min() * shares.max()))  # both pass; only one passes
+    for share in (low, between):
+        wider = plain.with_neighbours(feats, lam, share)
+        floor, base = wider.floor(feats, lam), plain.floor(feats, lam)
+        score = {tuple(r[:j]): feats.feature_vector(list(r[:j])) @ lam for r, j in zip(plain.tokens, plain.lengths)}
+        union = set(score)
+        for s, v in score.items():
+            if v - base.log_z[len(s) - 1] >= np.log(share):
+                union |= {tuple(s[:p]) + (w,) + tuple(s[p + 1:]) for p in range(len(s)) for w in range(V)
+                          if cls[w] == cls[s[p]]}
+        for j in range(1, M + 1):
+            mine = [feats.feature_vector(list(s)) @ lam for s in union if len(s) == j]
+            assert floor.log_z[j - 1] == pytest.approx(logsumexp(mine)) and floor.sentences[j - 1] == len(mine)
+        assert np.all(floor.log_z >= base.log_z - 1e-12) and np.all(floor.log_z <= log_z + 1e-12)
+        assert len(wider) == len(union)
+    # between their shares, one of the two 3-word sentences is left out, and its neighbours with it
+    assert len(plain.with_neighbours(feats, lam, between)) < len(plain.with_neighbours(feats, lam, low))

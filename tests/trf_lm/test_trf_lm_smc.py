@@ -247,7 +247,7 @@ def test_known_sentences_bound_log_z_from_below_and_refute_a_check_that_missed_t
     plain = [s for s in plain if s.tolist() != [1, 2, 3]]
     with_needle = EncodedCorpus.from_sentences(plain + [np.array([1, 2, 3])] * 2)
     without = EncodedCorpus.from_sentences(plain)
-    floor = known_floor(trf, [with_needle, without], np.arange(1, 5))
+    floor = known_floor(trf, [with_needle, without], np.arange(1, 5), neighbours=None)
     distinct = {tuple(s.tolist()) for s in with_needle}
     for j in range(1, 5):
         mine = [s for s in distinct if len(s) == j]
@@ -259,9 +259,10 @@ def test_known_sentences_bound_log_z_from_below_and_refute_a_check_that_missed_t
     assert check.refuted.size == 0 and check.floor_warning() is None  # control: no needle, nothing refuted
     assert np.all(check.lower <= log_z) and np.all(log_z <= check.upper)
 
-    def blind_to_the_needle(floor_of):
+    def blind_to_the_needle(floor_of, neighbours=None):
         """The check's estimates, but forward and reverse AIS at length 3 the exact log Z_3 of every sentence but the
-        needle (estimators that never reached it), bracketed with the bound of ``floor_of``."""
+        needle (estimators that never reached it), bracketed with the bound of ``floor_of`` (and their class
+        neighbours of share >= ``neighbours``)."""
         needle = trf.features.scores(EncodedCorpus.from_sentences([[1, 2, 3]]), trf.lam)[0]
         rest = log_z[2] + np.log1p(-np.exp(needle - log_z[2]))
         estimates = dict(check.estimates)
@@ -274,11 +275,15 @@ def test_known_sentences_bound_log_z_from_below_and_refute_a_check_that_missed_t
         return NormaliserCheck.bracket(check.lengths, check.method, estimates, check.augsa, margin=check.margin,
                                        z=check.z, n_chains=check.n_chains, seconds=0.0, m_total=check.m_total,
                                        notes=[], base=check.base,
-                                       floor=known_floor(trf, floor_of, check.lengths))
+                                       floor=known_floor(trf, floor_of, check.lengths, neighbours))
 
     caught, missed = blind_to_the_needle([with_needle]), blind_to_the_needle([without])
     assert log_z[2] - missed.checked[2] > 2.5 and missed.refuted.size == 0  # blind, and nothing says so
     assert caught.refuted.tolist() == [3]
+    # a known text holding only a class neighbour of the needle ("w1 w2 w6": w3 and w6 share class 0) catches it
+    # through the neighbours, and not without them
+    near = [EncodedCorpus.from_sentences([np.array([1, 2, 6])])]
+    assert blind_to_the_needle(near, 1e-3).refuted.tolist() == [3] and blind_to_the_needle(near).refuted.size == 0
     assert caught.lower[2] == caught.upper[2] == caught.checked[2] == pytest.approx(floor.log_z[2])
     assert log_z[2] - caught.checked[2] < 0.5  # the needle is most of Z_3
     warning = caught.floor_warning()

@@ -31,7 +31,11 @@ from samplers.validation import check_float, check_int
 from trf.lm.corpus import EncodedCorpus
 from trf.lm.features import SentenceFeatures
 
-__all__ = ["KnownSentences", "KNOWN_REFRESH", "DistinctSentences", "LengthFloor"]
+__all__ = ["KnownSentences", "KNOWN_REFRESH", "NEIGHBOUR_SHARE", "DistinctSentences", "LengthFloor", "class_neighbours"]
+
+NEIGHBOUR_SHARE = 1e-3
+"""A known sentence's class neighbours (:meth:`DistinctSentences.with_neighbours`) join the floor when it holds at
+least this share of its length's floor."""
 
 KNOWN_REFRESH = 50
 """Draws between two choices of the known set (a training sentence's weight climbs slowly while the runs miss it:
@@ -235,9 +239,48 @@ class DistinctSentences:
         heaviest[group] = ties[first]
         return LengthFloor(log_z, np.bincount(k, minlength=n).astype(np.int64), heaviest)
 
+    def with_neighbours(self, features: SentenceFeatures, lam, share: float = NEIGHBOUR_SHARE) -> "DistinctSentences":
+        """These sentences and the class neighbours of the heavy ones: every sentence that differs from one holding
+        at least ``share`` of its length's floor (:meth:`floor`) in one word, replaced by a word of the same class
+        (``features.word_class``).
+
+        A model's class n-grams and skips lift a whole pattern, not one sentence: on fortunes (seed 3) the training
+        sentence ``kirk shore leave stardate N N`` is the heaviest of six words, and its 458 class neighbours
+        (``spock shore leave stardate N N`` weighs nearly as much) add more than a nat to the floor of ``log Z_6``.
+        Each is scored exactly, so the floor stays exact; its sentences are no longer all in the texts given.
+        """
+        share = check_float(share, "share", low=0.0, high=1.0, low_open=True)
+        floor = self.floor(features, lam)
+        k = np.searchsorted(self.wanted, self.lengths)
+        scores = features.scores(self.corpus, lam) if len(self) else np.zeros(0)
+        heavy = np.flatnonzero(scores - floor.log_z[k] >= np.log(share))
+        tokens, lengths = class_neighbours(self.tokens[heavy], self.lengths[heavy], features)
+        return DistinctSentences([self.corpus, _flat(tokens, lengths)], self.wanted)
+
     def text(self, index: int, words: list[str]) -> str:
         """Sentence ``index`` as words joined by spaces."""
         return " ".join(words[t] for t in self.tokens[index, :self.lengths[index]])
+
+
+def class_neighbours(tokens: np.ndarray, lengths: np.ndarray, features: SentenceFeatures) -> tuple[np.ndarray, np.ndarray]:
+    """Every sentence that differs from a row of ``tokens`` (zero-padded, of ``lengths``) in one position, whose
+    word is replaced by a word of its class (each sentence itself is among them; duplicates are not removed).
+
+    Returns
+    -------
+    (tokens, lengths) : ndarray of int64, shapes (n, tokens.shape[1]) and (n,)
+    """
+    tokens, lengths = np.asarray(tokens, dtype=np.int64), np.asarray(lengths, dtype=np.int64)
+    members, start = features.class_members()
+    width = tokens.shape[1] if tokens.ndim == 2 else 0
+    row, position = np.nonzero(np.arange(width)[None, :] < lengths[:, None])
+    klass = features.word_class[tokens[row, position]]
+    size = start[klass + 1] - start[klass]
+    pick = np.repeat(np.arange(row.size), size)
+    within = np.arange(pick.size) - np.repeat(np.cumsum(size) - size, size)
+    out = tokens[row[pick]].copy()
+    out[np.arange(pick.size), position[pick]] = members[start[klass[pick]] + within]
+    return out, lengths[row[pick]]
 
 
 def _keys(tokens: np.ndarray, lengths: np.ndarray) -> list[bytes]:

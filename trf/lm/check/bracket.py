@@ -145,7 +145,8 @@ class NormaliserCheck:
         worst = self._worst(self.refuted, self.floor.log_z - before)
         return (f"at {self._which(self.refuted)} the known sentences alone give log Z_j more than the estimators' "
                 f"interval: worst at length {self.lengths[worst]}, log Z_j >= {self.floor.log_z[worst]:.2f} exactly "
-                f"(the sum over {self.floor.sentences[worst]} distinct sentences of that length; the heaviest, "
+                f"(the sum over {self.floor.sentences[worst]} distinct sentences of that length, the known ones and "
+                f"their class neighbours; the heaviest, "
                 f"{self.floor.heaviest[worst]!r}), above the estimate {before[worst]:.2f}.  Every estimator missed "
                 "sentences that the model weighs heavily there (its training sampler likely never reached them); the "
                 "interval and the checked value are raised to the bound, and log Z_j is likely higher still, the "
