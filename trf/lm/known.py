@@ -12,10 +12,11 @@ so their mass enters every batch at its share.
 
 With ``remember=True`` (``--smc-remember``) the set also holds the *found* sentences: any sentence outside the
 training text that an SMC batch drew with a share of at least ``threshold`` of its length's ``Z-hat_j``, kept while
-its share at each re-choice stays at least ``threshold``.  A trained model can come to hold much of ``Z_j`` in
-sentences it never saw (fortunes, seed 3: ``lucius shore leave stardate N N``, for a pattern seen with other
-names); the runs find such a sentence now and then, and without a memory the next batch has lost it again, so the
-features that lift it are pushed back only in the rare batches that hold it.
+its share at each re-choice stays at least ``threshold``.  A model's class n-grams and skips can lift sentences it
+never saw; the runs find such a sentence now and then, and without a memory the next batch has lost it again, so the
+features that lift it are pushed back only in the rare batches that hold it.  (On fortunes seed 3's final model, 150
+draws of 2 x 400 particles found 189 such sentences, 159 of them of one or two words; docs/trf-lm.md, "Remembered
+sentences".)
 
 The choice of the set depends only on earlier draws, so the estimates stay unbiased given it; the set is part of
 the trainer's state (:meth:`get_state`), so a resumed run draws what the uninterrupted one would.

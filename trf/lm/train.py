@@ -571,8 +571,8 @@ def training_floor_excess(known: DistinctSentences, backend: SentenceBackend, la
 
     ``sum_x exp(lambda . f(x))`` over the distinct training sentences of length ``j`` is at most ``Z_j``, so a
     positive excess proves ``zeta_j`` too low: the model gives its own training sentences more than ``pi_j`` in all,
-    and the sampler has missed mass at that length (on fortunes, seed 3: ``X shore leave stardate N N``,
-    docs/trf-lm.md)."""
+    and the sampler has missed mass at that length (on fortunes, seed 3: the three training sentences ``X shore leave
+    stardate N N``, docs/trf-lm.md)."""
     floor = known.floor(backend.features, lam)
     return floor.log_z - (np.asarray(zeta, dtype=np.float64)[:floor.log_z.size] + backend.log_z1(lam))
 
