@@ -227,8 +227,11 @@ class DistinctSentences:
     def floor(self, features: SentenceFeatures, lam) -> LengthFloor:
         """The exact lower bound of ``log Z_j`` at each wanted length (in increasing order) that these sentences give
         under ``features`` with weights ``lam``."""
+        return self._floor(features.scores(self.corpus, lam) if len(self) else np.zeros(0))
+
+    def _floor(self, scores: np.ndarray) -> LengthFloor:
+        """:meth:`floor` from the sentences' ``scores``."""
         k = np.searchsorted(self.wanted, self.lengths)
-        scores = features.scores(self.corpus, lam) if len(self) else np.zeros(0)
         n = self.wanted.size
         log_z = np.full(n, -np.inf)
         np.logaddexp.at(log_z, k, scores)
@@ -245,15 +248,15 @@ class DistinctSentences:
         at least ``share`` of its length's floor (:meth:`floor`) in one word, replaced by a word of the same class
         (``features.word_class``).
 
-        A model's class n-grams and skips lift a whole pattern, not one sentence: on fortunes (seed 3) the training
-        sentence ``kirk shore leave stardate N N`` is the heaviest of six words, and its 458 class neighbours
-        (``spock shore leave stardate N N`` weighs nearly as much) add more than a nat to the floor of ``log Z_6``.
-        Each is scored exactly, so the floor stays exact; its sentences are no longer all in the texts given.
+        A model's class n-grams and skips lift a pattern, not one sentence: on fortunes seed 3's full-set model the
+        neighbours of the test text's 1,694 distinct sentences raise its floor by up to 3.08 nats (length 10; 61,073
+        sentences in all, about a second).  Each is scored exactly, so the floor stays exact; its sentences are no
+        longer all in the texts given.
         """
         share = check_float(share, "share", low=0.0, high=1.0, low_open=True)
-        floor = self.floor(features, lam)
-        k = np.searchsorted(self.wanted, self.lengths)
         scores = features.scores(self.corpus, lam) if len(self) else np.zeros(0)
+        floor = self._floor(scores)
+        k = np.searchsorted(self.wanted, self.lengths)
         heavy = np.flatnonzero(scores - floor.log_z[k] >= np.log(share))
         tokens, lengths = class_neighbours(self.tokens[heavy], self.lengths[heavy], features)
         return DistinctSentences([self.corpus, _flat(tokens, lengths)], self.wanted)
