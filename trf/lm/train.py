@@ -23,7 +23,7 @@ from trf.lm.backend import SentenceBackend, lm_config
 from trf.lm.cluster import exchange_clustering
 from trf.lm.corpus import EncodedCorpus, ReadStats, Vocabulary, encode_file
 from trf.lm.features import SentenceFeatures, parse_feature_spec
-from trf.lm.known import DistinctSentences
+from trf.lm.known import DistinctSentences, LengthFloor
 from trf.lm.model import SentenceTRF
 
 if TYPE_CHECKING:
@@ -564,17 +564,18 @@ def _checkpoint_features(path) -> int:
     return int(np.asarray(arrays["lam"]).size)
 
 
-def training_floor_excess(known: DistinctSentences, backend: SentenceBackend, lam, zeta) -> np.ndarray:
+def training_floor_excess(known: DistinctSentences, backend: SentenceBackend, lam,
+                          zeta) -> tuple[np.ndarray, LengthFloor]:
     """By how many nats the training sentences' exact floor under ``log Z_j`` (:meth:`DistinctSentences.floor`) lies
     above AugSA's estimate ``zeta_j + log Z_1`` at each length ``j = 1..len(known.wanted)`` (negative: below it, as
-    it should; -inf: no training sentence of that length).
+    it should; -inf: no training sentence of that length), and the floor itself.
 
     ``sum_x exp(lambda . f(x))`` over the distinct training sentences of length ``j`` is at most ``Z_j``, so a
     positive excess proves ``zeta_j`` too low: the model gives its own training sentences more than ``pi_j`` in all,
     and the sampler has missed mass at that length (on fortunes, seed 3: the three training sentences ``X shore leave
     stardate N N``, docs/trf-lm.md)."""
     floor = known.floor(backend.features, lam)
-    return floor.log_z - (np.asarray(zeta, dtype=np.float64)[:floor.log_z.size] + backend.log_z1(lam))
+    return floor.log_z - (np.asarray(zeta, dtype=np.float64)[:floor.log_z.size] + backend.log_z1(lam)), floor
 
 
 def _excess_text(excess: np.ndarray, most: int = 3) -> str:
@@ -599,13 +600,12 @@ def raise_to_training_floor(known: DistinctSentences, backend: SentenceBackend, 
     The raised value is still an estimate (the true ``log Z_j`` is at least the floor), but never one that the
     training text refutes; the checked perplexity (``mcsa trf eval --check-known TRAIN``) says how far off it is.
     With ``hint``, the warning names ``--smc-known``, which weighs heavy training sentences exactly while training."""
-    excess = training_floor_excess(known, backend, lam, zeta)
+    excess, floor = training_floor_excess(known, backend, lam, zeta)
     over = np.flatnonzero(excess > _FLOOR_TOLERANCE)
     zeta = np.array(zeta, dtype=np.float64)
     if over.size == 0:
         return zeta, {}
     zeta[over] += excess[over]
-    floor = known.floor(backend.features, lam)
     words = backend.words or [str(i) for i in range(backend.features.n_words)]
     heaviest = "; ".join(f"{j + 1}: '{known.text(int(floor.heaviest[j]), words)}'" for j in over[:3])
     _log.warning("AugSA's zeta lies below the training sentences' exact floor at %s: raised to it (the heaviest "
@@ -625,7 +625,7 @@ def _progress_logger(backend: SentenceBackend, every: int, known: DistinctSenten
                      else f"jump acceptance {record.get('jump_acceptance', float('nan')):.2f}")
             floor = ""
             if known is not None:
-                excess = training_floor_excess(known, backend, trainer.lam, trainer.zeta)
+                excess, _ = training_floor_excess(known, backend, trainer.lam, trainer.zeta)
                 if (excess > _FLOOR_TOLERANCE).any():
                     floor = f"; the training sentences outweigh zeta at {_excess_text(excess)}"
             _log.info("iteration %d: %.2f it/s, dev log-likelihood per sentence %s, %s%s", t, rate, dev_text, moves,
