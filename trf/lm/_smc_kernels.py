@@ -97,25 +97,43 @@ class SMCModel(NamedTuple):
     dense_from: int
 
 
+class KnownSet(NamedTuple):
+    """Sentences to leave out of a run's ``log_rest`` (:class:`SMCOutput`), found by hash: those of length ``j`` are
+    rows ``start[j]:start[j + 1]`` of ``tokens`` (zero-padded), sorted there by ``hashes`` (:func:`sentence_hash`);
+    ``start`` of size below ``j + 2`` holds none of length ``j``."""
+
+    start: np.ndarray   # int64
+    hashes: np.ndarray  # int64
+    tokens: np.ndarray  # int64 (n, width)
+
+
+NO_KNOWN = KnownSet(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros((0, 1), dtype=np.int64))
+NO_REST = np.zeros(0)
+
+
 class SMCRun(NamedTuple):
     """One run's settings: particles, lengths ``1..max_length``, the kernel seed, the ``reference`` sentence
-    (empty: a plain run; else conditional SMC) and ``cache_bytes``, the memory that may hold the particles'
+    (empty: a plain run; else conditional SMC), ``cache_bytes``, the memory that may hold the particles'
     class masses and context indices from their weighting to their children's draws (0: recompute the local tables
-    for the draws)."""
+    for the draws) and the ``known`` sentences that :attr:`SMCOutput.log_rest` leaves out."""
 
     n_particles: int
     max_length: int
     seed: int
     reference: np.ndarray
     cache_bytes: int
+    known: KnownSet = NO_KNOWN
 
 
 class SMCOutput(NamedTuple):
-    """Where a run writes: ``log_z[j - 1]``, ``ess[j - 1]`` and the kept sentences ``keep[j - 1, s, :j]``."""
+    """Where a run writes: ``log_z[j - 1]``, ``ess[j - 1]``, the kept sentences ``keep[j - 1, s, :j]`` and, when
+    ``log_rest`` is not empty, ``log_rest[j - 1]``: the same estimate with the end weights of the run's ``known``
+    sentences set to 0, unbiased for ``Z_j`` less their weight (:func:`record_length`)."""
 
     log_z: np.ndarray
     ess: np.ndarray
     keep: np.ndarray
+    log_rest: np.ndarray = NO_REST
 
 
 class TableCache(NamedTuple):
@@ -689,13 +707,75 @@ def keep_sentences(now, ends, keep, j):
 
 
 @jit
-def record_length(now, scratch, j, log_prefix, output):
+def sentence_hash(w, j):
+    """A 64-bit hash (FNV-1a over the word ids, wrapping) of the sentence ``w[1:j + 1]``."""
+    h = np.int64(-3750763034362895579)
+    for q in range(1, j + 1):
+        h = (h ^ w[q]) * np.int64(1099511628211)
+    return h
+
+
+@jit
+def known_hashes(tokens, lengths):
+    """:func:`sentence_hash` of each zero-padded row ``tokens[i, :lengths[i]]``."""
+    out = np.empty(lengths.size, dtype=np.int64)
+    row = np.zeros(tokens.shape[1] + 1, dtype=np.int64)
+    for i in range(lengths.size):
+        row[1:] = tokens[i]
+        out[i] = sentence_hash(row, lengths[i])
+    return out
+
+
+@jit
+def is_known(known, w, j):
+    """Whether the sentence ``w[1:j + 1]`` is one of ``known``'s (:class:`KnownSet`)."""
+    if j + 2 > known.start.size:
+        return False
+    lo, hi = known.start[j], known.start[j + 1]
+    if lo == hi:
+        return False
+    h = sentence_hash(w, j)
+    k = lo + np.searchsorted(known.hashes[lo:hi], h)
+    while k < hi and known.hashes[k] == h:
+        same = True
+        for q in range(j):
+            if known.tokens[k, q] != w[q + 1]:
+                same = False
+                break
+        if same:
+            return True
+        k += 1
+    return False
+
+
+@jit
+def log_mean_exp_unknown(now, scratch, known, j):
+    """``log mean_n exp(scratch.ends[n])`` with the particles whose sentence ``x[1:j + 1]`` is in ``known`` counted
+    as 0 (-inf when all are), each identity's history looked up once (``scratch.first``)."""
+    ends, first = scratch.ends, scratch.first
+    member = np.empty(ends.size, dtype=np.bool_)
+    rest = np.empty(ends.size)
+    for n in range(ends.size):
+        f = first[now.ident[n]]
+        member[n] = is_known(known, now.w[n], j) if f == n else member[f]
+        rest[n] = -np.inf if member[n] else ends[n]
+    return log_mean_exp(rest)
+
+
+@jit
+def record_length(now, scratch, j, log_prefix, output, known):
     """End the particles at length ``j`` by their end weights ``scratch.ends``: ``output.log_z[j - 1]``
-    (``log_prefix``, the log normaliser of the prefixes, plus the log mean end weight), ``output.ess[j - 1]`` and
-    the kept sentences."""
+    (``log_prefix``, the log normaliser of the prefixes, plus the log mean end weight), ``output.ess[j - 1]``, the
+    kept sentences and, when ``output.log_rest`` is not empty, ``output.log_rest[j - 1]``: the same with the end
+    weights of the ``known`` sentences set to 0.  That is the run's estimate for the target ``exp(lambda . f(x))``
+    restricted to the sentences outside ``known`` (its last potential times their indicator), so it is unbiased for
+    ``Z_j`` less their weight, and pinned to a reference outside them conditional SMC's ``E[1 / Z-hat]`` is one over
+    that rest."""
     output.log_z[j - 1] = log_prefix + log_mean_exp(scratch.ends)
     output.ess[j - 1] = effective_size(scratch.ends)
     keep_sentences(now, scratch.ends, output.keep, j)
+    if output.log_rest.size > 0:
+        output.log_rest[j - 1] = log_prefix + log_mean_exp_unknown(now, scratch, known, j)
 
 
 @jit
@@ -833,7 +913,7 @@ def smc_log_z(model, run, output, stop):
         elif not end_weights(model, now, scratch, p, stop):
             return
         if p >= 2 and (not pinned or p == run.max_length + 1):
-            record_length(now, scratch, p - 1, log_prefix, output)
+            record_length(now, scratch, p - 1, log_prefix, output, run.known)
         if p > run.max_length:
             break
         log_prefix += log_mean_exp(scratch.log_w)

@@ -561,10 +561,10 @@ def register(subparsers) -> None:
                     "file (default: none; a failed write prints them and names a fallback file)")
     _add_check_flags(ev, "the test perplexity")
     ev.add_argument("--check-known", action="append", default=None, metavar="FILE",
-                    help="a text whose sentences bound the check's normalisers from below, exactly (the sum of a "
-                         "length's known sentences' weights is at most its Z_j; --test's own sentences always count): "
-                         "give the training text, so that a length where every estimator missed the model's heavy "
-                         "sentences is caught; repeatable")
+                    help="a text whose sentences the check weighs exactly (--test's own sentences always count): "
+                         "their weights bound its normalisers from below (a length's known sentences weigh at most "
+                         "its Z_j), and its SMC runs add them exactly to an estimate of the rest, so a heavy sentence "
+                         "the runs never reach still counts; give the training text; repeatable")
     ev.add_argument("--seed", "-s", type=nonnegative_int, default=0, help="random seed of the AIS checks")
     _add_encoding_flag(ev, "--test")
     ev.add_argument("--ais", action="store_true", help="AIS estimates of log Z_j (separate, smoothed, global)")

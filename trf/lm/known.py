@@ -227,10 +227,10 @@ class DistinctSentences:
     def floor(self, features: SentenceFeatures, lam) -> LengthFloor:
         """The exact lower bound of ``log Z_j`` at each wanted length (in increasing order) that these sentences give
         under ``features`` with weights ``lam``."""
-        return self._floor(features.scores(self.corpus, lam) if len(self) else np.zeros(0))
+        return self.floor_of(features.scores(self.corpus, lam) if len(self) else np.zeros(0))
 
-    def _floor(self, scores: np.ndarray) -> LengthFloor:
-        """:meth:`floor` from the sentences' ``scores``."""
+    def floor_of(self, scores: np.ndarray) -> LengthFloor:
+        """:meth:`floor` from the sentences' ``scores`` (``lambda . f(x)`` of each, in order)."""
         k = np.searchsorted(self.wanted, self.lengths)
         n = self.wanted.size
         log_z = np.full(n, -np.inf)
@@ -255,7 +255,7 @@ class DistinctSentences:
         """
         share = check_float(share, "share", low=0.0, high=1.0, low_open=True)
         scores = features.scores(self.corpus, lam) if len(self) else np.zeros(0)
-        floor = self._floor(scores)
+        floor = self.floor_of(scores)
         k = np.searchsorted(self.wanted, self.lengths)
         heavy = np.flatnonzero(scores - floor.log_z[k] >= np.log(share))
         tokens, lengths = class_neighbours(self.tokens[heavy], self.lengths[heavy], features)

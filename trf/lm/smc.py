@@ -21,6 +21,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -30,6 +31,9 @@ from samplers._blocks import block_edges, run_blocks
 from samplers.rng import as_generator, kernel_seeds
 from samplers.validation import check_int
 from trf.lm._smc_kernels import (
+    NO_KNOWN,
+    NO_REST,
+    KnownSet,
     SMCModel,
     SMCOutput,
     SMCRun,
@@ -37,7 +41,9 @@ from trf.lm._smc_kernels import (
     count_kept,
     gather_or_zero,
     keep_successors,
+    known_hashes,
 )
+from trf.lm._smc_kernels import is_known as _kernel_is_known
 from trf.lm._smc_kernels import smc_log_z as _smc_run
 from trf.lm._smc_kernels import successor_weights as _successor_weights
 from trf.lm.features import SentenceFeatures, blank_slot, hash_table
@@ -271,16 +277,60 @@ def _run_tasks(bundle: SMCModel, tasks: list, threads: int | None) -> float:
 
 
 def _run_all(bundle: SMCModel, n_particles: int, max_length: int, seeds: np.ndarray, out: np.ndarray,
-             ess: np.ndarray, keep: np.ndarray | None, threads: int | None) -> float:
-    """``len(seeds)`` independent plain SMC runs over ``1..max_length`` (:func:`_run_tasks`); their seconds."""
-    return _run_tasks(bundle, [(_smc_settings(n_particles, max_length, seed),
-                                SMCOutput(out[r], ess[r], _NO_KEEP if keep is None else keep[r]))
+             ess: np.ndarray, keep: np.ndarray | None, threads: int | None, *, known: KnownSet = NO_KNOWN,
+             rest: np.ndarray | None = None) -> float:
+    """``len(seeds)`` independent plain SMC runs over ``1..max_length`` (:func:`_run_tasks`), with ``rest[r]`` the
+    estimates that leave out the ``known`` sentences (:class:`SMCOutput` ``log_rest``); their seconds."""
+    return _run_tasks(bundle, [(_smc_settings(n_particles, max_length, seed, known=known),
+                                SMCOutput(out[r], ess[r], _NO_KEEP if keep is None else keep[r],
+                                          NO_REST if rest is None else rest[r]))
                                for r, seed in enumerate(seeds)], threads)
 
 
-def _smc_settings(n_particles: int, max_length: int, seed, reference: np.ndarray = _NO_REFERENCE) -> SMCRun:
+def _known_arrays(known) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``known = (tokens, lengths, log_weight)`` checked and as int64, int64, float64 arrays."""
+    tokens, lengths, log_weight = (np.asarray(a) for a in known)
+    if (tokens.ndim != 2 or lengths.ndim != 1 or lengths.shape != (tokens.shape[0],)
+            or log_weight.shape != lengths.shape or (lengths.size and (lengths.min() < 1 or lengths.max() > tokens.shape[1]))
+            or not np.all(np.isfinite(log_weight))):
+        raise ValueError(f"known must be (tokens (n, >= length), lengths (n,) >= 1, finite log weights (n,)), got "
+                         f"shapes {tokens.shape}, {lengths.shape}, {log_weight.shape}")
+    return tokens.astype(np.int64), lengths.astype(np.int64), log_weight.astype(np.float64)
+
+
+class KnownMass(NamedTuple):
+    """Distinct sentences weighed exactly in the SMC estimates (:func:`known_mass`): the kernel's look-up set and
+    ``log_known[j - 1] = log W(S_j)``, the log of their summed ``exp(lambda . f(x))`` at each length ``1..m`` (-inf:
+    none)."""
+
+    table: KnownSet
+    log_known: np.ndarray
+
+
+def known_mass(known, m: int) -> KnownMass:
+    """:class:`KnownMass` of ``known = (tokens (n, >= their length), lengths (n,), log_weight (n,))``: distinct
+    sentences and their exact ``lambda . f(x)``, those longer than ``m`` ignored.  Raises ValueError on bad shapes,
+    non-finite weights or a sentence given twice (its weight would count twice)."""
+    tokens, lengths, log_weight = _known_arrays(known)
+    inside = np.flatnonzero(lengths <= m)
+    width = max(1, min(tokens.shape[1], m))
+    rows = np.where(np.arange(width)[None, :] < lengths[inside, None], tokens[inside, :width], 0)
+    hashes = known_hashes(np.ascontiguousarray(rows), lengths[inside])
+    order = np.lexsort((hashes, lengths[inside]))
+    rows, sizes, hashes = rows[order], lengths[inside][order], hashes[order]
+    same = np.flatnonzero((sizes[1:] == sizes[:-1]) & (hashes[1:] == hashes[:-1]))
+    if np.any(np.all(rows[same] == rows[same + 1], axis=1)):
+        raise ValueError("known sentences must be distinct: one is given twice")
+    start = np.searchsorted(sizes, np.arange(m + 2)).astype(np.int64)
+    log_known = np.full(m, -np.inf)
+    np.logaddexp.at(log_known, lengths[inside] - 1, log_weight[inside])
+    return KnownMass(KnownSet(start, hashes, np.ascontiguousarray(rows)), log_known)
+
+
+def _smc_settings(n_particles: int, max_length: int, seed, reference: np.ndarray = _NO_REFERENCE,
+                  known: KnownSet = NO_KNOWN) -> SMCRun:
     """The kernel's :class:`SMCRun` bundle (the table cache within :data:`TABLE_CACHE_BYTES`)."""
-    return SMCRun(int(n_particles), int(max_length), int(seed), reference, int(TABLE_CACHE_BYTES))
+    return SMCRun(int(n_particles), int(max_length), int(seed), reference, int(TABLE_CACHE_BYTES), known)
 
 
 def _pooled_log(logs: np.ndarray, sign: float) -> np.ndarray:
@@ -321,6 +371,13 @@ class SMCResult:
     kept : ndarray (n_replicates, n_lengths, n_keep, n_lengths), optional
         ``kept[r, j - 1, s, :j]``: sentences of length ``j`` that run ``r`` resampled by their end-of-sentence
         weights (approximate draws of the model at length ``j``; :meth:`draws`).
+    log_known : ndarray (n_lengths,), optional
+        With known sentences (:func:`smc_log_z` ``known``): ``log W(S_j)``, their exact weight at each length (-inf:
+        none); each replicate is then ``log (W(S_j) + Z-hat_j(rest))``.
+    rest : ndarray (n_replicates, n_lengths), optional
+        ``log Z-hat_j(rest)``: each run's estimate of ``Z_j`` less the known weight.
+    kept_known : ndarray of bool (n_replicates, n_lengths, n_keep), optional
+        Which kept sentences are known ones.
     """
 
     lengths: np.ndarray
@@ -329,12 +386,34 @@ class SMCResult:
     n_particles: int
     seconds: float
     kept: np.ndarray | None = None
+    log_known: np.ndarray | None = None
+    rest: np.ndarray | None = None
+    kept_known: np.ndarray | None = None
 
-    def draws(self, j: int, n: int, rng) -> np.ndarray:
-        """``n`` approximate draws of the model at length ``j`` (int64 ``(n, j)``) from the kept sentences."""
+    def draws(self, j: int, n: int, rng, outside_known: bool = False) -> np.ndarray:
+        """``n`` approximate draws of the model at length ``j`` (int64 ``(n, j)``) from the kept sentences; with
+        ``outside_known``, of the model restricted to the sentences outside the known ones (a run with probability
+        ``∝`` its rest estimate among the runs that kept such a sentence).  Raises ValueError when no run kept
+        one (:meth:`can_draw_outside_known`)."""
         if self.kept is None:
             raise ValueError("this SMC result kept no sentences (run smc_log_z with n_keep > 0)")
-        return _pick_sentences(self.replicates[:, j - 1], self.kept[:, j - 1], j, n, as_generator(rng))
+        if not outside_known or self.kept_known is None:
+            return _pick_sentences(self.replicates[:, j - 1], self.kept[:, j - 1], j, n, as_generator(rng))
+        skip = self.kept_known[:, j - 1]
+        if not self.can_draw_outside_known(j):
+            raise ValueError(f"no run kept a sentence of length {j} outside the known ones")
+        assert self.rest is not None
+        log_rest = np.where(skip.all(axis=1), -np.inf, self.rest[:, j - 1])
+        return _pick_sentences(log_rest, self.kept[:, j - 1], j, n, as_generator(rng), skip)
+
+    def can_draw_outside_known(self, j: int) -> bool:
+        """Whether some run with a positive rest estimate kept a sentence of length ``j`` outside the known ones
+        (always, without known sentences, when sentences were kept)."""
+        if self.kept is None or self.kept.shape[2] == 0:
+            return False
+        if self.kept_known is None or self.rest is None:
+            return True
+        return bool(np.any(~self.kept_known[:, j - 1].all(axis=1) & np.isfinite(self.rest[:, j - 1])))
 
     @property
     def log_z(self) -> np.ndarray:
@@ -359,7 +438,7 @@ class SMCResult:
 
 def smc_log_z(model: SentenceTRF, max_length: int | None = None, *, n_particles: int = 1000,
               n_replicates: int = 4, seed=None, threads: int | None = None, n_keep: int = 0,
-              proposal: str = "exact", trim: float = TRIM) -> SMCResult:
+              proposal: str = "exact", trim: float = TRIM, known=None) -> SMCResult:
     """SMC estimates of ``log Z_j(lambda)`` for ``j = 1..max_length`` (default: the model's ``m``).
 
     Parameters
@@ -383,6 +462,13 @@ def smc_log_z(model: SentenceTRF, max_length: int | None = None, *, n_particles:
         The particles' proposal (:data:`PROPOSALS`); every estimate is unbiased for ``Z_j``.
     trim : float
         The ``"trimmed"`` proposal's threshold (:data:`TRIM`).
+    known : tuple, optional
+        ``(tokens (n, >= length), lengths (n,), log_weight (n,))``: distinct sentences and their exact ``lambda .
+        f(x)`` (:func:`known_mass`), weighed exactly: at length ``j`` with known set ``S_j``, ``Z_j = W(S_j) +
+        Z_j(rest)``, and each run estimates the rest with the known sentences' end weights set to 0 (the particle
+        filter for the target restricted to the other sentences: unbiased for ``Z_j(rest)``), so each replicate
+        ``W(S_j) + Z-hat_j(rest)`` is unbiased for ``Z_j`` and a run that never reaches a heavy known sentence still
+        counts it.
     """
     proposal = _check_proposal(proposal)
     trim = _check_trim(trim)
@@ -395,9 +481,17 @@ def smc_log_z(model: SentenceTRF, max_length: int | None = None, *, n_particles:
     out = np.zeros((n_replicates, max_length))
     ess = np.zeros((n_replicates, max_length))
     keep = np.zeros((n_replicates, max_length, n_keep, max_length), dtype=np.int64) if n_keep else None
-    seconds = _run_all(bundle, n_particles, max_length, seeds, out, ess, keep, threads)
     lengths = np.arange(1, max_length + 1)
-    return SMCResult(lengths, out + lengths * shift, ess, n_particles, seconds, keep)
+    if known is None:
+        seconds = _run_all(bundle, n_particles, max_length, seeds, out, ess, keep, threads)
+        return SMCResult(lengths, out + lengths * shift, ess, n_particles, seconds, keep)
+    mass = known_mass(known, max_length)
+    rest = np.zeros((n_replicates, max_length))
+    seconds = _run_all(bundle, n_particles, max_length, seeds, out, ess, keep, threads, known=mass.table, rest=rest)
+    rest += lengths * shift
+    kept_known = None if keep is None else _known_split(known, keep, max_length)[2]
+    return SMCResult(lengths, np.logaddexp(mass.log_known, rest), ess, n_particles, seconds, keep, mass.log_known, rest,
+                     kept_known)
 
 
 @dataclass
@@ -437,7 +531,7 @@ class ConditionalSMCResult:
 
 
 def conditional_smc_log_z(model: SentenceTRF, references: dict, *, n_particles: int | dict = 1000, seed=None,
-                          threads: int | None = None) -> ConditionalSMCResult:
+                          threads: int | None = None, known=None) -> ConditionalSMCResult:
     """Conditional SMC estimates of ``log Z_j``, one run per reference sentence: the upper side of bidirectional
     Monte Carlo with SMC (Andrieu, Doucet and Holenstein 2010, conditional SMC; Grosse, Ghahramani and Adams 2015
     for the sandwich).
@@ -463,6 +557,12 @@ def conditional_smc_log_z(model: SentenceTRF, references: dict, *, n_particles: 
         Randomness (SPEC 7); each run gets its own child seed.
     threads : int, optional
         Runs executed at once (default: all cores); results do not depend on it.
+    known : tuple, optional
+        Distinct sentences weighed exactly, as in :func:`smc_log_z`: each run is conditional SMC for the target
+        restricted to the other sentences (the known ones' end weights 0), pinned to a reference outside them (a
+        known reference is an error), so that with an exact draw of that restricted model ``E[1 / Z-hat(rest)] = 1 /
+        Z_j(rest)``; a run's value is ``log (W(S_j) + Z-hat(rest))``, and :attr:`ConditionalSMCResult.log_z` still
+        errs high in expectation (``1 / (W + 1 / u)`` is concave in ``u = 1 / Z-hat(rest)``).
     """
     if not references:
         raise ValueError("references is empty")
@@ -483,16 +583,36 @@ def conditional_smc_log_z(model: SentenceTRF, references: dict, *, n_particles: 
                              f"length, got {ref.shape}")
         if ref.min() < 0 or ref.max() >= model.features.n_words:
             raise ValueError(f"references[{j}] holds word ids outside 0..{model.features.n_words - 1}")
+    mass = None if known is None else known_mass(known, int(lengths.max()))
+    if mass is not None:
+        for j, ref in zip(lengths, refs):
+            hit = next((ref[r] for r in range(n_runs) if _is_known(mass.table, ref[r])), None)
+            if hit is not None:
+                raise ValueError(f"references[{j}] holds a known sentence ({hit.tolist()}); with known sentences the "
+                                 "references must lie outside them")
     bundle, shift = _smc_model(model)
     seeds = kernel_seeds(seed, n_runs * lengths.size)
     out = np.zeros((n_runs, lengths.size, int(lengths.max())))
     ess = np.zeros_like(out)
-    tasks = [(_smc_settings(particles[k], j, seeds[k * n_runs + r], np.ascontiguousarray(refs[k][r])),
-              SMCOutput(out[r, k], ess[r, k], _NO_KEEP)) for k, j in enumerate(lengths) for r in range(n_runs)]
+    rest = np.zeros_like(out) if mass is not None else None
+    tasks = [(_smc_settings(particles[k], j, seeds[k * n_runs + r], np.ascontiguousarray(refs[k][r]),
+                            NO_KNOWN if mass is None else mass.table),
+              SMCOutput(out[r, k], ess[r, k], _NO_KEEP, NO_REST if rest is None else rest[r, k]))
+             for k, j in enumerate(lengths) for r in range(n_runs)]
     tasks.sort(key=lambda task: -task[0].n_particles * task[0].max_length)  # costliest first: the pool ends together
     seconds = _run_tasks(bundle, tasks, threads)
-    runs = out[:, np.arange(lengths.size), lengths - 1] + lengths * shift
+    at = np.arange(lengths.size), lengths - 1
+    runs = out[:, at[0], at[1]] + lengths * shift
+    if mass is not None and rest is not None:
+        runs = np.logaddexp(mass.log_known[lengths - 1], rest[:, at[0], at[1]] + lengths * shift)
     return ConditionalSMCResult(lengths, runs, particles, seconds)
+
+
+def _is_known(table: KnownSet, sentence: np.ndarray) -> bool:
+    """Whether ``sentence`` (word ids) is in ``table`` (:func:`trf.lm._smc_kernels.is_known`)."""
+    row = np.zeros(sentence.size + 1, dtype=np.int64)
+    row[1:] = sentence
+    return bool(_kernel_is_known(table, row, sentence.size))
 
 
 def _probabilities(log_w: np.ndarray) -> np.ndarray:
@@ -529,15 +649,7 @@ def _known_split(known, keep: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarra
     log_known = np.full(m, -np.inf)
     if known is None:
         return np.zeros(0, dtype=np.int64), np.zeros(0), member, log_known
-    tokens, lengths, log_weight = (np.asarray(a) for a in known)
-    lengths = lengths.astype(np.int64)
-    log_weight = log_weight.astype(np.float64)
-    if (tokens.ndim != 2 or lengths.shape != (tokens.shape[0],) or log_weight.shape != lengths.shape
-            or (lengths.size and (lengths.min() < 1 or lengths.max() > tokens.shape[1]))
-            or not np.all(np.isfinite(log_weight))):
-        raise ValueError(f"known must be (tokens (n, >= length), lengths (n,) >= 1, finite log weights (n,)), got "
-                         f"shapes {tokens.shape}, {lengths.shape}, {log_weight.shape}")
-    tokens = tokens.astype(np.int64)
+    tokens, lengths, log_weight = _known_arrays(known)
     for j in np.unique(lengths[lengths <= m]):
         at = lengths == j
         log_known[j - 1] = logsumexp(log_weight[at])

@@ -33,7 +33,7 @@ from trf.lm.transms import ChainState, SentenceSampler
 
 __all__ = ["LogZEstimate", "AISSetup", "AIS_BASES", "EXACT_LIMIT", "exact_log_z", "ais_log_z", "exact_estimate",
            "forward_estimate", "bidirectional_estimates", "smc_estimate", "conditional_smc_estimate",
-           "log_prob_with_log_z", "KnownFloor", "known_floor"]
+           "log_prob_with_log_z", "KnownFloor", "known_floor", "known_sentences"]
 
 AIS_BASES = ("unigram", "uniform")
 EXACT_LIMIT = 200_000  # enumerate V^j sentences for the exact log Z_j up to this many
@@ -231,22 +231,30 @@ def conditional_smc_estimate(result: ConditionalSMCResult) -> LogZEstimate:
 
 
 def run_smc(model: SentenceTRF, lengths: np.ndarray, n_particles: int, n_replicates: int, rng,
-            n_keep: int = 0) -> SMCResult | None:
-    """The check's SMC runs over ``1..max(lengths)`` (None when there is nothing to run)."""
+            n_keep: int = 0, known=None) -> SMCResult | None:
+    """The check's SMC runs over ``1..max(lengths)`` (None when there is nothing to run), weighing the ``known``
+    sentences exactly (:func:`known_sentences`; :func:`trf.lm.smc.smc_log_z`)."""
     if lengths.size == 0 or n_particles == 0:
         return None
     return smc_log_z(model, int(lengths.max()), n_particles=n_particles, n_replicates=n_replicates, seed=rng,
-                     n_keep=n_keep)
+                     n_keep=n_keep, known=known)
 
 
 def run_conditional_smc(model: SentenceTRF, smc: SMCResult, settled: np.ndarray, per_length: np.ndarray,
-                        rng) -> ConditionalSMCResult:
+                        rng, known=None) -> ConditionalSMCResult | None:
     """One conditional SMC run per SMC replicate at each ``settled`` length, pinned to an SMC draw, with
-    ``per_length`` particles."""
+    ``per_length`` particles; with ``known`` sentences (as :func:`run_smc`'s), pinned to a draw outside them and
+    weighing them exactly, at the lengths where SMC kept such a draw (None when there is none)."""
     n_runs = smc.replicates.shape[0]
-    references = {int(j): smc.draws(int(j), n_runs, rng) for j in settled}
+    outside = known is not None
+    can = np.array([smc.can_draw_outside_known(int(j)) for j in settled], dtype=bool) if outside else \
+        np.ones(settled.size, dtype=bool)
+    settled, per_length = settled[can], per_length[can]
+    if settled.size == 0:
+        return None
+    references = {int(j): smc.draws(int(j), n_runs, rng, outside_known=outside) for j in settled}
     return conditional_smc_log_z(model, references, n_particles=dict(zip(settled.tolist(), per_length.tolist())),
-                                 seed=rng)
+                                 seed=rng, known=known)
 
 
 def log_prob_with_log_z(model: SentenceTRF, corpus: EncodedCorpus, log_z) -> np.ndarray:
@@ -304,11 +312,21 @@ def known_floor(model: SentenceTRF, corpora, lengths: np.ndarray,
     -------
     KnownFloor
     """
+    return known_sentences(model, corpora, lengths, neighbours)[0]
+
+
+def known_sentences(model: SentenceTRF, corpora, lengths: np.ndarray, neighbours: float | None = NEIGHBOUR_SHARE
+                    ) -> tuple[KnownFloor, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """:func:`known_floor` and the sentences behind it: ``(tokens (n, max(lengths)), lengths (n,), scores (n,))``,
+    distinct, each with its exact ``lambda . f(x)`` -- the ``known`` of :func:`trf.lm.smc.smc_log_z` and
+    :func:`trf.lm.smc.conditional_smc_log_z`, which weigh them exactly."""
     lengths = np.asarray(lengths, dtype=np.int64)
     distinct = DistinctSentences(corpora, lengths)
     if neighbours is not None:
         distinct = distinct.with_neighbours(model.features, model.lam, neighbours)
-    floor = distinct.floor(model.features, model.lam)
+    scores = model.features.scores(distinct.corpus, model.lam) if len(distinct) else np.zeros(0)
+    floor = distinct.floor_of(scores)
     at = np.searchsorted(distinct.wanted, lengths)  # the wanted lengths, in the caller's order
     heaviest = [distinct.text(int(i), model.vocab.words) if i >= 0 else "" for i in floor.heaviest[at]]
-    return KnownFloor(floor.log_z[at], floor.sentences[at], heaviest)
+    tokens = distinct.tokens if distinct.tokens.shape[1] else np.zeros((len(distinct), 1), dtype=np.int64)
+    return KnownFloor(floor.log_z[at], floor.sentences[at], heaviest), (tokens, distinct.lengths, scores)

@@ -189,7 +189,7 @@ def checked_perplexity(model: SentenceTRF, corpus: EncodedCorpus, *, flag: str =
     perplexities together; ``flag`` names the input in the error raised when no sentence can be checked;
     ``log_probs``: the sentences' log-probabilities with AugSA's zeta when already computed.  ``corpus`` itself and
     the ``known`` texts (the training text, say) give the check its exact lower bound
-    (:func:`trf.lm.check.estimates.known_floor`)."""
+    (:func:`trf.lm.check.estimates.known_floor`), and its SMC runs weigh their sentences exactly."""
     lengths = np.unique(corpus.lengths[corpus.lengths <= model.m])
     if lengths.size == 0:
         raise ValueError(f"{flag} holds no sentence of at most m={model.m} words to check; pass --no-check")

@@ -27,7 +27,7 @@ from trf.lm.check.estimates import (
     conditional_smc_estimate,
     exact_estimate,
     forward_estimate,
-    known_floor,
+    known_sentences,
     run_conditional_smc,
     run_smc,
     smc_estimate,
@@ -43,14 +43,18 @@ OVERRUN = 1.5
 """The check says at once, before its AIS runs, when its minimum effort is predicted to take more than this times
 its time budget (:func:`check_normalisers`' ``on_note``)."""
 
+KEEP_WITH_KNOWN = 100
+"""Sentences each SMC run keeps per length when known sentences are weighed exactly: conditional SMC's references
+are kept sentences outside the known ones, which can hold most of a length's mass."""
+
 _log = logging.getLogger("trf.lm.check")
 
 
 def _smc_stage(model: SentenceTRF, lengths: np.ndarray, n_particles: int | None, n_replicates: int,
-               budget: float | None, rng, n_keep: int, clock: Clock) -> tuple[SMCResult | None, float]:
+               budget: float | None, rng, n_keep: int, clock: Clock, *, known=None) -> tuple[SMCResult | None, float]:
     """The check's SMC runs over ``1..max(lengths)`` and their seconds on ``clock`` ((None, 0) when there is
     nothing to run): ``n_particles`` per run, or as many as ``budget`` seconds buy by a 200-particle pilot (whose
-    compilation is not timed)."""
+    compilation is not timed); the ``known`` sentences weighed exactly (:func:`run_smc`)."""
     if lengths.size == 0 or n_particles == 0:
         return None, 0.0
     if n_particles is None:
@@ -64,12 +68,12 @@ def _smc_stage(model: SentenceTRF, lengths: np.ndarray, n_particles: int | None,
         low, high = SMC_PARTICLE_RANGE
         n_particles = int(np.clip(budget / per_particle, low, high))
     start = clock()
-    smc = run_smc(model, lengths, n_particles, n_replicates, rng, n_keep=n_keep)
+    smc = run_smc(model, lengths, n_particles, n_replicates, rng, n_keep=n_keep, known=known)
     return smc, clock() - start
 
 
 def _csmc_stage(model: SentenceTRF, lengths: np.ndarray, smc: SMCResult | None, n_particles: int | None,
-                budget: float | None, rng, smc_seconds: float = 0.0) -> ConditionalSMCResult | None:
+                budget: float | None, rng, smc_seconds: float = 0.0, *, known=None) -> ConditionalSMCResult | None:
     """The check's conditional SMC runs (None when there is nothing to run): at each of ``lengths`` where SMC settled,
     one run per SMC replicate pinned to an SMC draw; ``n_particles`` per run, or as many as ``budget`` seconds buy
     at the SMC runs' measured speed (particle-positions per ``smc_seconds``), the same time for every length (so
@@ -88,7 +92,7 @@ def _csmc_stage(model: SentenceTRF, lengths: np.ndarray, smc: SMCResult | None, 
         per_length = np.clip(budget * speed / (n_runs * settled.size * settled), low, high).astype(np.int64)
     else:
         per_length = np.full(settled.size, max(2, n_particles), dtype=np.int64)
-    return run_conditional_smc(model, smc, settled, per_length, rng)
+    return run_conditional_smc(model, smc, settled, per_length, rng, known)
 
 
 @dataclass
@@ -225,8 +229,20 @@ def _smc_estimates(lengths: np.ndarray, exact_mask: np.ndarray, exact_values: np
     return estimates
 
 
+def _known_note(smc: SMCResult, n_known: int) -> str:
+    """How much of the SMC estimates the known sentences weighed exactly, in words."""
+    assert smc.log_known is not None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.exp(smc.log_known - smc.log_z)
+    share = np.where(np.isfinite(share), share, 0.0)
+    worst = int(np.argmax(share))
+    return (f"SMC and conditional SMC weighed {n_known} known sentences exactly (log Z_j = log (W_j + rest), the rest "
+            f"estimated outside them): their share of the SMC estimate is at most {100 * share[worst]:.3g}% (length "
+            f"{smc.lengths[worst]}), above 1% at {int((share > 0.01).sum())} of {smc.lengths.size} lengths")
+
+
 def _effort_notes(schedule: _Schedule, lengths: np.ndarray, n_chains: int, smc: SMCResult | None,
-                  csmc: ConditionalSMCResult | None, seconds: float) -> list[str]:
+                  csmc: ConditionalSMCResult | None, seconds: float, n_known: int = 0) -> list[str]:
     """How the effort was chosen and spent, in words (:attr:`NormaliserCheck.notes`)."""
     notes = []
     plan, ais_lengths, used = schedule.plan, lengths[schedule.ais_index], schedule.temperatures[schedule.ais_index]
@@ -246,6 +262,8 @@ def _effort_notes(schedule: _Schedule, lengths: np.ndarray, n_chains: int, smc: 
     if smc is not None:
         notes.append(f"SMC: {smc.replicates.shape[0]} runs of {smc.n_particles} particles over lengths "
                      f"1-{smc.lengths.max()} in {smc.seconds:.1f} s")
+        if smc.log_known is not None:
+            notes.append(_known_note(smc, n_known))
     if csmc is not None:
         per = csmc.n_particles
         notes.append(f"conditional SMC: {csmc.runs.shape[0]} runs of "
@@ -287,18 +305,19 @@ class _Plan(NamedTuple):
 def _plan(model: SentenceTRF, setup: AISSetup | None, lengths: np.ndarray, exact_mask: np.ndarray,
           spend: CheckEffort | float, rng, *, n_chains: int, smc_particles: int | None, csmc_particles: int | None,
           smc_replicates: int, smc_fraction: float, csmc_fraction: float, burn_in: int, half_run: bool,
-          started: float, clock: Clock, on_note: Callable[[str], None]) -> _Plan:
+          started: float, clock: Clock, on_note: Callable[[str], None], known=None) -> _Plan:
     """The SMC runs first (their draws start the reverse AIS chains), then the AIS temperatures: a fixed effort, or
     a time budget ``spend`` of which SMC and conditional SMC get their fractions and AIS the rest; a predicted
     overrun of the budget goes to ``on_note`` at once."""
     ais_lengths = lengths[~exact_mask]
+    n_keep = n_chains if known is None else max(n_chains, KEEP_WITH_KNOWN)
     if isinstance(spend, CheckEffort):
-        smc, _ = _smc_stage(model, ais_lengths, spend.particles, smc_replicates, None, rng, n_chains, clock)
-        csmc = _csmc_stage(model, ais_lengths, smc, spend.csmc_particles, None, rng)
+        smc, _ = _smc_stage(model, ais_lengths, spend.particles, smc_replicates, None, rng, n_keep, clock, known=known)
+        csmc = _csmc_stage(model, ais_lengths, smc, spend.csmc_particles, None, rng, known=known)
         return _Plan(smc, csmc, _Schedule.fixed(exact_mask, spend.temperatures))
     smc, smc_seconds = _smc_stage(model, ais_lengths, smc_particles, smc_replicates, smc_fraction * spend, rng,
-                                  n_chains, clock)
-    csmc = _csmc_stage(model, ais_lengths, smc, csmc_particles, csmc_fraction * spend, rng, smc_seconds)
+                                  n_keep, clock, known=known)
+    csmc = _csmc_stage(model, ais_lengths, smc, csmc_particles, csmc_fraction * spend, rng, smc_seconds, known=known)
     schedule = _Schedule.budgeted(setup, lengths, exact_mask, spend, rng, burn_in=burn_in,
                                   extra=0.25 if half_run else 0.0, started=started, clock=clock)
     if schedule.overrun:
@@ -402,9 +421,11 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
     known : sequence of EncodedCorpus
         Sentences at hand (the test text, the training text; the model's vocabulary): the sum of ``exp(lambda .
         f(x))`` over the distinct ones of each length is an exact lower bound of ``Z_j``
-        (:func:`trf.lm.check.estimates.known_floor`).  Every interval end and checked value is at least it, and the
-        lengths where the estimators' interval lay below it are :attr:`NormaliserCheck.refuted`: the estimators
-        missed sentences the model weighs heavily.
+        (:func:`trf.lm.check.estimates.known_floor`, with their class neighbours).  SMC and conditional SMC weigh
+        them exactly (``Z_j = W(S_j) + Z_j(rest)``, :func:`trf.lm.smc.smc_log_z` ``known``), so a run that never
+        reaches a heavy known sentence still counts it.  Every interval end and checked value is at least the bound,
+        and the lengths where the estimators' interval lay below it are :attr:`NormaliserCheck.refuted`: there the
+        estimators (AIS alone, where SMC did not run) missed sentences the model weighs heavily.
 
     Returns
     -------
@@ -431,18 +452,19 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
     rng = np.random.default_rng(seed)
     exact_mask = np.array([float(model.features.n_words) ** j <= exact_limit for j in lengths])
     setup = AISSetup.build(model, n_chains, parallel, base) if not exact_mask.all() else None
+    floor, known_set = known_sentences(model, known, lengths) if len(known) else (None, None)
     smc, csmc, schedule = _plan(model, setup, lengths, exact_mask, spend, rng, n_chains=n_chains,
                                 smc_particles=smc_particles, csmc_particles=csmc_particles,
                                 smc_replicates=smc_replicates, smc_fraction=smc_fraction, csmc_fraction=csmc_fraction,
                                 burn_in=burn_in, half_run=half_run, started=started, clock=clock,
-                                on_note=_log.warning if on_note is None else on_note)
+                                on_note=_log.warning if on_note is None else on_note, known=known_set)
     estimates, method = _ais_estimates(model, setup, lengths, exact_mask, schedule, smc, rng, n_chains=n_chains,
                                        burn_in=burn_in, half_run=half_run, exact_limit=exact_limit)
     if smc is not None:
         estimates.update(_smc_estimates(lengths, exact_mask, estimates["forward"].log_z, smc, csmc))
-    floor = known_floor(model, known, lengths) if len(known) else None
     seconds = clock() - started
     return NormaliserCheck.bracket(lengths, method, estimates, model.zeta[lengths - 1] + model.log_z1(), margin=margin,
                                    z=z, n_chains=n_chains, seconds=seconds, m_total=int(model.pi.size),
-                                   notes=_effort_notes(schedule, lengths, n_chains, smc, csmc, seconds), base=base,
+                                   notes=_effort_notes(schedule, lengths, n_chains, smc, csmc, seconds,
+                                                       0 if known_set is None else known_set[1].size), base=base,
                                    floor=floor)
