@@ -602,8 +602,9 @@ def conditional_smc_log_z(model: SentenceTRF, references: dict, *, n_particles: 
     tasks.sort(key=lambda task: -task[0].n_particles * task[0].max_length)  # costliest first: the pool ends together
     seconds = _run_tasks(bundle, tasks, threads)
     at = np.arange(lengths.size), lengths - 1
-    runs = out[:, at[0], at[1]] + lengths * shift
-    if mass is not None and rest is not None:
+    if mass is None or rest is None:
+        runs = out[:, at[0], at[1]] + lengths * shift
+    else:
         runs = np.logaddexp(mass.log_known[lengths - 1], rest[:, at[0], at[1]] + lengths * shift)
     return ConditionalSMCResult(lengths, runs, particles, seconds)
 
