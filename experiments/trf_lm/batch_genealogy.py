@@ -47,10 +47,10 @@ class _RunWeights:
     def __init__(self) -> None:
         self.effective: list[tuple[float, int]] = []
 
-    def __call__(self, log_z_j, keep_j, j, n, rng, skip_j=None):
+    def __call__(self, log_z_j, keep_j, j, n, rng):
         p = smc._probabilities(log_z_j)
         self.effective.append((1.0 / float((p ** 2).sum()), n))
-        return _PICK(log_z_j, keep_j, j, n, rng, skip_j)
+        return _PICK(log_z_j, keep_j, j, n, rng)
 
 
 _PICK = smc._pick_sentences

@@ -317,8 +317,10 @@ def test_smc_weighs_known_sentences_exactly_and_stays_unbiased(tiny):
     """With the three heaviest sentences of each length known (60-99% of Z_j), every SMC replicate is W(S_j) plus an
     estimate of the rest: E[Z-hat_j] = Z_j within 4 standard errors at every length (2000 runs of 100 particles), with
     a standard error at least 4 times below plain SMC's where the known share is 99% (lengths 1-2; observed 6-190
-    times).  With no known sentence the runs are the plain ones, draw for draw; with every sentence of a length known
-    the rest is empty and the estimate exact; a sentence given twice is refused (it would count twice)."""
+    times).  The kept sentences are draws of the rest (no known one among them), and draws of the model take a known
+    sentence with the known share.  With no known sentence the runs are the plain ones, draw for draw; with every
+    sentence of a length known the rest is empty and the estimate exact; a sentence given twice is refused (it would
+    count twice)."""
     model, log_z = tiny
     known, every = _heaviest_known(model)
     res = smc_log_z(model, 5, n_particles=100, n_replicates=2000, seed=1, known=known, n_keep=4)
@@ -329,12 +331,15 @@ def test_smc_weighs_known_sentences_exactly_and_stays_unbiased(tiny):
     assert np.all(np.abs(ratio.mean(axis=0) - 1) < 4 * se + 1e-12), (ratio.mean(axis=0), se)
     share = np.exp(res.log_known - log_z)
     assert np.all(share[:2] > 0.98) and np.all(se[:2] < plain_se[:2] / 4), (share, se, plain_se)
-    assert np.all(res.replicates >= res.log_known - 1e-12) and res.kept_known.shape == (2000, 5, 4)
-    # the kept sentences flagged known are exactly the known ones
-    kept = res.kept[:, 2, :, :3].reshape(-1, 3)
+    assert np.all(res.replicates >= res.log_known - 1e-12)
+    # the kept sentences are draws of the rest, and the draws of the model take the known ones by their exact share
     known3 = {tuple(t[:3]) for t, j in zip(known[0], known[1]) if j == 3}
-    assert np.array_equal(res.kept_known[:, 2].ravel(), [tuple(k) in known3 for k in kept])
+    found = np.isfinite(res.rest[:, 2])
+    assert found.mean() > 0.9 and not any(tuple(k) in known3 for k in res.kept[found, 2, :, :3].reshape(-1, 3))
     assert all(tuple(d) not in known3 for d in res.draws(3, 50, 0, outside_known=True))
+    drawn = np.mean([tuple(d) in known3 for d in res.draws(3, 4000, 1)])
+    p3 = np.exp(res.log_known[2] - res.log_z[2])
+    assert abs(drawn - p3) < 4 * np.sqrt(p3 * (1 - p3) / 4000), (drawn, p3)
     none = (np.zeros((0, 5), dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0))
     again = smc_log_z(model, 5, n_particles=100, n_replicates=3, seed=4, known=none)
     assert np.array_equal(again.replicates, smc_log_z(model, 5, n_particles=100, n_replicates=3, seed=4).replicates)

@@ -749,9 +749,9 @@ def is_known(known, w, j):
 
 
 @jit
-def log_mean_exp_unknown(now, scratch, known, j):
-    """``log mean_n exp(scratch.ends[n])`` with the particles whose sentence ``x[1:j + 1]`` is in ``known`` counted
-    as 0 (-inf when all are), each identity's history looked up once (``scratch.first``)."""
+def unknown_ends(now, scratch, known, j):
+    """``scratch.ends`` with the particles whose sentence ``x[1:j + 1]`` is in ``known`` set to -inf (a new array),
+    each identity's history looked up once (``scratch.first``)."""
     ends, first = scratch.ends, scratch.first
     member = np.empty(ends.size, dtype=np.bool_)
     rest = np.empty(ends.size)
@@ -759,23 +759,27 @@ def log_mean_exp_unknown(now, scratch, known, j):
         f = first[now.ident[n]]
         member[n] = is_known(known, now.w[n], j) if f == n else member[f]
         rest[n] = -np.inf if member[n] else ends[n]
-    return log_mean_exp(rest)
+    return rest
 
 
 @jit
 def record_length(now, scratch, j, log_prefix, output, known):
     """End the particles at length ``j`` by their end weights ``scratch.ends``: ``output.log_z[j - 1]``
-    (``log_prefix``, the log normaliser of the prefixes, plus the log mean end weight), ``output.ess[j - 1]``, the
-    kept sentences and, when ``output.log_rest`` is not empty, ``output.log_rest[j - 1]``: the same with the end
-    weights of the ``known`` sentences set to 0.  That is the run's estimate for the target ``exp(lambda . f(x))``
-    restricted to the sentences outside ``known`` (its last potential times their indicator), so it is unbiased for
-    ``Z_j`` less their weight, and pinned to a reference outside them conditional SMC's ``E[1 / Z-hat]`` is one over
-    that rest."""
+    (``log_prefix``, the log normaliser of the prefixes, plus the log mean end weight), ``output.ess[j - 1]`` and
+    the kept sentences.  When ``output.log_rest`` is not empty, ``output.log_rest[j - 1]`` is the same with the end
+    weights of the ``known`` sentences set to 0 -- the run's estimate for the target ``exp(lambda . f(x))`` restricted
+    to the sentences outside ``known`` (its last potential times their indicator), unbiased for ``Z_j`` less their
+    weight, and pinned to a reference outside them conditional SMC's upper side for that rest -- and the kept
+    sentences are resampled by those weights: draws of the rest (by the full weights where the rest is empty)."""
     output.log_z[j - 1] = log_prefix + log_mean_exp(scratch.ends)
     output.ess[j - 1] = effective_size(scratch.ends)
-    keep_sentences(now, scratch.ends, output.keep, j)
-    if output.log_rest.size > 0:
-        output.log_rest[j - 1] = log_prefix + log_mean_exp_unknown(now, scratch, known, j)
+    if output.log_rest.size == 0:
+        keep_sentences(now, scratch.ends, output.keep, j)
+        return
+    rest = unknown_ends(now, scratch, known, j)
+    log_rest = log_mean_exp(rest)
+    output.log_rest[j - 1] = log_prefix + log_rest
+    keep_sentences(now, rest if np.isfinite(log_rest) else scratch.ends, output.keep, j)
 
 
 @jit

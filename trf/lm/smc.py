@@ -299,12 +299,21 @@ def _known_arrays(known) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 class KnownMass(NamedTuple):
-    """Distinct sentences weighed exactly in the SMC estimates (:func:`known_mass`): the kernel's look-up set and
+    """Distinct sentences weighed exactly in the SMC estimates (:func:`known_mass`): the kernel's look-up set (whose
+    ``tokens`` they are, by length), their ``lengths`` and ``log_weight`` (``lambda . f(x)``) in the same order, and
     ``log_known[j - 1] = log W(S_j)``, the log of their summed ``exp(lambda . f(x))`` at each length ``1..m`` (-inf:
     none)."""
 
     table: KnownSet
+    lengths: np.ndarray
+    log_weight: np.ndarray
     log_known: np.ndarray
+
+    def draw(self, j: int, n: int, rng) -> np.ndarray:
+        """``n`` of the known sentences of length ``j`` (int64 ``(n, j)``), each with probability ``∝ exp(lambda .
+        f(x))``."""
+        at = np.arange(self.table.start[j], self.table.start[j + 1])
+        return self.table.tokens[rng.choice(at, size=n, p=_probabilities(self.log_weight[at])), :j]
 
 
 def known_mass(known, m: int) -> KnownMass:
@@ -317,14 +326,14 @@ def known_mass(known, m: int) -> KnownMass:
     rows = np.where(np.arange(width)[None, :] < lengths[inside, None], tokens[inside, :width], 0)
     hashes = known_hashes(np.ascontiguousarray(rows), lengths[inside])
     order = np.lexsort((hashes, lengths[inside]))
-    rows, sizes, hashes = rows[order], lengths[inside][order], hashes[order]
+    rows, sizes, hashes, weights = rows[order], lengths[inside][order], hashes[order], log_weight[inside][order]
     same = np.flatnonzero((sizes[1:] == sizes[:-1]) & (hashes[1:] == hashes[:-1]))
     if np.any(np.all(rows[same] == rows[same + 1], axis=1)):
         raise ValueError("known sentences must be distinct: one is given twice")
     start = np.searchsorted(sizes, np.arange(m + 2)).astype(np.int64)
     log_known = np.full(m, -np.inf)
-    np.logaddexp.at(log_known, lengths[inside] - 1, log_weight[inside])
-    return KnownMass(KnownSet(start, hashes, np.ascontiguousarray(rows)), log_known)
+    np.logaddexp.at(log_known, sizes - 1, weights)
+    return KnownMass(KnownSet(start, hashes, np.ascontiguousarray(rows)), sizes, weights, log_known)
 
 
 def _smc_settings(n_particles: int, max_length: int, seed, reference: np.ndarray = _NO_REFERENCE,
@@ -371,13 +380,12 @@ class SMCResult:
     kept : ndarray (n_replicates, n_lengths, n_keep, n_lengths), optional
         ``kept[r, j - 1, s, :j]``: sentences of length ``j`` that run ``r`` resampled by their end-of-sentence
         weights (approximate draws of the model at length ``j``; :meth:`draws`).
-    log_known : ndarray (n_lengths,), optional
-        With known sentences (:func:`smc_log_z` ``known``): ``log W(S_j)``, their exact weight at each length (-inf:
-        none); each replicate is then ``log (W(S_j) + Z-hat_j(rest))``.
+    known : KnownMass, optional
+        The sentences weighed exactly (:func:`smc_log_z` ``known``); each replicate is then ``log (W(S_j) +
+        Z-hat_j(rest))`` and the kept sentences are draws of the rest.
     rest : ndarray (n_replicates, n_lengths), optional
-        ``log Z-hat_j(rest)``: each run's estimate of ``Z_j`` less the known weight.
-    kept_known : ndarray of bool (n_replicates, n_lengths, n_keep), optional
-        Which kept sentences are known ones.
+        With ``known``: ``log Z-hat_j(rest)``, each run's estimate of ``Z_j`` less the known weight (-inf: the run
+        found no other sentence, and kept known ones).
     """
 
     lengths: np.ndarray
@@ -386,34 +394,45 @@ class SMCResult:
     n_particles: int
     seconds: float
     kept: np.ndarray | None = None
-    log_known: np.ndarray | None = None
+    known: KnownMass | None = None
     rest: np.ndarray | None = None
-    kept_known: np.ndarray | None = None
+
+    @property
+    def log_known(self) -> np.ndarray | None:
+        """``log W(S_j)``, the known sentences' exact weight at each length (-inf: none; None without known ones)."""
+        return None if self.known is None else self.known.log_known
 
     def draws(self, j: int, n: int, rng, outside_known: bool = False) -> np.ndarray:
-        """``n`` approximate draws of the model at length ``j`` (int64 ``(n, j)``) from the kept sentences; with
-        ``outside_known``, of the model restricted to the sentences outside the known ones (a run with probability
-        ``∝`` its rest estimate among the runs that kept such a sentence).  Raises ValueError when no run kept
-        one (:meth:`can_draw_outside_known`)."""
+        """``n`` approximate draws of the model at length ``j`` (int64 ``(n, j)``) from the kept sentences (a run
+        with probability ``∝`` its ``Z-hat_j``, then one of its kept ones).  With known sentences each draw is a known
+        one with probability ``W(S_j) / Z-hat_j`` (which one by their exact weights), else a draw of the rest; with
+        ``outside_known``, always a draw of the rest -- the model restricted to the other sentences (raises
+        ValueError where no run found one: :meth:`can_draw_outside_known`)."""
         if self.kept is None:
             raise ValueError("this SMC result kept no sentences (run smc_log_z with n_keep > 0)")
-        if not outside_known or self.kept_known is None:
-            return _pick_sentences(self.replicates[:, j - 1], self.kept[:, j - 1], j, n, as_generator(rng))
-        skip = self.kept_known[:, j - 1]
-        if not self.can_draw_outside_known(j):
-            raise ValueError(f"no run kept a sentence of length {j} outside the known ones")
-        assert self.rest is not None
-        log_rest = np.where(skip.all(axis=1), -np.inf, self.rest[:, j - 1])
-        return _pick_sentences(log_rest, self.kept[:, j - 1], j, n, as_generator(rng), skip)
+        rng = as_generator(rng)
+        if self.known is None or self.rest is None:
+            return _pick_sentences(self.replicates[:, j - 1], self.kept[:, j - 1], j, n, rng)
+        rest = self.rest[:, j - 1]
+        if outside_known:
+            if not self.can_draw_outside_known(j):
+                raise ValueError(f"no run found a sentence of length {j} outside the known ones")
+            return _pick_sentences(rest, self.kept[:, j - 1], j, n, rng)
+        share = np.exp(self.known.log_known[j - 1] - self.log_z[j - 1]) if np.isfinite(rest).any() else 1.0
+        known = rng.random(n) < share
+        out = np.zeros((n, j), dtype=np.int64)
+        if known.any():
+            out[known] = self.known.draw(j, int(known.sum()), rng)
+        if not known.all():
+            out[~known] = _pick_sentences(rest, self.kept[:, j - 1], j, int((~known).sum()), rng)
+        return out
 
     def can_draw_outside_known(self, j: int) -> bool:
-        """Whether some run with a positive rest estimate kept a sentence of length ``j`` outside the known ones
-        (always, without known sentences, when sentences were kept)."""
+        """Whether some run found a sentence of length ``j`` outside the known ones and kept it (without known
+        sentences: whether sentences were kept)."""
         if self.kept is None or self.kept.shape[2] == 0:
             return False
-        if self.kept_known is None or self.rest is None:
-            return True
-        return bool(np.any(~self.kept_known[:, j - 1].all(axis=1) & np.isfinite(self.rest[:, j - 1])))
+        return self.rest is None or bool(np.isfinite(self.rest[:, j - 1]).any())
 
     @property
     def log_z(self) -> np.ndarray:
@@ -468,7 +487,7 @@ def smc_log_z(model: SentenceTRF, max_length: int | None = None, *, n_particles:
         Z_j(rest)``, and each run estimates the rest with the known sentences' end weights set to 0 (the particle
         filter for the target restricted to the other sentences: unbiased for ``Z_j(rest)``), so each replicate
         ``W(S_j) + Z-hat_j(rest)`` is unbiased for ``Z_j`` and a run that never reaches a heavy known sentence still
-        counts it.
+        counts it; the kept sentences are then draws of the rest (:meth:`SMCResult.draws`).
     """
     proposal = _check_proposal(proposal)
     trim = _check_trim(trim)
@@ -489,9 +508,7 @@ def smc_log_z(model: SentenceTRF, max_length: int | None = None, *, n_particles:
     rest = np.zeros((n_replicates, max_length))
     seconds = _run_all(bundle, n_particles, max_length, seeds, out, ess, keep, threads, known=mass.table, rest=rest)
     rest += lengths * shift
-    kept_known = None if keep is None else _known_split(known, keep, max_length)[2]
-    return SMCResult(lengths, np.logaddexp(mass.log_known, rest), ess, n_particles, seconds, keep, mass.log_known, rest,
-                     kept_known)
+    return SMCResult(lengths, np.logaddexp(mass.log_known, rest), ess, n_particles, seconds, keep, mass, rest)
 
 
 @dataclass
@@ -625,40 +642,13 @@ def _probabilities(log_w: np.ndarray) -> np.ndarray:
     return w / w.sum()
 
 
-def _pick_sentences(log_z_j: np.ndarray, keep_j: np.ndarray, j: int, n: int, rng,
-                    skip_j: np.ndarray | None = None) -> np.ndarray:
+def _pick_sentences(log_z_j: np.ndarray, keep_j: np.ndarray, j: int, n: int, rng) -> np.ndarray:
     """``n`` sentences of length ``j`` from the runs' kept ones ``keep_j`` (runs, S, >= j): a run with probability
     ``∝ Z-hat_j`` of that run (pooling independent particle systems), then a random one of its kept sentences
-    (they lie in particle order, which groups relatives); with ``skip_j`` (runs, S) bool, a random one of those not
-    skipped (a run whose kept sentences are all skipped must have ``Z-hat_j`` 0)."""
+    (they lie in particle order, which groups relatives)."""
     runs = rng.choice(keep_j.shape[0], size=n, p=_probabilities(log_z_j))
-    if skip_j is None or not skip_j.any():
-        picks = rng.integers(keep_j.shape[1], size=n)
-    else:
-        picks = np.empty(n, dtype=np.int64)
-        for r in np.unique(runs):
-            at = np.flatnonzero(runs == r)
-            picks[at] = rng.choice(np.flatnonzero(~skip_j[r]), size=at.size)
+    picks = rng.integers(keep_j.shape[1], size=n)
     return keep_j[runs, picks, :j]
-
-
-def _known_split(known, keep: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """For :meth:`SMCSampler.draw`: the known sentences' lengths and log weights, which kept sentences ``keep``
-    (runs, m, S, m) are known (bool, (runs, m, S)) and ``log W(S_j)``, the log of the known weight at each length
-    ``1..m`` (-inf: none)."""
-    member = np.zeros(keep.shape[:3], dtype=bool)
-    log_known = np.full(m, -np.inf)
-    if known is None:
-        return np.zeros(0, dtype=np.int64), np.zeros(0), member, log_known
-    tokens, lengths, log_weight = _known_arrays(known)
-    for j in np.unique(lengths[lengths <= m]):
-        at = lengths == j
-        log_known[j - 1] = logsumexp(log_weight[at])
-        rows = {row.tobytes() for row in np.ascontiguousarray(tokens[at, :j])}
-        kept = np.ascontiguousarray(keep[:, j - 1, :, :j]).reshape(-1, j)
-        member[:, j - 1] = np.fromiter((row.tobytes() in rows for row in kept), bool, kept.shape[0]).reshape(
-            keep.shape[0], keep.shape[2])
-    return lengths, log_weight, member, log_known
 
 
 def _allot(shares: np.ndarray, n: int, rng) -> np.ndarray:
@@ -725,10 +715,12 @@ class SMCSampler:
         ``known = (tokens, lengths, log_weight)``: distinct sentences (tokens ``(n, >= their length)``) whose
         ``lambda . f(x)`` is known (:class:`trf.lm.known.KnownSentences`), weighed exactly instead of found by
         chance.  At length ``j`` with known set ``S_j``, ``Z_j = W(S_j) + Z_j(rest)``: ``W(S_j)`` is their exact sum
-        and each run's ``Z-hat_j`` times the share of its kept sentences outside ``S_j`` (the kept ones are resampled
-        by the end weights, so that share is unbiased for the particles' weighted share) is unbiased for the rest.
-        The lengths follow ``q-hat(j) ∝ exp(w_j) (W(S_j) + mean_r Z-hat_j^r(rest))``; a draw of length ``j`` is a
-        kept sentence outside ``S_j`` (run ``∝`` its rest estimate), and the known mass enters Rao-Blackwellised:
+        and each run's estimate with the known sentences' end weights set to 0 is unbiased for the rest (as in
+        :func:`smc_log_z`; until session 32 it was ``Z-hat_j`` times the share of the run's kept sentences outside
+        ``S_j``, whose expectation given the particles this is: no noisier, and never 0 for want of a kept one).
+        The lengths follow ``q-hat(j) ∝ exp(w_j) (W(S_j) + mean_r Z-hat_j^r(rest))``; a draw of length ``j`` is one
+        of the run's kept sentences, resampled by those rest weights (run ``∝`` its rest estimate), and the known mass
+        enters Rao-Blackwellised:
         ``info["weight"][k] = 1 - P_j`` for the draw (``P_j = W(S_j) / Z_j``, the known share of its length) and
         ``info["known_weight"][i] = n_j P_j exp(log_weight[i]) / W(S_j)`` for known sentence ``i`` of length
         ``j`` drawn ``n_j`` times -- AugSA's batch sum is then ``sum_k weight[k] f(x_k) + sum_i known_weight[i]
@@ -744,14 +736,17 @@ class SMCSampler:
         out = np.zeros((self.n_runs, self.m))
         ess = np.zeros((self.n_runs, self.m))
         keep = np.zeros((self.n_runs, self.m, n_samples, self.m), dtype=np.int64)
-        seconds = _run_all(bundle, self.n_particles, self.m, seeds, out, ess, keep, self.threads)
+        mass = None if known is None else known_mass(known, self.m)
+        rest = None if mass is None else np.zeros((self.n_runs, self.m))
+        seconds = _run_all(bundle, self.n_particles, self.m, seeds, out, ess, keep, self.threads,
+                           known=NO_KNOWN if mass is None else mass.table, rest=rest)
         lengths_all = np.arange(1, self.m + 1)
         # non-finite estimates (weights overflowing while lambda diverges, before the trainer's guard sees it) carry
         # no information: they get weight 0, and with no finite weight left every length and run is equally likely
         log_z_runs = np.where(np.isfinite(out), out + lengths_all * shift, -np.inf)
-        known_j, known_log, member, log_known = _known_split(known, keep, self.m)
-        with np.errstate(divide="ignore"):
-            log_rest_runs = log_z_runs + np.log(1.0 - member.mean(axis=2))  # (runs, m): Z-hat_j outside S_j
+        log_known = np.full(self.m, -np.inf) if mass is None else mass.log_known
+        # Z-hat_j outside S_j: the kept sentences are draws of it (SMCOutput.log_rest)
+        log_rest_runs = log_z_runs if rest is None else np.where(np.isfinite(rest), rest + lengths_all * shift, -np.inf)
         log_z = np.logaddexp(log_known, logsumexp(log_rest_runs, axis=0) - np.log(self.n_runs))
         log_law = np.asarray(log_len_weight, float) + log_z
         law = _probabilities(log_law)
@@ -774,10 +769,10 @@ class SMCSampler:
         for j in np.unique(lengths):
             at = np.flatnonzero(lengths == j)
             if known_share[j - 1] < 1.0:
-                tokens[at, :j] = _pick_sentences(log_rest_runs[:, j - 1], keep[:, j - 1], j, at.size, rng,
-                                                 member[:, j - 1])
+                tokens[at, :j] = _pick_sentences(log_rest_runs[:, j - 1], keep[:, j - 1], j, at.size, rng)
         info = {"smc_min_ess": float(ess.min()), "log_z": log_z, "length_law": law, "smc_seconds": seconds}
         if known is not None:
+            _, known_j, known_log = _known_arrays(known)
             n_j = np.bincount(lengths, minlength=self.m + 1)[1:]
             info["weight"] = 1.0 - known_share[lengths - 1]
             info["known_weight"] = np.zeros(known_j.size)

@@ -247,8 +247,7 @@ def run_conditional_smc(model: SentenceTRF, smc: SMCResult, settled: np.ndarray,
     weighing them exactly, at the lengths where SMC kept such a draw (None when there is none)."""
     n_runs = smc.replicates.shape[0]
     outside = known is not None
-    can = np.array([smc.can_draw_outside_known(int(j)) for j in settled], dtype=bool) if outside else \
-        np.ones(settled.size, dtype=bool)
+    can = np.array([smc.can_draw_outside_known(int(j)) for j in settled], dtype=bool)
     settled, per_length = settled[can], per_length[can]
     if settled.size == 0:
         return None
