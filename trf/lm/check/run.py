@@ -43,10 +43,6 @@ OVERRUN = 1.5
 """The check says at once, before its AIS runs, when its minimum effort is predicted to take more than this times
 its time budget (:func:`check_normalisers`' ``on_note``)."""
 
-KEEP_WITH_KNOWN = 100
-"""Sentences each SMC run keeps per length when known sentences are weighed exactly: conditional SMC's references
-are kept sentences outside the known ones, which can hold most of a length's mass."""
-
 _log = logging.getLogger("trf.lm.check")
 
 
@@ -310,13 +306,12 @@ def _plan(model: SentenceTRF, setup: AISSetup | None, lengths: np.ndarray, exact
     a time budget ``spend`` of which SMC and conditional SMC get their fractions and AIS the rest; a predicted
     overrun of the budget goes to ``on_note`` at once."""
     ais_lengths = lengths[~exact_mask]
-    n_keep = n_chains if known is None else max(n_chains, KEEP_WITH_KNOWN)
     if isinstance(spend, CheckEffort):
-        smc, _ = _smc_stage(model, ais_lengths, spend.particles, smc_replicates, None, rng, n_keep, clock, known=known)
+        smc, _ = _smc_stage(model, ais_lengths, spend.particles, smc_replicates, None, rng, n_chains, clock, known=known)
         csmc = _csmc_stage(model, ais_lengths, smc, spend.csmc_particles, None, rng, known=known)
         return _Plan(smc, csmc, _Schedule.fixed(exact_mask, spend.temperatures))
     smc, smc_seconds = _smc_stage(model, ais_lengths, smc_particles, smc_replicates, smc_fraction * spend, rng,
-                                  n_keep, clock, known=known)
+                                  n_chains, clock, known=known)
     csmc = _csmc_stage(model, ais_lengths, smc, csmc_particles, csmc_fraction * spend, rng, smc_seconds, known=known)
     schedule = _Schedule.budgeted(setup, lengths, exact_mask, spend, rng, burn_in=burn_in,
                                   extra=0.25 if half_run else 0.0, started=started, clock=clock)
