@@ -232,7 +232,7 @@ def _known_note(smc: SMCResult, n_known: int) -> str:
         share = np.exp(smc.log_known - smc.log_z)
     share = np.where(np.isfinite(share), share, 0.0)
     worst = int(np.argmax(share))
-    return (f"SMC and conditional SMC weighed {n_known} known sentences exactly (log Z_j = log (W_j + rest), the rest "
+    return (f"SMC and conditional SMC weighed {n_known:,} known sentences exactly (log Z_j = log (W_j + rest), the rest "
             f"estimated outside them): their share of the SMC estimate is at most {100 * share[worst]:.3g}% (length "
             f"{smc.lengths[worst]}), above 1% at {int((share > 0.01).sum())} of {smc.lengths.size} lengths")
 
