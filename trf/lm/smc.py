@@ -336,6 +336,16 @@ def known_mass(known, m: int) -> KnownMass:
     return KnownMass(KnownSet(start, hashes, np.ascontiguousarray(rows)), sizes, weights, log_known)
 
 
+def _as_mass(known, m: int) -> KnownMass:
+    """``known`` as a :class:`KnownMass` for lengths ``1..m``: built by :func:`known_mass`, or one built before for
+    at least ``m`` lengths (its look-up set reused, built once for several runs)."""
+    if not isinstance(known, KnownMass):
+        return known_mass(known, m)
+    if known.log_known.size < m:
+        raise ValueError(f"known covers lengths 1..{known.log_known.size}, fewer than {m}")
+    return known._replace(log_known=known.log_known[:m])
+
+
 def _smc_settings(n_particles: int, max_length: int, seed, reference: np.ndarray = _NO_REFERENCE,
                   known: KnownSet = NO_KNOWN) -> SMCRun:
     """The kernel's :class:`SMCRun` bundle (the table cache within :data:`TABLE_CACHE_BYTES`)."""
@@ -504,7 +514,7 @@ def smc_log_z(model: SentenceTRF, max_length: int | None = None, *, n_particles:
     if known is None:
         seconds = _run_all(bundle, n_particles, max_length, seeds, out, ess, keep, threads)
         return SMCResult(lengths, out + lengths * shift, ess, n_particles, seconds, keep)
-    mass = known_mass(known, max_length)
+    mass = _as_mass(known, max_length)
     rest = np.zeros((n_replicates, max_length))
     seconds = _run_all(bundle, n_particles, max_length, seeds, out, ess, keep, threads, known=mass.table, rest=rest)
     rest += lengths * shift
@@ -600,7 +610,7 @@ def conditional_smc_log_z(model: SentenceTRF, references: dict, *, n_particles: 
                              f"length, got {ref.shape}")
         if ref.min() < 0 or ref.max() >= model.features.n_words:
             raise ValueError(f"references[{j}] holds word ids outside 0..{model.features.n_words - 1}")
-    mass = None if known is None else known_mass(known, int(lengths.max()))
+    mass = None if known is None else _as_mass(known, int(lengths.max()))
     if mass is not None:
         for j, ref in zip(lengths, refs):
             hit = next((ref[r] for r in range(n_runs) if _is_known(mass.table, ref[r])), None)

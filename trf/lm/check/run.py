@@ -35,7 +35,7 @@ from trf.lm.check.estimates import (
 from trf.lm.check.plan import SMC_PARTICLE_RANGE, BudgetPlan, CheckEffort, Clock, pilot_plan
 from trf.lm.corpus import EncodedCorpus
 from trf.lm.model import SentenceTRF
-from trf.lm.smc import ConditionalSMCResult, SMCResult
+from trf.lm.smc import ConditionalSMCResult, SMCResult, known_mass
 
 __all__ = ["check_normalisers", "OVERRUN"]
 
@@ -448,11 +448,12 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
     exact_mask = np.array([float(model.features.n_words) ** j <= exact_limit for j in lengths])
     setup = AISSetup.build(model, n_chains, parallel, base) if not exact_mask.all() else None
     floor, known_set = known_sentences(model, known, lengths) if len(known) else (None, None)
+    known_mass_set = None if known_set is None else known_mass(known_set, model.m)  # one look-up set for every run
     smc, csmc, schedule = _plan(model, setup, lengths, exact_mask, spend, rng, n_chains=n_chains,
                                 smc_particles=smc_particles, csmc_particles=csmc_particles,
                                 smc_replicates=smc_replicates, smc_fraction=smc_fraction, csmc_fraction=csmc_fraction,
                                 burn_in=burn_in, half_run=half_run, started=started, clock=clock,
-                                on_note=_log.warning if on_note is None else on_note, known=known_set)
+                                on_note=_log.warning if on_note is None else on_note, known=known_mass_set)
     estimates, method = _ais_estimates(model, setup, lengths, exact_mask, schedule, smc, rng, n_chains=n_chains,
                                        burn_in=burn_in, half_run=half_run, exact_limit=exact_limit)
     if smc is not None:
