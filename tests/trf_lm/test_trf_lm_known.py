@@ -165,3 +165,38 @@ def test_class_neighbours_replace_one_word_within_its_class_and_join_the_floor_o
         assert len(wider) == len(union)
     # between their shares, one of the two 3-word sentences is left out, and its neighbours with it
     assert len(plain.with_neighbours(feats, lam, between)) < len(plain.with_neighbours(feats, lam, low))
+
+
+def test_with_neighbours_takes_the_heaviest_sentences_first_within_the_row_limit(setup):
+    """Under a row limit, with_neighbours adds the neighbours of the heaviest heavy sentences (by share of their
+    length's floor) while their rows, counted by brute force (one per position and word of its class), fit: a limit
+    of exactly the k heaviest's rows takes k, one row less takes k - 1; the floor never falls below the plain one nor
+    rises above the unlimited one, and `neighbours` says how many were taken of how many."""
+    from trf.lm.known import DistinctSentences
+
+    sentences, corpus, feats, lam, log_z = setup
+    cls = feats.word_class
+    few = EncodedCorpus.from_sentences([[0, 1], [2, 2, 1], [1, 1, 1], [2], [0, 2, 2]])
+    plain = DistinctSentences([few], np.arange(1, M + 1))
+    base = plain.floor(feats, lam)
+    score = [feats.feature_vector(list(r[:j])) @ lam for r, j in zip(plain.tokens, plain.lengths)]
+    order = np.argsort([-(s - base.log_z[j - 1]) for s, j in zip(score, plain.lengths)], kind="stable")
+    rows = [sum(int((cls == cls[w]).sum()) for w in plain.tokens[i, :plain.lengths[i]]) for i in order]
+    full = plain.with_neighbours(feats, lam, 1e-12)
+    assert full.neighbours == (5, 5, sum(rows), 500_000) and not full.neighbours.cut
+    top = full.floor(feats, lam)
+    for k in range(1, 6):
+        limit = int(np.sum(rows[:k]))
+        for got, taken in ((plain.with_neighbours(feats, lam, 1e-12, limit), k),
+                           (plain.with_neighbours(feats, lam, 1e-12, limit - 1), k - 1)):
+            assert got.neighbours.taken == taken and got.neighbours.cut == (taken < 5)
+            union = {tuple(r[:j]) for r, j in zip(plain.tokens, plain.lengths)}
+            for i in order[:taken]:
+                s = tuple(plain.tokens[i, :plain.lengths[i]])
+                union |= {s[:p] + (w,) + s[p + 1:] for p in range(len(s)) for w in range(V) if cls[w] == cls[s[p]]}
+            assert {tuple(r[:j]) for r, j in zip(got.tokens, got.lengths)} == union
+            floor = got.floor(feats, lam)
+            assert np.all(floor.log_z >= base.log_z - 1e-12) and np.all(floor.log_z <= top.log_z + 1e-12)
+    assert plain.with_neighbours(feats, lam, 1e-12, 0).neighbours.taken == 0
+    with pytest.raises(ValueError, match="limit"):
+        plain.with_neighbours(feats, lam, 1e-12, -1)

@@ -402,6 +402,21 @@ def test_the_check_weighs_known_sentences_exactly_where_few_particles_miss_them(
     assert check.upper[2] - check.lower[2] < 0.3 and check.upper[2] - check.lower[2] < unknown.upper[2] - unknown.lower[2]
     assert 3 in check.csmc_bracketed and check.refuted.size == 0
     assert any(n.startswith("SMC and conditional SMC weighed ") and "known sentences exactly" in n for n in check.notes)
+    assert not any("heaviest of" in n for n in check.notes)  # every heavy sentence's neighbours fit the limit
+    # where the neighbour limit cut some, the note says whose neighbours are in the exact part
+    from trf.lm.check.estimates import known_sentences
+    from trf.lm.check.run import _known_note
+    from trf.lm.known import Neighbours
+    from trf.lm.smc import known_mass
+
+    floor, known = known_sentences(trf, [with_needle], np.arange(1, 5))
+    assert floor.neighbours.taken == floor.neighbours.heavy > 0
+    smc = smc_log_z(trf, 4, n_particles=5, n_replicates=2, seed=1, known=known_mass(known, trf.m))
+    note = _known_note(smc, known[1].size, Neighbours(40, 7, 1_234_567, 500_000))
+    assert note.endswith("the class neighbours of the 7 heaviest of 40 heavy known sentences are among them (all would "
+                         "need 1,234,567 rows, past the limit of 500,000; the others' neighbours are in the estimated "
+                         "rest)")
+    assert "heaviest" not in _known_note(smc, known[1].size, floor.neighbours)
 
 
 def test_the_check_takes_the_smc_estimate_where_ais_missed_probability_mass():

@@ -32,11 +32,18 @@ from samplers.validation import check_float, check_int
 from trf.lm.corpus import EncodedCorpus
 from trf.lm.features import SentenceFeatures
 
-__all__ = ["KnownSentences", "KNOWN_REFRESH", "NEIGHBOUR_SHARE", "DistinctSentences", "LengthFloor", "class_neighbours"]
+__all__ = ["KnownSentences", "KNOWN_REFRESH", "NEIGHBOUR_SHARE", "NEIGHBOUR_LIMIT", "DistinctSentences", "LengthFloor",
+           "Neighbours", "class_neighbours"]
 
 NEIGHBOUR_SHARE = 1e-3
 """A known sentence's class neighbours (:meth:`DistinctSentences.with_neighbours`) join the floor when it holds at
 least this share of its length's floor."""
+
+NEIGHBOUR_LIMIT = 500_000
+"""At most this many class-neighbour rows (before duplicates are removed) join the known sentences: the heaviest
+sentences' neighbours first (:meth:`DistinctSentences.with_neighbours`).  Fortunes' test and training text need
+269,703 for seed 3's full-set model; a small model of 2,000 fortunes lines, whose 20 classes hold up to 448 words
+each, would need 4,081,394 (building that set peaked at 10 GB; at the limit, 1.45 GB and 13 s)."""
 
 KNOWN_REFRESH = 50
 """Draws between two choices of the known set (a training sentence's weight climbs slowly while the runs miss it:
@@ -198,6 +205,8 @@ class DistinctSentences:
     lengths : ndarray of int64, shape (n,)
     corpus : EncodedCorpus
         The same sentences, flattened for :meth:`trf.lm.features.SentenceFeatures.scores`.
+    neighbours : Neighbours or None
+        Whose class neighbours joined (:meth:`with_neighbours`; None: none were looked for).
     """
 
     def __init__(self, corpora: Iterable[EncodedCorpus], lengths) -> None:
@@ -219,6 +228,7 @@ class DistinctSentences:
         self.tokens = tokens[first]
         self.lengths = sizes_all[first]
         self.corpus = _flat(self.tokens, self.lengths)
+        self.neighbours: Neighbours | None = None
 
     def __len__(self) -> int:
         """Distinct sentences kept."""
@@ -243,10 +253,12 @@ class DistinctSentences:
         heaviest[group] = ties[first]
         return LengthFloor(log_z, np.bincount(k, minlength=n).astype(np.int64), heaviest)
 
-    def with_neighbours(self, features: SentenceFeatures, lam, share: float = NEIGHBOUR_SHARE) -> "DistinctSentences":
+    def with_neighbours(self, features: SentenceFeatures, lam, share: float = NEIGHBOUR_SHARE,
+                        limit: int = NEIGHBOUR_LIMIT) -> "DistinctSentences":
         """These sentences and the class neighbours of the heavy ones: every sentence that differs from one holding
         at least ``share`` of its length's floor (:meth:`floor`) in one word, replaced by a word of the same class
-        (``features.word_class``).
+        (``features.word_class``).  The heavy sentences are taken heaviest share first while their neighbours number
+        at most ``limit`` rows in all (duplicates counted); the result's :attr:`neighbours` says how many were.
 
         A model's class n-grams and skips lift a pattern, not one sentence: on fortunes seed 3's full-set model the
         neighbours of the test text's 1,694 distinct sentences raise its floor by up to 3.08 nats (length 10; 61,073
@@ -257,13 +269,48 @@ class DistinctSentences:
         scores = features.scores(self.corpus, lam) if len(self) else np.zeros(0)
         floor = self.floor_of(scores)
         k = np.searchsorted(self.wanted, self.lengths)
-        heavy = np.flatnonzero(scores - floor.log_z[k] >= np.log(share))
-        tokens, lengths = class_neighbours(self.tokens[heavy], self.lengths[heavy], features)
-        return DistinctSentences([self.corpus, _flat(tokens, lengths)], self.wanted)
+        limit = check_int(limit, "limit", low=0)
+        gap = scores - floor.log_z[k]
+        heavy = np.flatnonzero(gap >= np.log(share))
+        heavy = heavy[np.argsort(-gap[heavy], kind="stable")]
+        _, start = features.class_members()
+        size = (start[1:] - start[:-1])[features.word_class[self.tokens[heavy]]]
+        rows = np.where(np.arange(self.tokens.shape[1])[None, :] < self.lengths[heavy][:, None], size, 0).sum(axis=1)
+        taken = heavy[np.cumsum(rows) <= limit]  # a prefix: the running count only grows
+        tokens, lengths = class_neighbours(self.tokens[taken], self.lengths[taken], features)
+        wider = DistinctSentences([self.corpus, _flat(tokens, lengths)], self.wanted)
+        wider.neighbours = Neighbours(int(heavy.size), int(taken.size), int(rows.sum()), limit)
+        return wider
 
     def text(self, index: int, words: list[str]) -> str:
         """Sentence ``index`` as words joined by spaces."""
         return " ".join(words[t] for t in self.tokens[index, :self.lengths[index]])
+
+
+class Neighbours(NamedTuple):
+    """Whose class neighbours joined some known sentences (:meth:`DistinctSentences.with_neighbours`).
+
+    Attributes
+    ----------
+    heavy : int
+        Known sentences holding at least the share asked for of their length's floor.
+    taken : int
+        The heaviest of them whose neighbours joined (all ``heavy`` unless their rows would pass ``limit``).
+    rows : int
+        The neighbour rows all ``heavy`` sentences have (duplicates counted).
+    limit : int
+        The most rows allowed.
+    """
+
+    heavy: int
+    taken: int
+    rows: int
+    limit: int
+
+    @property
+    def cut(self) -> bool:
+        """Whether some heavy sentences' neighbours were left out for the limit."""
+        return self.taken < self.heavy
 
 
 def class_neighbours(tokens: np.ndarray, lengths: np.ndarray, features: SentenceFeatures) -> tuple[np.ndarray, np.ndarray]:

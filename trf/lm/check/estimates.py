@@ -26,7 +26,7 @@ from samplers.ais import AISResult, run_ais, run_bidirectional_ais
 from samplers.rng import kernel_seed
 from samplers.validation import as_float_array, check_int
 from trf.lm.corpus import EncodedCorpus
-from trf.lm.known import NEIGHBOUR_SHARE, DistinctSentences
+from trf.lm.known import NEIGHBOUR_SHARE, DistinctSentences, Neighbours
 from trf.lm.model import SentenceTRF, unigram_base
 from trf.lm.smc import ConditionalSMCResult, SMCResult, conditional_smc_log_z, smc_log_z
 from trf.lm.transms import ChainState, SentenceSampler
@@ -277,11 +277,14 @@ class KnownFloor(NamedTuple):
         How many distinct sentences of each length entered.
     heaviest : list of str
         The known sentence of most weight at each length (words joined by spaces; "" where none).
+    neighbours : Neighbours or None
+        Whose class neighbours joined (None: none were looked for).
     """
 
     log_z: np.ndarray
     sentences: np.ndarray
     heaviest: list[str]
+    neighbours: Neighbours | None = None
 
 
 def known_floor(model: SentenceTRF, corpora, lengths: np.ndarray,
@@ -305,7 +308,9 @@ def known_floor(model: SentenceTRF, corpora, lengths: np.ndarray,
         The class neighbours of every known sentence holding at least this share of its length's floor enter too
         (:meth:`trf.lm.known.DistinctSentences.with_neighbours`: one word replaced by a word of its class, each
         scored exactly); None: the known sentences only.  On fortunes' test text (1,694 distinct sentences, seed
-        3's full-set model) they raise the floor by up to 3.1 nats (length 10) in about a second.
+        3's full-set model) they raise the floor by up to 3.1 nats (length 10) in about a second.  The heaviest
+        sentences' neighbours come first, :data:`trf.lm.known.NEIGHBOUR_LIMIT` rows at most
+        (:attr:`KnownFloor.neighbours` says whose joined).
 
     Returns
     -------
@@ -328,4 +333,5 @@ def known_sentences(model: SentenceTRF, corpora, lengths: np.ndarray, neighbours
     at = np.searchsorted(distinct.wanted, lengths)  # the wanted lengths, in the caller's order
     heaviest = [distinct.text(int(i), model.vocab.words) if i >= 0 else "" for i in floor.heaviest[at]]
     tokens = distinct.tokens if distinct.tokens.shape[1] else np.zeros((len(distinct), 1), dtype=np.int64)
-    return KnownFloor(floor.log_z[at], floor.sentences[at], heaviest), (tokens, distinct.lengths, scores)
+    return (KnownFloor(floor.log_z[at], floor.sentences[at], heaviest, distinct.neighbours),
+            (tokens, distinct.lengths, scores))

@@ -34,6 +34,7 @@ from trf.lm.check.estimates import (
 )
 from trf.lm.check.plan import SMC_PARTICLE_RANGE, BudgetPlan, CheckEffort, Clock, pilot_plan
 from trf.lm.corpus import EncodedCorpus
+from trf.lm.known import Neighbours
 from trf.lm.model import SentenceTRF
 from trf.lm.smc import ConditionalSMCResult, SMCResult, known_mass
 
@@ -225,8 +226,9 @@ def _smc_estimates(lengths: np.ndarray, exact_mask: np.ndarray, exact_values: np
     return estimates
 
 
-def _known_note(smc: SMCResult, n_known: int) -> str:
-    """How much of the SMC estimates the known sentences weighed exactly, in words."""
+def _known_note(smc: SMCResult, n_known: int, neighbours: Neighbours | None = None) -> str:
+    """How much of the SMC estimates the known sentences weighed exactly, in words (and, where the limit cut them,
+    whose class neighbours were among them)."""
     assert smc.log_known is not None
     with np.errstate(divide="ignore", invalid="ignore"):
         share = np.exp(smc.log_known - smc.log_z)
@@ -234,11 +236,16 @@ def _known_note(smc: SMCResult, n_known: int) -> str:
     worst = int(np.argmax(share))
     return (f"SMC and conditional SMC weighed {n_known:,} known sentences exactly (log Z_j = log (W_j + rest), the rest "
             f"estimated outside them): their share of the SMC estimate is at most {100 * share[worst]:.3g}% (length "
-            f"{smc.lengths[worst]}), above 1% at {int((share > 0.01).sum())} of {smc.lengths.size} lengths")
+            f"{smc.lengths[worst]}), above 1% at {int((share > 0.01).sum())} of {smc.lengths.size} lengths"
+            + ("" if neighbours is None or not neighbours.cut else
+               f"; the class neighbours of the {neighbours.taken:,} heaviest of {neighbours.heavy:,} heavy known "
+               f"sentences are among them (all would need {neighbours.rows:,} rows, past the limit of {neighbours.limit:,}; the "
+               "others' neighbours are in the estimated rest)"))
 
 
 def _effort_notes(schedule: _Schedule, lengths: np.ndarray, n_chains: int, smc: SMCResult | None,
-                  csmc: ConditionalSMCResult | None, seconds: float, n_known: int = 0) -> list[str]:
+                  csmc: ConditionalSMCResult | None, seconds: float, n_known: int = 0,
+                  neighbours: Neighbours | None = None) -> list[str]:
     """How the effort was chosen and spent, in words (:attr:`NormaliserCheck.notes`)."""
     notes = []
     plan, ais_lengths, used = schedule.plan, lengths[schedule.ais_index], schedule.temperatures[schedule.ais_index]
@@ -259,7 +266,7 @@ def _effort_notes(schedule: _Schedule, lengths: np.ndarray, n_chains: int, smc: 
         notes.append(f"SMC: {smc.replicates.shape[0]} runs of {smc.n_particles} particles over lengths "
                      f"1-{smc.lengths.max()} in {smc.seconds:.1f} s")
         if smc.log_known is not None:
-            notes.append(_known_note(smc, n_known))
+            notes.append(_known_note(smc, n_known, neighbours))
     if csmc is not None:
         per = csmc.n_particles
         notes.append(f"conditional SMC: {csmc.runs.shape[0]} runs of "
@@ -462,5 +469,6 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
     return NormaliserCheck.bracket(lengths, method, estimates, model.zeta[lengths - 1] + model.log_z1(), margin=margin,
                                    z=z, n_chains=n_chains, seconds=seconds, m_total=int(model.pi.size),
                                    notes=_effort_notes(schedule, lengths, n_chains, smc, csmc, seconds,
-                                                       0 if known_set is None else known_set[1].size), base=base,
+                                                       0 if known_set is None else known_set[1].size,
+                                                       None if floor is None else floor.neighbours), base=base,
                                    floor=floor)
