@@ -132,8 +132,18 @@ class Terminated(KeyboardInterrupt):
     does: the command's ``finally`` blocks run, one message names the checkpoint, status 143 (128 + 15)."""
 
 
+_RECEIVED: list[int] = []
+"""The signals (SIGINT, SIGTERM) received while :func:`main` runs a command, in order."""
+
+
 def _raise_terminated(signum, frame) -> None:
+    _RECEIVED.append(signum)
     raise Terminated
+
+
+def _raise_interrupted(signum, frame) -> None:
+    _RECEIVED.append(signum)
+    raise KeyboardInterrupt
 
 
 def interruption(exc: BaseException) -> tuple[str, int] | None:
@@ -149,13 +159,29 @@ def interruption(exc: BaseException) -> tuple[str, int] | None:
     return ("interrupted", 130) if any(isinstance(link, KeyboardInterrupt) for link in links) else None
 
 
-def _catch_sigterm():
-    """Route SIGTERM to :class:`Terminated` for the run of :func:`main`; the previous handler (None where no handler
-    can be set: not the main thread, or no SIGTERM on this platform)."""
-    try:
-        return signal.signal(signal.SIGTERM, _raise_terminated)
-    except (ValueError, OSError, AttributeError):
-        return None
+def _received() -> tuple[str, int] | None:
+    """:func:`interruption`'s answer from the signals received while the command ran, for an error whose chain lost
+    them: a signal landing in a ctypes callback (LLVM's object cache, while Numba compiles) is printed and swallowed
+    there, and the compilation then fails with an unrelated ``RuntimeError``."""
+    if signal.SIGTERM in _RECEIVED:
+        return "terminated (SIGTERM)", 143
+    return ("interrupted", 130) if signal.SIGINT in _RECEIVED else None
+
+
+def _catch_signals() -> list[tuple[int, object]]:
+    """Route SIGTERM to :class:`Terminated`, and Ctrl-C (where Python's default handler has it) to the same
+    ``KeyboardInterrupt``, both noted in :data:`_RECEIVED`, for the run of :func:`main`; the previous handlers to put
+    back (none where no handler can be set: not the main thread, or no such signal on this platform)."""
+    previous = []
+    for name, handler in (("SIGTERM", _raise_terminated), ("SIGINT", _raise_interrupted)):
+        try:
+            number = getattr(signal, name)
+            if name == "SIGINT" and signal.getsignal(number) is not signal.default_int_handler:
+                continue
+            previous.append((number, signal.signal(number, handler)))
+        except (ValueError, OSError, AttributeError):
+            continue
+    return previous
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -172,7 +198,8 @@ def main(argv: list[str] | None = None) -> int:
         Exit status: the command's own, 2 on a usage error or a ``ValueError`` / missing file /
         missing extra (one ``mcsa: error:`` line, no traceback), 130 on Ctrl-C, 143 on SIGTERM.
     """
-    previous = _catch_sigterm()
+    _RECEIVED.clear()
+    previous = _catch_signals()
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
@@ -181,12 +208,12 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         try:
             result = args.func(args)
-        except (ValueError, FileNotFoundError, ImportError) as exc:
-            print(f"mcsa: error: {exc}", file=sys.stderr)
-            return 2
-        except (KeyboardInterrupt, SystemError) as exc:  # Ctrl-C or SIGTERM: a message and 130 / 143, no traceback
-            ended = interruption(exc)
+        except BaseException as exc:  # Ctrl-C or SIGTERM: a message and 130 / 143, no traceback, whatever it raised
+            ended = interruption(exc) or (None if isinstance(exc, BrokenPipeError) else _received())
             if ended is None:
+                if isinstance(exc, (ValueError, FileNotFoundError, ImportError)):
+                    print(f"mcsa: error: {exc}", file=sys.stderr)
+                    return 2
                 raise
             checkpoint = getattr(args, "checkpoint", None)
             kept = (f"; the last checkpoint is kept in {checkpoint} (run the same command with --resume)"
@@ -199,8 +226,9 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return _quiet_broken_pipe()
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        for number, handler in previous:
+            if handler is not None:  # None: not installed from Python, nothing to put back
+                signal.signal(number, handler)
 
 
 if __name__ == "__main__":  # pragma: no cover
