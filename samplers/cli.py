@@ -17,7 +17,7 @@ import re
 import signal
 import sys
 import warnings
-from typing import Sequence
+from typing import Any, Sequence
 
 #: The entry point group for CLI command groups.
 COMMANDS_GROUP = "mcsa.commands"
@@ -168,11 +168,11 @@ def _received() -> tuple[str, int] | None:
     return ("interrupted", 130) if signal.SIGINT in _RECEIVED else None
 
 
-def _catch_signals() -> list[tuple[int, object]]:
+def _catch_signals() -> list[tuple[int, Any]]:
     """Route SIGTERM to :class:`Terminated`, and Ctrl-C (where Python's default handler has it) to the same
     ``KeyboardInterrupt``, both noted in :data:`_RECEIVED`, for the run of :func:`main`; the previous handlers to put
     back (none where no handler can be set: not the main thread, or no such signal on this platform)."""
-    previous = []
+    previous: list[tuple[int, Any]] = []
     for name, handler in (("SIGTERM", _raise_terminated), ("SIGINT", _raise_interrupted)):
         try:
             number = getattr(signal, name)
