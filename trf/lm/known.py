@@ -43,7 +43,7 @@ NEIGHBOUR_LIMIT = 500_000
 """At most this many class-neighbour rows (before duplicates are removed) join the known sentences: the heaviest
 sentences' neighbours first (:meth:`DistinctSentences.with_neighbours`).  Fortunes' test and training text need
 269,703 for seed 3's full-set model; a small model of 2,000 fortunes lines, whose 20 classes hold up to 448 words
-each, would need 4,081,394 (building that set peaked at 10 GB; at the limit, 1.45 GB and 13 s)."""
+each, would need 4,081,394 (building that set peaked at 10 GB; at the limit, 1.06 GB and 13 s)."""
 
 KNOWN_REFRESH = 50
 """Draws between two choices of the known set (a training sentence's weight climbs slowly while the runs miss it:
@@ -212,21 +212,23 @@ class DistinctSentences:
     def __init__(self, corpora: Iterable[EncodedCorpus], lengths) -> None:
         self.wanted = np.unique(np.asarray(lengths, dtype=np.int64))
         width = int(self.wanted.max()) if self.wanted.size else 0
-        rows, sizes = [np.zeros((0, width), dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
+        # one int32 row per sentence, its length and then its words (int32: half the memory of the duplicates' sort)
+        rows = [np.zeros((0, width + 1), dtype=np.int32)]
         for corpus in corpora:
             at = np.flatnonzero(np.isin(corpus.lengths, self.wanted))
             size = corpus.lengths[at].astype(np.int64)
-            inside = np.arange(width)[None, :] < size[:, None]
-            block = np.zeros((at.size, width), dtype=np.int64)
-            block[inside] = corpus.tokens[(corpus.offsets[at][:, None] + np.arange(width)[None, :])[inside]]
+            within = np.arange(int(size.sum())) - np.repeat(np.cumsum(size) - size, size)  # position in its sentence
+            block = np.zeros((at.size, width + 1), dtype=np.int32)
+            block[:, 0] = size
+            words = corpus.tokens[np.repeat(corpus.offsets[at], size) + within]
+            block[np.repeat(np.arange(at.size), size), 1 + within] = words
             rows.append(block)
-            sizes.append(size)
-        tokens, sizes_all = np.concatenate(rows), np.concatenate(sizes)
-        keyed = np.concatenate([sizes_all[:, None], tokens], axis=1)
+        keyed = rows[-1] if len(rows) == 2 else np.concatenate(rows)
+        del rows
         _, first = np.unique(keyed, axis=0, return_index=True)
         first = np.sort(first)
-        self.tokens = tokens[first]
-        self.lengths = sizes_all[first]
+        self.tokens = keyed[first, 1:].astype(np.int64)
+        self.lengths = keyed[first, 0].astype(np.int64)
         self.corpus = _flat(self.tokens, self.lengths)
         self.neighbours: Neighbours | None = None
 
@@ -277,8 +279,8 @@ class DistinctSentences:
         size = (start[1:] - start[:-1])[features.word_class[self.tokens[heavy]]]
         rows = np.where(np.arange(self.tokens.shape[1])[None, :] < self.lengths[heavy][:, None], size, 0).sum(axis=1)
         taken = heavy[np.cumsum(rows) <= limit]  # a prefix: the running count only grows
-        tokens, lengths = class_neighbours(self.tokens[taken], self.lengths[taken], features)
-        wider = DistinctSentences([self.corpus, _flat(tokens, lengths)], self.wanted)
+        wider = DistinctSentences([self.corpus, _flat(*class_neighbours(self.tokens[taken], self.lengths[taken],
+                                                                          features))], self.wanted)
         wider.neighbours = Neighbours(int(heavy.size), int(taken.size), int(rows.sum()), limit)
         return wider
 
