@@ -42,8 +42,8 @@ least this share of its length's floor."""
 NEIGHBOUR_LIMIT = 500_000
 """At most this many class-neighbour rows (before duplicates are removed) join the known sentences: the heaviest
 sentences' neighbours first (:meth:`DistinctSentences.with_neighbours`).  Fortunes' test and training texts need
-269,703 for session 32's seed-3 full-set model; a small model of 2,000 fortunes lines, whose 20 classes hold up to 448 words
-each, would need 4,081,394 (building that set peaked at 10 GB; at the limit, 1.06 GB and 13 s)."""
+269,703 for session 32's seed-3 full-set model; a small model of 2,000 fortunes lines, whose 20 classes hold up to
+448 words each, would need 4,081,394 (building that set peaked at 10 GB; at the limit, 1.06 GB and 13 s)."""
 
 KNOWN_REFRESH = 50
 """Draws between two choices of the known set (a training sentence's weight climbs slowly while the runs miss it:
