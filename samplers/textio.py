@@ -81,8 +81,12 @@ def _strip_line_end(line: str) -> str:
     return line[:-1] if line.endswith("\r") else line
 
 
-def _decode_error(exc: UnicodeDecodeError, source: str, encoding: str, number: int | None) -> ValueError:
+def _decode_error(exc: UnicodeDecodeError, source: str, encoding: str, number: int | None,
+                  raw: bytes = b"") -> ValueError:
     where = f" line {number}" if number is not None else ""
+    if b"\x00" in raw:  # an archive, a program, a saved model: no encoding will make it text
+        return ValueError(f"{source}{where} holds a NUL byte and bytes that are not valid {encoding}: it is binary "
+                          "data, not text (a UTF-16 file? pass --encoding utf-16)")
     return ValueError(f"{source}{where} is not valid {encoding} text ({exc.reason} at byte {exc.start}); "
                       f"{ENCODING_HINT}")
 
@@ -95,7 +99,7 @@ def _iter_stream(stream: BinaryIO, source: str, encoding: str) -> Iterator[tuple
             try:
                 line = decoder.decode(raw, final=False)
             except UnicodeDecodeError as exc:
-                raise _decode_error(exc, source, encoding, number) from None
+                raise _decode_error(exc, source, encoding, number, raw) from None
             yield number, _check_line(_strip_line_end(line), number, source, encoding)
         try:
             decoder.decode(b"", final=True)

@@ -39,6 +39,12 @@ def test_bad_files_are_refused_naming_the_file_and_line(tmp_path):
     nul.write_bytes(b"\x00" * 64)
     with pytest.raises(ValueError, match=r"'.*nul.bin' line 1 holds a NUL character: it is binary data"):
         list(iter_lines(nul, what="--train"))
+    for name, head in (("model.npz", b"PK\x03\x04\x14\x00\x00\x00\x08\x00\xff\x9a"), ("a.out", b"\x7fELF\x02\x01\x01\x00\xff")):
+        binary = tmp_path / name  # a zip (a saved model) or a program: binary, not a text in another encoding
+        binary.write_bytes(head + b"\n")
+        with pytest.raises(ValueError, match=rf"--test '.*{name}' line 1 holds a NUL byte and bytes that are not valid "
+                                             "utf-8: it is binary data, not text"):
+            list(iter_lines(binary, what="--test"))
     utf16 = tmp_path / "u16.txt"
     utf16.write_bytes("hello world\n".encode("utf-16-le"))
     with pytest.raises(ValueError, match="--encoding utf-16"):
