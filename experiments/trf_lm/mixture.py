@@ -52,6 +52,67 @@ def inconclusive_reason(check_json: Path) -> str | None:
     return "; ".join(flagged) or "see its warnings"
 
 
+def mixture(model_path, ngram_path, valid, test, valid_check, test_check) -> dict:
+    """The test perplexities of the n-gram, the TRF and their sentence-level linear mixture (weight tuned on
+    ``valid`` with its checked normalisers), each TRF row under the checked normalisers and the two interval ends.
+
+    Returns
+    -------
+    dict
+        ``ngram`` (its perplexity), ``ngram_name``, ``ngram_report`` (SRILM's ppl lines), ``augsa`` (the TRF with
+        AugSA's zeta: a perplexity, or None with ``augsa_why_not``), ``trf`` and ``mix`` (``{"checked", "low",
+        "high"}`` perplexities), ``weight`` (the TRF's), ``inconclusive`` (``{"valid", "test"}`` -> reason or None).
+    """
+    import trf
+    from trf.lm.check.report import augsa_perplexity
+    from trf.lm.corpus import encode_file
+    from trf.lm.ngram_cli import evaluate_ngram, load_ngram
+    from trf.lm.rescore import interpolate_linear, tune_linear_weight
+    from trf.ngram import perplexity
+
+    model = trf.load(model_path)
+    ngram, ngram_vocab = load_ngram(ngram_path)
+    if set(ngram_vocab.words) != set(model.vocab.words):
+        raise ValueError("--ngram and --model have different vocabularies (train both with the same --vocab-size "
+                         "on the same training file)")
+    if not getattr(ngram, "has_unk", True):
+        raise ValueError("--ngram is an ARPA model without <unk>: it gives probability 0 to the words the TRF "
+                         "scores as <unk>, so the mixture's perplexity would not compare; use a model with <unk>")
+    files, checks = {"valid": valid, "test": test}, {"valid": valid_check, "test": test_check}
+    data = {k: encode_file(files[k], model.vocab) for k in files}
+    # the same words in another order (an ARPA file from another tool): the n-gram reads the text with its own ids
+    ng_data = data if ngram_vocab.words == model.vocab.words else {k: encode_file(files[k], ngram_vocab) for k in files}
+    tables = {k: log_z_tables(model, checks[k]) for k in files}
+    augsa = model.zeta + model.log_z1()
+
+    def trf_log_prob(split: str, which: str) -> np.ndarray:
+        corpus = data[split]
+        dims = model.dimension(corpus.lengths)
+        return model.log_prob(corpus, allow_positive=True) + augsa[dims - 1] - tables[split][which][dims - 1]
+
+    n_test = data["test"].n_predicted
+    ng = {k: ngram.log_prob(ng_data[k]) for k in files}
+    weight = tune_linear_weight(trf_log_prob("valid", "checked"), ng["valid"], data["valid"].n_predicted)
+    augsa_ppl = augsa_perplexity(model.log_prob(data["test"], allow_positive=True), data["test"])
+    return {
+        "ngram": perplexity(ng["test"], n_test), "ngram_name": f"{type(ngram).__name__}, order {ngram.order}",
+        "ngram_report": evaluate_ngram(ngram, ngram_vocab, test)["report"],
+        "augsa": None if augsa_ppl.impossible else augsa_ppl.perplexity, "augsa_why_not": augsa_ppl.why_not,
+        "trf": {w: perplexity(trf_log_prob("test", w), n_test) for w in ("checked", "low", "high")},
+        "mix": {w: perplexity(interpolate_linear(trf_log_prob("test", w), ng["test"], weight), n_test)
+                for w in ("checked", "low", "high")},
+        "weight": weight, "inconclusive": {k: inconclusive_reason(checks[k]) for k in files},
+    }
+
+
+def headline(ppl: dict, why: str | None) -> tuple[float, str]:
+    """The perplexity to quote from ``{"checked", "low", "high"}`` and how it was chosen: the checked one, or the
+    interval's high end where the test check is inconclusive (``why``), as ``mcsa trf eval`` does."""
+    if why is None:
+        return ppl["checked"], "checked"
+    return ppl["high"], f"checked, inconclusive: high end (midpoint {ppl['checked']:.2f})"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True, help="sentence TRF saved by `mcsa trf train`")
@@ -62,59 +123,26 @@ def main(argv=None) -> int:
     parser.add_argument("--test-check", required=True, help="`mcsa trf eval --json` output on --test")
     args = parser.parse_args(argv)
 
-    import trf
-    from trf.lm.check.report import augsa_perplexity
-    from trf.lm.corpus import encode_file
-    from trf.lm.ngram_cli import evaluate_ngram, load_ngram
-    from trf.lm.rescore import interpolate_linear, tune_linear_weight
-    from trf.ngram import perplexity
-
-    model = trf.load(args.model)
-    ngram, ngram_vocab = load_ngram(args.ngram)
-    if set(ngram_vocab.words) != set(model.vocab.words):
-        raise ValueError("--ngram and --model have different vocabularies (train both with the same --vocab-size "
-                         "on the same training file)")
-    if not getattr(ngram, "has_unk", True):
-        raise ValueError("--ngram is an ARPA model without <unk>: it gives probability 0 to the words the TRF "
-                         "scores as <unk>, so the mixture's perplexity would not compare; use a model with <unk>")
-    data = {k: encode_file(getattr(args, k), model.vocab) for k in ("valid", "test")}
-    # the same words in another order (an ARPA file from another tool): the n-gram reads the text with its own ids
-    ng_data = data if ngram_vocab.words == model.vocab.words else \
-        {k: encode_file(getattr(args, k), ngram_vocab) for k in ("valid", "test")}
-    tables = {k: log_z_tables(model, getattr(args, f"{k}_check")) for k in ("valid", "test")}
-    why = {k: inconclusive_reason(getattr(args, f"{k}_check")) for k in ("valid", "test")}
+    got = mixture(args.model, args.ngram, args.valid, args.test, args.valid_check, args.test_check)
+    why = got["inconclusive"]
     for k in ("valid", "test"):
         if why[k] is not None:
             print(f"warning: --{k}-check is inconclusive ({why[k]})"
                   + (": the TRF rows show the interval's high end, as `mcsa trf eval` does, with the midpoint beside "
                      "it; the high end itself may be too low where SMC has not settled" if k == "test" else
                      ": the mixture weight is tuned on its midpoints"), file=sys.stderr)
-    augsa = model.zeta + model.log_z1()
-
-    def trf_log_prob(split: str, which: str) -> np.ndarray:
-        corpus = data[split]
-        dims = model.dimension(corpus.lengths)
-        return model.log_prob(corpus, allow_positive=True) + augsa[dims - 1] - tables[split][which][dims - 1]
-
-    n_test = data["test"].n_predicted
-    ng = {k: ngram.log_prob(ng_data[k]) for k in ("valid", "test")}
-    ng_ppl = perplexity(ng["test"], n_test)
-    weight = tune_linear_weight(trf_log_prob("valid", "checked"), ng["valid"], data["valid"].n_predicted)
+    ng_ppl = got["ngram"]
     print("| model | normalisers | test PPL | interval (checked normalisers' ends) | vs n-gram |")
     print("|---|---|---|---|---|")
-    print(f"| n-gram ({type(ngram).__name__}, order {ngram.order}) | - | {ng_ppl:.2f} | - | 1.000 |")
-    augsa_ppl = augsa_perplexity(model.log_prob(data["test"], allow_positive=True), data["test"])
-    augsa_row = (f"none: {augsa_ppl.why_not} | - | -" if augsa_ppl.impossible
-                 else f"{augsa_ppl.perplexity:.2f} | - | {augsa_ppl.perplexity / ng_ppl:.3f}")
+    print(f"| n-gram ({got['ngram_name']}) | - | {ng_ppl:.2f} | - | 1.000 |")
+    augsa_row = (f"none: {got['augsa_why_not']} | - | -" if got["augsa"] is None
+                 else f"{got['augsa']:.2f} | - | {got['augsa'] / ng_ppl:.3f}")
     print(f"| TRF | AugSA zeta | {augsa_row} |")
-    trf_ppl = {w: perplexity(trf_log_prob("test", w), n_test) for w in ("checked", "low", "high")}
-    mix = {w: perplexity(interpolate_linear(trf_log_prob("test", w), ng["test"], weight), n_test)
-           for w in ("checked", "low", "high")}
-    for label, ppl in (("TRF", trf_ppl), (f"TRF + n-gram (linear, TRF weight {weight:.2f} tuned on valid)", mix)):
-        head, how = (ppl["checked"], "checked") if why["test"] is None else \
-            (ppl["high"], f"checked, inconclusive: high end (midpoint {ppl['checked']:.2f})")
+    for label, ppl in (("TRF", got["trf"]), (f"TRF + n-gram (linear, TRF weight {got['weight']:.2f} tuned on valid)",
+                                              got["mix"])):
+        head, how = headline(ppl, why["test"])
         print(f"| {label} | {how} | {head:.2f} | [{ppl['low']:.2f}, {ppl['high']:.2f}] | {head / ng_ppl:.3f} |")
-    print("\nn-gram on --test, SRILM's ppl lines:\n" + evaluate_ngram(ngram, ngram_vocab, args.test)["report"])
+    print("\nn-gram on --test, SRILM's ppl lines:\n" + got["ngram_report"])
     return 0
 
 

@@ -1,0 +1,205 @@
+"""Issue 27 item 3's protocol in one command: for each corpus and seed, one ``mcsa trf train --recipe full`` from
+scratch, the checked test and valid perplexities (``mcsa trf eval --check-known train.txt``), KN5, and TRF + KN5;
+then the table, the mean and spread over seeds, and whether each mark of item 3 is met.
+
+Every step is the command a user runs (printed before it runs, its output in a log beside its result) and is
+skipped when its result exists, so a killed study resumes where it stopped: run the same command again (the
+training then continues from its checkpoint with ``--resume``).  ``--table`` prints the table of whatever has
+finished without running anything.  Folders: ``OUT/<corpus>/{train,valid,test}.txt``, ``OUT/<corpus>/kn5.npz`` and
+``OUT/<corpus>/seed<N>/{full.npz, full.ckpt, eval-test.json, eval-valid.json, *.log}``::
+
+    python -m experiments.trf_lm.seeds --out /data/item3                      # fortunes and KJV, seeds 1-3, hours
+    python -m experiments.trf_lm.seeds --out /data/item3 --corpora fortunes --seeds 1 --table
+
+The corpora are prepared offline from Debian packages (``fortunes fortunes-min fortune-anarchism``;
+``bible-kjv bible-kjv-text``); ``--corpus NAME=DIR`` adds a folder that already holds train / valid / test.txt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+MARKS = {"ratio": 0.97, "width": 0.03, "mixture": 0.90}
+"""Item 3: checked test PPL <= 0.97 x KN5, its interval at most 3% wide, TRF + KN5 <= 0.90 x KN5."""
+
+TRAIN_FLAGS = ("--vocab-size", "10000", "--recipe", "full", "--smc-known", "1e-4", "--smc-remember", "--no-check",
+               "--log-every", "200")
+"""The training command's flags besides files, ``--minutes`` and ``--seed`` (the recipe of
+experiments/trf_lm/README.md's session-32 runs)."""
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "samplers.cli", *args]
+
+
+def prepare(name: str, folder: Path) -> dict[str, Path]:
+    """train / valid / test files of corpus ``name`` (``fortunes`` or ``kjv``) in ``folder``, written once."""
+    paths = {k: folder / f"{k}.txt" for k in ("train", "valid", "test")}
+    if all(p.is_file() for p in paths.values()):
+        return paths
+    folder.mkdir(parents=True, exist_ok=True)
+    if name == "fortunes":
+        from experiments.trf_lm.benchmark import prepare_corpus
+
+        return prepare_corpus(folder, 40)
+    if name == "kjv":
+        from experiments.trf_lm.kjv import prepare as prepare_kjv
+
+        return prepare_kjv(folder)
+    raise ValueError(f"unknown corpus {name!r}: fortunes, kjv, or --corpus {name}=DIR")
+
+
+def steps(files: dict[str, Path], folder: Path, seeds: list[int], minutes: float, check: list[str],
+          extra: list[str]) -> list[tuple[list[str], Path, Path]]:
+    """``(command, result, log)`` of every step for one corpus, in order: KN5, then per seed the training (with
+    ``--resume`` where its checkpoint exists), the test check and the valid check."""
+    kn5 = folder / "kn5.npz"
+    out = [(_cli("ngram", "train", "--train", str(files["train"]), "--out", str(kn5), "--order", "5", "--method",
+                 "kn", "--vocab-size", "10000"), kn5, folder / "kn5.log")]
+    for seed in seeds:
+        run = folder / f"seed{seed}"
+        model, checkpoint = run / "full.npz", run / "full.ckpt"
+        train = _cli("trf", "train", "--train", str(files["train"]), "--valid", str(files["valid"]), *TRAIN_FLAGS,
+                     "--minutes", f"{minutes:g}", "--out", str(model), "--checkpoint", str(checkpoint), "--seed",
+                     str(seed), *extra, *(["--resume"] if checkpoint.is_file() and not model.is_file() else []))
+        out.append((train, model, run / "train.log"))
+        for split in ("test", "valid"):
+            out.append((_cli("trf", "eval", "--model", str(model), "--test", str(files[split]), "--check-known",
+                             str(files["train"]), *check, "--json", str(run / f"eval-{split}.json")),
+                        run / f"eval-{split}.json", run / f"eval-{split}.log"))
+    return out
+
+
+def run_step(command: list[str], result: Path, log: Path) -> None:
+    """Run ``command`` unless ``result`` exists, its output to ``log``; a failure stops the study, naming the
+    log."""
+    if result.is_file():
+        return
+    log.parent.mkdir(parents=True, exist_ok=True)
+    print("$ mcsa " + shlex.join(command[3:]), flush=True)
+    with open(log, "a", encoding="utf-8") as handle:
+        status = subprocess.run(command, stdout=handle, stderr=subprocess.STDOUT).returncode
+    if status != 0 or not result.is_file():
+        raise RuntimeError(f"the step failed (exit {status}); its output is in {log}")
+
+
+def row(corpus: str, seed: int, folder: Path, files: dict[str, Path]) -> dict | None:
+    """One seed's numbers, or None until its checks have run."""
+    from experiments.trf_lm.mixture import mixture
+    from trf.io import read_header
+
+    run = folder / f"seed{seed}"
+    checks = {k: run / f"eval-{k}.json" for k in ("test", "valid")}
+    if not all(p.is_file() for p in checks.values()):
+        return None
+    meta = read_header(run / "full.npz")["meta"]
+    test = json.loads(checks["test"].read_text())
+    low, high = test["normaliser_check"]["perplexity_interval"]
+    mix = mixture(run / "full.npz", folder / "kn5.npz", files["valid"], files["test"], checks["valid"],
+                  checks["test"])
+    inconclusive = bool(test["normaliser_check"]["inconclusive"])
+    checked = high if inconclusive else test["perplexity_checked"]
+    mixed = mix["mix"]["high"] if inconclusive else mix["mix"]["checked"]
+    base = int(meta.get("base_iterations") or 0)
+    return {"corpus": corpus, "seed": seed, "base_iterations": base, "full_iterations": int(meta["iterations"]) - base,
+            "minutes": meta["train_seconds"] / 60, "guard": meta.get("guard_message"), "checked": checked,
+            "midpoint": test["perplexity_checked"], "low": low, "high": high, "inconclusive": inconclusive,
+            "augsa": test.get("perplexity_augsa"), "kn5": mix["ngram"], "ratio": checked / mix["ngram"],
+            "width": (high - low) / test["perplexity_checked"], "mixture": mixed, "mixture_ratio": mixed / mix["ngram"],
+            "weight": mix["weight"]}
+
+
+def table(rows: list[dict]) -> str:
+    """The rows as a markdown table, then per corpus the mean and spread of the ratios and item 3's marks."""
+    lines = ["| corpus | seed | `w+c` + full-set iterations | minutes | checked test PPL [interval] | AugSA PPL | KN5 "
+             "| / KN5 | TRF + KN5 (/ KN5) |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        head = (f"{r['checked']:.2f} (high end; midpoint {r['midpoint']:.2f}), inconclusive" if r["inconclusive"]
+                else f"{r['checked']:.2f}")
+        augsa = "-" if r["augsa"] is None else f"{r['augsa']:.2f}"
+        lines.append(f"| {r['corpus']} | {r['seed']} | {r['base_iterations']:,} + {r['full_iterations']:,}"
+                     f"{' (guard fired)' if r['guard'] else ''} | {r['minutes']:.0f} | {head} [{r['low']:.2f}, "
+                     f"{r['high']:.2f}] | {augsa} | {r['kn5']:.2f} | {r['ratio']:.3f} | {r['mixture']:.2f} "
+                     f"({r['mixture_ratio']:.3f}) |")
+    for corpus in dict.fromkeys(r["corpus"] for r in rows):
+        mine = [r for r in rows if r["corpus"] == corpus]
+        ratios, mixed = [r["ratio"] for r in mine], [r["mixture_ratio"] for r in mine]
+        spread = (lambda v: f" +- {statistics.stdev(v):.3f} (sd)" if len(v) > 1 else " (one seed)")
+        met = {"conclusive": all(not r["inconclusive"] for r in mine),
+               f"width <= {MARKS['width']:.0%}": all(r["width"] <= MARKS["width"] for r in mine),
+               f"<= {MARKS['ratio']} x KN5": all(r["ratio"] <= MARKS["ratio"] for r in mine),
+               f"TRF + KN5 <= {MARKS['mixture']} x KN5": all(r["mixture_ratio"] <= MARKS["mixture"] for r in mine),
+               "three seeds": len(mine) >= 3}
+        lines.append(f"\n{corpus}: TRF / KN5 {statistics.mean(ratios):.3f}{spread(ratios)}, TRF + KN5 / KN5 "
+                     f"{statistics.mean(mixed):.3f}{spread(mixed)} over seeds {', '.join(str(r['seed']) for r in mine)}"
+                     "; item 3: " + ", ".join(f"{k} {'met' if v else 'NOT met'}" for k, v in met.items()))
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True, help="folder of the study (created; rerun to resume)")
+    parser.add_argument("--corpora", nargs="*", default=["fortunes", "kjv"],
+                        help="fortunes and/or kjv (none: only the --corpus folders)")
+    parser.add_argument("--corpus", action="append", default=[], metavar="NAME=DIR",
+                        help="another corpus: a folder holding train.txt, valid.txt and test.txt (repeatable)")
+    parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
+    parser.add_argument("--minutes", type=float, default=105.0, help="--minutes of each training (default 105)")
+    parser.add_argument("--check-seconds", type=float, default=600.0, help="each check's time budget (default 600)")
+    parser.add_argument("--check-effort", default=None, help="a fixed effort for every check instead (as mcsa trf "
+                        "eval's --check-effort)")
+    parser.add_argument("--extra", default="", help="more `mcsa trf train` flags, one string (e.g. "
+                        "\"--smc-proposal trimmed\")")
+    parser.add_argument("--table", action="store_true", help="print the table of what has finished; run nothing")
+    args = parser.parse_args(argv)
+    if args.minutes <= 0 or args.check_seconds <= 0:
+        parser.error("--minutes and --check-seconds must be positive")
+    corpora: dict[str, Path | None] = {name: None for name in args.corpora}
+    for spec in args.corpus:
+        name, _, folder = spec.partition("=")
+        if not name or not folder:
+            parser.error(f"--corpus takes NAME=DIR, got {spec!r}")
+        corpora[name] = Path(folder)
+    out = Path(args.out)
+    check = ["--check-effort", args.check_effort] if args.check_effort else ["--check-seconds", f"{args.check_seconds:g}"]
+    try:
+        rows = _study(corpora, out, args, check)
+    except KeyboardInterrupt:
+        print("interrupted: run the same command to resume (the training continues from its checkpoint)",
+              file=sys.stderr)
+        return 130
+    except (RuntimeError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(table(rows) if rows else "nothing has finished yet")
+    return 0
+
+
+def _study(corpora: dict[str, Path | None], out: Path, args: argparse.Namespace, check: list[str]) -> list[dict]:
+    """Run (unless ``args.table``) every corpus's steps; the rows of the seeds whose checks have run."""
+    rows = []
+    for name, given in corpora.items():
+        folder = out / name
+        files = ({k: given / f"{k}.txt" for k in ("train", "valid", "test")} if given is not None
+                 else (prepare(name, folder) if not args.table else {k: folder / f"{k}.txt"
+                                                                      for k in ("train", "valid", "test")}))
+        missing = [str(p) for p in files.values() if not p.is_file()]
+        if missing:
+            print(f"{name}: no {', '.join(missing)}", file=sys.stderr)
+            continue
+        if not args.table:
+            for command, result, log in steps(files, folder, args.seeds, args.minutes, check,
+                                              shlex.split(args.extra)):
+                run_step(command, result, log)
+        rows += [r for r in (row(name, seed, folder, files) for seed in args.seeds) if r is not None]
+    return rows
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

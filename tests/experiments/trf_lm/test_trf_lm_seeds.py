@@ -1,0 +1,80 @@
+"""experiments.trf_lm.seeds: item 3's protocol (train, check, KN5, mixture per corpus and seed) in one resumable
+command, and its table."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from experiments.trf_lm.mixture import mixture
+from experiments.trf_lm.seeds import main as seeds
+from experiments.trf_lm.seeds import steps
+
+TEXT = "\n".join(["the cat sat", "the dog sat", "a cat ran", "the cat ran home", "a dog sat down", "the end"] * 8)
+HELD = "\n".join(["the cat sat down", "a dog ran", "the dog ran home", "a cat sat"] * 3)
+# iterations bound the training, not the clock; a fixed check effort: nothing here depends on the machine's speed
+FAST = ["--minutes", "60", "--check-effort", "20,200,50", "--extra", "--classes 3 --max-iterations 30"]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("seeds")
+    data = folder / "tiny"
+    data.mkdir()
+    (data / "train.txt").write_text(TEXT + "\n")
+    (data / "valid.txt").write_text(HELD + "\n")
+    (data / "test.txt").write_text(HELD + "\n")
+    return folder, data
+
+
+def test_the_study_runs_every_step_once_and_its_table_carries_the_checks(corpus, capsys):
+    """Two seeds: every step runs (printed as the mcsa command), the table's rows are the eval JSON's checked
+    perplexity, interval and KN5 ratio, and the mixture's; a rerun runs nothing and prints the same table."""
+    folder, data = corpus
+    out = folder / "out"
+    argv = ["--out", str(out), "--corpora", "--corpus", f"tiny={data}", "--seeds", "1", "2", *FAST]
+    assert seeds(argv) == 0
+    printed = capsys.readouterr().out
+    assert printed.count("$ mcsa trf train ") == 2 and printed.count("$ mcsa trf eval ") == 4
+    assert printed.count("$ mcsa ngram train ") == 1 and "--resume" not in printed
+    for seed in (1, 2):
+        run = out / "tiny" / f"seed{seed}"
+        test = json.loads((run / "eval-test.json").read_text())
+        low, high = test["normaliser_check"]["perplexity_interval"]
+        mix = mixture(run / "full.npz", out / "tiny" / "kn5.npz", data / "valid.txt", data / "test.txt",
+                      run / "eval-valid.json", run / "eval-test.json")
+        assert not test["normaliser_check"]["inconclusive"]
+        checked = test["perplexity_checked"]
+        assert (f"| tiny | {seed} | 30 + 0 | 0 | {checked:.2f} [{low:.2f}, {high:.2f}] | {test['perplexity_augsa']:.2f} "
+                f"| {mix['ngram']:.2f} | {checked / mix['ngram']:.3f} | {mix['mix']['checked']:.2f} "
+                f"({mix['mix']['checked'] / mix['ngram']:.3f}) |") in printed
+    assert "over seeds 1, 2; item 3: conclusive met" in printed and "three seeds NOT met" in printed
+    table = printed[printed.index("| corpus |"):]
+    stamps = {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()}
+    assert seeds(argv) == 0
+    again = capsys.readouterr().out
+    assert "$ mcsa" not in again and again == table
+    assert {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()} == stamps
+    assert seeds([*argv, "--table"]) == 0 and capsys.readouterr().out == table
+
+
+def test_a_killed_training_resumes_and_a_failed_step_names_its_log(corpus, tmp_path, capsys):
+    """The training step resumes from its checkpoint where one is left and no model (a killed run); a step that
+    fails stops the study with its log named; an empty study says nothing has finished."""
+    folder, data = corpus
+    files = {k: data / f"{k}.txt" for k in ("train", "valid", "test")}
+    run = tmp_path / "seed4"
+    run.mkdir()
+    (run / "full.ckpt").write_bytes(b"checkpoint")
+    trainings = [c for c, result, _ in steps(files, tmp_path, [4, 5], 60.0, [], []) if result.name == "full.npz"]
+    assert trainings[0][-1] == "--resume" and "--resume" not in trainings[1]
+    assert seeds(["--out", str(tmp_path / "none"), "--corpora", "--table"]) == 0
+    assert capsys.readouterr().out == "nothing has finished yet\n"
+    argv = ["--out", str(tmp_path / "bad"), "--corpora", "--corpus", f"tiny={data}", "--seeds", "1", *FAST[:4],
+            "--extra", "--classes 0"]
+    assert seeds(argv) == 1
+    err = capsys.readouterr().err
+    log = tmp_path / "bad" / "tiny" / "seed1" / "train.log"
+    assert f"error: the step failed (exit 2); its output is in {log}" in err
+    assert "--classes" in log.read_text()
