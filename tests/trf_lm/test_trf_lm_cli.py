@@ -330,11 +330,17 @@ def test_sigterm_ends_like_ctrl_c_with_status_143(trained, tmp_path, capsys, mon
             raise RuntimeError("no compiled object yet for weigh_particles")
         return command
 
-    for signum, status, message in ((signal.SIGTERM, 143, "terminated (SIGTERM)"), (signal.SIGINT, 130, "interrupted")):
-        monkeypatch.setattr(lm_cli, "_train", in_a_compile(signum))
-        assert main(["trf", "train", "--train", str(train), "--out", str(tmp_path / "m.npz")]) == status
-        assert capsys.readouterr().err == f"mcsa: {message}\n"
-    assert signal.getsignal(signal.SIGTERM) is before and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    outer = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a shell (a pytest-xdist worker ignores it)
+    try:
+        for signum, status, message in ((signal.SIGTERM, 143, "terminated (SIGTERM)"),
+                                        (signal.SIGINT, 130, "interrupted")):
+            monkeypatch.setattr(lm_cli, "_train", in_a_compile(signum))
+            assert main(["trf", "train", "--train", str(train), "--out", str(tmp_path / "m.npz")]) == status
+            assert capsys.readouterr().err == f"mcsa: {message}\n"
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, outer)
+    assert signal.getsignal(signal.SIGTERM) is before
 
     def broken(args):
         raise SystemError("a real bug, no signal")
