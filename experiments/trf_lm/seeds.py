@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import signal
 import statistics
 import subprocess
 import sys
@@ -84,9 +85,28 @@ def run_step(command: list[str], result: Path, log: Path) -> None:
     log.parent.mkdir(parents=True, exist_ok=True)
     print("$ mcsa " + shlex.join(command[3:]), flush=True)
     with open(log, "a", encoding="utf-8") as handle:
-        status = subprocess.run(command, stdout=handle, stderr=subprocess.STDOUT).returncode
+        process = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT)
+        try:
+            status = process.wait()
+        except KeyboardInterrupt:  # let the step leave its own way (the trainer writes its checkpoint)
+            _stop(process)
+            raise
     if status != 0 or not result.is_file():
         raise RuntimeError(f"the step failed (exit {status}); its output is in {log}")
+
+
+def _stop(process: subprocess.Popen) -> None:
+    """End ``process`` after a Ctrl-C: a terminal sent it the Ctrl-C too, so give it a few seconds to leave by
+    itself; else (a ``kill -INT`` of this script alone) send it SIGTERM, which ``mcsa`` handles as Ctrl-C; kill it
+    only if it has not left two minutes later."""
+    for send, grace in ((None, 5.0), (signal.SIGTERM, 120.0), (signal.SIGKILL, None)):
+        if send is not None:
+            process.send_signal(send)
+        try:
+            process.wait(timeout=grace)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def row(corpus: str, seed: int, folder: Path, files: dict[str, Path]) -> dict | None:
