@@ -132,13 +132,14 @@ def row(corpus: str, seed: int, folder: Path, files: dict[str, Path]) -> dict | 
             "midpoint": test["perplexity_checked"], "low": low, "high": high, "inconclusive": inconclusive,
             "augsa": test.get("perplexity_augsa"), "kn5": mix["ngram"], "ratio": checked / mix["ngram"],
             "width": (high - low) / test["perplexity_checked"], "mixture": mixed, "mixture_ratio": mixed / mix["ngram"],
+            "mixture_low": mix["mix"]["low"], "mixture_high": mix["mix"]["high"],
             "weight": mix["weight"]}
 
 
 def table(rows: list[dict]) -> str:
     """The rows as a markdown table, then per corpus the mean and spread of the ratios and item 3's marks."""
     lines = ["| corpus | seed | `w+c` + full-set iterations | minutes | checked test PPL [interval] | AugSA PPL | KN5 "
-             "| / KN5 | TRF + KN5 (/ KN5) |", "|---|---|---|---|---|---|---|---|---|"]
+             "| / KN5 | TRF + KN5 [interval] (/ KN5) |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         head = (f"{r['checked']:.2f} (high end; midpoint {r['midpoint']:.2f}), inconclusive" if r["inconclusive"]
                 else f"{r['checked']:.2f}")
@@ -146,7 +147,7 @@ def table(rows: list[dict]) -> str:
         lines.append(f"| {r['corpus']} | {r['seed']} | {r['base_iterations']:,} + {r['full_iterations']:,}"
                      f"{' (guard fired)' if r['guard'] else ''} | {r['minutes']:.0f} | {head} [{r['low']:.2f}, "
                      f"{r['high']:.2f}] | {augsa} | {r['kn5']:.2f} | {r['ratio']:.3f} | {r['mixture']:.2f} "
-                     f"({r['mixture_ratio']:.3f}) |")
+                     f"[{r['mixture_low']:.2f}, {r['mixture_high']:.2f}] ({r['mixture_ratio']:.3f}) |")
     for corpus in dict.fromkeys(r["corpus"] for r in rows):
         mine = [r for r in rows if r["corpus"] == corpus]
         ratios, mixed = [r["ratio"] for r in mine], [r["mixture_ratio"] for r in mine]

@@ -47,8 +47,8 @@ def test_the_study_runs_every_step_once_and_its_table_carries_the_checks(corpus,
         assert not test["normaliser_check"]["inconclusive"]
         checked = test["perplexity_checked"]
         assert (f"| tiny | {seed} | 30 + 0 | 0 | {checked:.2f} [{low:.2f}, {high:.2f}] | {test['perplexity_augsa']:.2f} "
-                f"| {mix['ngram']:.2f} | {checked / mix['ngram']:.3f} | {mix['mix']['checked']:.2f} "
-                f"({mix['mix']['checked'] / mix['ngram']:.3f}) |") in printed
+                f"| {mix['ngram']:.2f} | {checked / mix['ngram']:.3f} | {mix['mix']['checked']:.2f} [{mix['mix']['low']:.2f}, "
+                f"{mix['mix']['high']:.2f}] ({mix['mix']['checked'] / mix['ngram']:.3f}) |") in printed
     assert "over seeds 1, 2; item 3: conclusive met" in printed and "three seeds NOT met" in printed
     table = printed[printed.index("| corpus |"):]
     stamps = {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()}
