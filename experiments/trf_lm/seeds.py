@@ -109,6 +109,30 @@ def _stop(process: subprocess.Popen) -> None:
             continue
 
 
+def disagreement(test_check: dict, valid_check: dict) -> dict[str, list[int]]:
+    """The lengths at which two checks of the same model's normalisers contradict each other.
+
+    The test and valid checks (``mcsa trf eval --json``'s ``normaliser_check``) are two independent runs of one
+    randomised check of the same ``log Z_j``: at each length their intervals should overlap.  Where one check's lower
+    side lies above the other's upper side by more than the checks' margin, a run of the first found mass that the
+    second missed (SMC's and AIS's estimates of ``Z_j`` are unbiased, so a much higher one is evidence of the mass;
+    docs/trf-lm.md, "Fewer word classes").  Returns, under ``"test"`` and ``"valid"``, the lengths at which that
+    check's interval lies below the other's: there its perplexity is too low.
+    """
+    margin = max(float(test_check.get("margin") or 0.0), float(valid_check.get("margin") or 0.0))
+    other = {r["j"]: r for r in valid_check["per_length"]}
+    below: dict[str, list[int]] = {"test": [], "valid": []}
+    for r in test_check["per_length"]:
+        v = other.get(r["j"])
+        if v is None or None in (r.get("lower"), r.get("upper"), v.get("lower"), v.get("upper")):
+            continue
+        if v["lower"] > r["upper"] + margin:
+            below["test"].append(r["j"])
+        elif r["lower"] > v["upper"] + margin:
+            below["valid"].append(r["j"])
+    return below
+
+
 def row(corpus: str, seed: int, folder: Path, files: dict[str, Path]) -> dict | None:
     """One seed's numbers, or None until its checks have run."""
     from experiments.trf_lm.mixture import mixture
@@ -120,6 +144,7 @@ def row(corpus: str, seed: int, folder: Path, files: dict[str, Path]) -> dict | 
         return None
     meta = read_header(run / "full.npz")["meta"]
     test = json.loads(checks["test"].read_text())
+    below = disagreement(test["normaliser_check"], json.loads(checks["valid"].read_text())["normaliser_check"])
     low, high = test["normaliser_check"]["perplexity_interval"]
     mix = mixture(run / "full.npz", folder / "kn5.npz", files["valid"], files["test"], checks["valid"],
                   checks["test"])
@@ -133,7 +158,7 @@ def row(corpus: str, seed: int, folder: Path, files: dict[str, Path]) -> dict | 
             "augsa": test.get("perplexity_augsa"), "kn5": mix["ngram"], "ratio": checked / mix["ngram"],
             "width": (high - low) / test["perplexity_checked"], "mixture": mixed, "mixture_ratio": mixed / mix["ngram"],
             "mixture_low": mix["mix"]["low"], "mixture_high": mix["mix"]["high"],
-            "weight": mix["weight"]}
+            "weight": mix["weight"], "below": below}
 
 
 def table(rows: list[dict]) -> str:
@@ -143,6 +168,8 @@ def table(rows: list[dict]) -> str:
     for r in rows:
         head = (f"{r['checked']:.2f} (high end; midpoint {r['midpoint']:.2f}), inconclusive" if r["inconclusive"]
                 else f"{r['checked']:.2f}")
+        if _contradicted(r):
+            head += ", the checks disagree"
         augsa = "-" if r["augsa"] is None else f"{r['augsa']:.2f}"
         lines.append(f"| {r['corpus']} | {r['seed']} | {r['base_iterations']:,} + {r['full_iterations']:,}"
                      f"{' (guard fired)' if r['guard'] else ''} | {r['minutes']:.0f} | {head} [{r['low']:.2f}, "
@@ -152,7 +179,7 @@ def table(rows: list[dict]) -> str:
         mine = [r for r in rows if r["corpus"] == corpus]
         ratios, mixed = [r["ratio"] for r in mine], [r["mixture_ratio"] for r in mine]
         spread = (lambda v: f" +- {statistics.stdev(v):.3f} (sd)" if len(v) > 1 else " (one seed)")
-        met = {"conclusive": all(not r["inconclusive"] for r in mine),
+        met = {"conclusive": all(not r["inconclusive"] and not _contradicted(r) for r in mine),
                f"width <= {MARKS['width']:.0%}": all(r["width"] <= MARKS["width"] for r in mine),
                f"<= {MARKS['ratio']} x KN5": all(r["ratio"] <= MARKS["ratio"] for r in mine),
                f"TRF + KN5 <= {MARKS['mixture']} x KN5": all(r["mixture_ratio"] <= MARKS["mixture"] for r in mine),
@@ -160,7 +187,26 @@ def table(rows: list[dict]) -> str:
         lines.append(f"\n{corpus}: TRF / KN5 {statistics.mean(ratios):.3f}{spread(ratios)}, TRF + KN5 / KN5 "
                      f"{statistics.mean(mixed):.3f}{spread(mixed)} over seeds {', '.join(str(r['seed']) for r in mine)}"
                      "; item 3: " + ", ".join(f"{k} {'met' if v else 'NOT met'}" for k, v in met.items()))
+    for r in rows:
+        for which, lengths in r.get("below", {}).items():
+            if lengths:
+                other = "valid" if which == "test" else "test"
+                lines.append(f"\nwarning: {r['corpus']} seed {r['seed']}: the {which} check's interval of log Z_j lies "
+                             f"below the {other} check's at {len(lengths)} length(s) ({_lengths(lengths)}): it most "
+                             f"likely missed mass a run of the {other} check found, so its perplexity is too low "
+                             "there; the two cannot both be right, so the row is not conclusive (raise --check-seconds)")
     return "\n".join(lines)
+
+
+def _contradicted(r: dict) -> bool:
+    """Whether the row's test and valid checks disagree about a normaliser (:func:`disagreement`)."""
+    return any(r.get("below", {}).values())
+
+
+def _lengths(lengths: list[int]) -> str:
+    """``1, 2, 5`` or, for more than six, the first five and a count."""
+    shown = ", ".join(str(j) for j in lengths[:5])
+    return shown if len(lengths) <= 6 else f"{shown} and {len(lengths) - 5} more"
 
 
 def main(argv=None) -> int:

@@ -8,8 +8,9 @@ import json
 import pytest
 
 from experiments.trf_lm.mixture import mixture
+from experiments.trf_lm.seeds import disagreement, steps, table
 from experiments.trf_lm.seeds import main as seeds
-from experiments.trf_lm.seeds import steps
+from trf.io import read_header
 
 TEXT = "\n".join(["the cat sat", "the dog sat", "a cat ran", "the cat ran home", "a dog sat down", "the end"] * 8)
 HELD = "\n".join(["the cat sat down", "a dog ran", "the dog ran home", "a cat sat"] * 3)
@@ -46,7 +47,8 @@ def test_the_study_runs_every_step_once_and_its_table_carries_the_checks(corpus,
                       run / "eval-valid.json", run / "eval-test.json")
         assert not test["normaliser_check"]["inconclusive"]
         checked = test["perplexity_checked"]
-        assert (f"| tiny | {seed} | 30 + 0 | 0 | {checked:.2f} [{low:.2f}, {high:.2f}] | {test['perplexity_augsa']:.2f} "
+        minutes = read_header(run / "full.npz")["meta"]["train_seconds"] / 60  # the clock's: not asserted as 0
+        assert (f"| tiny | {seed} | 30 + 0 | {minutes:.0f} | {checked:.2f} [{low:.2f}, {high:.2f}] | {test['perplexity_augsa']:.2f} "
                 f"| {mix['ngram']:.2f} | {checked / mix['ngram']:.3f} | {mix['mix']['checked']:.2f} [{mix['mix']['low']:.2f}, "
                 f"{mix['mix']['high']:.2f}] ({mix['mix']['checked'] / mix['ngram']:.3f}) |") in printed
     assert "over seeds 1, 2; item 3: conclusive met" in printed and "three seeds NOT met" in printed
@@ -78,3 +80,30 @@ def test_a_killed_training_resumes_and_a_failed_step_names_its_log(corpus, tmp_p
     log = tmp_path / "bad" / "tiny" / "seed1" / "train.log"
     assert f"error: the step failed (exit 2); its output is in {log}" in err
     assert "--classes" in log.read_text()
+
+
+def _check(intervals: dict[int, tuple[float, float]]) -> dict:
+    """A normaliser check's JSON (the fields :func:`disagreement` reads) with these per-length intervals."""
+    return {"margin": 0.5, "per_length": [{"j": j, "lower": lo, "upper": hi} for j, (lo, hi) in intervals.items()]}
+
+
+def test_two_checks_that_contradict_each_other_are_named_and_not_conclusive():
+    """The test and valid checks bracket the same log Z_j: intervals apart by more than the margin are named on the
+    side that lies below (its perplexity is too low), an overlap or a gap within the margin is not, a length one
+    check lacks is skipped; the table marks the row, withholds 'conclusive' and says which check missed mass."""
+    test = _check({1: (9.0, 9.0), 2: (20.0, 20.4), 3: (30.0, 30.2), 4: (40.0, 41.0), 5: (50.0, 50.1)})
+    valid = _check({1: (9.0, 9.0), 2: (20.3, 21.0), 3: (30.65, 30.9), 4: (45.0, 46.0), 5: (49.0, 49.4), 6: (1, 2)})
+    assert disagreement(test, valid) == {"test": [4], "valid": [5]}
+    assert disagreement(valid, test) == {"test": [5], "valid": [4]}
+    assert disagreement(test, test) == {"test": [], "valid": []}
+    base = {"corpus": "c", "seed": 1, "base_iterations": 10, "full_iterations": 5, "minutes": 1.0, "guard": None,
+            "checked": 100.0, "midpoint": 100.0, "low": 99.0, "high": 101.0, "inconclusive": False, "augsa": 100.0,
+            "kn5": 110.0, "ratio": 100 / 110, "width": 0.02, "mixture": 95.0, "mixture_ratio": 95 / 110,
+            "mixture_low": 94.0, "mixture_high": 96.0, "weight": 0.5}
+    agreed = table([{**base, "below": {"test": [], "valid": []}}])
+    assert "conclusive met" in agreed and "disagree" not in agreed and "warning" not in agreed
+    below = list(range(26, 41))
+    printed = table([{**base, "below": {"test": [], "valid": below}}])
+    assert "| 100.00, the checks disagree [99.00, 101.00] |" in printed and "conclusive NOT met" in printed
+    assert ("warning: c seed 1: the valid check's interval of log Z_j lies below the test check's at 15 length(s) "
+            "(26, 27, 28, 29, 30 and 10 more): it most likely missed mass a run of the test check found") in printed
