@@ -1,6 +1,7 @@
 """Issue 27 item 3's protocol in one command: for each corpus and seed, one ``mcsa trf train --recipe full`` from
 scratch, the checked test and valid perplexities (``mcsa trf eval --check-known train.txt``), KN5, and TRF + KN5;
-then the table, the mean and spread over seeds, and whether each mark of item 3 is met.
+then the table, the mean and spread over seeds, whether each mark of item 3 is met, and whether each seed's test
+and valid checks (two runs of one check of the same normalisers) agree.
 
 Every step is the command a user runs (printed before it runs, its output in a log beside its result) and is
 skipped when its result exists, so a killed study resumes where it stopped: run the same command again (the
@@ -115,9 +116,9 @@ def disagreement(test_check: dict, valid_check: dict) -> dict[str, list[int]]:
     The test and valid checks (``mcsa trf eval --json``'s ``normaliser_check``) are two independent runs of one
     randomised check of the same ``log Z_j``: at each length their intervals should overlap.  Where one check's lower
     side lies above the other's upper side by more than the checks' margin, a run of the first found mass that the
-    second missed (SMC's and AIS's estimates of ``Z_j`` are unbiased, so a much higher one is evidence of the mass;
-    docs/trf-lm.md, "Fewer word classes").  Returns, under ``"test"`` and ``"valid"``, the lengths at which that
-    check's interval lies below the other's: there its perplexity is too low.
+    second missed (the lower sides, SMC and forward AIS, estimate ``Z_j`` without bias, so a much higher estimate is
+    evidence of the mass; docs/trf-lm.md, "Fewer word classes").  Returns, under ``"test"`` and ``"valid"``, the
+    lengths at which that check's interval lies below the other's: there its perplexity is too low.
     """
     margin = max(float(test_check.get("margin") or 0.0), float(valid_check.get("margin") or 0.0))
     other = {r["j"]: r for r in valid_check["per_length"]}
@@ -162,7 +163,8 @@ def row(corpus: str, seed: int, folder: Path, files: dict[str, Path]) -> dict | 
 
 
 def table(rows: list[dict]) -> str:
-    """The rows as a markdown table, then per corpus the mean and spread of the ratios and item 3's marks."""
+    """The rows as a markdown table, then per corpus the mean and spread of the ratios and item 3's marks, then a
+    warning for each row whose test and valid checks contradict each other (:func:`disagreement`)."""
     lines = ["| corpus | seed | `w+c` + full-set iterations | minutes | checked test PPL [interval] | AugSA PPL | KN5 "
              "| / KN5 | TRF + KN5 [interval] (/ KN5) |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
