@@ -190,7 +190,7 @@ def table(rows: list[dict]) -> str:
                      f"{statistics.mean(mixed):.3f}{spread(mixed)} over seeds {', '.join(str(r['seed']) for r in mine)}"
                      "; item 3: " + ", ".join(f"{k} {'met' if v else 'NOT met'}" for k, v in met.items()))
     for r in rows:
-        for which, lengths in r.get("below", {}).items():
+        for which, lengths in r["below"].items():
             if lengths:
                 other = "valid" if which == "test" else "test"
                 lines.append(f"\nwarning: {r['corpus']} seed {r['seed']}: the {which} check's interval of log Z_j lies "
@@ -202,7 +202,7 @@ def table(rows: list[dict]) -> str:
 
 def _contradicted(r: dict) -> bool:
     """Whether the row's test and valid checks disagree about a normaliser (:func:`disagreement`)."""
-    return any(r.get("below", {}).values())
+    return any(r["below"].values())
 
 
 def _lengths(lengths: list[int]) -> str:
