@@ -23,13 +23,23 @@ from pathlib import Path
 import numpy as np
 
 
+def read_eval_json(check_json: Path) -> dict:
+    """The ``mcsa trf eval --json`` result in ``check_json``; an unreadable file, or one without a normaliser check,
+    is a ValueError that names it."""
+    try:
+        result = json.loads(Path(check_json).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{check_json}: not a readable `mcsa trf eval --json` file ({exc})") from None
+    if not isinstance(result, dict) or "normaliser_check" not in result:
+        raise ValueError(f"{check_json}: no normaliser_check (was `mcsa trf eval` run with --no-check?)")
+    return result
+
+
 def log_z_tables(model, check_json: Path) -> dict[str, np.ndarray]:
     """``{"checked", "low", "high"}`` -> ``log Z`` per sub-model (AugSA's where the JSON has no entry).
 
     A higher ``log Z`` means a higher perplexity, so "low" holds the interval's lower ends."""
-    result = json.loads(Path(check_json).read_text())
-    if "normaliser_check" not in result:
-        raise ValueError(f"{check_json}: no normaliser_check (was `mcsa trf eval` run with --no-check?)")
+    result = read_eval_json(check_json)
     augsa = model.zeta + model.log_z1()
     tables = {k: augsa.copy() for k in ("checked", "low", "high")}
     for row in result["normaliser_check"]["per_length"]:
@@ -42,7 +52,7 @@ def log_z_tables(model, check_json: Path) -> dict[str, np.ndarray]:
 def inconclusive_reason(check_json: Path) -> str | None:
     """Why the check in ``check_json`` is inconclusive (the lengths ``mcsa trf eval`` flagged), or None if it is
     conclusive.  An inconclusive check's headline is its interval's high end, so the mixture's rows are too."""
-    check = json.loads(Path(check_json).read_text())["normaliser_check"]
+    check = read_eval_json(check_json)["normaliser_check"]
     if not check.get("inconclusive", False):
         return None
     flagged = [f"{what} at lengths {check[key]}" for key, what in

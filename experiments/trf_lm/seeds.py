@@ -19,7 +19,6 @@ The corpora are prepared offline from Debian packages (``fortunes fortunes-min f
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import signal
 import statistics
@@ -136,7 +135,7 @@ def disagreement(test_check: dict, valid_check: dict) -> dict[str, list[int]]:
 
 def row(corpus: str, seed: int, folder: Path, files: dict[str, Path]) -> dict | None:
     """One seed's numbers, or None until its checks have run."""
-    from experiments.trf_lm.mixture import mixture
+    from experiments.trf_lm.mixture import mixture, read_eval_json
     from trf.io import read_header
 
     run = folder / f"seed{seed}"
@@ -144,8 +143,8 @@ def row(corpus: str, seed: int, folder: Path, files: dict[str, Path]) -> dict | 
     if not all(p.is_file() for p in checks.values()):
         return None
     meta = read_header(run / "full.npz")["meta"]
-    test = json.loads(checks["test"].read_text())
-    below = disagreement(test["normaliser_check"], json.loads(checks["valid"].read_text())["normaliser_check"])
+    test = read_eval_json(checks["test"])
+    below = disagreement(test["normaliser_check"], read_eval_json(checks["valid"])["normaliser_check"])
     low, high = test["normaliser_check"]["perplexity_interval"]
     mix = mixture(run / "full.npz", folder / "kn5.npz", files["valid"], files["test"], checks["valid"],
                   checks["test"])

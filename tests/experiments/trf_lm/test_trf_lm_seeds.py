@@ -107,3 +107,15 @@ def test_two_checks_that_contradict_each_other_are_named_and_not_conclusive():
     assert "| 100.00, the checks disagree [99.00, 101.00] |" in printed and "conclusive NOT met" in printed
     assert ("warning: c seed 1: the valid check's interval of log Z_j lies below the test check's at 15 length(s) "
             "(26, 27, 28, 29, 30 and 10 more): it most likely missed mass a run of the test check found") in printed
+
+
+def test_an_unreadable_check_file_is_named(tmp_path):
+    """A check JSON that is binary, not JSON, or has no normaliser check stops with its path named, not a traceback."""
+    from experiments.trf_lm.mixture import read_eval_json
+    for name, content in (("binary.json", b"\x00\xff"), ("text.json", b"perplexity 3"), ("nocheck.json", b"{}")):
+        path = tmp_path / name
+        path.write_bytes(content)
+        with pytest.raises(ValueError, match=f"^{path}: "):
+            read_eval_json(path)
+    with pytest.raises(ValueError, match="not a readable"):
+        read_eval_json(tmp_path / "missing.json")
