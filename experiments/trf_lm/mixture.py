@@ -16,8 +16,10 @@ prints the test perplexities of the TRF, the n-gram and the mixture, each beside
 from __future__ import annotations
 
 import argparse
+import codecs
 import json
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +35,15 @@ def read_eval_json(check_json: Path) -> dict:
     if not isinstance(result, dict) or "normaliser_check" not in result:
         raise ValueError(f"{check_json}: no normaliser_check (was `mcsa trf eval` run with --no-check?)")
     return result
+
+
+@contextmanager
+def _reading(flag: str):
+    """Name ``flag`` in the error of a missing, unreadable or malformed input read in this block."""
+    try:
+        yield
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{flag}: {exc}") from None
 
 
 def log_z_tables(model, check_json: Path) -> dict[str, np.ndarray]:
@@ -62,7 +73,7 @@ def inconclusive_reason(check_json: Path) -> str | None:
     return "; ".join(flagged) or "see its warnings"
 
 
-def mixture(model_path, ngram_path, valid, test, valid_check, test_check) -> dict:
+def mixture(model_path, ngram_path, valid, test, valid_check, test_check, *, encoding: str = "utf-8") -> dict:
     """The test perplexities of the n-gram, the TRF and their sentence-level linear mixture (weight tuned on
     ``valid`` with its checked normalisers), each TRF row under the checked normalisers and the two interval ends.
 
@@ -80,8 +91,10 @@ def mixture(model_path, ngram_path, valid, test, valid_check, test_check) -> dic
     from trf.lm.rescore import interpolate_linear, tune_linear_weight
     from trf.ngram import perplexity
 
-    model = trf.load(model_path)
-    ngram, ngram_vocab = load_ngram(ngram_path)
+    with _reading("--model"):
+        model = trf.load(model_path)
+    with _reading("--ngram"):
+        ngram, ngram_vocab = load_ngram(ngram_path)
     if set(ngram_vocab.words) != set(model.vocab.words):
         raise ValueError("--ngram and --model have different vocabularies (train both with the same --vocab-size "
                          "on the same training file)")
@@ -89,10 +102,15 @@ def mixture(model_path, ngram_path, valid, test, valid_check, test_check) -> dic
         raise ValueError("--ngram is an ARPA model without <unk>: it gives probability 0 to the words the TRF "
                          "scores as <unk>, so the mixture's perplexity would not compare; use a model with <unk>")
     files, checks = {"valid": valid, "test": test}, {"valid": valid_check, "test": test_check}
-    data = {k: encode_file(files[k], model.vocab) for k in files}
-    # the same words in another order (an ARPA file from another tool): the n-gram reads the text with its own ids
-    ng_data = data if ngram_vocab.words == model.vocab.words else {k: encode_file(files[k], ngram_vocab) for k in files}
-    tables = {k: log_z_tables(model, checks[k]) for k in files}
+    data, ng_data, tables = {}, {}, {}
+    for k in files:
+        with _reading(f"--{k}"):
+            data[k] = encode_file(files[k], model.vocab, encoding=encoding)
+            # the same words in another order (an ARPA file from another tool): the n-gram reads the text with its ids
+            same = ngram_vocab.words == model.vocab.words
+            ng_data[k] = data[k] if same else encode_file(files[k], ngram_vocab, encoding=encoding)
+        with _reading(f"--{k}-check"):
+            tables[k] = log_z_tables(model, checks[k])
     augsa = model.zeta + model.log_z1()
 
     def trf_log_prob(split: str, which: str) -> np.ndarray:
@@ -106,7 +124,7 @@ def mixture(model_path, ngram_path, valid, test, valid_check, test_check) -> dic
     augsa_ppl = augsa_perplexity(model.log_prob(data["test"], allow_positive=True), data["test"])
     return {
         "ngram": perplexity(ng["test"], n_test), "ngram_name": f"{type(ngram).__name__}, order {ngram.order}",
-        "ngram_report": evaluate_ngram(ngram, ngram_vocab, test)["report"],
+        "ngram_report": evaluate_ngram(ngram, ngram_vocab, test, encoding=encoding)["report"],
         "augsa": None if augsa_ppl.impossible else augsa_ppl.perplexity, "augsa_why_not": augsa_ppl.why_not,
         "trf": {w: perplexity(trf_log_prob("test", w), n_test) for w in ("checked", "low", "high")},
         "mix": {w: perplexity(interpolate_linear(trf_log_prob("test", w), ng["test"], weight), n_test)
@@ -131,9 +149,19 @@ def main(argv=None) -> int:
     parser.add_argument("--test", required=True, help="test sentences")
     parser.add_argument("--valid-check", required=True, help="`mcsa trf eval --json` output on --valid")
     parser.add_argument("--test-check", required=True, help="`mcsa trf eval --json` output on --test")
+    parser.add_argument("--encoding", default="utf-8", help="encoding of --valid and --test (default utf-8)")
     args = parser.parse_args(argv)
+    try:
+        codecs.lookup(args.encoding)
+    except LookupError:
+        parser.error(f"--encoding: unknown encoding {args.encoding!r}")
 
-    got = mixture(args.model, args.ngram, args.valid, args.test, args.valid_check, args.test_check)
+    try:
+        got = mixture(args.model, args.ngram, args.valid, args.test, args.valid_check, args.test_check,
+                      encoding=args.encoding)
+    except (OSError, ValueError) as exc:  # a missing, unreadable or mismatched input: its message names it
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     why = got["inconclusive"]
     for k in ("valid", "test"):
         if why[k] is not None:

@@ -66,23 +66,46 @@ def test_mixture_uses_the_checked_normalisers(run, capsys):
     assert np.isfinite(mixed) and mixed >= 1.0
 
 
-def test_bad_input_is_a_clear_error(run, tmp_path):
+def test_bad_input_is_a_clear_error_naming_its_flag(run, tmp_path, capsys):
+    """A missing, unreadable or mismatched input ends with exit status 2 and one `error:` line that names the flag
+    and the file, no traceback; a test file in another encoding reads with --encoding."""
     from experiments.trf_lm.mixture import main as mixture
 
     folder, train, held, model, kn, check = run
     unchecked = tmp_path / "unchecked.json"
     assert main(["trf", "eval", "--model", str(model), "--test", str(held), "--no-check", "--json",
                  str(unchecked)]) == 0
-    with pytest.raises(ValueError, match="no normaliser_check"):
-        mixture(["--model", str(model), "--ngram", str(kn), "--valid", str(held), "--test", str(held),
-                 "--valid-check", str(unchecked), "--test-check", str(check)])
     other = tmp_path / "other.txt"
     other.write_text("x y z\nz y x\n" * 5)
     kn2 = tmp_path / "kn2.npz"
     assert main(["ngram", "train", "--train", str(other), "--out", str(kn2), "--order", "2"]) == 0
-    with pytest.raises(ValueError, match="different vocabularies"):
-        mixture(["--model", str(model), "--ngram", str(kn2), "--valid", str(held), "--test", str(held),
-                 "--valid-check", str(check), "--test-check", str(check)])
+    binary = tmp_path / "binary.json"
+    binary.write_bytes(bytes(range(256)))
+    latin = tmp_path / "latin.txt"
+    latin.write_bytes(HELD.replace("cat", "caf\u00e9").encode("latin-1") + b"\n")
+    good = {"--model": model, "--ngram": kn, "--valid": held, "--test": held, "--valid-check": check,
+            "--test-check": check}
+
+    def run_with(**changed) -> tuple[int, str]:
+        flags = {**good, **{"--" + k.replace("_", "-"): v for k, v in changed.items() if k != "extra"}}
+        capsys.readouterr()
+        code = mixture([x for kv in flags.items() for x in (kv[0], str(kv[1]))] + changed.get("extra", []))
+        return code, capsys.readouterr().err
+
+    for changed, says in (({"valid_check": unchecked}, "--valid-check: " + str(unchecked) + ": no normaliser_check"),
+                          ({"ngram": kn2}, "--ngram and --model have different vocabularies"),
+                          ({"model": tmp_path / "missing.npz"}, "--model: file"),
+                          ({"model": tmp_path}, "--model: '" + str(tmp_path) + "' is a directory"),
+                          ({"ngram": binary}, "--ngram: "),
+                          ({"test_check": binary}, "--test-check: " + str(binary) + ": not a readable"),
+                          ({"valid": tmp_path / "missing.txt"}, "--valid: "),
+                          ({"test": latin}, "--test: corpus file '" + str(latin) + "' line 1 is not valid utf-8")):
+        code, err = run_with(**changed)
+        assert code == 2 and err.startswith("error: " + says) and "Traceback" not in err, (changed, err)
+    assert run_with(test=latin, extra=["--encoding", "latin-1"])[0] == 0
+    with pytest.raises(SystemExit) as stop:
+        run_with(extra=["--encoding", "no-such-codec"])
+    assert stop.value.code == 2 and "--encoding: unknown encoding 'no-such-codec'" in capsys.readouterr().err
 
 
 def test_mixture_takes_an_arpa_model_as_its_ngram_side(run, tmp_path, capsys):
