@@ -76,6 +76,8 @@ def inconclusive_reason(check_json: Path) -> str | None:
 def mixture(model_path, ngram_path, valid, test, valid_check, test_check, *, encoding: str = "utf-8") -> dict:
     """The test perplexities of the n-gram, the TRF and their sentence-level linear mixture (weight tuned on
     ``valid`` with its checked normalisers), each TRF row under the checked normalisers and the two interval ends.
+    ``encoding`` is that of ``valid`` and ``test``.  An input that is missing, unreadable or malformed is a
+    ValueError that names its command-line flag (``--model``, ``--test-check``, ...) and the file.
 
     Returns
     -------
