@@ -144,6 +144,10 @@ def test_the_full_recipe_is_the_measured_command_and_given_flags_win(corpus, tmp
     assert len(apply_recipe(recipe)) == 10
     assert {k: v for k, v in vars(recipe).items() if k != "recipe"} == \
         {k: v for k, v in vars(measured).items() if k != "recipe"}
+    with pytest.raises(SystemExit):  # the help lists the recipe's flags as they are (wrapped: compare unspaced)
+        main(["trf", "train", "--help"])
+    helped = "".join(capsys.readouterr().out.split())
+    assert "".join(" ".join(apply_recipe(parser.parse_args(common + ["--recipe", "full"]))).split()) in helped
     plain = parser.parse_args(common)
     assert apply_recipe(plain) == [] and (plain.features, plain.step_rule) == ("w+c", "features")
     mine = parser.parse_args(common + ["--recipe", "full", "--step-rule", "features", "--samples", "7"])

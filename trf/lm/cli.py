@@ -59,6 +59,11 @@ UNSET_DEFAULTS = {"features": DEFAULT_FEATURES, "step_rule": "features"}
 """The defaults of the flags a recipe may set whose parser default is ``None`` (so that a given value is seen)."""
 
 
+def _recipe_flag(dest: str, value) -> str:
+    """``--flag value`` as a recipe's setting reads on the command line."""
+    return f"--{dest.replace('_', '-')} {f'{value:g}' if isinstance(value, float) else value}"
+
+
 def apply_recipe(args) -> list[str]:
     """Fill the ``mcsa trf train`` flags left unset in ``args`` from ``RECIPES[args.recipe]`` (the SMC particles only
     with ``--sampler smc``; the first stage's share of the time only with a time limit and no ``--t0``), then from
@@ -67,7 +72,7 @@ def apply_recipe(args) -> list[str]:
     for dest, value in (RECIPES[args.recipe] if args.recipe else {}).items():
         if getattr(args, dest) is None and _recipe_flag_applies(dest, args):
             setattr(args, dest, value)
-            applied.append(f"--{dest.replace('_', '-')} {f'{value:g}' if isinstance(value, float) else value}")
+            applied.append(_recipe_flag(dest, value))
     for dest, value in UNSET_DEFAULTS.items():
         if getattr(args, dest) is None:
             setattr(args, dest, value)
@@ -434,10 +439,10 @@ def register(subparsers) -> None:
     train.add_argument("--valid", default=None, help="development text (stop rule, progress)")
     train.add_argument("--out", "-o", required=True, help="model file to write")
     train.add_argument("--recipe", choices=tuple(RECIPES), default=None,
-                       help="fill the flags not given from a measured recipe: full = --features "
-                            "w+c+ws+cs+wsh+csh+tied --base-features w+c --base-step-rule features --step-rule groups "
-                            "--samples 100 --t-c 500 --beta-lambda 0 --smc-particles 400, the paper's "
-                            "full set grown from w+c as measured in docs/trf-lm.md (give --minutes; default: none)")
+                       help="fill the flags not given from a measured recipe: full = "
+                            + " ".join(_recipe_flag(k, v) for k, v in RECIPES["full"].items())
+                            + ", the paper's full set grown from w+c as measured in docs/trf-lm.md (give --minutes; "
+                            "default: none)")
     train.add_argument("--features", default=None,
                        help=f"feature templates of Table 2 joined by + (w, c, ws, cs, wsh, csh, cpw, tied; default "
                             f"{DEFAULT_FEATURES}, or the --recipe's; the paper's best: w+c+ws+cs+wsh+csh+tied, "
