@@ -46,11 +46,17 @@ def _reading(flag: str):
         raise ValueError(f"{flag}: {exc}") from None
 
 
-def log_z_tables(model, check_json: Path) -> dict[str, np.ndarray]:
+def _as_result(check_json: Path | dict) -> dict:
+    """``check_json``'s content: the file read by :func:`read_eval_json`, or that function's result passed as is."""
+    return check_json if isinstance(check_json, dict) else read_eval_json(check_json)
+
+
+def log_z_tables(model, check_json: Path | dict) -> dict[str, np.ndarray]:
     """``{"checked", "low", "high"}`` -> ``log Z`` per sub-model (AugSA's where the JSON has no entry).
+    ``check_json`` is the ``mcsa trf eval --json`` file or :func:`read_eval_json`'s result for it.
 
     A higher ``log Z`` means a higher perplexity, so "low" holds the interval's lower ends."""
-    result = read_eval_json(check_json)
+    result = _as_result(check_json)
     augsa = model.zeta + model.log_z1()
     tables = {k: augsa.copy() for k in ("checked", "low", "high")}
     for row in result["normaliser_check"]["per_length"]:
@@ -60,10 +66,11 @@ def log_z_tables(model, check_json: Path) -> dict[str, np.ndarray]:
     return tables
 
 
-def inconclusive_reason(check_json: Path) -> str | None:
-    """Why the check in ``check_json`` is inconclusive (the lengths ``mcsa trf eval`` flagged), or None if it is
-    conclusive.  An inconclusive check's headline is its interval's high end, so the mixture's rows are too."""
-    check = read_eval_json(check_json)["normaliser_check"]
+def inconclusive_reason(check_json: Path | dict) -> str | None:
+    """Why the check in ``check_json`` (the file, or :func:`read_eval_json`'s result) is inconclusive (the lengths
+    ``mcsa trf eval`` flagged), or None if it is conclusive.  An inconclusive check's headline is its interval's
+    high end, so the mixture's rows are too."""
+    check = _as_result(check_json)["normaliser_check"]
     if not check.get("inconclusive", False):
         return None
     flagged = [f"{what} at lengths {check[key]}" for key, what in
@@ -112,6 +119,7 @@ def mixture(model_path, ngram_path, valid, test, valid_check, test_check, *, enc
             same = ngram_vocab.words == model.vocab.words
             ng_data[k] = data[k] if same else encode_file(files[k], ngram_vocab, encoding=encoding)
         with _reading(f"--{k}-check"):
+            checks[k] = read_eval_json(checks[k])  # read once: the tables and the verdict come from it
             tables[k] = log_z_tables(model, checks[k])
     augsa = model.zeta + model.log_z1()
 
@@ -164,6 +172,9 @@ def main(argv=None) -> int:
     except (OSError, ValueError) as exc:  # a missing, unreadable or mismatched input: its message names it
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("interrupted: nothing was written; run the same command again", file=sys.stderr)
+        return 130
     why = got["inconclusive"]
     for k in ("valid", "test"):
         if why[k] is not None:

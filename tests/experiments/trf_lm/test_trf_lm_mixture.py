@@ -108,6 +108,22 @@ def test_bad_input_is_a_clear_error_naming_its_flag(run, tmp_path, capsys):
     assert stop.value.code == 2 and "--encoding: unknown encoding 'no-such-codec'" in capsys.readouterr().err
 
 
+def test_ctrl_c_is_one_line_not_a_traceback(run, monkeypatch, capsys):
+    """Ctrl-C while the mixture is computed ends with status 130 and one line: nothing was written."""
+    import experiments.trf_lm.mixture as mod
+
+    folder, train, held, model, kn, check = run
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(mod, "mixture", interrupted)
+    code = mod.main(["--model", str(model), "--ngram", str(kn), "--valid", str(held), "--test", str(held),
+                     "--valid-check", str(check), "--test-check", str(check)])
+    err = capsys.readouterr().err
+    assert code == 130 and err.startswith("interrupted: nothing was written") and "Traceback" not in err
+
+
 def test_mixture_takes_an_arpa_model_as_its_ngram_side(run, tmp_path, capsys):
     """The exported ARPA file, and the same file with its unigrams in another order (as another tool writes
     them: the n-gram then reads the text with its own ids), print the same table as the mcsa model file."""
