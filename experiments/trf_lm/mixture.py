@@ -46,17 +46,11 @@ def _reading(flag: str):
         raise ValueError(f"{flag}: {exc}") from None
 
 
-def _as_result(check_json: Path | dict) -> dict:
-    """``check_json``'s content: the file read by :func:`read_eval_json`, or that function's result passed as is."""
-    return check_json if isinstance(check_json, dict) else read_eval_json(check_json)
-
-
-def log_z_tables(model, check_json: Path | dict) -> dict[str, np.ndarray]:
-    """``{"checked", "low", "high"}`` -> ``log Z`` per sub-model (AugSA's where the JSON has no entry).
-    ``check_json`` is the ``mcsa trf eval --json`` file or :func:`read_eval_json`'s result for it.
+def log_z_tables(model, result: dict) -> dict[str, np.ndarray]:
+    """``{"checked", "low", "high"}`` -> ``log Z`` per sub-model from ``result`` (:func:`read_eval_json`'s), AugSA's
+    where it has no entry.
 
     A higher ``log Z`` means a higher perplexity, so "low" holds the interval's lower ends."""
-    result = _as_result(check_json)
     augsa = model.zeta + model.log_z1()
     tables = {k: augsa.copy() for k in ("checked", "low", "high")}
     for row in result["normaliser_check"]["per_length"]:
@@ -66,11 +60,11 @@ def log_z_tables(model, check_json: Path | dict) -> dict[str, np.ndarray]:
     return tables
 
 
-def inconclusive_reason(check_json: Path | dict) -> str | None:
-    """Why the check in ``check_json`` (the file, or :func:`read_eval_json`'s result) is inconclusive (the lengths
-    ``mcsa trf eval`` flagged), or None if it is conclusive.  An inconclusive check's headline is its interval's
-    high end, so the mixture's rows are too."""
-    check = _as_result(check_json)["normaliser_check"]
+def inconclusive_reason(result: dict) -> str | None:
+    """Why the check in ``result`` (:func:`read_eval_json`'s) is inconclusive (the lengths ``mcsa trf eval``
+    flagged), or None if it is conclusive.  An inconclusive check's headline is its interval's high end, so the
+    mixture's rows are too."""
+    check = result["normaliser_check"]
     if not check.get("inconclusive", False):
         return None
     flagged = [f"{what} at lengths {check[key]}" for key, what in
@@ -119,7 +113,7 @@ def mixture(model_path, ngram_path, valid, test, valid_check, test_check, *, enc
             same = ngram_vocab.words == model.vocab.words
             ng_data[k] = data[k] if same else encode_file(files[k], ngram_vocab, encoding=encoding)
         with _reading(f"--{k}-check"):
-            checks[k] = read_eval_json(checks[k])  # read once: the tables and the verdict come from it
+            checks[k] = read_eval_json(checks[k])  # the tables and the verdict both come from it
             tables[k] = log_z_tables(model, checks[k])
     augsa = model.zeta + model.log_z1()
 

@@ -38,7 +38,7 @@ def run(tmp_path_factory):
 
 
 def test_mixture_uses_the_checked_normalisers(run, capsys):
-    from experiments.trf_lm.mixture import log_z_tables
+    from experiments.trf_lm.mixture import log_z_tables, read_eval_json
     from experiments.trf_lm.mixture import main as mixture
 
     folder, train, held, model, kn, check = run
@@ -47,7 +47,7 @@ def test_mixture_uses_the_checked_normalisers(run, capsys):
                     "--valid-check", str(check), "--test-check", str(check)]) == 0
     out = capsys.readouterr().out
     lm = trf.load(model)
-    tables = log_z_tables(lm, check)
+    tables = log_z_tables(lm, read_eval_json(check))
     rows = json.loads(check.read_text())["normaliser_check"]["per_length"]
     assert {r["j"] for r in rows} == {3, 4}
     for r in rows:
@@ -153,7 +153,7 @@ def test_mixture_takes_an_arpa_model_as_its_ngram_side(run, tmp_path, capsys):
 def test_an_inconclusive_check_shows_its_high_end_and_says_so(run, tmp_path, capsys):
     """As `mcsa trf eval` does, an inconclusive test check's rows headline the interval's high end (the midpoint
     beside it), with a warning naming the flagged lengths; a conclusive one gives none of that."""
-    from experiments.trf_lm.mixture import inconclusive_reason, log_z_tables
+    from experiments.trf_lm.mixture import inconclusive_reason, log_z_tables, read_eval_json
     from experiments.trf_lm.mixture import main as mixture
 
     folder, train, held, model, kn, check = run
@@ -163,7 +163,8 @@ def test_an_inconclusive_check_shows_its_high_end_and_says_so(run, tmp_path, cap
         row["upper"] = row["checked"] + 0.5
     bad = tmp_path / "inconclusive.json"
     bad.write_text(json.dumps(result))
-    assert inconclusive_reason(check) is None and inconclusive_reason(bad) == "SMC unsettled at lengths [3]"
+    assert inconclusive_reason(read_eval_json(check)) is None
+    assert inconclusive_reason(read_eval_json(bad)) == "SMC unsettled at lengths [3]"
     capsys.readouterr()
     assert mixture(["--model", str(model), "--ngram", str(kn), "--valid", str(held), "--test", str(held),
                     "--valid-check", str(check), "--test-check", str(bad)]) == 0
@@ -172,7 +173,7 @@ def test_an_inconclusive_check_shows_its_high_end_and_says_so(run, tmp_path, cap
     assert "--valid-check" not in captured.err
     lm = trf.load(model)
     corpus = encode_file(held, lm.vocab)
-    tables = log_z_tables(lm, bad)
+    tables = log_z_tables(lm, read_eval_json(bad))
     high = perplexity(log_prob_with_log_z(lm, corpus, tables["high"]), corpus.n_predicted)
     mid = perplexity(log_prob_with_log_z(lm, corpus, tables["checked"]), corpus.n_predicted)
     assert high > mid
