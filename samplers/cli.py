@@ -11,13 +11,14 @@ installation is skipped, so ``mcsa bench list`` works without torch.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import re
 import signal
 import sys
 import warnings
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 #: The entry point group for CLI command groups.
 COMMANDS_GROUP = "mcsa.commands"
@@ -184,6 +185,25 @@ def _catch_signals() -> list[tuple[int, Any]]:
     return previous
 
 
+@contextlib.contextmanager
+def signals_as_interrupts() -> Iterator[None]:
+    """Within the block, SIGTERM raises :class:`Terminated` and Ctrl-C (where Python's default handler has it)
+    ``KeyboardInterrupt``, where Python runs next; the previous handlers are put back on leaving.
+
+    For a script that runs ``mcsa`` commands (``experiments/trf_lm/seeds.py``): ``kill PID`` of the script then
+    reaches its ``except KeyboardInterrupt``, which can stop the command it is waiting for, instead of ending the
+    script and leaving the command running; :func:`interruption` says which signal it was.
+    """
+    _RECEIVED.clear()
+    previous = _catch_signals()
+    try:
+        yield
+    finally:
+        for number, handler in previous:
+            if handler is not None:  # None: not installed from Python, nothing to put back
+                signal.signal(number, handler)
+
+
 def main(argv: list[str] | None = None) -> int:
     """The ``mcsa`` entry point: parse ``argv`` and run the chosen sub-command.
 
@@ -198,8 +218,12 @@ def main(argv: list[str] | None = None) -> int:
         Exit status: the command's own, 2 on a usage error or a ``ValueError`` / missing file /
         missing extra (one ``mcsa: error:`` line, no traceback), 130 on Ctrl-C, 143 on SIGTERM.
     """
-    _RECEIVED.clear()
-    previous = _catch_signals()
+    with signals_as_interrupts():
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
+    """:func:`main` with the signals routed."""
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
@@ -225,10 +249,6 @@ def main(argv: list[str] | None = None) -> int:
         return int(result or 0)
     except BrokenPipeError:
         return _quiet_broken_pipe()
-    finally:
-        for number, handler in previous:
-            if handler is not None:  # None: not installed from Python, nothing to put back
-                signal.signal(number, handler)
 
 
 if __name__ == "__main__":  # pragma: no cover

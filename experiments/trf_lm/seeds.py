@@ -5,7 +5,9 @@ and valid checks (two runs of one check of the same normalisers) agree.
 
 Every step is the command a user runs (printed before it runs, its output in a log beside its result) and is
 skipped when its result exists, so a killed study resumes where it stopped: run the same command again (the
-training then continues from its checkpoint with ``--resume``).  ``--table`` prints the table of whatever has
+training then continues from its checkpoint with ``--resume``).  Ctrl-C, or ``kill PID`` (SIGTERM; the way to
+stop a study in the background, which Ctrl-C does not reach), stops the running step too, the trainer
+writing its checkpoint first.  ``--table`` prints the table of whatever has
 finished without running anything.  Folders: ``OUT/<corpus>/{train,valid,test}.txt``, ``OUT/<corpus>/kn5.npz`` and
 ``OUT/<corpus>/seed<N>/{full.npz, full.ckpt, eval-test.json, eval-valid.json, *.log}``::
 
@@ -25,6 +27,8 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
+
+from samplers.cli import Terminated, interruption, signals_as_interrupts
 
 MARKS = {"ratio": 0.97, "width": 0.03, "mixture": 0.90}
 """Item 3: checked test PPL <= 0.97 x KN5, its interval at most 3% wide, TRF + KN5 <= 0.90 x KN5."""
@@ -88,18 +92,19 @@ def run_step(command: list[str], result: Path, log: Path) -> None:
         process = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT)
         try:
             status = process.wait()
-        except KeyboardInterrupt:  # let the step leave its own way (the trainer writes its checkpoint)
-            _stop(process)
+        except KeyboardInterrupt as exc:  # let the step leave its own way (the trainer writes its checkpoint)
+            _stop(process, told=not isinstance(exc, Terminated))
             raise
     if status != 0 or not result.is_file():
         raise RuntimeError(f"the step failed (exit {status}); its output is in {log}")
 
 
-def _stop(process: subprocess.Popen) -> None:
-    """End ``process`` after a Ctrl-C: a terminal sent it the Ctrl-C too, so give it a few seconds to leave by
-    itself; else (a ``kill -INT`` of this script alone) send it SIGTERM, which ``mcsa`` handles as Ctrl-C; kill it
-    only if it has not left two minutes later."""
-    for send, grace in ((None, 5.0), (signal.SIGTERM, 120.0), (signal.SIGKILL, None)):
+def _stop(process: subprocess.Popen, told: bool) -> None:
+    """End ``process`` after a Ctrl-C or SIGTERM of this script.  After a Ctrl-C (``told``) a terminal sent it the
+    Ctrl-C too, so give it a few seconds to leave by itself; else (a ``kill PID`` or ``kill -INT`` of this script
+    alone) send it SIGTERM, which ``mcsa`` handles as Ctrl-C (the trainer writes its checkpoint); kill it only if it
+    has not left two minutes later."""
+    for send, grace in (((None, 5.0),) if told else ()) + ((signal.SIGTERM, 120.0), (signal.SIGKILL, None)):
         if send is not None:
             process.send_signal(send)
         try:
@@ -165,7 +170,7 @@ def table(rows: list[dict]) -> str:
     """The rows as a markdown table, then per corpus the mean and spread of the ratios and item 3's marks, then a
     warning for each row whose test and valid checks contradict each other (:func:`disagreement`)."""
     lines = ["| corpus | seed | `w+c` + full-set iterations | minutes | checked test PPL [interval] | AugSA PPL | KN5 "
-             "| / KN5 | TRF + KN5 [interval] (/ KN5) |", "|---|---|---|---|---|---|---|---|---|"]
+             "| / KN5 | TRF + KN5 [interval] (/ KN5), TRF weight |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         head = (f"{r['checked']:.2f} (high end; midpoint {r['midpoint']:.2f}), inconclusive" if r["inconclusive"]
                 else f"{r['checked']:.2f}")
@@ -175,7 +180,7 @@ def table(rows: list[dict]) -> str:
         lines.append(f"| {r['corpus']} | {r['seed']} | {r['base_iterations']:,} + {r['full_iterations']:,}"
                      f"{' (guard fired)' if r['guard'] else ''} | {r['minutes']:.0f} | {head} [{r['low']:.2f}, "
                      f"{r['high']:.2f}] | {augsa} | {r['kn5']:.2f} | {r['ratio']:.3f} | {r['mixture']:.2f} "
-                     f"[{r['mixture_low']:.2f}, {r['mixture_high']:.2f}] ({r['mixture_ratio']:.3f}) |")
+                     f"[{r['mixture_low']:.2f}, {r['mixture_high']:.2f}] ({r['mixture_ratio']:.3f}), {r['weight']:.2f} |")
     for corpus in dict.fromkeys(r["corpus"] for r in rows):
         mine = [r for r in rows if r["corpus"] == corpus]
         ratios, mixed = [r["ratio"] for r in mine], [r["mixture_ratio"] for r in mine]
@@ -237,11 +242,13 @@ def main(argv=None) -> int:
     out = Path(args.out)
     check = ["--check-effort", args.check_effort] if args.check_effort else ["--check-seconds", f"{args.check_seconds:g}"]
     try:
-        rows = _study(corpora, out, args, check)
-    except KeyboardInterrupt:
-        print("interrupted: run the same command to resume (the training continues from its checkpoint)",
+        with signals_as_interrupts():  # `kill PID` stops the running step too, not only this script
+            rows = _study(corpora, out, args, check)
+    except KeyboardInterrupt as exc:
+        how, status = interruption(exc) or ("interrupted", 130)
+        print(f"{how}: run the same command to resume (the training continues from its checkpoint)",
               file=sys.stderr)
-        return 130
+        return status
     except (RuntimeError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

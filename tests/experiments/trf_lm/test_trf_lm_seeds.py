@@ -50,7 +50,7 @@ def test_the_study_runs_every_step_once_and_its_table_carries_the_checks(corpus,
         minutes = read_header(run / "full.npz")["meta"]["train_seconds"] / 60  # the clock's: not asserted as 0
         assert (f"| tiny | {seed} | 30 + 0 | {minutes:.0f} | {checked:.2f} [{low:.2f}, {high:.2f}] | {test['perplexity_augsa']:.2f} "
                 f"| {mix['ngram']:.2f} | {checked / mix['ngram']:.3f} | {mix['mix']['checked']:.2f} [{mix['mix']['low']:.2f}, "
-                f"{mix['mix']['high']:.2f}] ({mix['mix']['checked'] / mix['ngram']:.3f}) |") in printed
+                f"{mix['mix']['high']:.2f}] ({mix['mix']['checked'] / mix['ngram']:.3f}), {mix['weight']:.2f} |") in printed
     assert "over seeds 1, 2; item 3: conclusive met" in printed and "three seeds NOT met" in printed
     table = printed[printed.index("| corpus |"):]
     stamps = {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()}
@@ -119,3 +119,45 @@ def test_an_unreadable_check_file_is_named(tmp_path):
             read_eval_json(path)
     with pytest.raises(ValueError, match="not a readable"):
         read_eval_json(tmp_path / "missing.json")
+
+
+def test_a_kill_of_the_study_stops_the_step_it_waits_for(tmp_path, capsys, monkeypatch):
+    """``kill PID`` (SIGTERM) of the study while a step runs: the step is sent SIGTERM (a trainer then writes its
+    checkpoint) and has left, not orphaned to run on beside a resumed study; one line, status 143, and the
+    process's SIGTERM handler is put back."""
+    import os
+    import signal
+    import sys
+    import threading
+    import time
+
+    from experiments.trf_lm import seeds as study
+
+    log = tmp_path / "step.log"
+    child = ("import os, signal, sys, time\n"
+             "signal.signal(signal.SIGTERM, lambda *a: (print('step: SIGTERM', flush=True), sys.exit(143)))\n"
+             "print(os.getpid(), flush=True)\n"
+             "time.sleep(600)\n")
+    command = [sys.executable, "-c", child, "trf", "train"]
+
+    def kill_when_started():
+        deadline = time.monotonic() + 300  # a bound on a hung start only: nothing below depends on speed
+        while time.monotonic() < deadline:
+            if log.is_file() and log.read_text().strip():
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
+            time.sleep(0.05)
+
+    monkeypatch.setattr(study, "_study", lambda *a: study.run_step(command, tmp_path / "never.npz", log))
+    before = signal.getsignal(signal.SIGTERM)
+    threading.Thread(target=kill_when_started, daemon=True).start()
+    assert study.main(["--out", str(tmp_path / "out"), "--corpora"]) == 143
+    captured = capsys.readouterr()
+    assert captured.out == "$ mcsa trf train\n"
+    assert captured.err == ("terminated (SIGTERM): run the same command to resume (the training continues from its "
+                            "checkpoint)\n")
+    pid, said = log.read_text().split("\n")[:2]
+    assert said == "step: SIGTERM"
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid), 0)
+    assert signal.getsignal(signal.SIGTERM) is before
