@@ -104,7 +104,10 @@ def _stop(process: subprocess.Popen, told: bool) -> None:
     Ctrl-C too, so give it a few seconds to leave by itself; else (a ``kill PID`` or ``kill -INT`` of this script
     alone) send it SIGTERM, which ``mcsa`` handles as Ctrl-C (the trainer writes its checkpoint); kill it only if it
     has not left two minutes later."""
-    for send, grace in (((None, 5.0),) if told else ()) + ((signal.SIGTERM, 120.0), (signal.SIGKILL, None)):
+    ladder: list[tuple[signal.Signals | None, float | None]] = [(signal.SIGTERM, 120.0), (signal.SIGKILL, None)]
+    if told:
+        ladder.insert(0, (None, 5.0))
+    for send, grace in ladder:
         if send is not None:
             process.send_signal(send)
         try:

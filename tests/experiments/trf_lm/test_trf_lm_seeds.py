@@ -121,15 +121,19 @@ def test_an_unreadable_check_file_is_named(tmp_path):
         read_eval_json(tmp_path / "missing.json")
 
 
-def test_a_kill_of_the_study_stops_the_step_it_waits_for(tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize("signum, status, how", [("SIGTERM", 143, "terminated (SIGTERM)"), ("SIGINT", 130, "interrupted")])
+def test_a_kill_of_the_study_stops_the_step_it_waits_for(tmp_path, capsys, monkeypatch, signum, status, how):
     """``kill PID`` (SIGTERM) of the study while a step runs: the step is sent SIGTERM (a trainer then writes its
     checkpoint) and has left, not orphaned to run on beside a resumed study; one line, status 143, and the
-    process's SIGTERM handler is put back."""
+    process's SIGTERM handler is put back.  ``kill -INT`` of the study alone (no terminal sent the step a Ctrl-C):
+    the step gets SIGTERM after its grace, status 130."""
     import os
     import signal
     import sys
     import threading
     import time
+
+    signum = getattr(signal, signum)
 
     from experiments.trf_lm import seeds as study
 
@@ -144,20 +148,19 @@ def test_a_kill_of_the_study_stops_the_step_it_waits_for(tmp_path, capsys, monke
         deadline = time.monotonic() + 300  # a bound on a hung start only: nothing below depends on speed
         while time.monotonic() < deadline:
             if log.is_file() and log.read_text().strip():
-                os.kill(os.getpid(), signal.SIGTERM)
+                os.kill(os.getpid(), signum)
                 return
             time.sleep(0.05)
 
     monkeypatch.setattr(study, "_study", lambda *a: study.run_step(command, tmp_path / "never.npz", log))
-    before = signal.getsignal(signal.SIGTERM)
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
     threading.Thread(target=kill_when_started, daemon=True).start()
-    assert study.main(["--out", str(tmp_path / "out"), "--corpora"]) == 143
+    assert study.main(["--out", str(tmp_path / "out"), "--corpora"]) == status
     captured = capsys.readouterr()
     assert captured.out == "$ mcsa trf train\n"
-    assert captured.err == ("terminated (SIGTERM): run the same command to resume (the training continues from its "
-                            "checkpoint)\n")
+    assert captured.err == f"{how}: run the same command to resume (the training continues from its checkpoint)\n"
     pid, said = log.read_text().split("\n")[:2]
     assert said == "step: SIGTERM"
     with pytest.raises(ProcessLookupError):
         os.kill(int(pid), 0)
-    assert signal.getsignal(signal.SIGTERM) is before
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
