@@ -122,7 +122,7 @@ def test_an_unreadable_check_file_is_named(tmp_path):
 
 
 @pytest.mark.parametrize("signum, status, how", [("SIGTERM", 143, "terminated (SIGTERM)"), ("SIGINT", 130, "interrupted")])
-def test_a_kill_of_the_study_stops_the_step_it_waits_for(tmp_path, capsys, monkeypatch, signum, status, how):
+def test_a_kill_of_the_study_stops_the_step_it_waits_for(tmp_path, capsys, monkeypatch, request, signum, status, how):
     """``kill PID`` (SIGTERM) of the study while a step runs: the step is sent SIGTERM (a trainer then writes its
     checkpoint) and has left, not orphaned to run on beside a resumed study; one line, status 143, and the
     process's SIGTERM handler is put back.  ``kill -INT`` of the study alone (no terminal sent the step a Ctrl-C):
@@ -141,7 +141,7 @@ def test_a_kill_of_the_study_stops_the_step_it_waits_for(tmp_path, capsys, monke
     child = ("import os, signal, sys, time\n"
              "signal.signal(signal.SIGTERM, lambda *a: (print('step: SIGTERM', flush=True), sys.exit(143)))\n"
              "print(os.getpid(), flush=True)\n"
-             "time.sleep(600)\n")
+             "time.sleep(120)\n")  # the bound on a failure: the study waits for it
     command = [sys.executable, "-c", child, "trf", "train"]
 
     def kill_when_started():
@@ -153,6 +153,9 @@ def test_a_kill_of_the_study_stops_the_step_it_waits_for(tmp_path, capsys, monke
             time.sleep(0.05)
 
     monkeypatch.setattr(study, "_study", lambda *a: study.run_step(command, tmp_path / "never.npz", log))
+    # a foreground run's SIGINT handler: a test runner started in the background (CI) inherits SIGINT ignored
+    default = signal.signal(signal.SIGINT, signal.default_int_handler)
+    request.addfinalizer(lambda: signal.signal(signal.SIGINT, default))
     before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
     threading.Thread(target=kill_when_started, daemon=True).start()
     assert study.main(["--out", str(tmp_path / "out"), "--corpora"]) == status
