@@ -4,9 +4,15 @@ command, and its table."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import sys
+import threading
+import time
 
 import pytest
 
+from experiments.trf_lm import seeds as study
 from experiments.trf_lm.mixture import mixture
 from experiments.trf_lm.seeds import disagreement, steps, table
 from experiments.trf_lm.seeds import main as seeds
@@ -121,22 +127,13 @@ def test_an_unreadable_check_file_is_named(tmp_path):
         read_eval_json(tmp_path / "missing.json")
 
 
-@pytest.mark.parametrize("signum, status, how", [("SIGTERM", 143, "terminated (SIGTERM)"), ("SIGINT", 130, "interrupted")])
+@pytest.mark.parametrize("signum, status, how", [(signal.SIGTERM, 143, "terminated (SIGTERM)"),
+                                                  (signal.SIGINT, 130, "interrupted")])
 def test_a_kill_of_the_study_stops_the_step_it_waits_for(tmp_path, capsys, monkeypatch, request, signum, status, how):
     """``kill PID`` (SIGTERM) of the study while a step runs: the step is sent SIGTERM (a trainer then writes its
     checkpoint) and has left, not orphaned to run on beside a resumed study; one line, status 143, and the
     process's SIGTERM handler is put back.  ``kill -INT`` of the study alone (no terminal sent the step a Ctrl-C):
     the step gets SIGTERM after its grace, status 130."""
-    import os
-    import signal
-    import sys
-    import threading
-    import time
-
-    signum = getattr(signal, signum)
-
-    from experiments.trf_lm import seeds as study
-
     log = tmp_path / "step.log"
     child = ("import os, signal, sys, time\n"
              "signal.signal(signal.SIGTERM, lambda *a: (print('step: SIGTERM', flush=True), sys.exit(143)))\n"
