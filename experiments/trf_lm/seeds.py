@@ -159,14 +159,30 @@ def row(corpus: str, seed: int, folder: Path, files: dict[str, Path]) -> dict | 
     inconclusive = bool(test["normaliser_check"]["inconclusive"])
     checked = high if inconclusive else test["perplexity_checked"]
     mixed = mix["mix"]["high"] if inconclusive else mix["mix"]["checked"]
-    base = int(meta.get("base_iterations") or 0)
-    return {"corpus": corpus, "seed": seed, "base_iterations": base, "full_iterations": int(meta["iterations"]) - base,
+    base, full = iterations_split(meta, run / "full.ckpt")
+    return {"corpus": corpus, "seed": seed, "base_iterations": base, "full_iterations": full,
             "minutes": meta["train_seconds"] / 60, "guard": meta.get("guard_message"), "checked": checked,
             "midpoint": test["perplexity_checked"], "low": low, "high": high, "inconclusive": inconclusive,
             "augsa": test.get("perplexity_augsa"), "kn5": mix["ngram"], "ratio": checked / mix["ngram"],
             "width": (high - low) / test["perplexity_checked"], "mixture": mixed, "mixture_ratio": mixed / mix["ngram"],
             "mixture_low": mix["mix"]["low"], "mixture_high": mix["mix"]["high"],
             "weight": mix["weight"], "below": below}
+
+
+def iterations_split(meta: dict, checkpoint: Path) -> tuple[int | None, int]:
+    """``(base-set iterations, full-set iterations)`` of a trained model from its ``meta``.
+
+    The base stage's end is ``meta["base_iterations"]``; a run that resumed after the switch recorded None there
+    before session 39, and then the switch is read from the trainer state in its ``checkpoint`` (``t_start``).
+    None where neither says (the full count is then all iterations).
+    """
+    base = meta.get("base_iterations")
+    if base is None and checkpoint.is_file():
+        from trf.io import read_header
+
+        base = read_header(checkpoint)["meta"].get("t_start") or None
+    total = int(meta["iterations"])
+    return (None, total) if base is None else (int(base), total - int(base))
 
 
 def table(rows: list[dict]) -> str:
@@ -180,7 +196,9 @@ def table(rows: list[dict]) -> str:
         if _contradicted(r):
             head += ", the checks disagree"
         augsa = "-" if r["augsa"] is None else f"{r['augsa']:.2f}"
-        lines.append(f"| {r['corpus']} | {r['seed']} | {r['base_iterations']:,} + {r['full_iterations']:,}"
+        split = (f"{r['full_iterations']:,} in all (the split is not recorded)" if r["base_iterations"] is None
+                 else f"{r['base_iterations']:,} + {r['full_iterations']:,}")
+        lines.append(f"| {r['corpus']} | {r['seed']} | {split}"
                      f"{' (guard fired)' if r['guard'] else ''} | {r['minutes']:.0f} | {head} [{r['low']:.2f}, "
                      f"{r['high']:.2f}] | {augsa} | {r['kn5']:.2f} | {r['ratio']:.3f} | {r['mixture']:.2f} "
                      f"[{r['mixture_low']:.2f}, {r['mixture_high']:.2f}] ({r['mixture_ratio']:.3f}), {r['weight']:.2f} |")

@@ -245,7 +245,7 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
                      progress=progress, clock=clock)
 
     resume_from = checkpoint if resume else None
-    base_iterations: int | None = None if base is not None else 0  # None: resumed after the base stage
+    base_iterations = 0  # iterations of the base set; a grown run resumed after its switch reads them below
     if base is not None and not (resume and _checkpoint_features(checkpoint) == feats.n_features):
         base_backend = SentenceBackend(train, base, dev, max_length=max_length, n_chains=n_chains, seed=seed,
                                        parallel=parallel, words=vocab.words, **draws)
@@ -273,6 +273,8 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
     else:
         trainer = trainer_for(feats, backend, step_rule)
         result = trainer.fit(resume=resume_from)
+        if base is not None:  # resumed after the switch: the checkpoint's state holds the switch's iteration
+            base_iterations = trainer.state.t_start or None  # 0: a checkpoint from before t_start, not known
     if checkpoint is not None:
         trainer.save_checkpoint(checkpoint)
     train_seconds = clock() - train_start

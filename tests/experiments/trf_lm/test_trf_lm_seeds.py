@@ -16,7 +16,8 @@ from experiments.trf_lm import seeds as study
 from experiments.trf_lm.mixture import mixture
 from experiments.trf_lm.seeds import disagreement, steps, table
 from experiments.trf_lm.seeds import main as seeds
-from trf.io import read_header
+from trf.augsa import CHECKPOINT_KIND
+from trf.io import atomic_write_npz, read_header
 
 TEXT = "\n".join(["the cat sat", "the dog sat", "a cat ran", "the cat ran home", "a dog sat down", "the end"] * 8)
 HELD = "\n".join(["the cat sat down", "a dog ran", "the dog ran home", "a cat sat"] * 3)
@@ -93,6 +94,14 @@ def _check(intervals: dict[int, tuple[float, float]]) -> dict:
     return {"margin": 0.5, "per_length": [{"j": j, "lower": lo, "upper": hi} for j, (lo, hi) in intervals.items()]}
 
 
+def _row(**changes) -> dict:
+    """A row of the study's table (as :func:`experiments.trf_lm.seeds.row` returns it), with ``changes``."""
+    return {"corpus": "c", "seed": 1, "base_iterations": 10, "full_iterations": 5, "minutes": 1.0, "guard": None,
+            "checked": 100.0, "midpoint": 100.0, "low": 99.0, "high": 101.0, "inconclusive": False, "augsa": 100.0,
+            "kn5": 110.0, "ratio": 100 / 110, "width": 0.02, "mixture": 95.0, "mixture_ratio": 95 / 110,
+            "mixture_low": 94.0, "mixture_high": 96.0, "weight": 0.5, "below": {"test": [], "valid": []}, **changes}
+
+
 def test_two_checks_that_contradict_each_other_are_named_and_not_conclusive():
     """The test and valid checks bracket the same log Z_j: intervals apart by more than the margin are named on the
     side that lies below (its perplexity is too low), an overlap or a gap within the margin is not, a length one
@@ -102,17 +111,27 @@ def test_two_checks_that_contradict_each_other_are_named_and_not_conclusive():
     assert disagreement(test, valid) == {"test": [4], "valid": [5]}
     assert disagreement(valid, test) == {"test": [5], "valid": [4]}
     assert disagreement(test, test) == {"test": [], "valid": []}
-    base = {"corpus": "c", "seed": 1, "base_iterations": 10, "full_iterations": 5, "minutes": 1.0, "guard": None,
-            "checked": 100.0, "midpoint": 100.0, "low": 99.0, "high": 101.0, "inconclusive": False, "augsa": 100.0,
-            "kn5": 110.0, "ratio": 100 / 110, "width": 0.02, "mixture": 95.0, "mixture_ratio": 95 / 110,
-            "mixture_low": 94.0, "mixture_high": 96.0, "weight": 0.5}
-    agreed = table([{**base, "below": {"test": [], "valid": []}}])
+    agreed = table([_row()])
     assert "conclusive met" in agreed and "disagree" not in agreed and "warning" not in agreed
     below = list(range(26, 41))
-    printed = table([{**base, "below": {"test": [], "valid": below}}])
+    printed = table([_row(below={"test": [], "valid": below})])
     assert "| 100.00, the checks disagree [99.00, 101.00] |" in printed and "conclusive NOT met" in printed
     assert ("warning: c seed 1: the valid check's interval of log Z_j lies below the test check's at 15 length(s) "
             "(26, 27, 28, 29, 30 and 10 more): it most likely missed mass a run of the test check found") in printed
+
+
+def test_the_stage_split_comes_from_the_model_or_its_checkpoint(tmp_path):
+    """The `w+c` + full-set split: the model's ``base_iterations``; for a model whose run resumed after the switch
+    before session 39 (None there), the checkpoint's ``t_start``; where neither says, the table says so instead of
+    printing the whole run as full-set iterations."""
+    ckpt = tmp_path / "full.ckpt"
+    assert study.iterations_split({"iterations": 30, "base_iterations": 12}, ckpt) == (12, 18)
+    assert study.iterations_split({"iterations": 30, "base_iterations": None}, ckpt) == (None, 30)
+    atomic_write_npz(ckpt, {}, {"t": 30, "t_start": 21}, kind=CHECKPOINT_KIND)
+    assert study.iterations_split({"iterations": 30, "base_iterations": None}, ckpt) == (21, 9)
+    assert study.iterations_split({"iterations": 30, "base_iterations": 0}, ckpt) == (0, 30)  # no base stage
+    assert "| c | 1 | 30 in all (the split is not recorded) | 1 |" in table([_row(base_iterations=None,
+                                                                                 full_iterations=30)])
 
 
 def test_an_unreadable_check_file_is_named(tmp_path):
