@@ -245,7 +245,7 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
                      progress=progress, clock=clock)
 
     resume_from = checkpoint if resume else None
-    base_iterations = 0  # iterations of the base set; a grown run resumed after its switch reads them below
+    base_iterations: int | None = 0  # of the base set; a grown run resumed after its switch reads them below
     if base is not None and not (resume and _checkpoint_features(checkpoint) == feats.n_features):
         base_backend = SentenceBackend(train, base, dev, max_length=max_length, n_chains=n_chains, seed=seed,
                                        parallel=parallel, words=vocab.words, **draws)
