@@ -21,6 +21,7 @@ The corpora are prepared offline from Debian packages (``fortunes fortunes-min f
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import signal
 import statistics
@@ -261,6 +262,19 @@ def main(argv=None) -> int:
             parser.error(f"--corpus takes NAME=DIR, got {spec!r}")
         corpora[name] = Path(folder)
     out = Path(args.out)
+    if not args.table:  # before any work: a study of hours must not fail at its first write or its second corpus
+        for name, folder in corpora.items():
+            missing = [f"{k}.txt" for k in ("train", "valid", "test") if folder and not (folder / f"{k}.txt").is_file()]
+            if missing:
+                parser.error(f"--corpus {name}={folder}: no {', '.join(missing)} in that folder")
+        if out.exists() and not out.is_dir():
+            parser.error(f"--out {args.out}: exists and is not a folder; give the study's folder")
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            parser.error(f"--out {args.out}: cannot make this folder ({exc.strerror})")
+        if not os.access(out, os.W_OK):
+            parser.error(f"--out {args.out}: the folder is not writable")
     check = ["--check-effort", args.check_effort] if args.check_effort else ["--check-seconds", f"{args.check_seconds:g}"]
     try:
         with signals_as_interrupts():  # `kill PID` stops the running step too, not only this script

@@ -120,6 +120,25 @@ def test_two_checks_that_contradict_each_other_are_named_and_not_conclusive():
             "(26, 27, 28, 29, 30 and 10 more): it most likely missed mass a run of the test check found") in printed
 
 
+def test_a_bad_out_or_corpus_is_refused_before_any_work(corpus, tmp_path, capsys):
+    """An --out that is a file or cannot be made, and a --corpus folder without its three files (the second of two
+    corpora too), stop the study at once with status 2 and the flag named; nothing is trained or written."""
+    _, data = corpus
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for argv, message in (
+            (["--out", str(afile)], f"--out {afile}: exists and is not a folder"),
+            (["--out", str(afile / "sub")], f"--out {afile / 'sub'}: cannot make this folder"),
+            (["--out", str(tmp_path / "o"), "--corpus", f"more={empty}"],
+             f"--corpus more={empty}: no train.txt, valid.txt, test.txt in that folder")):
+        with pytest.raises(SystemExit) as stop:
+            seeds(["--corpora", "--corpus", f"tiny={data}", *argv, *FAST])
+        assert stop.value.code == 2 and message in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "empty"]
+
+
 def test_the_stage_split_comes_from_the_model_or_its_checkpoint(tmp_path):
     """The `w+c` + full-set split: the model's ``base_iterations``; for a model whose run resumed after the switch
     before session 39 (None there), the checkpoint's ``t_start``; where neither says, the table says so instead of
