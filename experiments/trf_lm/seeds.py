@@ -21,6 +21,8 @@ The corpora are prepared offline from Debian packages (``fortunes fortunes-min f
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import shlex
 import signal
@@ -80,6 +82,20 @@ def steps(files: dict[str, Path], folder: Path, seeds: list[int], minutes: float
                              str(files["train"]), *check, "--json", str(run / f"eval-{split}.json")),
                         run / f"eval-{split}.json", run / f"eval-{split}.log"))
     return out
+
+
+def refused(argv: list[str]) -> str | None:
+    """The error line ``mcsa`` gives ``argv`` when it reads its command line (before any work), None if it reads
+    it."""
+    from samplers.cli import build_parser
+
+    caught = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(caught):
+            build_parser().parse_args(argv)
+    except SystemExit:
+        return (caught.getvalue().strip().splitlines() or ["refused"])[-1]
+    return None
 
 
 def run_step(command: list[str], result: Path, log: Path) -> None:
@@ -262,20 +278,9 @@ def main(argv=None) -> int:
             parser.error(f"--corpus takes NAME=DIR, got {spec!r}")
         corpora[name] = Path(folder)
     out = Path(args.out)
-    if not args.table:  # before any work: a study of hours must not fail at its first write or its second corpus
-        for name, folder in corpora.items():
-            missing = [f"{k}.txt" for k in ("train", "valid", "test") if folder and not (folder / f"{k}.txt").is_file()]
-            if missing:
-                parser.error(f"--corpus {name}={folder}: no {', '.join(missing)} in that folder")
-        if out.exists() and not out.is_dir():
-            parser.error(f"--out {args.out}: exists and is not a folder; give the study's folder")
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            parser.error(f"--out {args.out}: cannot make this folder ({exc.strerror})")
-        if not os.access(out, os.W_OK):
-            parser.error(f"--out {args.out}: the folder is not writable")
     check = ["--check-effort", args.check_effort] if args.check_effort else ["--check-seconds", f"{args.check_seconds:g}"]
+    if not args.table:
+        _refuse_before_work(parser, args, corpora, out, check)
     try:
         with signals_as_interrupts():  # `kill PID` stops the running step too, not only this script
             rows = _study(corpora, out, args, check)
@@ -289,6 +294,38 @@ def main(argv=None) -> int:
         return 1
     print(table(rows) if rows else "nothing has finished yet")
     return 0
+
+
+def _refuse_before_work(parser: argparse.ArgumentParser, args: argparse.Namespace, corpora: dict[str, Path | None],
+                        out: Path, check: list[str]) -> None:
+    """Stop with ``parser.error`` (status 2, the flag named) before any work where the study would fail later: a
+    ``--corpus`` folder without its files, an ``--out`` it cannot write, flags that ``mcsa`` would refuse (a study of
+    hours must not fail at its second corpus or at its first check)."""
+    for name, folder in corpora.items():
+        missing = [f"{k}.txt" for k in ("train", "valid", "test") if folder and not (folder / f"{k}.txt").is_file()]
+        if missing:
+            parser.error(f"--corpus {name}={folder}: no {', '.join(missing)} in that folder")
+    if out.exists() and not out.is_dir():
+        parser.error(f"--out {args.out}: exists and is not a folder; give the study's folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        parser.error(f"--out {args.out}: cannot make this folder ({exc.strerror})")
+    if not os.access(out, os.W_OK):
+        parser.error(f"--out {args.out}: the folder is not writable")
+    try:
+        extra = shlex.split(args.extra)
+    except ValueError as exc:
+        parser.error(f"--extra {args.extra!r}: {exc}")
+    # the flags of every kind of step, read by mcsa's own parser: a bad --check-effort fails now, not after the
+    # first training's hours
+    probe = steps({k: out / f"{k}.txt" for k in ("train", "valid", "test")}, out, args.seeds[:1], args.minutes,
+                  check, extra)
+    for command, _, _ in probe:
+        why = refused(command[3:])
+        if why is not None:
+            parser.error(f"`mcsa {' '.join(command[3:5])}` would refuse the study's flags (--extra, "
+                         f"--check-effort): {why}")
 
 
 def _study(corpora: dict[str, Path | None], out: Path, args: argparse.Namespace, check: list[str]) -> list[dict]:

@@ -80,13 +80,16 @@ def test_a_killed_training_resumes_and_a_failed_step_names_its_log(corpus, tmp_p
     assert trainings[0][-1] == "--resume" and "--resume" not in trainings[1]
     assert seeds(["--out", str(tmp_path / "none"), "--corpora", "--table"]) == 0
     assert capsys.readouterr().out == "nothing has finished yet\n"
-    argv = ["--out", str(tmp_path / "bad"), "--corpora", "--corpus", f"tiny={data}", "--seeds", "1", *FAST[:4],
-            "--extra", "--classes 0"]
+    binary = tmp_path / "binary"  # flags that read well, a training text that does not: the step fails
+    binary.mkdir()
+    for name in ("train", "valid", "test"):
+        (binary / f"{name}.txt").write_bytes(b"\x00\x01 not text\n")
+    argv = ["--out", str(tmp_path / "bad"), "--corpora", "--corpus", f"tiny={binary}", "--seeds", "1", *FAST]
     assert seeds(argv) == 1
     err = capsys.readouterr().err
-    log = tmp_path / "bad" / "tiny" / "seed1" / "train.log"
+    log = tmp_path / "bad" / "tiny" / "kn5.log"
     assert f"error: the step failed (exit 2); its output is in {log}" in err
-    assert "--classes" in log.read_text()
+    assert "NUL" in log.read_text()
 
 
 def _check(intervals: dict[int, tuple[float, float]]) -> dict:
@@ -121,8 +124,10 @@ def test_two_checks_that_contradict_each_other_are_named_and_not_conclusive():
 
 
 def test_a_bad_out_or_corpus_is_refused_before_any_work(corpus, tmp_path, capsys):
-    """An --out that is a file or cannot be made, and a --corpus folder without its three files (the second of two
-    corpora too), stop the study at once with status 2 and the flag named; nothing is trained or written."""
+    """An --out that is a file or cannot be made, a --corpus folder without its three files (the second of two
+    corpora too), and --extra or --check-effort flags that `mcsa` would refuse (which before surfaced only when the
+    study reached that step: a check, after hours of training) stop the study at once with status 2 and the flag
+    named; nothing is trained or written (the --out folder is made, empty)."""
     _, data = corpus
     afile = tmp_path / "afile"
     afile.write_text("x")
@@ -132,11 +137,18 @@ def test_a_bad_out_or_corpus_is_refused_before_any_work(corpus, tmp_path, capsys
             (["--out", str(afile)], f"--out {afile}: exists and is not a folder"),
             (["--out", str(afile / "sub")], f"--out {afile / 'sub'}: cannot make this folder"),
             (["--out", str(tmp_path / "o"), "--corpus", f"more={empty}"],
-             f"--corpus more={empty}: no train.txt, valid.txt, test.txt in that folder")):
+             f"--corpus more={empty}: no train.txt, valid.txt, test.txt in that folder"),
+            (["--out", str(tmp_path / "o"), "--extra", "--classes 0"],
+             "`mcsa trf train` would refuse the study's flags (--extra, --check-effort): mcsa trf train: error: "
+             "argument --classes: expected an integer >= 1, got '0'"),
+            (["--out", str(tmp_path / "o"), "--extra", "--classes '3"], "--extra \"--classes '3\": No closing quotation"),
+            (["--out", str(tmp_path / "o"), "--check-effort", "abc"],
+             "`mcsa trf eval` would refuse the study's flags (--extra, --check-effort): mcsa trf eval: error: "
+             "argument --check-effort: expected")):
         with pytest.raises(SystemExit) as stop:
-            seeds(["--corpora", "--corpus", f"tiny={data}", *argv, *FAST])
+            seeds(["--corpora", "--corpus", f"tiny={data}", *FAST, *argv])
         assert stop.value.code == 2 and message in capsys.readouterr().err
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "empty"]
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == ["afile", "empty", "o"]
 
 
 def test_the_stage_split_comes_from_the_model_or_its_checkpoint(tmp_path):
