@@ -271,6 +271,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.minutes <= 0 or args.check_seconds <= 0:
         parser.error("--minutes and --check-seconds must be positive")
+    twice = sorted({seed for seed in args.seeds if args.seeds.count(seed) > 1})
+    if twice:  # one run per seed: a repeated seed would count as another seed in the table's "three seeds"
+        parser.error(f"--seeds: {', '.join(map(str, twice))} given more than once")
     corpora: dict[str, Path | None] = {name: None for name in args.corpora}
     for spec in args.corpus:
         name, _, folder = spec.partition("=")
@@ -319,13 +322,12 @@ def _refuse_before_work(parser: argparse.ArgumentParser, args: argparse.Namespac
         parser.error(f"--extra {args.extra!r}: {exc}")
     # the flags of every kind of step, read by mcsa's own parser: a bad --check-effort fails now, not after the
     # first training's hours
-    probe = steps({k: out / f"{k}.txt" for k in ("train", "valid", "test")}, out, args.seeds[:1], args.minutes,
-                  check, extra)
+    probe = steps({k: out / f"{k}.txt" for k in ("train", "valid", "test")}, out, args.seeds, args.minutes, check,
+                  extra)
     for command, _, _ in probe:
         why = refused(command[3:])
         if why is not None:
-            parser.error(f"`mcsa {' '.join(command[3:5])}` would refuse the study's flags (--extra, "
-                         f"--check-effort): {why}")
+            parser.error(f"`mcsa {' '.join(command[3:5])}` would refuse the command the study gives it: {why}")
 
 
 def _study(corpora: dict[str, Path | None], out: Path, args: argparse.Namespace, check: list[str]) -> list[dict]:

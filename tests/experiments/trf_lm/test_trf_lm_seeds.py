@@ -125,7 +125,7 @@ def test_two_checks_that_contradict_each_other_are_named_and_not_conclusive():
 
 def test_a_bad_out_or_corpus_is_refused_before_any_work(corpus, tmp_path, capsys):
     """An --out that is a file or cannot be made, a --corpus folder without its three files (the second of two
-    corpora too), and --extra or --check-effort flags that `mcsa` would refuse (which before surfaced only when the
+    corpora too), a seed given twice (it would count twice), and flags that `mcsa` would refuse (which before surfaced only when the
     study reached that step: a check, after hours of training) stop the study at once with status 2 and the flag
     named; nothing is trained or written (the --out folder is made, empty)."""
     _, data = corpus
@@ -139,12 +139,14 @@ def test_a_bad_out_or_corpus_is_refused_before_any_work(corpus, tmp_path, capsys
             (["--out", str(tmp_path / "o"), "--corpus", f"more={empty}"],
              f"--corpus more={empty}: no train.txt, valid.txt, test.txt in that folder"),
             (["--out", str(tmp_path / "o"), "--extra", "--classes 0"],
-             "`mcsa trf train` would refuse the study's flags (--extra, --check-effort): mcsa trf train: error: "
+             "`mcsa trf train` would refuse the command the study gives it: mcsa trf train: error: "
              "argument --classes: expected an integer >= 1, got '0'"),
             (["--out", str(tmp_path / "o"), "--extra", "--classes '3"], "--extra \"--classes '3\": No closing quotation"),
             (["--out", str(tmp_path / "o"), "--check-effort", "abc"],
-             "`mcsa trf eval` would refuse the study's flags (--extra, --check-effort): mcsa trf eval: error: "
-             "argument --check-effort: expected")):
+             "`mcsa trf eval` would refuse the command the study gives it: mcsa trf eval: error: "
+             "argument --check-effort: expected"),
+            (["--out", str(tmp_path / "o"), "--seeds", "2", "-1"], "argument --seed: expected an integer >= 0, got '-1'"),
+            (["--out", str(tmp_path / "o"), "--seeds", "1", "2", "1"], "--seeds: 1 given more than once")):
         with pytest.raises(SystemExit) as stop:
             seeds(["--corpora", "--corpus", f"tiny={data}", *FAST, *argv])
         assert stop.value.code == 2 and message in capsys.readouterr().err
