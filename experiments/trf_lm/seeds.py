@@ -303,19 +303,11 @@ def _refuse_before_work(parser: argparse.ArgumentParser, args: argparse.Namespac
                         out: Path, check: list[str]) -> None:
     """Stop with ``parser.error`` (status 2, the flag named) before any work where the study would fail later: a
     ``--corpus`` folder without its files, an ``--out`` it cannot write, flags that ``mcsa`` would refuse (a study of
-    hours must not fail at its second corpus or at its first check)."""
+    hours must not fail at its second corpus or at its first check); the ``--out`` folder is made last."""
     for name, folder in corpora.items():
         missing = [f"{k}.txt" for k in ("train", "valid", "test") if folder and not (folder / f"{k}.txt").is_file()]
         if missing:
             parser.error(f"--corpus {name}={folder}: no {', '.join(missing)} in that folder")
-    if out.exists() and not out.is_dir():
-        parser.error(f"--out {args.out}: exists and is not a folder; give the study's folder")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        parser.error(f"--out {args.out}: cannot make this folder ({exc.strerror})")
-    if not os.access(out, os.W_OK):
-        parser.error(f"--out {args.out}: the folder is not writable")
     try:
         extra = shlex.split(args.extra)
     except ValueError as exc:
@@ -328,6 +320,14 @@ def _refuse_before_work(parser: argparse.ArgumentParser, args: argparse.Namespac
         why = refused(command[3:])
         if why is not None:
             parser.error(f"`mcsa {' '.join(command[3:5])}` would refuse the command the study gives it: {why}")
+    if out.exists() and not out.is_dir():
+        parser.error(f"--out {args.out}: exists and is not a folder; give the study's folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        parser.error(f"--out {args.out}: cannot make this folder ({exc.strerror})")
+    if not os.access(out, os.W_OK):
+        parser.error(f"--out {args.out}: the folder is not writable")
 
 
 def _study(corpora: dict[str, Path | None], out: Path, args: argparse.Namespace, check: list[str]) -> list[dict]:
