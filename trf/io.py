@@ -132,6 +132,21 @@ def _read(path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     return arrays, header
 
 
+def make_output_folder(path: str | os.PathLike, flag: str) -> Path:
+    """Create the output folder ``path`` before any compute, or refuse it (ValueError naming ``flag``): an existing
+    file, a folder that cannot be created, or one that is not writable."""
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"{flag}: {str(path)!r} exists and is not a folder (give a new or existing folder)")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"{flag}: cannot create the folder {str(path)!r} ({exc.strerror or exc})") from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise ValueError(f"{flag}: the folder {str(path)!r} is not writable")
+    return out
+
+
 def check_output_file(path: str | os.PathLike | None, flag: str) -> None:
     """Refuse an output path before any compute: ``path`` must not be a folder, and its folder must exist or
     be creatable, and be writable (ValueError naming ``flag``).  ``None`` (no output) passes."""

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import os
 import shlex
 import signal
 import statistics
@@ -32,6 +31,7 @@ import sys
 from pathlib import Path
 
 from samplers.cli import Terminated, interruption, signals_as_interrupts
+from trf.io import make_output_folder, read_header
 
 MARKS = {"ratio": 0.97, "width": 0.03, "mixture": 0.90}
 """Item 3: checked test PPL <= 0.97 x KN5, its interval at most 3% wide, TRF + KN5 <= 0.90 x KN5."""
@@ -161,7 +161,6 @@ def disagreement(test_check: dict, valid_check: dict) -> dict[str, list[int]]:
 def row(corpus: str, seed: int, folder: Path, files: dict[str, Path]) -> dict | None:
     """One seed's numbers, or None until its checks have run."""
     from experiments.trf_lm.mixture import mixture, read_eval_json
-    from trf.io import read_header
 
     run = folder / f"seed{seed}"
     checks = {k: run / f"eval-{k}.json" for k in ("test", "valid")}
@@ -195,8 +194,6 @@ def iterations_split(meta: dict, checkpoint: Path) -> tuple[int | None, int]:
     """
     base = meta.get("base_iterations")
     if base is None and checkpoint.is_file():
-        from trf.io import read_header
-
         base = read_header(checkpoint)["meta"].get("t_start") or None
     total = int(meta["iterations"])
     return (None, total) if base is None else (int(base), total - int(base))
@@ -320,14 +317,10 @@ def _refuse_before_work(parser: argparse.ArgumentParser, args: argparse.Namespac
         why = refused(command[3:])
         if why is not None:
             parser.error(f"`mcsa {' '.join(command[3:5])}` would refuse the command the study gives it: {why}")
-    if out.exists() and not out.is_dir():
-        parser.error(f"--out {args.out}: exists and is not a folder; give the study's folder")
     try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        parser.error(f"--out {args.out}: cannot make this folder ({exc.strerror})")
-    if not os.access(out, os.W_OK):
-        parser.error(f"--out {args.out}: the folder is not writable")
+        make_output_folder(out, "--out")
+    except ValueError as exc:
+        parser.error(str(exc))
 
 
 def _study(corpora: dict[str, Path | None], out: Path, args: argparse.Namespace, check: list[str]) -> list[dict]:

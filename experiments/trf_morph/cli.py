@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from samplers.argtypes import nonnegative_int, positive_int, text_encoding
+from trf.io import make_output_folder
 
 
 def register(subparsers) -> None:
@@ -60,16 +61,10 @@ def _check_word_list(parser: argparse.ArgumentParser, flag: str, path: str) -> N
 
 def _make_output_folder(parser: argparse.ArgumentParser, path: str) -> Path:
     """Create the ``--out`` folder up front; refuse (exit 2) a file or a folder that cannot be written."""
-    out = Path(path)
-    if out.exists() and not out.is_dir():
-        parser.error(f"argument --out: {path!r} exists and is not a folder (give a new or existing folder)")
     try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        parser.error(f"argument --out: cannot create the folder {path!r} ({exc.strerror or exc})")
-    if not os.access(out, os.W_OK | os.X_OK):
-        parser.error(f"argument --out: the folder {path!r} is not writable")
-    return out
+        return make_output_folder(path, "argument --out")
+    except ValueError as exc:
+        parser.error(str(exc))
 
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:

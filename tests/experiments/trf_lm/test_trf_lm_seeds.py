@@ -134,8 +134,8 @@ def test_a_bad_out_or_corpus_is_refused_before_any_work(corpus, tmp_path, capsys
     empty = tmp_path / "empty"
     empty.mkdir()
     for argv, message in (
-            (["--out", str(afile)], f"--out {afile}: exists and is not a folder"),
-            (["--out", str(afile / "sub")], f"--out {afile / 'sub'}: cannot make this folder"),
+            (["--out", str(afile)], f"--out: {str(afile)!r} exists and is not a folder"),
+            (["--out", str(afile / "sub")], f"--out: cannot create the folder {str(afile / 'sub')!r}"),
             (["--out", str(tmp_path / "o"), "--corpus", f"more={empty}"],
              f"--corpus more={empty}: no train.txt, valid.txt, test.txt in that folder"),
             (["--out", str(tmp_path / "o"), "--extra", "--classes 0"],
