@@ -16,6 +16,8 @@ finished without running anything.  Folders: ``OUT/<corpus>/{train,valid,test}.t
 
 The corpora are prepared offline from Debian packages (``fortunes fortunes-min fortune-anarchism``;
 ``bible-kjv bible-kjv-text``); ``--corpus NAME=DIR`` adds a folder that already holds train / valid / test.txt.
+KJV trains with ``--max-length 40`` and is checked on its held-out verses of at most 40 words
+(:data:`KJV_MAX_LENGTH`), as every KJV row of experiments/trf_lm/README.md.
 """
 
 from __future__ import annotations
@@ -46,9 +48,28 @@ def _cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "samplers.cli", *args]
 
 
+KJV_MAX_LENGTH = 40
+"""KJV's verses run to 90 words.  As in every KJV row of experiments/trf_lm/README.md, the study pools the longer
+training verses into one sub-model (``--max-length 40``, Sec. 5.4) and checks the valid and test verses of at most
+40 words, the lengths that have a normaliser of their own; KN5 is scored on the same verses."""
+
+
+def corpus_files(name: str, folder: Path) -> dict[str, Path]:
+    """The train / valid / test files the study uses for corpus ``name`` in ``folder`` (KJV: the held-out verses
+    of at most :data:`KJV_MAX_LENGTH` words, ``valid40.txt`` and ``test40.txt``)."""
+    held = f"{KJV_MAX_LENGTH}" if name == "kjv" else ""
+    return {"train": folder / "train.txt", "valid": folder / f"valid{held}.txt", "test": folder / f"test{held}.txt"}
+
+
+def corpus_flags(name: str, given: Path | None = None) -> list[str]:
+    """The training flags the built-in corpus ``name`` adds to :data:`TRAIN_FLAGS`, before the user's ``--extra``
+    (none for a ``--corpus NAME=DIR`` folder, ``given``)."""
+    return ["--max-length", str(KJV_MAX_LENGTH)] if name == "kjv" and given is None else []
+
+
 def prepare(name: str, folder: Path) -> dict[str, Path]:
-    """train / valid / test files of corpus ``name`` (``fortunes`` or ``kjv``) in ``folder``, written once."""
-    paths = {k: folder / f"{k}.txt" for k in ("train", "valid", "test")}
+    """:func:`corpus_files` of corpus ``name`` (``fortunes`` or ``kjv``), written once in ``folder``."""
+    paths = corpus_files(name, folder)
     if all(p.is_file() for p in paths.values()):
         return paths
     folder.mkdir(parents=True, exist_ok=True)
@@ -59,14 +80,19 @@ def prepare(name: str, folder: Path) -> dict[str, Path]:
     if name == "kjv":
         from experiments.trf_lm.kjv import prepare as prepare_kjv
 
-        return prepare_kjv(folder)
+        whole = prepare_kjv(folder)
+        for split in ("valid", "test"):
+            lines = whole[split].read_text(encoding="utf-8").splitlines()
+            paths[split].write_text("".join(f"{line}\n" for line in lines if len(line.split()) <= KJV_MAX_LENGTH),
+                                    encoding="utf-8")
+        return paths
     raise ValueError(f"unknown corpus {name!r}: fortunes, kjv, or --corpus {name}=DIR")
 
 
 def steps(files: dict[str, Path], folder: Path, seeds: list[int], minutes: float, check: list[str],
           extra: list[str]) -> list[tuple[list[str], Path, Path]]:
     """``(command, result, log)`` of every step for one corpus, in order: KN5, then per seed the training (with
-    ``--resume`` where its checkpoint exists), the test check and the valid check."""
+    ``extra`` flags, and ``--resume`` where its checkpoint exists), the test check and the valid check."""
     kn5 = folder / "kn5.npz"
     out = [(_cli("ngram", "train", "--train", str(files["train"]), "--out", str(kn5), "--order", "5", "--method",
                  "kn", "--vocab-size", "10000"), kn5, folder / "kn5.log")]
@@ -311,8 +337,9 @@ def _refuse_before_work(parser: argparse.ArgumentParser, args: argparse.Namespac
         parser.error(f"--extra {args.extra!r}: {exc}")
     # the flags of every kind of step, read by mcsa's own parser: a bad --check-effort fails now, not after the
     # first training's hours
-    probe = steps({k: out / f"{k}.txt" for k in ("train", "valid", "test")}, out, args.seeds, args.minutes, check,
-                  extra)
+    probe = [step for name, given in corpora.items()
+             for step in steps(corpus_files(name, out), out, args.seeds, args.minutes, check,
+                               [*corpus_flags(name, given), *extra])]
     for command, _, _ in probe:
         why = refused(command[3:])
         if why is not None:
@@ -329,15 +356,14 @@ def _study(corpora: dict[str, Path | None], out: Path, args: argparse.Namespace,
     for name, given in corpora.items():
         folder = out / name
         files = ({k: given / f"{k}.txt" for k in ("train", "valid", "test")} if given is not None
-                 else (prepare(name, folder) if not args.table else {k: folder / f"{k}.txt"
-                                                                      for k in ("train", "valid", "test")}))
+                 else corpus_files(name, folder) if args.table else prepare(name, folder))
         missing = [str(p) for p in files.values() if not p.is_file()]
         if missing:
             print(f"{name}: no {', '.join(missing)}", file=sys.stderr)
             continue
         if not args.table:
             for command, result, log in steps(files, folder, args.seeds, args.minutes, check,
-                                              shlex.split(args.extra)):
+                                              [*corpus_flags(name, given), *shlex.split(args.extra)]):
                 run_step(command, result, log)
         rows += [r for r in (row(name, seed, folder, files) for seed in args.seeds) if r is not None]
     return rows

@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from experiments.trf_lm import kjv
 from experiments.trf_lm import seeds as study
 from experiments.trf_lm.mixture import mixture
 from experiments.trf_lm.seeds import disagreement, steps, table
@@ -151,6 +152,29 @@ def test_a_bad_out_or_corpus_is_refused_before_any_work(corpus, tmp_path, capsys
             seeds(["--corpora", "--corpus", f"tiny={data}", *FAST, *argv])
         assert stop.value.code == 2 and message in capsys.readouterr().err
     assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == ["afile", "empty"]
+
+
+def test_kjv_pools_long_verses_and_is_checked_on_the_verses_of_at_most_40_words(tmp_path, monkeypatch, capsys):
+    """The built-in KJV corpus trains with --max-length 40 (before the user's --extra) and is checked, with KN5, on
+    the valid and test verses of at most 40 words, as every KJV row of the README; a --corpus folder named kjv is
+    taken as it is."""
+    verse = " ".join(["word"] * 20)  # every 20th verse goes to test, the next to valid: long ones land in both
+    text = "".join(f"Ge1:{v} {verse if v % 3 else verse + ' ' + verse + ' more'} {v}\n" for v in range(1, 121))
+    monkeypatch.setattr(kjv, "bible_text", lambda: text)
+    ran: list[list[str]] = []
+    monkeypatch.setattr(study, "run_step", lambda command, result, log: ran.append(command))
+    assert seeds(["--out", str(tmp_path / "o"), "--corpora", "kjv", "--seeds", "1", "--extra", "--classes 3"]) == 0
+    folder = tmp_path / "o" / "kjv"
+    for split in ("valid", "test"):
+        whole = (folder / f"{split}.txt").read_text().splitlines()
+        kept = (folder / f"{split}40.txt").read_text().splitlines()
+        assert any(len(line.split()) > 40 for line in whole) and kept == [x for x in whole if len(x.split()) <= 40]
+    train = next(c for c in ran if c[3:5] == ["trf", "train"])
+    assert train[train.index("--seed") + 2:] == ["--max-length", "40", "--classes", "3"]
+    assert [c[c.index("--test") + 1] for c in ran if c[3:5] == ["trf", "eval"]] == [str(folder / "test40.txt"),
+                                                                                    str(folder / "valid40.txt")]
+    assert "nothing has finished yet" in capsys.readouterr().out
+    assert study.corpus_flags("kjv", given=tmp_path) == [] and study.corpus_flags("fortunes") == []
 
 
 def test_the_stage_split_comes_from_the_model_or_its_checkpoint(tmp_path):
