@@ -54,10 +54,12 @@ training verses into one sub-model (``--max-length 40``, Sec. 5.4) and checks th
 40 words, the lengths that have a normaliser of their own; KN5 is scored on the same verses."""
 
 
-def corpus_files(name: str, folder: Path) -> dict[str, Path]:
-    """The train / valid / test files the study uses for corpus ``name`` in ``folder`` (KJV: the held-out verses
-    of at most :data:`KJV_MAX_LENGTH` words, ``valid40.txt`` and ``test40.txt``)."""
-    held = f"{KJV_MAX_LENGTH}" if name == "kjv" else ""
+def corpus_files(name: str, folder: Path, given: Path | None = None) -> dict[str, Path]:
+    """The train / valid / test files the study uses for corpus ``name``: those of a ``--corpus NAME=DIR`` folder,
+    ``given``, as they are; else those it prepares in ``folder`` (KJV: the held-out verses of at most
+    :data:`KJV_MAX_LENGTH` words, ``valid40.txt`` and ``test40.txt``)."""
+    held = f"{KJV_MAX_LENGTH}" if name == "kjv" and given is None else ""
+    folder = folder if given is None else given
     return {"train": folder / "train.txt", "valid": folder / f"valid{held}.txt", "test": folder / f"test{held}.txt"}
 
 
@@ -327,10 +329,10 @@ def _refuse_before_work(parser: argparse.ArgumentParser, args: argparse.Namespac
     """Stop with ``parser.error`` (status 2, the flag named) before any work where the study would fail later: a
     ``--corpus`` folder without its files, an ``--out`` it cannot write, flags that ``mcsa`` would refuse (a study of
     hours must not fail at its second corpus or at its first check); the ``--out`` folder is made last."""
-    for name, folder in corpora.items():
-        missing = [f"{k}.txt" for k in ("train", "valid", "test") if folder and not (folder / f"{k}.txt").is_file()]
+    for name, given in corpora.items():
+        missing = [p.name for p in corpus_files(name, out, given).values() if given and not p.is_file()]
         if missing:
-            parser.error(f"--corpus {name}={folder}: no {', '.join(missing)} in that folder")
+            parser.error(f"--corpus {name}={given}: no {', '.join(missing)} in that folder")
     try:
         extra = shlex.split(args.extra)
     except ValueError as exc:
@@ -338,7 +340,7 @@ def _refuse_before_work(parser: argparse.ArgumentParser, args: argparse.Namespac
     # the flags of every kind of step, read by mcsa's own parser: a bad --check-effort fails now, not after the
     # first training's hours
     probe = [step for name, given in corpora.items()
-             for step in steps(corpus_files(name, out), out, args.seeds, args.minutes, check,
+             for step in steps(corpus_files(name, out, given), out, args.seeds, args.minutes, check,
                                [*corpus_flags(name, given), *extra])]
     for command, _, _ in probe:
         why = refused(command[3:])
@@ -355,8 +357,7 @@ def _study(corpora: dict[str, Path | None], out: Path, args: argparse.Namespace,
     rows = []
     for name, given in corpora.items():
         folder = out / name
-        files = ({k: given / f"{k}.txt" for k in ("train", "valid", "test")} if given is not None
-                 else corpus_files(name, folder) if args.table else prepare(name, folder))
+        files = corpus_files(name, folder, given) if given is not None or args.table else prepare(name, folder)
         missing = [str(p) for p in files.values() if not p.is_file()]
         if missing:
             print(f"{name}: no {', '.join(missing)}", file=sys.stderr)
