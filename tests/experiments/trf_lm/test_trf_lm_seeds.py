@@ -126,9 +126,9 @@ def test_two_checks_that_contradict_each_other_are_named_and_not_conclusive():
 
 def test_a_bad_out_or_corpus_is_refused_before_any_work(corpus, tmp_path, capsys):
     """An --out that is a file or cannot be made, a --corpus folder without its three files (the second of two
-    corpora too), a seed given twice (it would count twice), and flags that `mcsa` would refuse (which before surfaced only when the
-    study reached that step: a check, after hours of training) stop the study at once with status 2 and the flag
-    named; nothing is trained or written, not even the --out folder."""
+    corpora too), a seed given twice (it would count twice), and flags that `mcsa` would refuse (which before
+    surfaced only when the study reached that step: a check, after hours of training) stop the study at once with
+    status 2 and the flag named; nothing is trained or written, not even the --out folder."""
     _, data = corpus
     afile = tmp_path / "afile"
     afile.write_text("x")
@@ -175,6 +175,7 @@ def test_kjv_pools_long_verses_and_is_checked_on_the_verses_of_at_most_40_words(
                                                                                     str(folder / "valid40.txt")]
     assert "nothing has finished yet" in capsys.readouterr().out
     assert study.corpus_flags("kjv", given=tmp_path) == [] and study.corpus_flags("fortunes") == []
+    assert study.corpus_files("kjv", folder, given=tmp_path)["test"] == tmp_path / "test.txt"
 
 
 def test_the_stage_split_comes_from_the_model_or_its_checkpoint(tmp_path):
