@@ -61,17 +61,34 @@ def sentences_of(text: str, max_len: int) -> list[str]:
     return out
 
 
-def prepare_corpus(out_dir: Path, max_len: int) -> dict[str, Path]:
-    """Write train/valid/test files (one sentence per line) under ``out_dir``."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    splits = {"train": [], "valid": [], "test": []}
+def fortunes_by_split(max_len: int) -> dict[str, list[list[str]]]:
+    """Every fortune as its list of sentences, in ``{"train", "valid", "test"}``: fortune ``i`` (counted over the
+    sorted files) goes to test if ``i % 20 == 0``, valid if ``i % 20 == 1``, train otherwise."""
+    splits: dict[str, list[list[str]]] = {"train": [], "valid": [], "test": []}
     index = 0
     for path in fortune_files():
         text = path.read_bytes().decode("utf-8", errors="replace")
         for fortune in re.split(r"^%\s*$", text, flags=re.M):
             split = "test" if index % 20 == 0 else "valid" if index % 20 == 1 else "train"
-            splits[split].extend(sentences_of(fortune, max_len))
+            splits[split].append(sentences_of(fortune, max_len))
             index += 1
+    return splits
+
+
+def copies_of_train_fortunes(split: str, max_len: int = 40) -> np.ndarray:
+    """Per sentence of ``split``'s file (as :func:`prepare_corpus` writes it): does it come from a fortune whose
+    sentences, all of them, are those of a training fortune?  Some fortunes occur in two files (e.g. ``cookie`` and
+    ``linux``), and the split by index can put one copy in training and the other in ``split``."""
+    splits = fortunes_by_split(max_len)
+    in_train = {tuple(sentences) for sentences in splits["train"] if sentences}
+    return np.array([tuple(sentences) in in_train for sentences in splits[split] for _ in sentences], dtype=bool)
+
+
+def prepare_corpus(out_dir: Path, max_len: int) -> dict[str, Path]:
+    """Write train/valid/test files (one sentence per line) under ``out_dir``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    splits = {name: [line for sentences in fortunes for line in sentences]
+              for name, fortunes in fortunes_by_split(max_len).items()}
     paths = {}
     for name, lines in splits.items():
         paths[name] = out_dir / f"{name}.txt"

@@ -11,6 +11,10 @@ prints the test perplexities of the TRF, the n-gram and the mixture, each beside
     mcsa trf eval --model fast.npz --test test.txt --json eval-test.json
     python -m experiments.trf_lm.mixture --model fast.npz --ngram kn5.npz --valid valid.txt --test test.txt \\
         --valid-check eval-valid.json --test-check eval-test.json
+
+``--breakdown train.txt`` also prints the test perplexities by sentence length and by whether the sentence occurs in
+the training text: where the TRF gains on the n-gram and where it loses (an n-gram's counts memorise sentences it
+has seen; the TRF's L2-shrunk features do not).
 """
 
 from __future__ import annotations
@@ -126,15 +130,62 @@ def mixture(model_path, ngram_path, valid, test, valid_check, test_check, *, enc
     ng = {k: ngram.log_prob(ng_data[k]) for k in files}
     weight = tune_linear_weight(trf_log_prob("valid", "checked"), ng["valid"], data["valid"].n_predicted)
     augsa_ppl = augsa_perplexity(model.log_prob(data["test"], allow_positive=True), data["test"])
+    per_sentence = {"trf": {w: trf_log_prob("test", w) for w in ("checked", "low", "high")}, "ngram": ng["test"]}
+    per_sentence["mix"] = {w: interpolate_linear(lp, ng["test"], weight) for w, lp in per_sentence["trf"].items()}
     return {
         "ngram": perplexity(ng["test"], n_test), "ngram_name": f"{type(ngram).__name__}, order {ngram.order}",
         "ngram_report": evaluate_ngram(ngram, ngram_vocab, test, encoding=encoding)["report"],
         "augsa": None if augsa_ppl.impossible else augsa_ppl.perplexity, "augsa_why_not": augsa_ppl.why_not,
-        "trf": {w: perplexity(trf_log_prob("test", w), n_test) for w in ("checked", "low", "high")},
-        "mix": {w: perplexity(interpolate_linear(trf_log_prob("test", w), ng["test"], weight), n_test)
-                for w in ("checked", "low", "high")},
+        "trf": {w: perplexity(lp, n_test) for w, lp in per_sentence["trf"].items()},
+        "mix": {w: perplexity(lp, n_test) for w, lp in per_sentence["mix"].items()},
         "weight": weight, "inconclusive": {k: inconclusive_reason(checks[k]) for k in files},
+        "per_sentence": per_sentence, "test_corpus": data["test"], "vocab": model.vocab,
     }
+
+
+LENGTH_GROUPS = ((1, 1), (2, 2), (3, 4), (5, 7), (8, 12), (13, 20), (21, 30), (31, 40), (41, None))
+
+
+def in_text(corpus, path, vocab, *, encoding: str = "utf-8") -> np.ndarray:
+    """Per sentence of ``corpus``: does the same sentence occur in the text file ``path`` (compared after both are
+    encoded with ``vocab``, so out-of-vocabulary words match as ``<unk>``)?"""
+    from trf.lm.corpus import encode_file
+
+    seen = {sentence.tobytes() for sentence in encode_file(path, vocab, encoding=encoding)}
+    return np.array([sentence.tobytes() in seen for sentence in corpus], dtype=bool)
+
+
+def breakdown(per_sentence: dict, lengths, marks: dict[str, np.ndarray]) -> list[dict]:
+    """The test perplexities of :func:`mixture` over groups of its sentences: all of them; for each ``name -> mask``
+    of ``marks`` (e.g. ``{"in the training text": in_text(...)}``) the sentences marked and the others ("not " +
+    name); and each group of :data:`LENGTH_GROUPS` (empty groups left out).  Each row: ``group``, ``sentences``,
+    ``tokens`` (words plus one end of sentence each), ``ngram`` and ``trf`` / ``mix`` as ``{"checked", "low",
+    "high"}``.  The groups of one partition hold the whole test set between them, so their tokens add up to its
+    tokens and their log-likelihoods to its log-likelihood: a group's perplexity says where a model gains or loses,
+    the whole set's says by how much."""
+    from trf.ngram import perplexity
+
+    lengths = np.asarray(lengths)
+    groups = [("all", np.ones(lengths.size, dtype=bool))]
+    for name, mask in marks.items():
+        mask = np.asarray(mask, dtype=bool)
+        if mask.shape != lengths.shape:
+            raise ValueError(f"marks[{name!r}] has {mask.size} entries for {lengths.size} sentences")
+        groups += [(name, mask), ("not " + name, ~mask)]
+    for low, high in LENGTH_GROUPS:
+        name = f"{low} word{'s' if low > 1 else ''}" if high == low else (
+            f"{low}-{high} words" if high is not None else f"{low} words or more")
+        groups.append((name, (lengths >= low) & (lengths <= (high if high is not None else lengths.max()))))
+    rows = []
+    for name, mask in groups:
+        if not mask.any():
+            continue
+        tokens = int((lengths[mask] + 1).sum())
+        rows.append({"group": name, "sentences": int(mask.sum()), "tokens": tokens,
+                     "ngram": perplexity(per_sentence["ngram"][mask], tokens),
+                     **{model: {w: perplexity(lp[mask], tokens) for w, lp in per_sentence[model].items()}
+                        for model in ("trf", "mix")}})
+    return rows
 
 
 def headline(ppl: dict, why: str | None) -> tuple[float, str]:
@@ -154,6 +205,9 @@ def main(argv=None) -> int:
     parser.add_argument("--valid-check", required=True, help="`mcsa trf eval --json` output on --valid")
     parser.add_argument("--test-check", required=True, help="`mcsa trf eval --json` output on --test")
     parser.add_argument("--encoding", default="utf-8", help="encoding of --valid and --test (default utf-8)")
+    parser.add_argument("--breakdown", metavar="TRAIN",
+                        help="also print the test perplexities by sentence length and by whether the sentence occurs "
+                             "in TRAIN (the training text, read with --encoding)")
     args = parser.parse_args(argv)
     try:
         codecs.lookup(args.encoding)
@@ -163,6 +217,9 @@ def main(argv=None) -> int:
     try:
         got = mixture(args.model, args.ngram, args.valid, args.test, args.valid_check, args.test_check,
                       encoding=args.encoding)
+        if args.breakdown is not None:
+            with _reading("--breakdown"):
+                seen = in_text(got["test_corpus"], args.breakdown, got["vocab"], encoding=args.encoding)
     except (OSError, ValueError) as exc:  # a missing, unreadable or mismatched input: its message names it
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -188,6 +245,16 @@ def main(argv=None) -> int:
         head, how = headline(ppl, why["test"])
         print(f"| {label} | {how} | {head:.2f} | [{ppl['low']:.2f}, {ppl['high']:.2f}] | {head / ng_ppl:.3f} |")
     print("\nn-gram on --test, SRILM's ppl lines:\n" + got["ngram_report"])
+    if args.breakdown is not None:
+        print(f"\n--test by group (in the training text: the same sentence, <unk> for <unk>, occurs in "
+              f"{args.breakdown}; the TRF's interval from the checked normalisers' ends):\n")
+        print("| sentences | count | tokens | TRF | interval | n-gram | TRF / n-gram | TRF + n-gram | / n-gram |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for row in breakdown(got["per_sentence"], got["test_corpus"].lengths, {"in the training text": seen}):
+            trf_ppl, mix_ppl = headline(row["trf"], why["test"])[0], headline(row["mix"], why["test"])[0]
+            print(f"| {row['group']} | {row['sentences']} | {row['tokens']} | {trf_ppl:.2f} | [{row['trf']['low']:.2f}, "
+                  f"{row['trf']['high']:.2f}] | {row['ngram']:.2f} | {trf_ppl / row['ngram']:.3f} | {mix_ppl:.2f} | "
+                  f"{mix_ppl / row['ngram']:.3f} |")
     return 0
 
 

@@ -99,13 +99,63 @@ def test_bad_input_is_a_clear_error_naming_its_flag(run, tmp_path, capsys):
                           ({"ngram": binary}, "--ngram: "),
                           ({"test_check": binary}, "--test-check: " + str(binary) + ": not a readable"),
                           ({"valid": tmp_path / "missing.txt"}, "--valid: "),
-                          ({"test": latin}, "--test: corpus file '" + str(latin) + "' line 1 is not valid utf-8")):
+                          ({"test": latin}, "--test: corpus file '" + str(latin) + "' line 1 is not valid utf-8"),
+                          ({"breakdown": tmp_path / "missing.txt"}, "--breakdown: "),
+                          ({"breakdown": tmp_path}, "--breakdown: "),
+                          ({"breakdown": latin}, "--breakdown: corpus file '" + str(latin) + "' line 1 is not valid")):
         code, err = run_with(**changed)
         assert code == 2 and err.startswith("error: " + says) and "Traceback" not in err, (changed, err)
     assert run_with(test=latin, extra=["--encoding", "latin-1"])[0] == 0
     with pytest.raises(SystemExit) as stop:
         run_with(extra=["--encoding", "no-such-codec"])
     assert stop.value.code == 2 and "--encoding: unknown encoding 'no-such-codec'" in capsys.readouterr().err
+
+
+def test_breakdown_splits_the_test_set_by_length_and_by_the_training_text(run, tmp_path, capsys):
+    """``--breakdown TRAIN`` prints one row per group: the whole test set, its sentences that occur in TRAIN (after
+    <unk> mapping) and the others, and each length group; every row's perplexities are those of its sentences alone
+    (recomputed here), and the groups of each partition hold all the tokens and the whole log-likelihood."""
+    from experiments.trf_lm.mixture import breakdown, log_z_tables, read_eval_json
+    from experiments.trf_lm.mixture import main as mixture
+
+    folder, train, held, model, kn, check = run
+    test = tmp_path / "test.txt"
+    test.write_text(HELD + "\nthe cat sat\nthe end\nthe dog\nthe zebra sat\n")   # 2 training sentences
+    capsys.readouterr()
+    assert mixture(["--model", str(model), "--ngram", str(kn), "--valid", str(held), "--test", str(test),
+                    "--valid-check", str(check), "--test-check", str(check), "--breakdown", str(train)]) == 0
+    out = capsys.readouterr().out
+    table = {line.split(" | ")[0][2:]: line.split(" | ")[1:] for line in out.split("--test by group")[1].splitlines()
+             if line.startswith("| ") and not line.startswith("| sentences")}
+    assert list(table) == ["all", "in the training text", "not in the training text", "2 words", "3-4 words"]
+    assert [int(table[g][0]) for g in table] == [16, 2, 14, 2, 14]
+
+    lm, (ngram, _) = trf.load(model), load_ngram(kn)
+    corpus = encode_file(test, lm.vocab)
+    lp = log_prob_with_log_z(lm, corpus, log_z_tables(lm, read_eval_json(check))["checked"])
+    ng = ngram.log_prob(corpus)
+    known = np.array([i in (12, 13) for i in range(16)])           # "the cat sat", "the end"
+    for group, mask in (("in the training text", known), ("not in the training text", ~known),
+                        ("2 words", corpus.lengths == 2)):
+        n = int((corpus.lengths[mask] + 1).sum())
+        assert table[group][1] == str(n)
+        assert table[group][2] == f"{perplexity(lp[mask], n):.2f}" and table[group][4] == f"{perplexity(ng[mask], n):.2f}"
+
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(1, 60, size=200)
+    per = {"trf": {w: -rng.uniform(1, 5, 200) * (lengths + 1) for w in ("checked", "low", "high")},
+           "ngram": -rng.uniform(1, 5, 200) * (lengths + 1)}
+    per["mix"] = per["trf"]
+    rows = {r["group"]: r for r in breakdown(per, lengths, {"in the training text": rng.random(200) < 0.3})}
+    parts = ([rows["in the training text"], rows["not in the training text"]],
+             [r for g, r in rows.items() if "word" in g])
+    for part in parts:
+        assert sum(r["sentences"] for r in part) == 200 and sum(r["tokens"] for r in part) == rows["all"]["tokens"]
+        for side in (lambda r: r["ngram"], lambda r: r["trf"]["high"]):
+            assert sum(r["tokens"] * np.log(side(r)) for r in part) == pytest.approx(
+                rows["all"]["tokens"] * np.log(side(rows["all"])), rel=1e-12)
+    with pytest.raises(ValueError, match="marks\\['short'\\] has 3 entries for 200 sentences"):
+        breakdown(per, lengths, {"short": [True, False, True]})
 
 
 def test_ctrl_c_is_one_line_not_a_traceback(run, monkeypatch, capsys):
