@@ -188,7 +188,7 @@ def disagreement(test_check: dict, valid_check: dict) -> dict[str, list[int]]:
 
 def row(corpus: str, seed: int, folder: Path, files: dict[str, Path]) -> dict | None:
     """One seed's numbers, or None until its checks have run."""
-    from experiments.trf_lm.mixture import mixture, read_eval_json
+    from experiments.trf_lm.mixture import breakdown, in_text, mixture, read_eval_json
 
     run = folder / f"seed{seed}"
     checks = {k: run / f"eval-{k}.json" for k in ("test", "valid")}
@@ -204,13 +204,17 @@ def row(corpus: str, seed: int, folder: Path, files: dict[str, Path]) -> dict | 
     checked = high if inconclusive else test["perplexity_checked"]
     mixed = mix["mix"]["high"] if inconclusive else mix["mix"]["checked"]
     base, full = iterations_split(meta, run / "full.ckpt")
+    seen = in_text(mix["test_corpus"], files["train"], mix["vocab"])
+    groups = {g["group"]: g for g in breakdown(mix["per_sentence"], mix["test_corpus"].lengths, {"seen": seen})}
     return {"corpus": corpus, "seed": seed, "base_iterations": base, "full_iterations": full,
             "minutes": meta["train_seconds"] / 60, "guard": meta.get("guard_message"), "checked": checked,
             "midpoint": test["perplexity_checked"], "low": low, "high": high, "inconclusive": inconclusive,
             "augsa": test.get("perplexity_augsa"), "kn5": mix["ngram"], "ratio": checked / mix["ngram"],
             "width": (high - low) / test["perplexity_checked"], "mixture": mixed, "mixture_ratio": mixed / mix["ngram"],
             "mixture_low": mix["mix"]["low"], "mixture_high": mix["mix"]["high"],
-            "weight": mix["weight"], "below": below}
+            "weight": mix["weight"], "below": below,
+            "by_seen": {k: {"sentences": groups[k]["sentences"], "ratio": groups[k]["trf"]["checked"] / groups[k]["ngram"]}
+                        for k in ("seen", "not seen") if k in groups}}
 
 
 def iterations_split(meta: dict, checkpoint: Path) -> tuple[int | None, int]:
@@ -256,6 +260,16 @@ def table(rows: list[dict]) -> str:
         lines.append(f"\n{corpus}: TRF / KN5 {statistics.mean(ratios):.3f}{spread(ratios)}, TRF + KN5 / KN5 "
                      f"{statistics.mean(mixed):.3f}{spread(mixed)} over seeds {', '.join(str(r['seed']) for r in mine)}"
                      "; item 3: " + ", ".join(f"{k} {'met' if v else 'NOT met'}" for k, v in met.items()))
+        parts = []
+        for key, where in (("not seen", "not in"), ("seen", "in")):
+            got = [r["by_seen"][key] for r in mine if key in r.get("by_seen", {})]
+            if got:
+                n = got[0]["sentences"]
+                parts.append(f"{where} the training text ({n:,} sentence{'s' if n != 1 else ''}) "
+                             + ", ".join(f"{g['ratio']:.3f}" for g in got))
+        if parts:
+            lines.append(f"{corpus}: TRF / KN5 (checked midpoints) on the test sentences " + "; ".join(parts)
+                         + " (by length too: `python -m experiments.trf_lm.mixture --breakdown TRAIN`)")
     for r in rows:
         for which, lengths in r["below"].items():
             if lengths:

@@ -10,15 +10,21 @@ import sys
 import threading
 import time
 
+import numpy as np
 import pytest
 
+import trf
 from experiments.trf_lm import kjv
 from experiments.trf_lm import seeds as study
-from experiments.trf_lm.mixture import mixture
+from experiments.trf_lm.mixture import log_z_tables, mixture, read_eval_json
 from experiments.trf_lm.seeds import disagreement, steps, table
 from experiments.trf_lm.seeds import main as seeds
 from trf.augsa import CHECKPOINT_KIND
 from trf.io import atomic_write_npz, read_header
+from trf.lm.check import log_prob_with_log_z
+from trf.lm.corpus import encode_file
+from trf.lm.ngram_cli import load_ngram
+from trf.ngram import perplexity
 
 TEXT = "\n".join(["the cat sat", "the dog sat", "a cat ran", "the cat ran home", "a dog sat down", "the end"] * 8)
 HELD = "\n".join(["the cat sat down", "a dog ran", "the dog ran home", "a cat sat"] * 3)
@@ -33,7 +39,7 @@ def corpus(tmp_path_factory):
     data.mkdir()
     (data / "train.txt").write_text(TEXT + "\n")
     (data / "valid.txt").write_text(HELD + "\n")
-    (data / "test.txt").write_text(HELD + "\n")
+    (data / "test.txt").write_text(HELD + "\nthe end\n")  # one test sentence occurs in the training text
     return folder, data
 
 
@@ -60,6 +66,18 @@ def test_the_study_runs_every_step_once_and_its_table_carries_the_checks(corpus,
                 f"| {mix['ngram']:.2f} | {checked / mix['ngram']:.3f} | {mix['mix']['checked']:.2f} [{mix['mix']['low']:.2f}, "
                 f"{mix['mix']['high']:.2f}] ({mix['mix']['checked'] / mix['ngram']:.3f}), {mix['weight']:.2f} |") in printed
     assert "over seeds 1, 2; item 3: conclusive met" in printed and "three seeds NOT met" in printed
+    ratios = {}  # TRF / KN5 on the test sentences in and not in the training text, from the check and KN5 directly
+    for seed in (1, 2):
+        run = out / "tiny" / f"seed{seed}"
+        lm, (kn, _) = trf.load(run / "full.npz"), load_ngram(out / "tiny" / "kn5.npz")
+        test = encode_file(data / "test.txt", lm.vocab)
+        lp = log_prob_with_log_z(lm, test, log_z_tables(lm, read_eval_json(run / "eval-test.json"))["checked"])
+        ng, seen = kn.log_prob(test), np.arange(len(test)) == 12
+        for key, mask in (("not in", ~seen), ("in", seen)):
+            n = int((test.lengths[mask] + 1).sum())
+            ratios.setdefault(key, []).append(f"{perplexity(lp[mask], n) / perplexity(ng[mask], n):.3f}")
+    assert (f"tiny: TRF / KN5 (checked midpoints) on the test sentences not in the training text (12 sentences) "
+            f"{', '.join(ratios['not in'])}; in the training text (1 sentence) {', '.join(ratios['in'])}") in printed
     table = printed[printed.index("| corpus |"):]
     stamps = {p: p.stat().st_mtime_ns for p in out.rglob("*") if p.is_file()}
     assert seeds(argv) == 0
