@@ -13,8 +13,8 @@ prints the test perplexities of the TRF, the n-gram and the mixture, each beside
         --valid-check eval-valid.json --test-check eval-test.json
 
 ``--breakdown train.txt`` also prints the test perplexities by sentence length and by whether the sentence occurs in
-the training text: where the TRF gains on the n-gram and where it loses (an n-gram's counts memorise sentences it
-has seen; the TRF's L2-shrunk features do not).
+the training text: where the TRF gains on the n-gram and where it loses (on fortunes, KN5's counts all but
+memorise the test sentences that occur in the training text; docs/trf-lm.md, "Where the TRF gains and loses").
 """
 
 from __future__ import annotations
