@@ -212,7 +212,7 @@ def row(corpus: str, seed: int, folder: Path, files: dict[str, Path]) -> dict | 
             "augsa": test.get("perplexity_augsa"), "kn5": mix["ngram"], "ratio": checked / mix["ngram"],
             "width": (high - low) / test["perplexity_checked"], "mixture": mixed, "mixture_ratio": mixed / mix["ngram"],
             "mixture_low": mix["mix"]["low"], "mixture_high": mix["mix"]["high"],
-            "weight": mix["weight"], "below": below,
+            "weight": mix["weight"], "below": below, "valid_inconclusive": mix["inconclusive"]["valid"],
             "by_seen": {k: {"sentences": groups[k]["sentences"], "ratio": groups[k]["trf"]["checked"] / groups[k]["ngram"]}
                         for k in ("seen", "not seen") if k in groups}}
 
@@ -271,6 +271,10 @@ def table(rows: list[dict]) -> str:
             lines.append(f"{corpus}: TRF / KN5 (checked midpoints) on the test sentences " + "; ".join(parts)
                          + " (by length too: `python -m experiments.trf_lm.mixture --breakdown TRAIN`)")
     for r in rows:
+        if r.get("valid_inconclusive"):
+            lines.append(f"\nnote: {r['corpus']} seed {r['seed']}: the valid check is inconclusive "
+                         f"({r['valid_inconclusive']}): the mixture's TRF weight was tuned on its midpoints; the row's "
+                         "test perplexities rest on the test check alone")
         for which, lengths in r["below"].items():
             if lengths:
                 other = "valid" if which == "test" else "test"

@@ -134,7 +134,10 @@ def test_two_checks_that_contradict_each_other_are_named_and_not_conclusive():
     assert disagreement(valid, test) == {"test": [5], "valid": [4]}
     assert disagreement(test, test) == {"test": [], "valid": []}
     agreed = table([_row()])
-    assert "conclusive met" in agreed and "disagree" not in agreed and "warning" not in agreed
+    assert "conclusive met" in agreed and "disagree" not in agreed and "warning" not in agreed and "note" not in agreed
+    noted = table([_row(valid_inconclusive="SMC unsettled at lengths [37, 38]")])
+    assert "conclusive met" in noted and ("note: c seed 1: the valid check is inconclusive (SMC unsettled at lengths "
+                                          "[37, 38]): the mixture's TRF weight was tuned on its midpoints") in noted
     below = list(range(26, 41))
     printed = table([_row(below={"test": [], "valid": below})])
     assert "| 100.00, the checks disagree [99.00, 101.00] |" in printed and "conclusive NOT met" in printed
