@@ -104,12 +104,20 @@ def read_npz(path: str | os.PathLike, expected_kind: str | tuple[str, ...] | Non
     return arrays, meta
 
 
-def _read(path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+def check_model_path(path: str | os.PathLike) -> None:
+    """Refuse a model or checkpoint path that is a folder (ValueError) or names no file (FileNotFoundError), the
+    checks a command makes on its input model before it reads its text files, so that the first refusal a user
+    sees is of the first thing that is wrong (wrap it in :func:`samplers.argtypes.input_flag` to name the flag)."""
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"{str(path)!r} is a directory, not a model file")
     if not path.is_file():
         raise FileNotFoundError(f"file {str(path)!r} does not exist")
+
+
+def _read(path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    path = Path(path)
+    check_model_path(path)
     try:
         with np.load(path, allow_pickle=False) as data:
             if not hasattr(data, "files"):

@@ -71,6 +71,8 @@ def test_leaderboard_marks_estimators_no_better_than_the_baseline():
 def test_leaderboard_cli_errors(tmp_path, capsys):
     assert mcsa_main(["bench", "leaderboard", str(tmp_path)]) == 2
     assert "no finished study" in capsys.readouterr().err
+    assert mcsa_main(["bench", "leaderboard", str(tmp_path / "none")]) == 2
+    assert f"{tmp_path / 'none'} does not exist" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exc:
         mcsa_main(["bench", "leaderboard"])
     assert exc.value.code == 2

@@ -176,7 +176,9 @@ def test_competition_scores_pr_and_mar(tmp_path, capsys):
     assert "### PR:" in text and "### MAR: mean Hellinger" in text and "gibbs-factor" in text
     p, q = np.array([[0.5, 0.5]]), np.array([[1.0, 0.0]])
     assert hellinger(p, q)[0] == pytest.approx(math.sqrt(0.5 * ((math.sqrt(0.5) - 1) ** 2 + 0.5)))
+    capsys.readouterr()
     assert mcsa_main(["uai", "scores", str(tmp_path / "none")]) == 2
+    assert f"{tmp_path / 'none'} does not exist" in capsys.readouterr().err
     before = competition_scores(out, folder)
     (out / "results.json").unlink()  # an unfinished study: scored from its runs with --instances only
     assert mcsa_main(["uai", "scores", str(out)]) == 2

@@ -100,6 +100,11 @@ def test_missing_and_folder_inputs_name_their_flag_before_any_compute(files, cap
         assert f"--model: file {str(missing)!r} does not exist" in _error(argv, capsys)
         argv = [*command, "--model", str(files["empty"]), "--test", str(files["train"])]
         assert _error(argv, capsys).startswith("mcsa: error: --model: ")
+        # a missing model or a folder beside a wrongly encoded test file: the model, the first flag, is named first
+        argv = [*command, "--model", str(missing), "--test", str(files["latin"])]
+        assert f"--model: file {str(missing)!r} does not exist" in _error(argv, capsys)
+        argv = [*command, "--model", str(folder), "--test", str(files["latin"])]
+        assert f"--model: {str(folder)!r} is a directory, not a model file" in _error(argv, capsys)
     argv = ["trf", "eval", "--no-check", "--model", str(files["ngram"]), "--test", str(files["train"])]
     assert f"--model: file {str(files['ngram'])!r} holds kind" in _error(argv, capsys)
 

@@ -34,7 +34,7 @@ from samplers.argtypes import (
     text_encoding,
 )
 from samplers.textio import check_text_file, read_lines, write_text, write_with_fallback
-from trf.io import check_output_file
+from trf.io import check_model_path, check_output_file
 from trf.lm.smc import PROPOSALS, TRIM
 from trf.lm.train import BASE_SHARE, DEFAULT_FEATURES, FIRST_STAGE_SHARE
 
@@ -318,6 +318,8 @@ def _eval(args) -> int:
     from trf.lm.model import PERPLEXITY_CONVENTION, SentenceTRF
 
     check_output_file(args.json, "--json")
+    with input_flag("--model"):
+        check_model_path(args.model)
     check_text_file(args.test, "--test", encoding=args.encoding)
     for path in args.check_known or ():
         check_text_file(path, "--check-known", encoding=args.encoding)

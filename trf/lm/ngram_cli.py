@@ -21,7 +21,7 @@ import numpy as np
 from samplers.argtypes import input_flag, number, positive_int, text_encoding
 from samplers.textio import check_text_file, write_text, write_with_fallback
 from trf.arpa import ArpaModel, read_arpa, write_arpa
-from trf.io import atomic_write_npz, check_output_file, read_npz
+from trf.io import atomic_write_npz, check_model_path, check_output_file, read_npz
 from trf.lm.corpus import EncodedCorpus, ReadStats, Vocabulary, encode_file
 from trf.ngram import KIND, DiscountFallbackWarning, KneserNey, NGramModel, WittenBell, ppl_report
 
@@ -116,6 +116,8 @@ def _train(args) -> int:
 
 def _eval(args) -> int:
     check_output_file(args.json, "--json")
+    with input_flag("--model"):
+        check_model_path(args.model)
     check_text_file(args.test, "--test", encoding=args.encoding)
     with input_flag("--model"):
         model, vocab = load_ngram(args.model)
