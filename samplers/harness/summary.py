@@ -416,7 +416,8 @@ def leaderboard_from_dir(folder: str | Path) -> str:
     folder = Path(folder)
     path, doc_path = folder / "summary.csv", folder / "results.json"
     if not folder.is_dir():
-        raise ValueError(f"{folder} {'is not a folder' if folder.exists() else 'does not exist'} (a study folder written by `mcsa bench run --out`)")
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise ValueError(f"{folder} {what} (a study folder written by `mcsa bench run --out`)")
     if not path.is_file() or not doc_path.is_file():
         raise ValueError(f"{folder} holds no finished study (summary.csv and results.json); run "
                          f"`mcsa bench run --suite cross --out {folder}` first")
