@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from samplers.harness.store import check_study_folder
+
 BASELINE = "trivial"
 
 
@@ -32,9 +34,7 @@ def hellinger(p: np.ndarray, q: np.ndarray) -> np.ndarray:
 
 def _runs(folder: Path) -> list[dict]:
     path = folder / "runs.jsonl"
-    if not folder.is_dir():
-        what = "is not a folder" if folder.exists() else "does not exist"
-        raise ValueError(f"{folder} {what} (a study folder written by `mcsa bench run --suite uai --out`)")
+    check_study_folder(folder, "`mcsa bench run --suite uai --out`")
     if not path.is_file():
         raise ValueError(f"{folder} holds no study (runs.jsonl); run `mcsa bench run --suite uai --instances DIR "
                          f"--out {folder}` first")

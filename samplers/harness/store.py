@@ -180,6 +180,14 @@ def read_manifest(out: Path) -> dict[str, Any] | None:
     return doc
 
 
+def check_study_folder(folder: Path, written_by: str) -> None:
+    """Refuse a study folder to read that does not exist or is a file (ValueError: ``FOLDER does not exist (a study
+    folder written by WRITTEN_BY)``), before a reader looks for the files a study leaves in it."""
+    if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise ValueError(f"{folder} {what} (a study folder written by {written_by})")
+
+
 def prepare_output_dir(out: str | Path, *, suite: str, seed: int, resume: bool = False,
                        force: bool = False) -> tuple[Path, dict[str, Any] | None]:
     """Check (and create) an output folder before any run starts.

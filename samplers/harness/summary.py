@@ -16,6 +16,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .records import user_stacklevel
+from .store import check_study_folder
 
 #: Mark of a leaderboard cell whose estimator is no better than the baseline (score 0).
 NO_BETTER = " (<= baseline)"
@@ -415,9 +416,7 @@ def leaderboard_from_dir(folder: str | Path) -> str:
 
     folder = Path(folder)
     path, doc_path = folder / "summary.csv", folder / "results.json"
-    if not folder.is_dir():
-        what = "is not a folder" if folder.exists() else "does not exist"
-        raise ValueError(f"{folder} {what} (a study folder written by `mcsa bench run --out`)")
+    check_study_folder(folder, "`mcsa bench run --out`")
     if not path.is_file() or not doc_path.is_file():
         raise ValueError(f"{folder} holds no finished study (summary.csv and results.json); run "
                          f"`mcsa bench run --suite cross --out {folder}` first")
