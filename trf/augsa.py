@@ -203,7 +203,7 @@ class AugSAConfig:
         preconditioner ``1 / sigma_i`` is the *data's* variance, about ``p~_i`` for a rare feature, so a batch that
         holds a sentence the model over-weights (a repetition such as ``'line' 'line' 'line' ...``, which fires a
         feature once per word) steps its features by ``gamma b_i / p~_i``: 20-700 nats where the bound allows 10-13
-        (docs/trf-lm.md, "The moment bound").  Off by default (the paper's Eq. 16): it bounds each feature alone,
+        (experiments/trf_lm/methods.md, "The moment bound").  Off by default (the paper's Eq. 16): it bounds each feature alone,
         and a repetition that fires many features many times still moves its sentence by their sum.
     max_sentence_move : float or None
         Bound, in nats, on how far one step may move the log-weight ``lambda . f(x)`` of any draw ``x`` of the batch
@@ -211,7 +211,7 @@ class AugSAConfig:
         its features' steps multiplied by ``bound / M`` (a feature in several such draws takes the smallest factor),
         so no draw moves by more than the bound.  Why: a repetition (``'line' 'line' 'line' ...``) that the
         sampler finds fires a rare n-gram once per word, and Eq. (16)'s data-variance preconditioner turns its
-        batch mean into steps of 60-700 nats for each of that sentence's rare features (docs/trf-lm.md, "Why the
+        batch mean into steps of 60-700 nats for each of that sentence's rare features (experiments/trf_lm/methods.md, "Why the
         guard fires"); the sentence then moves by their sum, thousands of nats, where a few tens would already
         take it out of the batch.  The bound shares one push per sentence among its features, as iterative
         scaling's ``1 / C`` does; steps whose draws all move less than the bound are Eq. (16)'s, bit for bit.

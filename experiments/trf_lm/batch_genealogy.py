@@ -2,7 +2,7 @@
 
 Training draws its K sentences per iteration from ``n_runs`` SMC runs (:class:`trf.lm.smc.SMCSampler`): a length's
 draws pick a run with probability ``∝ Z-hat_j`` of that run, then one of the sentences it resampled at that length.
-The sentences of one run share ancestors, so a batch repeats a few prefixes (docs/trf-lm.md, "Why the guard
+The sentences of one run share ancestors, so a batch repeats a few prefixes (experiments/trf_lm/methods.md, "Why the guard
 fires").  For a trained model (its lambda and zeta, as the trainer's last iteration saw them) this prints, per
 ``--configs`` entry ``RUNSxPARTICLES``, over ``--batches`` batches of ``--samples`` sentences: the effective number
 of runs the draws came from (``1 / sum p_r^2`` of the run probabilities, averaged over the drawn lengths), the

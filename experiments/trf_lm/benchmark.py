@@ -15,7 +15,7 @@ vs training time; lambda averaged over the second half (``--average-from``) and 
 for the final lambdas (``--zeta-minutes``, footnote 17), the candidate chosen on valid; AIS checks of
 zeta; linear sentence-level interpolation TRF + KN5 (weight tuned on valid); TransMS sentences per
 second; scoring sentences per second on one core; peak memory.  The documented run
-(docs/trf-lm.md):
+(experiments/trf_lm/methods.md):
 
     NUMBA_NUM_THREADS=1 .venv/bin/python experiments/trf_lm/benchmark.py --features w+c --minutes 60 --t-c 500 \
         --beta-lambda 0 --t0 5000 --zeta-minutes 4 --eval-every 240 --ais-temperatures 300 --ais-lengths 12

@@ -14,7 +14,7 @@ prints the test perplexities of the TRF, the n-gram and the mixture, each beside
 
 ``--breakdown train.txt`` also prints the test perplexities by sentence length and by whether the sentence occurs in
 the training text: where the TRF gains on the n-gram and where it loses (on fortunes, KN5's counts all but
-memorise the test sentences that occur in the training text; docs/trf-lm.md, "Where the TRF gains and loses").
+memorise the test sentences that occur in the training text; experiments/trf_lm/methods.md, "Where the TRF gains and loses").
 """
 
 from __future__ import annotations

@@ -169,7 +169,7 @@ def disagreement(test_check: dict, valid_check: dict) -> dict[str, list[int]]:
     randomised check of the same ``log Z_j``: at each length their intervals should overlap.  Where one check's lower
     side lies above the other's upper side by more than the checks' margin, a run of the first found mass that the
     second missed (the lower sides, SMC and forward AIS, estimate ``Z_j`` without bias, so a much higher estimate is
-    evidence of the mass; docs/trf-lm.md, "Fewer word classes").  Returns, under ``"test"`` and ``"valid"``, the
+    evidence of the mass; experiments/trf_lm/methods.md, "Fewer word classes").  Returns, under ``"test"`` and ``"valid"``, the
     lengths at which that check's interval lies below the other's: there its perplexity is too low.
     """
     margin = max(float(test_check.get("margin") or 0.0), float(valid_check.get("margin") or 0.0))

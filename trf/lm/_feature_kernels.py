@@ -339,7 +339,7 @@ def corpus_scores_pruned(corpus, symbols, lam, fa, plan, out):
     candidates' keys and weights are read in a second branch-free pass and compared.  The loads of a pass do
     not depend on each other, so their cache misses overlap instead of following one another (one look-up at a
     time, a look-up's misses -- slot, ``key_hi``, ``key_lo``, ``lam`` -- and the branch on each stall the next:
-    3.1-3.4x the time, docs/trf-lm.md).  Queuing a look-up prefetches the first line it reads, and each pass
+    3.1-3.4x the time, experiments/trf_lm/methods.md).  Queuing a look-up prefetches the first line it reads, and each pass
     prefetches the lines of the next one: a load that misses holds up the instructions behind it, a prefetch does
     not (about half the time of the full set, docs/trf-lm.md).  A sentence's score adds the same ``lam`` in the same
     order (positions, then ``plan.order``) as one look-up at a time would, so the result does not depend on the

@@ -39,7 +39,7 @@ def lm_config(**overrides: Any) -> AugSAConfig:
     the lambda step, at most 6 times, then stop with a message).  One departure: the stop rule's train-dev gap
     is taken at every 10th iteration (``stop_every=10``; the paper: every one), since each gap scores the
     whole training set -- at every iteration that cost as much as the full feature set's sampling
-    (docs/trf-lm.md, "The stop rule's cost")."""
+    (experiments/trf_lm/methods.md, "The stop rule's cost")."""
     paper = AugSAConfig(n_samples=300, t_max=100000, t_c=3000.0, beta_lambda=0.8, beta_zeta=0.6, t0=2000,
                         pi0="eq26", l2=4e-5, stop_window=100, stop_tol=1e-4, stop_every=10, guard_every=50,
                         on_violation="halve")
@@ -85,7 +85,7 @@ class SentenceBackend:
         the sentences of a length drawn as before, and Eq. (17)'s share ``delta_j`` replaced by ``q-hat(j)``, its
         expectation given the runs.  Both updates keep their roots: the lambda step's batch mean then estimates
         the model's ``sum_j pi_j p_j[f]`` (Eq. 6) for any zeta, and zeta still moves to ``log Z_j / Z_1``.  It
-        halves the largest lambda steps but trained a model holding more mass that its runs miss (docs/trf-lm.md,
+        halves the largest lambda steps but trained a model holding more mass that its runs miss (experiments/trf_lm/methods.md,
         "Stratified lengths"): an experiment's setting, not in ``mcsa trf train``.
     smc_runs : int, optional
         Independent SMC runs per iteration (``sampler="smc"``; :class:`trf.lm.smc.SMCSampler`'s ``n_runs``),

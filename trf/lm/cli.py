@@ -53,7 +53,7 @@ RECIPES = {
 }
 """``mcsa trf train --recipe NAME``: flag values (by argparse destination) that fill the flags not given on the
 command line.  ``full``: the paper's full feature set grown from ``w+c``, the settings of the measured one-command
-runs of docs/trf-lm.md ("Growing the feature set"), with the sentence-move bound and the first stage ending at a
+runs of experiments/trf_lm/methods.md ("Growing the feature set"), with the sentence-move bound and the first stage ending at a
 quarter of the time ("The sentence-move bound": the guard stayed quiet, checked PPL not worse)."""
 UNSET_DEFAULTS = {"features": DEFAULT_FEATURES, "step_rule": "features"}
 """The defaults of the flags a recipe may set whose parser default is ``None`` (so that a given value is seen)."""
@@ -483,7 +483,7 @@ def register(subparsers) -> None:
     train.add_argument("--moment-bound", dest="moment_bound", action=argparse.BooleanOptionalAction, default=None,
                        help="never step a weight past its batch's moment match: a feature the batch holds b times as "
                             "often as the training data steps by at least log(1/b) (AugSAConfig.moment_bound; "
-                            "default off: an experiment, not shown to train a better model; docs/trf-lm.md)")
+                            "default off: an experiment, not shown to train a better model; experiments/trf_lm/methods.md)")
     train.add_argument("--max-sentence-move", dest="max_sentence_move", type=nonnegative_float, default=None,
                        metavar="NATS",
                        help="bound on how far one step moves the log-weight of any sentence of the batch: a sentence "
@@ -532,19 +532,19 @@ def register(subparsers) -> None:
                        help="weigh exactly, in every SMC batch, the distinct training sentences that hold at least "
                             "this share of their length's normaliser (re-chosen every 50 iterations), instead of "
                             "leaving them to the runs to find now and then (--sampler smc; e.g. 1e-4; default off; "
-                            "docs/trf-lm.md, 'Known sentences')")
+                            "experiments/trf_lm/methods.md, 'Known sentences')")
     train.add_argument("--smc-remember", action="store_true",
                        help="with --smc-known: also weigh exactly the sentences outside the training text that "
                             "earlier SMC batches drew holding at least that share, while they keep it (a model "
                             "can hold much of a length's mass in sentences it never saw, which the runs find only "
-                            "now and then; docs/trf-lm.md, 'Remembered sentences')")
+                            "now and then; experiments/trf_lm/methods.md, 'Remembered sentences')")
     train.add_argument("--smc-proposal", choices=PROPOSALS, default=None,
                        help="the SMC particles' proposal (--sampler smc): the model's exact local law (default), or "
                             "'partial': words "
                             "drawn from the unigram, class-final and previous-word rows, the other rows (word skips, "
                             "tied words) as importance weights (faster with the full feature set and unbiased, but "
                             "blind to the rows it leaves out: trained full-set models grew mass it misses; "
-                            "docs/trf-lm.md), or 'trimmed': the exact law without the word features whose |weight| "
+                            "experiments/trf_lm/methods.md), or 'trimmed': the exact law without the word features whose |weight| "
                             f"is below {TRIM:g}, those weights entering at the drawn word (a bounded correction; "
                             "faster with the full feature set)")
     train.add_argument("--minutes", type=positive_float, default=None,

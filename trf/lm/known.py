@@ -3,7 +3,7 @@
 AugSA's gradient needs the model's expectation of every feature (Eq. 6), estimated from SMC draws.  A model
 trained on a corpus gives its training sentences high weight, and a training sentence with n-grams seen nowhere else
 can come to hold much of ``Z_j``: the SMC runs then find it only now and then, the batch piles onto it when they do,
-and the weights of its n-grams swing (docs/trf-lm.md, "Why the guard fires").  But such a sentence need not be
+and the weights of its n-grams swing (experiments/trf_lm/methods.md, "Why the guard fires").  But such a sentence need not be
 found by chance: it is known, and so is its weight ``exp(lambda . f(x))``.  :class:`KnownSentences` keeps the
 distinct training sentences whose share of their length's normaliser is at least ``threshold`` (re-chosen every
 ``refresh`` draws from all of them, scored at the current lambda against the last ``Z-hat_j``), and
@@ -15,7 +15,7 @@ training text that an SMC batch drew with a share of at least ``threshold`` of i
 its share at each re-choice stays at least ``threshold``.  A model's class n-grams and skips can lift sentences it
 never saw; the runs find such a sentence now and then, and without a memory the next batch has lost it again, so the
 features that lift it are pushed back only in the rare batches that hold it.  (On fortunes seed 3's final model, 150
-draws of 2 x 400 particles found 189 such sentences, 159 of them of one or two words; docs/trf-lm.md, "Remembered
+draws of 2 x 400 particles found 189 such sentences, 159 of them of one or two words; experiments/trf_lm/methods.md, "Remembered
 sentences".)
 
 The choice of the set depends only on earlier draws, so the estimates stay unbiased given it; the set is part of

@@ -65,7 +65,7 @@ TRIM = 0.1
 105-minute fortunes full-set model (2.0M word-final successor entries, 58% of those in lists over 1,000 below 0.01,
 85% below 0.1), one run of 400 particles over lengths 1-40 took 0.393 CPU seconds exact, 0.299 / 0.284 / 0.223 /
 0.198 trimmed at 0.01 / 0.03 / 0.1 / 0.3, with the spread of ``log Z-hat_j`` over 12 runs 0.28 exact, 0.24 / 0.30 /
-0.28 / 0.35 (docs/trf-lm.md, "The trimmed SMC proposal")."""
+0.28 / 0.35 (experiments/trf_lm/methods.md, "The trimmed SMC proposal")."""
 TABLE_CACHE_BYTES = 64 << 20
 """Memory per run for the particles' class masses and contexts between their weighting and their children's draws
 (beyond it the local tables are recomputed; the draws do not depend on it)."""
@@ -692,7 +692,7 @@ class SMCSampler:
 
     The draws' lengths follow the runs' ``Z-hat_j``, which are heavy-tailed: a run that finds one heavy sentence
     at a length pulls most of the batch to that length, onto that run's resampled copies of it (on fortunes, up to
-    98 of 100 draws at one length in 1-5 of 40 batches; docs/trf-lm.md, "Why the guard fires").  More runs of
+    98 of 100 draws at one length in 1-5 of 40 batches; experiments/trf_lm/methods.md, "Why the guard fires").  More runs of
     fewer particles at the same total do not cure this (measured there); a fixed ``n_runs`` makes the draws
     independent of the thread count.
     """
@@ -720,7 +720,7 @@ class SMCSampler:
         ``s`` drawn by ``q-hat`` within ``s``.  AugSA's batch mean of ``(pi_j / pi0_j) f`` with ``share = pi0``
         then estimates ``sum_j pi_j p_j[f]``, the model's expectation (Eq. 6), whatever ``zeta`` is, and a length
         whose ``Z-hat_j`` one run over-estimates many times no longer takes most of the batch (which, measured,
-        did not train a better model: docs/trf-lm.md, "Stratified lengths").
+        did not train a better model: experiments/trf_lm/methods.md, "Stratified lengths").
 
         ``known = (tokens, lengths, log_weight)``: distinct sentences (tokens ``(n, >= their length)``) whose
         ``lambda . f(x)`` is known (:class:`trf.lm.known.KnownSentences`), weighed exactly instead of found by

@@ -137,18 +137,18 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
         TransMS chains.  SMC is the default because TransMS failed where SMC did not: on Debian fortunes the
         TransMS-trained model put most of ``Z_2`` on sentences its chains never visited (test PPL >= ~13,700 once
         checked), and on the toy corpus of docs/trf-lm.md with ``t_max`` 100 or 300 it ended at the divergence
-        guard while SMC trained to a checked perplexity of 1.41-1.51 (docs/trf-lm.md).
+        guard while SMC trained to a checked perplexity of 1.41-1.51 (experiments/trf_lm/methods.md).
     smc_particles : int
         Particles per SMC run (``sampler="smc"``).
     smc_runs : int, optional
         Independent SMC runs per iteration (``sampler="smc"``), shared by the threads; default one per Numba
         thread (one if not ``parallel``), so that the draws, and the trained model, depend on the thread count;
         a fixed number makes them independent of it.  (More runs of fewer particles at the same total did not
-        make the batches more diverse: docs/trf-lm.md, "Why the guard fires".)
+        make the batches more diverse: experiments/trf_lm/methods.md, "Why the guard fires".)
     smc_lengths : {"drawn", "stratified"}
         How an SMC batch gets its lengths (:class:`trf.lm.backend.SentenceBackend`): drawn with the sentences
         (Eq. 12, the default), or allotted in proportion to ``pi0`` with the runs' length law entering Eq. (17)
-        (an experiment's setting: it trained a worse model, docs/trf-lm.md "Stratified lengths").
+        (an experiment's setting: it trained a worse model, experiments/trf_lm/methods.md "Stratified lengths").
     smc_known : float, optional
         Weigh the training sentences whose share of their length's normaliser is at least this exactly in every
         SMC batch (:mod:`trf.lm.known`; default off).
@@ -168,13 +168,13 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
         and the stage carry over exactly.  Why: the base set trains about four times more iterations per second
         with SMC, and its weights learn at the full rate (the full set's rate factor, :func:`feature_step_scale`,
         slows every weight three-fold); the richer rows then only learn what the base rows leave (measured in
-        docs/trf-lm.md, "Growing the feature set").  A checkpoint holds whichever stage was running; ``resume``
+        experiments/trf_lm/methods.md, "Growing the feature set").  A checkpoint holds whichever stage was running; ``resume``
         continues it.
     base_share : float
         The base stage's share of the time limit or of ``t_max``, in (0, 1).
     base_step_rule : {"features", "groups", "data", "fixed"}, optional
         The base stage's ``step_rule`` (default: ``step_rule``).  ``"features"`` for a ``w+c`` base and ``"groups"``
-        for the full set is the pairing measured in docs/trf-lm.md ("Growing the feature set"): under ``"groups"``
+        for the full set is the pairing measured in experiments/trf_lm/methods.md ("Growing the feature set"): under ``"groups"``
         the ``w+c`` stage of a 40-minute fortunes run fired the divergence guard twice.
     clock : callable, optional
         Seconds of a monotonic clock (default :func:`time.perf_counter`) that the time limit and the stages read
@@ -430,7 +430,7 @@ def feature_step_scale(train: EncodedCorpus, features: SentenceFeatures) -> floa
     ``gamma`` whatever the feature, so one step changes a sentence's score ``lambda . f(x)`` by about ``gamma``
     times the number of features firing in it.  The schedules here were measured with ``w+c`` (8 template rows per
     position); the paper's full set fires about three times as many, so the same rate moved scores three times as
-    far per step and the divergence guard fired (docs/trf-lm.md).  Dividing by the ratio keeps the step in score
+    far per step and the divergence guard fired (experiments/trf_lm/methods.md).  Dividing by the ratio keeps the step in score
     space that of ``w+c``; ``w+c`` itself is unchanged."""
     active = float(features.counts.sum())
     if set(features.types) <= {"w", "c"} or active <= 0:
@@ -575,7 +575,7 @@ def training_floor_excess(known: DistinctSentences, backend: SentenceBackend, la
     ``sum_x exp(lambda . f(x))`` over the distinct training sentences of length ``j`` is at most ``Z_j``, so a
     positive excess proves ``zeta_j`` too low: the model gives its own training sentences more than ``pi_j`` in all,
     and the sampler has missed mass at that length (on fortunes, seed 3: the three training sentences ``X shore leave
-    stardate N N``, docs/trf-lm.md)."""
+    stardate N N``, experiments/trf_lm/methods.md)."""
     floor = known.floor(backend.features, lam)
     return floor.log_z - (np.asarray(zeta, dtype=np.float64)[:floor.log_z.size] + backend.log_z1(lam)), floor
 
