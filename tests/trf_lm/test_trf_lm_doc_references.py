@@ -29,11 +29,11 @@ def cited_sections(text: str, here: Path) -> list[tuple[int, str, str]]:
     """``(line, file, section)`` for every reference in ``text`` that names a section right after the file."""
     cited = []
     for match in FILE.finditer(text):
-        name = match.group(1)
-        target = ("experiments/trf_lm/methods.md" if name == "methods.md" and here.parent.name == "trf_lm"
-                  else name if name in TARGETS else None)
-        if target is None:
-            continue
+        target = match.group(1)
+        if target == "methods.md":   # a bare name: only the files beside the record mean the record
+            if here.parent.name != "trf_lm":
+                continue
+            target = "experiments/trf_lm/methods.md"
         after = text[match.end():match.end() + 300]
         after = re.sub(r"""(["'])\s*\n\s*\1""", "", after)   # a string literal continued on the next line
         after = re.sub(r"\s*\n\s*(#\s*)?", " ", after)         # a line wrapped in a comment or docstring
