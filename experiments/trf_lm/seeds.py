@@ -17,7 +17,7 @@ finished without running anything.  Folders: ``OUT/<corpus>/{train,valid,test}.t
 The corpora are prepared offline from Debian packages (``fortunes fortunes-min fortune-anarchism``;
 ``bible-kjv bible-kjv-text``); ``--corpus NAME=DIR`` adds a folder that already holds train / valid / test.txt.
 KJV trains with ``--max-length 40`` and is checked on its held-out verses of at most 40 words
-(:data:`KJV_MAX_LENGTH`), as every KJV row of experiments/trf_lm/README.md.
+(:data:`KJV_MAX_LENGTH`), as every KJV row of experiments/trf_lm/README.md and runs.md.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ MARKS = {"ratio": 0.97, "width": 0.03, "mixture": 0.90}
 TRAIN_FLAGS = ("--vocab-size", "10000", "--recipe", "full", "--smc-known", "1e-4", "--smc-remember", "--no-check",
                "--log-every", "200")
 """The training command's flags besides files, ``--minutes`` and ``--seed`` (the recipe of
-experiments/trf_lm/README.md's session-32 runs)."""
+experiments/trf_lm/runs.md's session-32 runs)."""
 
 
 def _cli(*args: str) -> list[str]:
@@ -49,7 +49,7 @@ def _cli(*args: str) -> list[str]:
 
 
 KJV_MAX_LENGTH = 40
-"""KJV's verses run to 90 words.  As in every KJV row of experiments/trf_lm/README.md, the study pools the longer
+"""KJV's verses run to 90 words.  As in every KJV row of experiments/trf_lm/README.md and runs.md, the study pools the longer
 training verses into one sub-model (``--max-length 40``, Sec. 5.4) and checks the valid and test verses of at most
 40 words, the lengths that have a normaliser of their own; KN5 is scored on the same verses."""
 

@@ -1,8 +1,9 @@
-"""Every reference to a named section of the TRF LM guide or its record resolves.
+"""Every reference to a named section of the TRF LM guide, its record or its runs resolves.
 
-The code and the docs cite docs/trf-lm.md (the guide) and experiments/trf_lm/methods.md (the record) by section,
-as ``docs/trf-lm.md, "Why the guard fires"``.  A section named must be a heading or a bold lead-in of the file
-named, so moving text between the two files cannot leave a reader looking in the wrong one.
+The code and the docs cite docs/trf-lm.md (the guide), experiments/trf_lm/methods.md (the record),
+experiments/trf_lm/README.md (issue 27's rows) and experiments/trf_lm/runs.md (the earlier runs) by section, as
+``docs/trf-lm.md, "Why the guard fires"``.  A section named must be a heading or a bold lead-in of the file named,
+so moving text between the files cannot leave a reader looking in the wrong one.
 """
 
 from __future__ import annotations
@@ -11,11 +12,15 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+EXPERIMENT = ROOT / "experiments" / "trf_lm"
 TARGETS = {"docs/trf-lm.md": ROOT / "docs" / "trf-lm.md",
-           "experiments/trf_lm/methods.md": ROOT / "experiments" / "trf_lm" / "methods.md"}
+           "experiments/trf_lm/methods.md": EXPERIMENT / "methods.md",
+           "experiments/trf_lm/README.md": EXPERIMENT / "README.md",
+           "experiments/trf_lm/runs.md": EXPERIMENT / "runs.md"}
 SOURCES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "trf").rglob("*.py")),
-           *sorted((ROOT / "experiments" / "trf_lm").glob("*.py")), *sorted((ROOT / "experiments" / "trf_lm").glob("*.md"))]
-FILE = re.compile(r"(docs/trf-lm\.md|experiments/trf_lm/methods\.md|(?<![\w/])methods\.md)")
+           *sorted(EXPERIMENT.glob("*.py")), *sorted(EXPERIMENT.glob("*.md")),
+           *sorted(path for path in (ROOT / "tests").rglob("*.py") if path != Path(__file__).resolve())]   # not its own examples
+FILE = re.compile(r"(docs/trf-lm\.md|experiments/trf_lm/(?:methods|README|runs)\.md|(?<![\w/])(?:methods|runs)\.md)")
 NAME = re.compile(r"""^`?,?\s*\(?(?:"([A-Z][^"]{2,100})"|'([A-Z][^']{2,100})')""")
 
 
@@ -30,10 +35,10 @@ def cited_sections(text: str, here: Path) -> list[tuple[int, str, str]]:
     cited = []
     for match in FILE.finditer(text):
         target = match.group(1)
-        if target == "methods.md":   # a bare name: only the files beside the record mean the record
-            if here.parent.name != "trf_lm":
+        if target in ("methods.md", "runs.md"):   # a bare name: only the files beside it mean that file
+            if here.parent != EXPERIMENT:
                 continue
-            target = "experiments/trf_lm/methods.md"
+            target = "experiments/trf_lm/" + target
         after = text[match.end():match.end() + 300]
         after = re.sub(r"""(["'])\s*\n\s*\1""", "", after)   # a string literal continued on the next line
         after = re.sub(r"\s*\n\s*(#\s*)?", " ", after)         # a line wrapped in a comment or docstring

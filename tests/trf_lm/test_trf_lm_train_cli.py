@@ -128,7 +128,7 @@ def test_a_time_limit_sets_the_stages(corpus, tmp_path):
 
 
 def test_the_full_recipe_is_the_measured_command_and_given_flags_win(corpus, tmp_path, capsys):
-    """``--recipe full`` fills exactly the flags of the measured one-command run (experiments/trf_lm/README.md,
+    """``--recipe full`` fills exactly the flags of the measured one-command run (experiments/trf_lm/runs.md,
     "Two hours, one command"), a flag given on the command line wins over the recipe, the note names what the recipe
     set, and the recipe trains a grown full-feature model on the toy corpus."""
     from samplers.cli import build_parser

@@ -37,8 +37,10 @@ __all__ = ["train_lm", "train_and_check", "check_growth", "TrainedLM", "refine_z
 _log = logging.getLogger("trf.lm.train")
 
 DEFAULT_FEATURES = "w+c"
-"""The feature set trained by default: the one every measured run here trained to a checked result
-(experiments/trf_lm/README.md); the paper's full set ``w+c+ws+cs+wsh+csh+tied`` is selected by name."""
+"""The feature set trained without ``features`` (``--features`` or ``--recipe``): the small set, the fastest to train
+(its rows: experiments/trf_lm/runs.md); the paper's full set ``w+c+ws+cs+wsh+csh+tied`` is selected by name, or grown
+from this one by ``mcsa trf train --recipe full`` (experiments/trf_lm/README.md, "Item 3's protocol on two
+threads")."""
 DEFAULT_CLASSES = 200
 """Exchange word classes by default (capped at the vocabulary size)."""
 STEP_RULES = ("features", "groups", "data", "fixed")
