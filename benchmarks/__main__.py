@@ -68,6 +68,7 @@ SUITE: dict[str, Entry] = {
     "rdp_tree_speed": Entry(("--sizes", "5x20", "--repeats", "1", "--warmup", "1", "--mse-reps", "2"),
                             needs=TORCH_STRUCT),
     "trf_score_speed": Entry(None, why="reads a corpus prepared from the system's fortune files; no tiny size"),
+    "trf_smc_work": Entry(None, why="reads a trained model (--model), which the repository does not ship"),
     "trf_train_speed": Entry(None, why="reads a training corpus (--train; the fortunes split), no tiny built-in one"),
     "trf_transms_speed": Entry(None, why="no size flag (~1.9M features), and it needs the git history of its "
                                          "reference revision"),
