@@ -11,6 +11,7 @@ import pytest
 import trf
 from samplers.cli import main
 from trf.lm.model import SentenceTRF
+from trf.lm.smc import TRIM
 
 TEXT = "\n".join(["the cat sat", "the dog sat", "a cat ran", "the cat ran home", "a dog sat down", "", "the end"] * 6)
 
@@ -364,7 +365,8 @@ def test_train_with_the_smc_sampler(trained, tmp_path, capsys):
     assert lm.meta["sampler"] == "smc" and lm.meta["smc_particles"] == 50 and lm.meta["iterations"] == 5
     for flag, value, expected in (("--smc-particles", "0", "expected an integer >= 1"),
                                   ("--sampler", "gibbs", "invalid choice"), ("--smc-proposal", "local", "invalid choice"),
-                                  ("--smc-runs", "0", "expected an integer >= 1")):
+                                  ("--smc-runs", "0", "expected an integer >= 1"),
+                                  ("--smc-trim", "0", "expected a number > 0"), ("--smc-trim", "nan", "expected a number > 0")):
         with pytest.raises(SystemExit):
             main(["trf", "train", "--train", str(train), "--out", str(out), flag, value])
         assert f"argument {flag}: {expected}" in capsys.readouterr().err
@@ -438,7 +440,42 @@ def test_train_with_the_partial_or_trimmed_smc_proposal(trained, tmp_path, capsy
     lm = trf.load(out)
     assert lm.meta["sampler"] == "smc" and lm.meta["smc_proposal"] == proposal and lm.meta["iterations"] == 5
     assert np.isfinite(lm.lam).all() and np.any(lm.lam != 0)
-    assert trf.load(model).meta["smc_proposal"] == "exact"
+    assert lm.meta["smc_trim"] == (TRIM if proposal == "trimmed" else None)
+    assert trf.load(model).meta["smc_proposal"] == "exact" and trf.load(model).meta["smc_trim"] is None
+
+
+def test_smc_trim_sets_the_trimmed_proposals_threshold(trained, tmp_path):
+    """--smc-trim T reaches the sampler: at one seed, a threshold below the weights that training reaches keeps
+    them in the proposal and one above every weight leaves them all out, so the draws and the trained models
+    differ; the model records T."""
+    folder, train, _ = trained
+    lams = {}
+    for trim in ("1e-4", "5"):
+        out = tmp_path / f"trim-{trim}.npz"
+        assert main(["trf", "train", "--train", str(train), "--out", str(out), "--quiet", "--max-iterations", "30",
+                     "--samples", "20", "--t-c", "100", "--t0", "10", "--features", "w+c+ws+cs+wsh+csh+tied",
+                     "--smc-proposal", "trimmed", "--smc-particles", "50", "--classes", "2", "--no-check",
+                     "--seed", "4", "--smc-trim", trim]) == 0
+        lm = trf.load(out)
+        assert lm.meta["smc_trim"] == float(trim)
+        assert np.isfinite(lm.lam).all()
+        lams[trim] = lm.lam
+    assert np.abs(lams["1e-4"]).max() > 0.3  # weights that change the low threshold's draws
+    assert not np.array_equal(lams["1e-4"], lams["5"])
+
+
+@pytest.mark.parametrize("flags, named", [(["--smc-trim", "0.3"], "--smc-trim is the threshold of --smc-proposal trimmed"),
+                                          (["--smc-proposal", "partial", "--smc-trim", "0.3"], "the proposal is partial")])
+def test_smc_trim_without_the_trimmed_proposal_is_refused(trained, tmp_path, capsys, flags, named):
+    """--smc-trim with another proposal would do nothing: refused before training (0 or nan: at parsing,
+    :func:`test_train_with_the_smc_sampler`)."""
+    folder, train, _ = trained
+    out = tmp_path / "never.npz"
+    assert main(["trf", "train", "--train", str(train), "--out", str(out), "--quiet", "--max-iterations", "2",
+                 *flags]) == 2
+    err = capsys.readouterr().err
+    assert named in err and "Traceback" not in err
+    assert not out.exists()
 
 
 @pytest.mark.parametrize("flags, named", [(["--sampler", "transms", "--smc-particles", "50"], "--smc-particles"),
@@ -446,6 +483,7 @@ def test_train_with_the_partial_or_trimmed_smc_proposal(trained, tmp_path, capsy
                                           (["--sampler", "transms", "--smc-runs", "4"], "--smc-runs"),
                                           (["--sampler", "transms", "--smc-known", "1e-4"], "--smc-known"),
                                           (["--sampler", "transms", "--smc-remember"], "--smc-remember"),
+                                          (["--sampler", "transms", "--smc-trim", "0.3"], "--smc-trim"),
                                           (["--chains", "5"], "--chains")])
 def test_a_flag_of_the_other_sampler_is_refused_not_ignored(trained, tmp_path, capsys, flags, named):
     """--smc-particles / --smc-proposal / --smc-runs / --smc-known with --sampler transms, or --chains with the default SMC sampler, did nothing

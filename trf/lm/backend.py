@@ -20,7 +20,7 @@ from trf.lm.corpus import EncodedCorpus
 from trf.lm.features import SentenceFeatures
 from trf.lm.known import KnownSentences
 from trf.lm.model import smoothed_length_law
-from trf.lm.smc import SMCSampler
+from trf.lm.smc import TRIM, SMCSampler
 from trf.lm.transms import ChainState, SentenceSampler
 
 SAMPLERS = ("transms", "smc")
@@ -102,8 +102,11 @@ class SentenceBackend:
     smc_proposal : {"exact", "partial", "trimmed"}
         The SMC particles' proposal (:data:`trf.lm.smc.PROPOSALS`): the model's local law, or the local law of the
         unigram, class-final and previous-symbol rows with the other rows as importance weights, or the local law
-        without the word-final features whose ``|lambda|`` is below :data:`trf.lm.smc.TRIM`, their weights as
-        importance weights.
+        without the word-final features whose ``|lambda|`` is below ``smc_trim``, their weights as importance
+        weights.
+    smc_trim : float
+        The trimmed proposal's threshold on ``|lambda|`` (default :data:`trf.lm.smc.TRIM`; not read by the other
+        proposals).
     """
 
     def __init__(self, train: EncodedCorpus, features: SentenceFeatures, dev: EncodedCorpus | None = None, *,
@@ -111,7 +114,7 @@ class SentenceBackend:
                  ll_sentences: int | None = None, parallel: bool = True, sampler: str = "transms",
                  smc_particles: int = 300, smc_proposal: str = "exact", words: list[str] | None = None,
                  smc_runs: int | None = None, smc_lengths: str = "drawn", smc_known: float | None = None,
-                 smc_remember: bool = False) -> None:
+                 smc_remember: bool = False, smc_trim: float = TRIM) -> None:
         lengths = train.lengths
         if lengths.size == 0 or lengths.min() < 1:
             raise ValueError("train must hold at least one sentence and no empty sentence")
@@ -147,7 +150,8 @@ class SentenceBackend:
         self.known = (None if smc_known is None
                       else KnownSentences(train, features, sample_max, smc_known, remember=smc_remember))
         self.smc = (SMCSampler(features, sample_max, check_int(smc_particles, "smc_particles", low=1), runs,
-                               smc_proposal, threads=None if parallel else 1) if sampler == "smc" else None)
+                               smc_proposal, threads=None if parallel else 1, trim=smc_trim)
+                    if sampler == "smc" else None)
         # chains start at random training sentences (shorter burn-in than single words)
         self.state = self.sampler.init_chains(check_int(n_chains, "n_chains", low=1), seed, start=train)
         self.parallel = parallel

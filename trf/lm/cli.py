@@ -109,13 +109,16 @@ def _check_sampler_flags(args) -> None:
     """A sampler's flags given with the other sampler are refused, not ignored."""
     other = {"smc": ("--chains", args.chains), "transms": ("--smc-particles", args.smc_particles)}
     flags = [other[args.sampler]] + ([("--smc-proposal", args.smc_proposal), ("--smc-runs", args.smc_runs),
-                                      ("--smc-known", args.smc_known),
+                                      ("--smc-known", args.smc_known), ("--smc-trim", args.smc_trim),
                                       ("--smc-remember", args.smc_remember or None)] if args.sampler == "transms" else [])
     for flag, value in flags:
         if value is not None:
             raise ValueError(f"{flag} does not apply to --sampler {args.sampler}")
     if args.smc_known is not None and args.smc_known > 1:
         raise ValueError(f"--smc-known is a share of a length's normaliser, in (0, 1]; got {args.smc_known:g}")
+    if args.smc_trim is not None and args.sampler == "smc" and args.smc_proposal != "trimmed":
+        raise ValueError(f"--smc-trim is the threshold of --smc-proposal trimmed; the proposal is "
+                         f"{args.smc_proposal or 'exact'}: give --smc-proposal trimmed too, or leave out --smc-trim")
     if args.smc_remember and args.smc_known is None:
         raise ValueError("--smc-remember needs --smc-known SHARE (the share of its length's normaliser a found "
                          "sentence must hold)")
@@ -212,7 +215,8 @@ def _train_logged(args) -> int:
             progress=not args.quiet, log_every=args.log_every, step_rule=args.step_rule, refine=args.refine,
             sampler=args.sampler, smc_particles=300 if args.smc_particles is None else args.smc_particles,
             smc_proposal=args.smc_proposal or "exact", smc_runs=args.smc_runs, smc_known=args.smc_known,
-            smc_remember=args.smc_remember, base_features=args.base_features, base_share=args.base_share,
+            smc_remember=args.smc_remember, smc_trim=TRIM if args.smc_trim is None else args.smc_trim,
+            base_features=args.base_features, base_share=args.base_share,
             base_step_rule=args.base_step_rule,
             encoding=args.encoding,
             save=lambda m: write_with_fallback(m.save, args.out, "--out", what="the trained model"))
@@ -545,8 +549,12 @@ def register(subparsers) -> None:
                             "tied words) as importance weights (faster with the full feature set and unbiased, but "
                             "blind to the rows it leaves out: trained full-set models grew mass it misses; "
                             "experiments/trf_lm/methods.md), or 'trimmed': the exact law without the word features whose |weight| "
-                            f"is below {TRIM:g}, those weights entering at the drawn word (a bounded correction; "
+                            "is below --smc-trim, those weights entering at the drawn word (a bounded correction; "
                             "faster with the full feature set)")
+    train.add_argument("--smc-trim", type=positive_float, default=None, metavar="T",
+                       help=f"with --smc-proposal trimmed: leave out of the proposal the word features whose |weight| "
+                            f"is below T (default {TRIM:g}; a larger T is faster and weighs the draws more unevenly: "
+                            "docs/trf-lm.md, 'Training speed')")
     train.add_argument("--minutes", type=positive_float, default=None,
                        help=f"training time limit, counting the time before a --resume; the first stage of Eq. 24-25 "
                             f"ends at half of it unless --t0 is given (default {DEFAULT_MINUTES:g} when "

@@ -25,6 +25,7 @@ from trf.lm.corpus import EncodedCorpus, ReadStats, Vocabulary, encode_file
 from trf.lm.features import SentenceFeatures, parse_feature_spec
 from trf.lm.known import DistinctSentences, LengthFloor
 from trf.lm.model import SentenceTRF
+from trf.lm.smc import TRIM
 
 if TYPE_CHECKING:
     from trf.lm.check import CheckedPerplexity
@@ -61,7 +62,7 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
              valid_flag: str | None = None, smc_proposal: str = "exact", base_features: str | None = None,
              base_share: float = BASE_SHARE, base_step_rule: str | None = None,
              smc_runs: int | None = None, smc_lengths: str = "drawn",
-             smc_known: float | None = None, smc_remember: bool = False,
+             smc_known: float | None = None, smc_remember: bool = False, smc_trim: float = TRIM,
              clock: Callable[[], float] = time.perf_counter) -> tuple[SentenceTRF, AugSAResult]:
     """Train a TRF LM on ``train_path`` (one sentence per line).
 
@@ -160,8 +161,11 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
     smc_proposal : {"exact", "partial", "trimmed"}
         The SMC particles' proposal (:data:`trf.lm.smc.PROPOSALS`): the model's local law (default), or the local
         law of the unigram, class-final and previous-symbol rows, the other rows weighing the drawn word, or the
-        local law without the word-final features whose ``|lambda|`` is below :data:`trf.lm.smc.TRIM`, their
-        weights weighing the drawn word (both faster with the full feature set; docs/trf-lm.md "Training speed").
+        local law without the word-final features whose ``|lambda|`` is below ``smc_trim``, their weights weighing
+        the drawn word (both faster with the full feature set; docs/trf-lm.md "Training speed").
+    smc_trim : float
+        The trimmed proposal's threshold (default :data:`trf.lm.smc.TRIM`; ``--smc-trim``), kept in
+        ``meta["smc_trim"]`` when that proposal trains.
     base_features : str, optional
         Grow the feature set: train these feature types first (they must open ``features``, e.g. ``"w+c"`` for
         ``"w+c+ws+cs+wsh+csh+tied"``) for ``base_share`` of ``time_limit`` (of ``config.t_max`` iterations without
@@ -207,7 +211,7 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
     # the sampler's settings, the same for the training backends and the zeta refinement
     draws: dict[str, Any] = dict(sampler=sampler, smc_particles=smc_particles, smc_proposal=smc_proposal,
                                  smc_runs=smc_runs, smc_lengths=smc_lengths, smc_known=smc_known,
-                                 smc_remember=smc_remember)
+                                 smc_remember=smc_remember, smc_trim=smc_trim)
     backend = SentenceBackend(train, feats, dev, max_length=max_length, n_chains=n_chains, seed=seed,
                               parallel=parallel, words=vocab.words, **draws)
     m = max_length if max_length is not None else backend.m
@@ -304,6 +308,7 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
             "guard_message": result.guard_message, "step_scale": result.step_scale, "sampler": sampler,
             "smc_particles": smc_particles if sampler == "smc" else None,
             "smc_proposal": smc_proposal if sampler == "smc" else None,
+            "smc_trim": float(smc_trim) if sampler == "smc" and smc_proposal == "trimmed" else None,
             "smc_runs": (backend.smc.n_runs if backend.smc is not None else None),
             "smc_lengths": smc_lengths if sampler == "smc" else None,
             "smc_known": smc_known if sampler == "smc" else None,
@@ -446,7 +451,7 @@ def refine_zeta(model: SentenceTRF, train: EncodedCorpus, *, seconds: float | No
                 seed: int = 0, parallel: bool = True, sampler: str = "smc",
                 smc_particles: int = 300, smc_proposal: str = "exact",
                 smc_runs: int | None = None, smc_lengths: str = "drawn",
-                smc_known: float | None = None, smc_remember: bool = False,
+                smc_known: float | None = None, smc_remember: bool = False, smc_trim: float = TRIM,
                 clock: Callable[[], float] = time.perf_counter) -> tuple[np.ndarray, int]:
     """Re-estimate ``zeta`` for the model's fixed ``lambda`` by the AugSA recursion (17)-(18) alone.
 
@@ -473,7 +478,7 @@ def refine_zeta(model: SentenceTRF, train: EncodedCorpus, *, seconds: float | No
         Seed of the sampler.
     parallel : bool
         Run the sampler's chains or particle filters on all cores; False runs them serially.
-    sampler, smc_particles, smc_proposal, smc_runs, smc_lengths, smc_known, smc_remember :
+    sampler, smc_particles, smc_proposal, smc_runs, smc_lengths, smc_known, smc_remember, smc_trim :
         As in :func:`train_lm`.
     clock : callable, optional
         Seconds of a monotonic clock (default :func:`time.perf_counter`) that ``seconds`` is measured with: tests
@@ -492,7 +497,7 @@ def refine_zeta(model: SentenceTRF, train: EncodedCorpus, *, seconds: float | No
                               max_length=max_length, n_chains=n_chains, seed=seed, parallel=parallel,
                               sampler=sampler, smc_particles=smc_particles, smc_proposal=smc_proposal,
                               smc_runs=smc_runs, smc_lengths=smc_lengths, smc_known=smc_known,
-                              smc_remember=smc_remember)
+                              smc_remember=smc_remember, smc_trim=smc_trim)
     # no divergence guards: lambda is frozen, and zeta lagging behind it (log p > 0) is what the refinement
     # corrects -- a guard would roll zeta back to the trainer's initial (lambda = 0) zeta and restart t at 0
     cfg = lm_config(n_samples=n_samples, t_max=start_t + max_iterations, t0=0, stop_window=None,
