@@ -553,7 +553,7 @@ def register(subparsers) -> None:
                             "faster with the full feature set)")
     train.add_argument("--smc-trim", type=positive_float, default=None, metavar="T",
                        help=f"with --smc-proposal trimmed: leave out of the proposal the word features whose |weight| "
-                            f"is below T (default {TRIM:g}; a larger T is faster and weighs the draws more unevenly: "
+                            f"is below T (default {TRIM:g}; a larger T is faster, and at 0.5 trained a worse model: "
                             "docs/trf-lm.md, 'Training speed')")
     train.add_argument("--minutes", type=positive_float, default=None,
                        help=f"training time limit, counting the time before a --resume; the first stage of Eq. 24-25 "
