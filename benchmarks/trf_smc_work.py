@@ -142,6 +142,14 @@ def main(argv: list[str] | None = None) -> None:
     path = Path(args.model)
     if not path.is_file():
         parser.error(f"--model {args.model!r}: no such file")
+    try:
+        _measure(path, args)
+    except KeyboardInterrupt:
+        raise SystemExit("trf_smc_work: interrupted; nothing is printed for an unfinished measurement (rerun with "
+                         "fewer --runs)") from None
+
+
+def _measure(path: Path, args: argparse.Namespace) -> None:
     model = SentenceTRF.load(path)
     bundle, _ = _smc_model(model)
     fa, m = bundle.features, model.m
