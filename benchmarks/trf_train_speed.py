@@ -28,7 +28,7 @@ of its features (a set whose types open the model's, such as ``w+c`` in the full
 cost of an SMC table grows as a model learns (a trained full-set model's histories visit about 9,000 word successors
 per position on fortunes), so this times the speed at which most of a training run's time is spent.
 
-``--proposals exact partial trimmed`` trains each feature set with each SMC proposal (:data:`trf.lm.smc.PROPOSALS`; a
+``--proposals exact partial trimmed trimmed-skips`` trains each feature set with each SMC proposal (:data:`trf.lm.smc.PROPOSALS`; a
 set that the partial proposal draws whole, such as ``w+c``, not with the partial one unless it comes first), the table adding each run's median
 smallest end-of-sentence ESS; ``--quality-runs R`` then times ``R`` single-thread SMC runs of each proposal on each
 trainer's lambda and prints their mean ESS and the spread of their ``log Z-hat_j`` (median over lengths), with
@@ -261,10 +261,11 @@ def main(argv=None) -> int:
     parser.add_argument("--model", default=None, help="start every trainer from this trained model's weights "
                         "(its vocabulary and classes; trained on --train)")
     parser.add_argument("--reference", default=None, help="git revision whose SMC kernel to time against (A/B)")
-    parser.add_argument("--proposals", nargs="+", default=["exact"], help="SMC proposals (exact, partial, trimmed); each "
+    parser.add_argument("--proposals", nargs="+", default=["exact"], help="SMC proposals (exact, partial, trimmed, "
+                        "trimmed-skips); each "
                         "feature set trains with each (a set that the partial proposal draws whole not with that one "
                         "unless it comes first)")
-    parser.add_argument("--trim", type=float, default=None, help="the trimmed proposal's threshold on |lambda| "
+    parser.add_argument("--trim", type=float, default=None, help="the trimmed proposals' threshold on |lambda| "
                         "(default trf.lm.smc.TRIM, 0.1)")
     parser.add_argument("--valid", default=None, help="development text (one sentence a line) for --stop-every")
     parser.add_argument("--stop-every", type=int, nargs="+", default=[], help="also time the stop rule's train-dev "

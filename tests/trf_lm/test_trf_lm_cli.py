@@ -11,7 +11,7 @@ import pytest
 import trf
 from samplers.cli import main
 from trf.lm.model import SentenceTRF
-from trf.lm.smc import TRIM
+from trf.lm.smc import TRIM, TRIMMED
 
 TEXT = "\n".join(["the cat sat", "the dog sat", "a cat ran", "the cat ran home", "a dog sat down", "", "the end"] * 6)
 
@@ -428,9 +428,9 @@ def test_train_with_known_sentences(trained, tmp_path, capsys):
     assert not never.exists()
 
 
-@pytest.mark.parametrize("proposal", ["partial", "trimmed"])
+@pytest.mark.parametrize("proposal", ["partial", "trimmed", "trimmed-skips"])
 def test_train_with_the_partial_or_trimmed_smc_proposal(trained, tmp_path, capsys, proposal):
-    """--smc-proposal partial / trimmed trains the full feature set with that proposal, recorded in the model; the
+    """--smc-proposal partial / trimmed / trimmed-skips trains the full feature set with that proposal, recorded in the model; the
     default is the exact one."""
     folder, train, model = trained
     out = tmp_path / f"{proposal}.npz"
@@ -440,21 +440,22 @@ def test_train_with_the_partial_or_trimmed_smc_proposal(trained, tmp_path, capsy
     lm = trf.load(out)
     assert lm.meta["sampler"] == "smc" and lm.meta["smc_proposal"] == proposal and lm.meta["iterations"] == 5
     assert np.isfinite(lm.lam).all() and np.any(lm.lam != 0)
-    assert lm.meta["smc_trim"] == (TRIM if proposal == "trimmed" else None)
+    assert lm.meta["smc_trim"] == (TRIM if proposal in TRIMMED else None)
     assert trf.load(model).meta["smc_proposal"] == "exact" and trf.load(model).meta["smc_trim"] is None
 
 
-def test_smc_trim_sets_the_trimmed_proposals_threshold(trained, tmp_path):
+@pytest.mark.parametrize("proposal", TRIMMED)
+def test_smc_trim_sets_the_trimmed_proposals_threshold(trained, tmp_path, proposal):
     """--smc-trim T reaches the sampler: at one seed, a threshold below the weights that training reaches keeps
     them in the proposal and one above every weight leaves them all out, so the draws and the trained models
-    differ; the model records T."""
+    differ; the model records T (both trimmed proposals)."""
     folder, train, _ = trained
     lams = {}
     for trim in ("1e-4", "5"):
         out = tmp_path / f"trim-{trim}.npz"
         assert main(["trf", "train", "--train", str(train), "--out", str(out), "--quiet", "--max-iterations", "30",
                      "--samples", "20", "--t-c", "100", "--t0", "10", "--features", "w+c+ws+cs+wsh+csh+tied",
-                     "--smc-proposal", "trimmed", "--smc-particles", "50", "--classes", "2", "--no-check",
+                     "--smc-proposal", proposal, "--smc-particles", "50", "--classes", "2", "--no-check",
                      "--seed", "4", "--smc-trim", trim]) == 0
         lm = trf.load(out)
         assert lm.meta["smc_trim"] == float(trim)

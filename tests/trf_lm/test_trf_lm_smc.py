@@ -752,22 +752,35 @@ def test_partial_proposal_is_unbiased_for_z_and_needs_its_correction():
     assert misses(out + np.arange(1, M + 1) * shift).max() > 4, misses(out + np.arange(1, M + 1) * shift)
 
 
-def test_trimmed_proposal_is_unbiased_for_z_and_needs_its_correction():
+@pytest.mark.parametrize("proposal", ["trimmed", "trimmed-skips"])
+def test_trimmed_proposal_is_unbiased_for_z_and_needs_its_correction(proposal):
     """Issue 27: the trimmed proposal (the word-final successor lists without the features whose |lambda| is below
     the threshold, those weights entering at the drawn word) with every template row on three words and lengths
     1-9, at a threshold of 0.3 that takes out 154 of the 351 word-final entries: the mean ratio of 1000 runs of 50
     particles to the exact Z_j is 1 within 4 standard errors at every length (observed |z| <= 2.2).  Negative
     control: the same trimmed tables without the correction (no left-out weight enters) miss by more than 4
-    standard errors at some length (observed 5.5-34 at every length)."""
+    standard errors at some length (observed 5.5-34 at every length).  "trimmed-skips" trims only the rows whose
+    context skips a position (ws, wsh, tied words; 48 of the 447 entries here), every entry of the contiguous rows
+    kept: observed |z| <= 1.7 with the correction, 5.4-52 at lengths 2-9 without."""
     V, M = 3, 9
     model = _model(V, M, ALL_TEMPLATES, n_sentences=150, scale=0.5, seed=6)
     log_z = np.array([exact_log_z(model, j) for j in range(1, M + 1)])
     full, _ = _smc_model(model)
-    bundle, shift = _smc_model(model, "trimmed", 0.3)
+    bundle, shift = _smc_model(model, proposal, 0.3)
     assert bundle.draw_row.all() and bundle.rest_rows.size > 0
-    small = _structure(model.features).succ_word_final & (np.abs(full.succ_lam) < 0.3)
+    structure = _structure(model.features)
+    trimmable = structure.succ_skip if proposal == "trimmed-skips" else structure.succ_word_final
+    small = trimmable & (np.abs(full.succ_lam) < 0.3)
     assert np.array_equal(bundle.succ.succ_feature, full.succ.succ_feature[~small])  # exactly those, in order
-    assert 0.3 * full.succ.succ_symbol.size < small.sum() < full.succ.succ_symbol.size
+    share = 0.2 if proposal == "trimmed" else 0.05
+    assert share * full.succ.succ_symbol.size < small.sum() < full.succ.succ_symbol.size
+    if proposal == "trimmed-skips":  # the skip rows: gapped offsets, word-final; every word n-gram row kept whole
+        _, row_len, row_off, row_type = model.features.rows
+        for r in range(row_len.size):
+            off, kind = row_off[r, :row_len[r]], row_type[r, :row_len[r]]
+            gapped = row_len[r] >= 2 and kind[-1] == 0 and not np.array_equal(off, np.arange(1 - row_len[r], 1))
+            assert (r in bundle.rest_rows) == gapped
+        assert set(bundle.rest_rows) < set(structure.trimmed_rows)
 
     def misses(replicates):
         ratio = np.exp(replicates - log_z)
@@ -775,7 +788,7 @@ def test_trimmed_proposal_is_unbiased_for_z_and_needs_its_correction():
         assert np.all(se < 0.1)  # informative
         return np.abs(ratio.mean(axis=0) - 1) / se
 
-    res = smc_log_z(model, M, n_particles=50, n_replicates=1000, seed=4, proposal="trimmed", trim=0.3)
+    res = smc_log_z(model, M, n_particles=50, n_replicates=1000, seed=4, proposal=proposal, trim=0.3)
     assert misses(res.replicates).max() < 4, misses(res.replicates)
     uncorrected = bundle._replace(rest_below=0.0)  # no |lambda| is below 0: nothing enters
     out = np.zeros((1000, M))
@@ -784,16 +797,19 @@ def test_trimmed_proposal_is_unbiased_for_z_and_needs_its_correction():
                      sk.SMCOutput(out[r], np.zeros(M), np.zeros((M, 0, M), dtype=np.int64)), np.zeros(1, dtype=np.int64))
     assert misses(out + np.arange(1, M + 1) * shift).max() > 4, misses(out + np.arange(1, M + 1) * shift)
     with pytest.raises(ValueError, match="trim must be >= 0"):
-        smc_log_z(model, M, proposal="trimmed", trim=-1.0)
+        smc_log_z(model, M, proposal=proposal, trim=-1.0)
 
 
-def test_partial_proposal_is_the_exact_one_when_every_row_reads_the_previous_symbol(tiny):
-    """w+c: every non-unigram row reads x_{p-1}, so the partial proposal has nothing to correct and gives the exact
-    proposal's runs bit for bit; an unknown proposal is named in the error."""
+@pytest.mark.parametrize("proposal", ["partial", "trimmed-skips"])
+def test_partial_proposal_is_the_exact_one_when_every_row_reads_the_previous_symbol(tiny, proposal):
+    """w+c: every non-unigram row reads x_{p-1} and no word row skips a position, so the partial proposal and the
+    trimmed-skips one have nothing to leave out and give the exact proposal's runs bit for bit (trimmed-skips at a
+    threshold above every weight); an unknown proposal is named in the error."""
     model = _model(4, 5, "w+c")
-    bundle, _ = _smc_model(model, "partial")
+    bundle, _ = _smc_model(model, proposal, 100.0)
     assert bundle.rest_rows.size == 0 and bundle.draw_row.all()
-    a = smc_log_z(model, 5, n_particles=200, n_replicates=2, seed=3, proposal="partial")
+    assert np.abs(model.lam).max() < 100.0  # informative: "trimmed" would empty every word-final list
+    a = smc_log_z(model, 5, n_particles=200, n_replicates=2, seed=3, proposal=proposal, trim=100.0)
     b = smc_log_z(model, 5, n_particles=200, n_replicates=2, seed=3)
     assert np.array_equal(a.replicates, b.replicates)
     with pytest.raises(ValueError, match="proposal must be one of exact, partial, trimmed"):

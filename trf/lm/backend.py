@@ -99,11 +99,11 @@ class SentenceBackend:
     smc_remember : bool
         With ``smc_known``: also weigh exactly the sentences outside the training text that earlier batches drew
         with at least that share (``KnownSentences(remember=True)``).  Default: off.
-    smc_proposal : {"exact", "partial", "trimmed"}
+    smc_proposal : {"exact", "partial", "trimmed", "trimmed-skips"}
         The SMC particles' proposal (:data:`trf.lm.smc.PROPOSALS`): the model's local law, or the local law of the
         unigram, class-final and previous-symbol rows with the other rows as importance weights, or the local law
-        without the word-final features whose ``|lambda|`` is below ``smc_trim``, their weights as importance
-        weights.
+        without the word-final features (``"trimmed-skips"``: those of the skip rows) whose ``|lambda|`` is below
+        ``smc_trim``, their weights as importance weights.
     smc_trim : float
         The trimmed proposal's threshold on ``|lambda|`` (default :data:`trf.lm.smc.TRIM`; not read by the other
         proposals).

@@ -35,7 +35,7 @@ from samplers.argtypes import (
 )
 from samplers.textio import check_text_file, read_lines, write_text, write_with_fallback
 from trf.io import check_model_path, check_output_file
-from trf.lm.smc import PROPOSALS, TRIM
+from trf.lm.smc import PROPOSALS, TRIM, TRIMMED
 from trf.lm.train import BASE_SHARE, DEFAULT_FEATURES, FIRST_STAGE_SHARE
 
 #: Python argument names of ``train_lm`` whose data-dependent errors are reported with the flag (``--classes``).
@@ -116,8 +116,8 @@ def _check_sampler_flags(args) -> None:
             raise ValueError(f"{flag} does not apply to --sampler {args.sampler}")
     if args.smc_known is not None and args.smc_known > 1:
         raise ValueError(f"--smc-known is a share of a length's normaliser, in (0, 1]; got {args.smc_known:g}")
-    if args.smc_trim is not None and args.sampler == "smc" and args.smc_proposal != "trimmed":
-        raise ValueError(f"--smc-trim is the threshold of --smc-proposal trimmed; the proposal is "
+    if args.smc_trim is not None and args.sampler == "smc" and args.smc_proposal not in TRIMMED:
+        raise ValueError(f"--smc-trim is the threshold of --smc-proposal trimmed or trimmed-skips; the proposal is "
                          f"{args.smc_proposal or 'exact'}: give --smc-proposal trimmed too, or leave out --smc-trim")
     if args.smc_remember and args.smc_known is None:
         raise ValueError("--smc-remember needs --smc-known SHARE (the share of its length's normaliser a found "
@@ -550,9 +550,10 @@ def register(subparsers) -> None:
                             "blind to the rows it leaves out: trained full-set models grew mass it misses; "
                             "experiments/trf_lm/methods.md), or 'trimmed': the exact law without the word features whose |weight| "
                             "is below --smc-trim, those weights entering at the drawn word (a bounded correction; "
-                            "faster with the full feature set)")
+                            "faster with the full feature set), or 'trimmed-skips': trimmed in the skip rows only "
+                            "(word skips, tied words), the word n-grams whole; with w+c alone, the exact law")
     train.add_argument("--smc-trim", type=positive_float, default=None, metavar="T",
-                       help=f"with --smc-proposal trimmed: leave out of the proposal the word features whose |weight| "
+                       help=f"with --smc-proposal trimmed or trimmed-skips: leave out of the proposal the word features whose |weight| "
                             f"is below T (default {TRIM:g}; a larger T is faster, and at 0.5 trained a worse model: "
                             "docs/trf-lm.md, 'Training speed')")
     train.add_argument("--minutes", type=positive_float, default=None,

@@ -53,13 +53,18 @@ __all__ = ["ConditionalSMCResult", "SMCResult", "SMCSampler", "conditional_smc_l
 
 _NO_KEEP = np.zeros((1, 0, 1), dtype=np.int64)
 _NO_REFERENCE = np.zeros(0, dtype=np.int64)
-PROPOSALS = ("exact", "partial", "trimmed")
+PROPOSALS = ("exact", "partial", "trimmed", "trimmed-skips")
 """SMC proposals: ``"exact"`` draws each word from the model's local law (all template rows: fully adapted);
 ``"partial"`` from the local law of the unigram rows, the rows that read the previous symbol and the rows that end in a
 class (a class's mass, no word list), the other rows -- word-final skips, long skips and tied word rows -- entering as
 importance weights of the drawn word (:func:`trf.lm._smc_kernels.smc_log_z`); ``"trimmed"`` from the local law
 without the word-final features whose ``|lambda|`` is below :data:`TRIM` (they leave the successor lists, and their
-weights at the drawn word enter as its importance weight, at most ``TRIM`` per row: a bounded correction)."""
+weights at the drawn word enter as its importance weight, at most ``TRIM`` per row: a bounded correction);
+``"trimmed-skips"`` trims only the word-final rows whose context skips a position (``ws``, ``wsh`` and the tied word
+rows; 85% of a full-set model's successor entries), the contiguous rows (the word n-grams, ``cpw``) staying whole: with
+``w+c`` alone it is the exact proposal, draw for draw."""
+TRIMMED = ("trimmed", "trimmed-skips")
+"""The proposals that read a threshold on ``|lambda|`` (``trim``, :data:`TRIM`)."""
 TRIM = 0.1
 """The ``"trimmed"`` proposal leaves out of its local law the word-final features with ``|lambda| < TRIM``.  On the
 105-minute fortunes full-set model (2.0M word-final successor entries, 58% of those in lists over 1,000 below 0.01,
@@ -154,10 +159,14 @@ class _Structure:
         # the trimmed proposal's rows and entries: the word-final rows of two or more symbols, whose successor lists
         # lose their small weights
         self.trimmed_rows = np.flatnonzero((row_len >= 2) & ~class_final).astype(np.int64)
+        # "trimmed-skips": only the word-final rows whose offsets skip a position (w-3 w0, ..., the tied w-d w0)
+        width = np.arange(row_off.shape[1])[None, :]
+        contiguous = ((row_off == width - (row_len - 1)[:, None]) | (width >= row_len[:, None])).all(axis=1)
+        self.skip_rows = np.flatnonzero((row_len >= 2) & ~class_final & ~contiguous).astype(np.int64)
         row_group, _, _, _ = feats.rows
-        group_word_final = np.zeros(int(row_group.max()) + 1, dtype=bool)
-        group_word_final[row_group] = ~class_final
-        self.succ_word_final = group_word_final[feats.key_hi[self.succ.succ_feature] >> 48]
+        group_of = feats.key_hi[self.succ.succ_feature] >> 48
+        self.succ_word_final = _group_mask(row_group, ~class_final)[group_of]
+        self.succ_skip = _group_mask(row_group, ~class_final & ~contiguous)[group_of]
 
     def unigram_weights(self, lam: np.ndarray) -> np.ndarray:
         """``u[w]``: the weight of the unigram features that word ``w`` fires (word and class unigrams), as
@@ -180,11 +189,13 @@ class _Structure:
         run_blocks(lambda lo, hi: gather_or_zero(end, lam, out, lo, hi), block_edges(end.size))
         return out
 
-    def trimmed(self, lam: np.ndarray, trim: float) -> tuple[SuccessorTables, np.ndarray, np.ndarray]:
-        """The successor tables without the word-final entries whose ``|lambda| < trim`` (each context keeps its
-        place and its other successors, in order), and the kept entries' ``lambda`` and its ``exp``: the contexts
-        counted, then filled, in blocks on the Numba threads (the same tables whatever their number)."""
-        succ, word_final = self.succ, self.succ_word_final
+    def trimmed(self, lam: np.ndarray, trim: float,
+                skips_only: bool = False) -> tuple[SuccessorTables, np.ndarray, np.ndarray]:
+        """The successor tables without the word-final entries (``skips_only``: those of the skip rows) whose
+        ``|lambda| < trim`` (each context keeps its place and its other successors, in order), and the kept entries'
+        ``lambda`` and its ``exp``: the contexts counted, then filled, in blocks on the Numba threads (the same tables
+        whatever their number)."""
+        succ, word_final = self.succ, (self.succ_skip if skips_only else self.succ_word_final)
         n_ctx = succ.ctx_start.size - 1
         edges = block_edges(n_ctx, starts=succ.ctx_start)
         trim = float(trim)
@@ -214,8 +225,10 @@ class _Structure:
         exp_u = np.exp(u)[self.class_words]  # by position in the class order
         class_mass = np.bincount(self.position_class, weights=exp_u, minlength=feats.n_classes)[:feats.n_classes]
         # a diverging lambda gives infinite factors, as exp(s_p) overflows in the kernel
-        if proposal == "trimmed":
-            (succ, succ_lam, succ_exp), rest_rows, rest_below = self.trimmed(lam, trim), self.trimmed_rows, float(trim)
+        if proposal == "trimmed" or (proposal == "trimmed-skips" and self.skip_rows.size):
+            skips = proposal == "trimmed-skips"
+            (succ, succ_lam, succ_exp), rest_below = self.trimmed(lam, trim, skips), float(trim)
+            rest_rows = self.skip_rows if skips else self.trimmed_rows
         else:
             succ, (succ_lam, succ_exp) = self.succ, self.weights(lam)
             rest_rows, rest_below = np.flatnonzero(~draw_row).astype(np.int64), np.inf
@@ -224,6 +237,13 @@ class _Structure:
                         class_mass.astype(np.float64), lam, self.hashed, succ, succ_lam, succ_exp,
                         self.end_weights(lam), draw_row, rest_rows, rest_below,
                         int(DENSE_FROM * feats.n_words)), shift
+
+
+def _group_mask(row_group: np.ndarray, row_mask: np.ndarray) -> np.ndarray:
+    """Per feature group, ``row_mask`` of its rows (the rows of a tied group agree)."""
+    mask = np.zeros(int(row_group.max()) + 1, dtype=bool)
+    mask[row_group] = row_mask
+    return mask
 
 
 def _structure(feats: SentenceFeatures) -> _Structure:
@@ -487,10 +507,10 @@ def smc_log_z(model: SentenceTRF, max_length: int | None = None, *, n_particles:
         so results do not depend on it.
     n_keep : int
         Sentences per run and length to keep for :meth:`SMCResult.draws` (0: none).
-    proposal : {"exact", "partial", "trimmed"}
+    proposal : {"exact", "partial", "trimmed", "trimmed-skips"}
         The particles' proposal (:data:`PROPOSALS`); every estimate is unbiased for ``Z_j``.
     trim : float
-        The ``"trimmed"`` proposal's threshold (:data:`TRIM`).
+        The threshold of the proposals :data:`TRIMMED` (:data:`TRIM`).
     known : tuple, optional
         ``(tokens (n, >= length), lengths (n,), log_weight (n,))``: distinct sentences and their exact ``lambda .
         f(x)`` (:func:`known_mass`), weighed exactly: at length ``j`` with known set ``S_j``, ``Z_j = W(S_j) +

@@ -25,7 +25,7 @@ from trf.lm.corpus import EncodedCorpus, ReadStats, Vocabulary, encode_file
 from trf.lm.features import SentenceFeatures, parse_feature_spec
 from trf.lm.known import DistinctSentences, LengthFloor
 from trf.lm.model import SentenceTRF
-from trf.lm.smc import TRIM
+from trf.lm.smc import TRIM, TRIMMED
 
 if TYPE_CHECKING:
     from trf.lm.check import CheckedPerplexity
@@ -158,11 +158,12 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
     smc_remember : bool
         With ``smc_known``: also weigh exactly the sentences outside the training text that earlier batches drew
         holding at least that share (``KnownSentences(remember=True)``; ``--smc-remember``; default off).
-    smc_proposal : {"exact", "partial", "trimmed"}
+    smc_proposal : {"exact", "partial", "trimmed", "trimmed-skips"}
         The SMC particles' proposal (:data:`trf.lm.smc.PROPOSALS`): the model's local law (default), or the local
         law of the unigram, class-final and previous-symbol rows, the other rows weighing the drawn word, or the
-        local law without the word-final features whose ``|lambda|`` is below ``smc_trim``, their weights weighing
-        the drawn word (both faster with the full feature set; docs/trf-lm.md "Training speed").
+        local law without the word-final features (``"trimmed-skips"``: those of the skip rows) whose ``|lambda|``
+        is below ``smc_trim``, their weights weighing the drawn word (all faster with the full feature set;
+        docs/trf-lm.md "Training speed").
     smc_trim : float
         The trimmed proposal's threshold (default :data:`trf.lm.smc.TRIM`; ``--smc-trim``), kept in
         ``meta["smc_trim"]`` when that proposal trains.
@@ -308,7 +309,7 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
             "guard_message": result.guard_message, "step_scale": result.step_scale, "sampler": sampler,
             "smc_particles": smc_particles if sampler == "smc" else None,
             "smc_proposal": smc_proposal if sampler == "smc" else None,
-            "smc_trim": float(smc_trim) if sampler == "smc" and smc_proposal == "trimmed" else None,
+            "smc_trim": float(smc_trim) if sampler == "smc" and smc_proposal in TRIMMED else None,
             "smc_runs": (backend.smc.n_runs if backend.smc is not None else None),
             "smc_lengths": smc_lengths if sampler == "smc" else None,
             "smc_known": smc_known if sampler == "smc" else None,
