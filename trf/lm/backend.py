@@ -105,7 +105,7 @@ class SentenceBackend:
         without the word-final features (``"trimmed-skips"``: those of the skip rows) whose ``|lambda|`` is below
         ``smc_trim``, their weights as importance weights.
     smc_trim : float
-        The trimmed proposal's threshold on ``|lambda|`` (default :data:`trf.lm.smc.TRIM`; not read by the other
+        The trimmed proposals' threshold on ``|lambda|`` (default :data:`trf.lm.smc.TRIM`; not read by the other
         proposals).
     """
 

@@ -118,7 +118,8 @@ def _check_sampler_flags(args) -> None:
         raise ValueError(f"--smc-known is a share of a length's normaliser, in (0, 1]; got {args.smc_known:g}")
     if args.smc_trim is not None and args.sampler == "smc" and args.smc_proposal not in TRIMMED:
         raise ValueError(f"--smc-trim is the threshold of --smc-proposal trimmed or trimmed-skips; the proposal is "
-                         f"{args.smc_proposal or 'exact'}: give --smc-proposal trimmed too, or leave out --smc-trim")
+                         f"{args.smc_proposal or 'exact'}: give --smc-proposal trimmed (or trimmed-skips) too, or leave out "
+                         "--smc-trim")
     if args.smc_remember and args.smc_known is None:
         raise ValueError("--smc-remember needs --smc-known SHARE (the share of its length's normaliser a found "
                          "sentence must hold)")
