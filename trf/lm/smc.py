@@ -167,6 +167,9 @@ class _Structure:
         group_of = feats.key_hi[self.succ.succ_feature] >> 48
         self.succ_word_final = _group_mask(row_group, ~class_final)[group_of]
         self.succ_skip = _group_mask(row_group, ~class_final & ~contiguous)[group_of]
+        # each trimmed proposal (TRIMMED): the rows it may trim, weighed back at the drawn word, and their entries
+        self.trimmable = {"trimmed": (self.trimmed_rows, self.succ_word_final),
+                          "trimmed-skips": (self.skip_rows, self.succ_skip)}
 
     def unigram_weights(self, lam: np.ndarray) -> np.ndarray:
         """``u[w]``: the weight of the unigram features that word ``w`` fires (word and class unigrams), as
@@ -190,12 +193,12 @@ class _Structure:
         return out
 
     def trimmed(self, lam: np.ndarray, trim: float,
-                skips_only: bool = False) -> tuple[SuccessorTables, np.ndarray, np.ndarray]:
-        """The successor tables without the word-final entries (``skips_only``: those of the skip rows) whose
-        ``|lambda| < trim`` (each context keeps its place and its other successors, in order), and the kept entries'
-        ``lambda`` and its ``exp``: the contexts counted, then filled, in blocks on the Numba threads (the same tables
-        whatever their number)."""
-        succ, word_final = self.succ, (self.succ_skip if skips_only else self.succ_word_final)
+                word_final: np.ndarray) -> tuple[SuccessorTables, np.ndarray, np.ndarray]:
+        """The successor tables without the entries marked in ``word_final`` (a trimmed proposal's, :attr:`trimmable`)
+        whose ``|lambda| < trim`` (each context keeps its place and its other successors, in order), and the kept
+        entries' ``lambda`` and its ``exp``: the contexts counted, then filled, in blocks on the Numba threads (the
+        same tables whatever their number)."""
+        succ = self.succ
         n_ctx = succ.ctx_start.size - 1
         edges = block_edges(n_ctx, starts=succ.ctx_start)
         trim = float(trim)
@@ -225,10 +228,9 @@ class _Structure:
         exp_u = np.exp(u)[self.class_words]  # by position in the class order
         class_mass = np.bincount(self.position_class, weights=exp_u, minlength=feats.n_classes)[:feats.n_classes]
         # a diverging lambda gives infinite factors, as exp(s_p) overflows in the kernel
-        if proposal == "trimmed" or (proposal == "trimmed-skips" and self.skip_rows.size):
-            skips = proposal == "trimmed-skips"
-            (succ, succ_lam, succ_exp), rest_below = self.trimmed(lam, trim, skips), float(trim)
-            rest_rows = self.skip_rows if skips else self.trimmed_rows
+        rest_rows, trimmable = self.trimmable.get(proposal, (np.zeros(0, dtype=np.int64), None))
+        if rest_rows.size:  # a trimmed proposal with rows to trim (else the exact tables: nothing would leave them)
+            (succ, succ_lam, succ_exp), rest_below = self.trimmed(lam, trim, trimmable), float(trim)
         else:
             succ, (succ_lam, succ_exp) = self.succ, self.weights(lam)
             rest_rows, rest_below = np.flatnonzero(~draw_row).astype(np.int64), np.inf

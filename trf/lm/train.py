@@ -165,8 +165,8 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
         is below ``smc_trim``, their weights weighing the drawn word (all faster with the full feature set;
         docs/trf-lm.md "Training speed").
     smc_trim : float
-        The trimmed proposal's threshold (default :data:`trf.lm.smc.TRIM`; ``--smc-trim``), kept in
-        ``meta["smc_trim"]`` when that proposal trains.
+        The trimmed proposals' threshold (default :data:`trf.lm.smc.TRIM`; ``--smc-trim``), kept in
+        ``meta["smc_trim"]`` when one of them trains.
     base_features : str, optional
         Grow the feature set: train these feature types first (they must open ``features``, e.g. ``"w+c"`` for
         ``"w+c+ws+cs+wsh+csh+tied"``) for ``base_share`` of ``time_limit`` (of ``config.t_max`` iterations without
