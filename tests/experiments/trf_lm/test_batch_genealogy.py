@@ -48,13 +48,49 @@ def test_the_table_has_a_row_per_config_and_the_sampler_is_restored(tmp_path, ca
     assert [r[0].strip() for r in rows[1:]] == ["2 x 30", "6 x 10", "independent (20 runs x 20, one draw each)"]
     for row in rows[1:3]:
         runs = int(row[0].split("x")[0])
-        assert 1 <= float(row[1]) <= runs and 1 <= float(row[2]) <= 20 and 1 <= float(row[3]) <= float(row[2])
+        sentences, prefixes = (float(row[k].split("+-")[0]) for k in (2, 3))
+        assert 1 <= float(row[1]) <= runs and 1 <= sentences <= 20 and 1 <= prefixes <= sentences
+        assert "+-" in row[2] and "+-" not in rows[3][2]  # two batches have a standard error, one has none
     assert batch_genealogy.main(["--model", str(tmp_path / "m.npz"), "--configs", "2x30", "--samples", "20",
                                  "--batches", "2", "--reference-batches", "1", "--smc-lengths", "stratified"]) == 0
     stratified = [line.split("|")[1:-1] for line in capsys.readouterr().out.splitlines() if line.startswith("| 2 x")]
     pi = np.load(tmp_path / "m.npz")["pi"]
     assert int(stratified[0][5].split("(")[0].strip().split(".")[0]) <= int(np.floor(20 * pi.max())) + 1
     assert rows[3][1].strip() == "-" and rows[3][6].strip().endswith(" of 1") and rows[1][6].strip().endswith(" of 2")
+
+
+def test_each_proposal_gets_its_row_with_its_smallest_ess(tmp_path, capsys, monkeypatch):
+    """``--proposals exact trimmed-skips``: a row per config and proposal, named, each drawn by a sampler of that
+    proposal and threshold, its last column the median smallest ESS (between 0 and the particles); the reference
+    row has none."""
+    path = tmp_path / "train.txt"
+    path.write_text(TEXT + "\n")
+    model, _ = train_lm(path, features="w+c+ws+tied", classes=3, config=lm_config(n_samples=20, t_max=20, t0=20),
+                        sampler="smc", smc_particles=30, refine=0, progress=False, seed=1)
+    model.save(tmp_path / "m.npz")
+    made = []
+    real = smc.SMCSampler
+
+    def spy(*args, **kwargs):
+        made.append((kwargs["proposal"], kwargs["trim"]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(smc, "SMCSampler", spy)
+    assert batch_genealogy.main(["--model", str(tmp_path / "m.npz"), "--configs", "2x30", "--samples", "20",
+                                 "--batches", "3", "--reference-particles", "20", "--reference-batches", "1",
+                                 "--proposals", "exact", "trimmed-skips", "--trim", "0.3"]) == 0
+    out = capsys.readouterr().out
+    rows = [line.split("|")[1:-1] for line in out.splitlines() if line.startswith("| ")]
+    assert [r[0].strip() for r in rows[1:]] == ["2 x 30, exact", "2 x 30, trimmed-skips",
+                                                 "independent (20 runs x 20, one draw each)"]
+    assert made == [("exact", 0.3), ("trimmed-skips", 0.3), ("exact", 0.3)]
+    assert all(0.0 < float(r[8]) <= 30.0 for r in rows[1:3]) and rows[3][8].strip() == "-"
+    assert "proposals exact trimmed-skips (trim 0.3)" in out
+
+
+def test_the_mean_carries_its_standard_error():
+    assert batch_genealogy._mean_se(np.array([1.0, 3.0])) == "2.0 +- 1.0"
+    assert batch_genealogy._mean_se(np.array([5.0])) == "5.0"
 
 
 def test_a_crowded_batch_is_named_with_its_most_common_sentence():
