@@ -638,7 +638,9 @@ class Particles(NamedTuple):
 class SMCScratch(NamedTuple):
     """What one run reuses at every position: one particle's local tables (``work``), the tables kept from the
     weighting to the draws (``cache``), the first particle of each identity (``first``), the incremental weights
-    ``log_w``, the end-of-sentence weights ``ends`` and the ancestors ``anc``."""
+    ``log_w``, the end-of-sentence weights ``ends``, the ancestors ``anc`` and, for a proposal that leaves rows out of
+    its local law, the weight it left out at each particle's last word (``carry``: :func:`carry_rest`; 0 for the
+    exact proposal)."""
 
     work: SMCWork
     cache: TableCache
@@ -646,6 +648,7 @@ class SMCScratch(NamedTuple):
     log_w: np.ndarray
     ends: np.ndarray
     anc: np.ndarray
+    carry: np.ndarray
 
 
 @jit
@@ -663,7 +666,7 @@ def new_scratch(run, model):
     """The :class:`SMCScratch` of a run (the table cache within ``run.cache_bytes``)."""
     n = run.n_particles
     return SMCScratch(new_work(model), new_table_cache(run, model.n_classes, model.features.row_len.size),
-                      np.zeros(n, dtype=np.int64), np.empty(n), np.empty(n), np.empty(n, dtype=np.int64))
+                      np.zeros(n, dtype=np.int64), np.empty(n), np.empty(n), np.empty(n, dtype=np.int64), np.zeros(n))
 
 
 @jit
@@ -889,18 +892,25 @@ def smc_log_z(model, run, output, stop):
 
     ``stop[0] != 0`` (set by another thread, e.g. on Ctrl-C) ends the run early, leaving the output incomplete.
 
-    A bundle with ``rest_rows`` uses the *partial proposal* (plain runs only; ``reference`` is not read): each particle
-    draws ``x_p`` from the local law of the rows ``model.draw_row`` (the unigrams, those reading ``x_{p-1}`` and those
-    ending in a class: few word successors; :func:`draw_partial`) and is weighted by ``exp(s_p(x_{<p}, x_p)) /
-    q(x_p | x_{<p}) = Z'(x_{<p}) exp(rest_score)`` (the other rows' weights at the drawn word), then the particles are
-    resampled systematically (:func:`copy_resampled`).  The product of the mean incremental weights times the mean end
-    weight is unbiased for ``Z_j`` as with the exact proposal (Del Moral 2004); the incremental weights now vary with
-    the drawn word.  The *trimmed proposal* takes the same path with every row drawn but successor lists that lost
-    their word-final entries of ``|lambda| < rest_below`` (:func:`keep_successors`): ``rest_score`` adds back exactly
-    those weights at the drawn word, at most ``rest_below`` per row."""
+    A bundle with ``rest_rows`` leaves those rows out of the local law (plain runs only; ``reference`` is not read):
+    the *partial proposal* draws ``x_p`` from the local law ``q`` of the rows ``model.draw_row`` (the unigrams, those
+    reading ``x_{p-1}`` and those ending in a class: few word successors), the *trimmed proposals* from every row's
+    successor lists less their word-final entries of ``|lambda| < rest_below`` (:func:`keep_successors`).  What
+    ``q`` left out at the drawn word, ``g_p = rest_score`` (the other rows' weights; for the trimmed proposals exactly
+    the weights the lists lost, at most ``rest_below`` per row), is carried to the next position
+    (:func:`carry_rest`): there each particle is weighted by ``Z'(x_{<p + 1}) exp(g_p)``, ``Z'`` the normaliser of
+    ``q``, and its end weight for length ``p`` is ``exp(g_p + end score)``.  The weights are known before the next
+    word is drawn, so the particles are resampled first and every child draws its own word, as with the exact
+    proposal; along a path the weights multiply to ``exp(lambda . f(x)) / q(x)`` times the end weight, so the product
+    of the mean weights times the mean end weight is unbiased for ``Z_j`` (Del Moral 2004; an auxiliary particle
+    filter whose intermediate targets are ``gamma_{p-1}(x_{<p}) Z'(x_{<p})``).  Until session 47 these proposals
+    drew first and resampled by ``Z' exp(g_p)``, so a parent's children shared its drawn word: about 11% fewer
+    distinct 3-word prefixes in a training batch of the fortunes full-set model than the exact proposal's
+    (``experiments/trf_lm/batch_genealogy.py``; now 3-6% fewer), at about 0.75x of today's cost per run (fewer distinct
+    histories to table)."""
     np.random.seed(run.seed)
-    partial = model.rest_rows.size > 0
-    pinned = run.reference.size > 0 and not partial
+    rest = model.rest_rows.size > 0
+    pinned = run.reference.size > 0 and not rest
     now = new_particles(run, model.n_words, model.n_classes)
     children = new_particles(run, model.n_words, model.n_classes)
     scratch = new_scratch(run, model)
@@ -909,25 +919,24 @@ def smc_log_z(model, run, output, stop):
         if stop[0] != 0:
             return
         if p <= run.max_length:
-            if partial:
-                if not draw_partial(model, now, scratch, p, stop):
-                    return
-            elif not weigh_particles(model, now, scratch, p, stop):
+            if not weigh_particles(model, now, scratch, p, stop):
                 return
         elif not end_weights(model, now, scratch, p, stop):
             return
+        if rest:  # the weight left out at each particle's last word (0 at p = 1)
+            for n in range(scratch.carry.size):
+                scratch.log_w[n] += scratch.carry[n]
+                scratch.ends[n] += scratch.carry[n]
         if p >= 2 and (not pinned or p == run.max_length + 1):
             record_length(now, scratch, p - 1, log_prefix, output, run.known)
         if p > run.max_length:
             break
         log_prefix += log_mean_exp(scratch.log_w)
-        if partial:
-            systematic_ancestors(scratch.log_w, scratch.anc)
-            copy_resampled(model, now, children, scratch, p)
-        else:
-            resample(scratch, pinned)
-            if not propagate(model, now, children, scratch, p, run.reference, stop):
-                return
+        resample(scratch, pinned)
+        if not propagate(model, now, children, scratch, p, run.reference, stop):
+            return
+        if rest:
+            carry_rest(model, children, scratch, p)
         now, children = children, now
 
 
@@ -981,49 +990,10 @@ def rest_score(model, w, c, p, work):
 
 
 @jit
-def draw_partial(model, now, scratch, p, stop):
-    """Each particle draws its word at ``p`` (written into ``now``) from the local law of the proposal's rows
-    (``model.draw_row``), ``q(v) = exp(s'_p(v)) / Z'``; its incremental weight ``scratch.log_w[n]`` is
-    ``log Z' + rest_score``, i.e. ``exp(s_p(v)) / q(v)``, and ``scratch.ends[n]`` is the end score of its history
-    ``x[:p]`` (tables once per run of particles of one identity); False when ``stop`` rose."""
-    work, log_w, ends, ident = scratch.work, scratch.log_w, scratch.ends, now.ident
-    n_touched = 0
-    tables_of = -1
-    log_q = 0.0
-    end = 0.0
-    for n in range(log_w.size):
-        if (n & 4095) == 4095 and stop[0] != 0:
-            clear_tables(work, n_touched)
-            return False
-        if ident[n] != tables_of:
-            clear_tables(work, n_touched)
-            log_q, n_touched, end = local_tables(model, now.w[n], now.c[n], p, work)
-            tables_of = ident[n]
-        v = draw_word(model, work)
-        now.w[n, p] = v
-        now.c[n, p] = model.word_class[v]
-        log_w[n] = log_q + rest_score(model, now.w[n], now.c[n], p, work)
-        ends[n] = end
-    clear_tables(work, n_touched)
-    return True
-
-
-@jit
-def copy_resampled(model, now, children, scratch, p):
-    """``children``: the histories ``x[:p + 1]`` of the ancestors ``scratch.anc``, with their identities (equal
-    ancestor identity and word: one identity; ``scratch.first`` their first particles)."""
-    anc, first = scratch.anc, scratch.first
-    V = model.n_words
-    seen = Dict.empty(key_type=types.int64, value_type=types.int64)
-    for n in range(anc.size):
-        a = anc[n]
-        for q in range(p + 1):
-            children.w[n, q] = now.w[a, q]
-            children.c[n, q] = now.c[a, q]
-        key = now.ident[a] * (V + 1) + now.w[a, p]
-        k = seen.get(key, -1)
-        if k < 0:
-            k = len(seen)
-            seen[key] = k
-            first[k] = n
-        children.ident[n] = k
+def carry_rest(model, now, scratch, p):
+    """``scratch.carry[n]``: :func:`rest_score` of each particle's word at ``p``, the weight its proposal left out
+    there (once per identity: ``scratch.first``, as :func:`propagate` left it)."""
+    first, carry, work = scratch.first, scratch.carry, scratch.work
+    for n in range(carry.size):
+        f = first[now.ident[n]]
+        carry[n] = rest_score(model, now.w[n], now.c[n], p, work) if f == n else carry[f]

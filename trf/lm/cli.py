@@ -555,8 +555,8 @@ def register(subparsers) -> None:
                             "(word skips, tied words), the word n-grams whole; with w+c alone, the exact law")
     train.add_argument("--smc-trim", type=positive_float, default=None, metavar="T",
                        help=f"with --smc-proposal trimmed or trimmed-skips: leave out of the proposal the word features whose |weight| "
-                            f"is below T (default {TRIM:g}; a larger T is faster, and at 0.5 trained a worse model: "
-                            "docs/trf-lm.md, 'Training speed')")
+                            f"is below T (default {TRIM:g}; a larger T is faster; at 0.5, before session 47's resampling "
+                            "first, it trained a worse model: docs/trf-lm.md, 'Training speed')")
     train.add_argument("--minutes", type=positive_float, default=None,
                        help=f"training time limit, counting the time before a --resume; the first stage of Eq. 24-25 "
                             f"ends at half of it unless --t0 is given (default {DEFAULT_MINUTES:g} when "

@@ -70,7 +70,8 @@ TRIM = 0.1
 105-minute fortunes full-set model (2.0M word-final successor entries, 58% of those in lists over 1,000 below 0.01,
 85% below 0.1), one run of 400 particles over lengths 1-40 took 0.393 CPU seconds exact, 0.299 / 0.284 / 0.223 /
 0.198 trimmed at 0.01 / 0.03 / 0.1 / 0.3, with the spread of ``log Z-hat_j`` over 12 runs 0.28 exact, 0.24 / 0.30 /
-0.28 / 0.35 (experiments/trf_lm/methods.md, "The trimmed SMC proposal")."""
+0.28 / 0.35 (experiments/trf_lm/methods.md, "The trimmed SMC proposal"; session 19's kernel, which drew each word
+before resampling: since session 47 a trimmed run costs about 1.3x as much and its batches are more diverse)."""
 TABLE_CACHE_BYTES = 64 << 20
 """Memory per run for the particles' class masses and contexts between their weighting and their children's draws
 (beyond it the local tables are recomputed; the draws do not depend on it)."""
