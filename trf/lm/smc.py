@@ -61,8 +61,9 @@ importance weights of the drawn word (:func:`trf.lm._smc_kernels.smc_log_z`); ``
 without the word-final features whose ``|lambda|`` is below :data:`TRIM` (they leave the successor lists, and their
 weights at the drawn word enter as its importance weight, at most ``TRIM`` per row: a bounded correction);
 ``"trimmed-skips"`` trims only the word-final rows whose context skips a position (``ws``, ``wsh`` and the tied word
-rows; 82-85% of the successor entries a full-set model's histories visit), the contiguous rows (the word n-grams, ``cpw``) staying whole: with
-``w+c`` alone it is the exact proposal, draw for draw."""
+rows; 82-85% of the successor entries a full-set model's histories visit), the contiguous rows (the word n-grams,
+``cpw``) staying whole: with ``w+c`` alone it is the exact proposal, draw for draw.  Since session 47 every proposal
+resamples before its draws; a left-out weight enters at the next position (:func:`trf.lm._smc_kernels.carry_rest`)."""
 TRIMMED = ("trimmed", "trimmed-skips")
 """The proposals that read a threshold on ``|lambda|`` (``trim``, :data:`TRIM`)."""
 TRIM = 0.1
