@@ -104,7 +104,8 @@ class NormaliserCheck:
 
         From AIS ``[forward - z se_f, reverse + z se_r]`` (ordered); with SMC ``[max(., smc - z se_s), max(., smc +
         z se_s)]``; where conditional SMC brackets (:attr:`csmc_bracketed`) the upper end ``max(csmc + z se_c, smc
-        + z se_s)``.  Where the forward weights are degenerate (:attr:`degenerate`) and a settled SMC estimate gives
+        + z se_s)``, each ``z se`` the t quantile of its runs at the tail of ``z`` (:meth:`LogZEstimate.half_width`).
+        Where the forward weights are degenerate (:attr:`degenerate`) and a settled SMC estimate gives
         the checked value (:attr:`smc_covered`), the lower end is SMC's alone: a degenerate forward estimate's
         standard error measures nothing, and one lucky chain put it 3.7 nats above a settled SMC pair on a fortunes
         model, its lower end above the pair's upper one.  An upper end below the lower one is then raised to it
@@ -112,21 +113,21 @@ class NormaliserCheck:
         exact lower bound) both ends are raised to at least it; the lengths where it lay above the upper end are
         :attr:`refuted`."""
         fwd, rev = estimates["forward"], estimates["reverse"]
-        low, high = fwd.log_z - z * fwd.stderr, rev.log_z + z * rev.stderr  # BidirectionalResult.interval
+        low, high = fwd.log_z - fwd.half_width(z), rev.log_z + rev.half_width(z)
         lower, upper = np.minimum(low, high), np.maximum(low, high)
         smc = estimates.get("smc")
         if smc is not None:
-            lower = np.maximum(lower, smc.log_z - z * smc.stderr)
-            upper = np.maximum(upper, smc.log_z + z * smc.stderr)
+            lower = np.maximum(lower, smc.log_z - smc.half_width(z))
+            upper = np.maximum(upper, smc.log_z + smc.half_width(z))
         check = cls(lengths, method, estimates, lower, upper, augsa, margin, z, n_chains, seconds, m_total=m_total,
                     notes=notes, base=base)
         csmc = estimates.get("csmc")
         if smc is not None and csmc is not None:  # the upper side from conditional SMC where it brackets
-            check.upper = np.where(check._bracketed_mask, np.maximum(csmc.log_z + z * csmc.stderr,
-                                                                     smc.log_z + z * smc.stderr), check.upper)
+            check.upper = np.where(check._bracketed_mask, np.maximum(csmc.log_z + csmc.half_width(z),
+                                                                     smc.log_z + smc.half_width(z)), check.upper)
         if smc is not None:
             no_forward = np.isin(lengths, np.intersect1d(check.degenerate, check.smc_covered))
-            check.lower = np.where(no_forward, smc.log_z - z * smc.stderr, check.lower)
+            check.lower = np.where(no_forward, smc.log_z - smc.half_width(z), check.lower)
             check.upper = np.maximum(check.upper, check.lower)
         if floor is not None:
             check.estimated = check.checked
