@@ -478,9 +478,9 @@ class NormaliserCheck:
 
         "Significantly" is a one-sided Welch t-test of each difference (:func:`_below`) at the level of ``z``
         normal standard errors, ``Phi(-z)``, shared by the lengths tested (Bonferroni): the standard errors come
-        from 4 runs (SMC) or the AIS chains, so a normal threshold on them rang false alarms -- ``z = 3`` errors
-        each flagged 3 of 317 lengths over eight full-set checks of fortunes and KJV (t down to -7.9) where the
-        differences, centred on 0 (median t -0.1 to -0.2), were those runs' noise.  Forward AIS is not consulted
+        from a few SMC runs (4 until session 48, 8 since) or the AIS chains, so a normal threshold on them rang
+        false alarms -- ``z = 3`` errors each flagged 3 of 317 lengths over eight full-set checks of fortunes and
+        KJV (t down to -7.9) where the differences, centred on 0 (median t -0.1 to -0.2), were those runs' noise.  Forward AIS is not consulted
         where its weights are degenerate (:attr:`degenerate`): its standard error measures nothing there."""
         pair = self._smc_pair()
         if pair is None:
