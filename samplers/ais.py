@@ -29,6 +29,7 @@ from typing import Any, Callable
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy import special
 from scipy.special import expit, logsumexp
 
 from .models import FactorGraph, PairwiseMRF
@@ -128,6 +129,14 @@ def summarize_log_weights(log_weights: np.ndarray) -> tuple[float, float, float]
     ess = float(w.sum() ** 2 / np.sum(w * w))
     stderr = float(np.std(w, ddof=1) / (np.sqrt(n) * w.mean())) if n > 1 else float("inf")
     return log_mean, ess, stderr
+
+
+def t_multiplier(z: float, runs: int) -> float:
+    """Standard errors per side for an interval at the level of ``z`` normal standard errors (each side missing with
+    probability ``Phi(-z)``) when each standard error is estimated from ``runs`` independent runs or chains:
+    Student's t quantile with ``runs - 1`` degrees of freedom at that tail (``z`` itself for fewer than 2 runs).
+    For ``z = 3``: 9.22 with 4 runs, 4.53 with 8, 4.09 with 10, 3.17 with 100."""
+    return z if runs < 2 else float(special.stdtrit(runs - 1, special.ndtr(z)))
 
 
 def ais_log_partition(mrf: PairwiseMRF, n_temperatures: int = 100, n_chains: int = 100, seed: Any = None, *,
@@ -310,9 +319,10 @@ def run_reverse_ais(target_states: Any,
 class BidirectionalResult:
     """Forward (lower) and reverse (upper) AIS estimates of one ``log Z`` (:func:`run_bidirectional_ais`).
 
-    ``interval(z)`` is ``[forward - z se_f, reverse + z se_r]``: with exact reverse starts each side
-    misses with probability about ``Phi(-z)`` under the normal approximation of ``log mean(w)``, and
-    less because the bias of both estimates points outwards (``z = 3``: at most about 0.27% in all).
+    ``interval(z)`` is ``[forward - z se_f, reverse + z se_r]``, each ``z`` read as the t quantile of the chains
+    at the same tail (:func:`t_multiplier`: the standard errors are estimated from the chains): with exact reverse
+    starts each side misses with probability about ``Phi(-z)`` under the normal approximation of ``log mean(w)``,
+    and less because the bias of both estimates points outwards (``z = 3``: at most about 0.27% in all).
     """
 
     forward: AISResult
@@ -324,10 +334,11 @@ class BidirectionalResult:
         return float(self.reverse.log_partition - self.forward.log_partition)
 
     def interval(self, z: float = 3.0) -> tuple[float, float]:
-        """``(lower, upper)`` widened by ``z`` standard errors on each side."""
+        """``(lower, upper)`` widened on each side by the t quantile of its chains at the tail of ``z`` normal
+        standard errors (:func:`t_multiplier`)."""
         z = check_float(z, "z", low=0.0)
-        lo = self.forward.log_partition - z * self.forward.stderr
-        hi = self.reverse.log_partition + z * self.reverse.stderr
+        lo = self.forward.log_partition - t_multiplier(z, self.forward.log_weights.size) * self.forward.stderr
+        hi = self.reverse.log_partition + t_multiplier(z, self.reverse.log_weights.size) * self.reverse.stderr
         return float(min(lo, hi)), float(max(lo, hi))
 
     @property
