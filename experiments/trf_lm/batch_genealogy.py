@@ -10,8 +10,8 @@ distinct sentences and distinct 3-word prefixes per batch (mean +- its standard 
 sentences of one batch sharing a 3-word prefix, and the most of one length (the draws' lengths follow the runs'
 ``Z-hat_j``, so one heavy sentence found at one length pulls the batch there), and how many batches put over half
 their draws at one length; after the table, each such batch with its most common sentence.  The reference row
-``independent`` draws each sentence from its own run of ``--reference-particles`` (``--samples`` runs per batch): what a batch of independent draws looks like.  ``--smc-lengths stratified``
-allots the lengths as ``mcsa trf train --smc-lengths stratified`` does (with ``pi0 = pi``).  A pooled model
+``independent`` draws each sentence from its own run of ``--reference-particles`` (``--samples`` runs per batch):
+what a batch of independent draws looks like.  ``--smc-lengths stratified`` allots the lengths as ``mcsa trf train --smc-lengths stratified`` does (with ``pi0 = pi``).  A pooled model
 (``--max-length``) is drawn over lengths ``1..m`` here, its sub-model ``m+`` as length ``m`` only.
 ``--proposals`` draws every config with each SMC proposal named (``mcsa trf train --smc-proposal``; ``--trim`` the
 trimmed ones' threshold), one row each; the last column is the median over the batches of the smallest

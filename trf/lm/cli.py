@@ -263,8 +263,8 @@ def _add_check_flags(parser, what: str) -> None:
                         help="SMC particles per run of the check (0: no SMC; default: a quarter of --check-seconds' "
                              "worth)")
     parser.add_argument("--check-conditional-particles", type=nonnegative_int, default=None,
-                        help="particles per conditional SMC run of the check, the upper side (0: none; default: 40%% of "
-                             "--check-seconds' worth)")
+                        help="particles per conditional SMC run of the check, the upper side (0: none; default: "
+                             "40%% of --check-seconds' worth)")
     parser.add_argument("--check-effort", type=_effort, default=None, metavar="T,P[,C]",
                         help="a fixed effort instead of a time budget: T AIS temperatures per run, P particles per SMC "
                              "run and C per conditional SMC run (default min(P, 1000)); the same work, and at a fixed "

@@ -113,21 +113,22 @@ class NormaliserCheck:
         exact lower bound) both ends are raised to at least it; the lengths where it lay above the upper end are
         :attr:`refuted`."""
         fwd, rev = estimates["forward"], estimates["reverse"]
-        low, high = fwd.log_z - fwd.half_width(z), rev.log_z + rev.half_width(z)
+        low, high = fwd.log_z - fwd.half_width(z), rev.log_z + rev.half_width(z)  # as BidirectionalResult.interval
         lower, upper = np.minimum(low, high), np.maximum(low, high)
         smc = estimates.get("smc")
         if smc is not None:
-            lower = np.maximum(lower, smc.log_z - smc.half_width(z))
-            upper = np.maximum(upper, smc.log_z + smc.half_width(z))
+            half = smc.half_width(z)
+            smc_low, smc_high = smc.log_z - half, smc.log_z + half
+            lower, upper = np.maximum(lower, smc_low), np.maximum(upper, smc_high)
         check = cls(lengths, method, estimates, lower, upper, augsa, margin, z, n_chains, seconds, m_total=m_total,
                     notes=notes, base=base)
         csmc = estimates.get("csmc")
         if smc is not None and csmc is not None:  # the upper side from conditional SMC where it brackets
-            check.upper = np.where(check._bracketed_mask, np.maximum(csmc.log_z + csmc.half_width(z),
-                                                                     smc.log_z + smc.half_width(z)), check.upper)
+            check.upper = np.where(check._bracketed_mask, np.maximum(csmc.log_z + csmc.half_width(z), smc_high),
+                                   check.upper)
         if smc is not None:
             no_forward = np.isin(lengths, np.intersect1d(check.degenerate, check.smc_covered))
-            check.lower = np.where(no_forward, smc.log_z - smc.half_width(z), check.lower)
+            check.lower = np.where(no_forward, smc_low, check.lower)
             check.upper = np.maximum(check.upper, check.lower)
         if floor is not None:
             check.estimated = check.checked
@@ -480,8 +481,8 @@ class NormaliserCheck:
         normal standard errors, ``Phi(-z)``, shared by the lengths tested (Bonferroni): the standard errors come
         from a few SMC runs (4 until session 48, 8 since) or the AIS chains, so a normal threshold on them rang
         false alarms -- ``z = 3`` errors each flagged 3 of 317 lengths over eight full-set checks of fortunes and
-        KJV (t down to -7.9) where the differences, centred on 0 (median t -0.1 to -0.2), were those runs' noise.  Forward AIS is not consulted
-        where its weights are degenerate (:attr:`degenerate`): its standard error measures nothing there."""
+        KJV (t down to -7.9) where the differences, centred on 0 (median t -0.1 to -0.2), were those runs' noise.
+        Forward AIS is not consulted where its weights are degenerate (:attr:`degenerate`): its standard error measures nothing there."""
         pair = self._smc_pair()
         if pair is None:
             return self.lengths[:0]
