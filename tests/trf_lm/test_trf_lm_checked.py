@@ -9,6 +9,7 @@ import sys
 import numpy as np
 import pytest
 
+from samplers.ais import t_multiplier
 from trf.lm.check import ais_log_z, check_normalisers, exact_log_z, unigram_base
 from trf.lm.corpus import EncodedCorpus, Vocabulary
 from trf.lm.features import SentenceFeatures
@@ -71,16 +72,21 @@ def test_forward_and_reverse_ais_bracket_the_exact_log_z_at_every_length(tiny, b
 def test_a_reverse_estimate_below_the_forward_one_is_reported_as_a_failed_upper_bound(tiny):
     """Reverse AIS started from samples that have not reached the model can land far below the forward
     estimate (fortunes, 900 s check: length 20 forward 203.1 +- 1.0, reverse 177.1 +- 0.8); beyond z standard
-    errors each the check names those lengths instead of quietly swapping the interval's ends."""
+    errors each the check names those lengths instead of quietly swapping the interval's ends.  "Beyond" is
+    where the two estimates' interval ends cross, each at the t quantile of its 20 chains (3.45 standard errors for
+    z = 3): a gap of 3.2 standard errors each, which the normal z would flag, is the chains' noise."""
 
     trf, _, _ = tiny
     check = check_normalisers(trf, range(1, M + 1), n_temperatures=30, n_chains=20, seed=3, exact_limit=0,
                               parallel=False)
     assert check.reverse_failed.size == 0 and check.bracket_warning() is None
-    gap = check.z * (check.forward_se + check.reverse_se)
+    t = t_multiplier(check.z, 20)
+    assert t == pytest.approx(3.45, abs=0.01)
+    se = check.forward_se + check.reverse_se
     reverse = check.reverse.copy()
-    reverse[2] = check.forward[2] - gap[2] - 5.0          # length 3: far below
-    reverse[3] = check.forward[3] - 0.5 * gap[3]          # length 4: below, but within the standard errors
+    reverse[2] = check.forward[2] - t * se[2] - 5.0       # length 3: far below
+    reverse[3] = check.forward[3] - 0.5 * t * se[3]       # length 4: below, but within the standard errors
+    reverse[4] = check.forward[4] - 0.5 * (check.z + t) * se[4]  # length 5: beyond z, within the t quantile
     bad = check.replaced(reverse=reverse)
     assert list(bad.reverse_failed) == [3]
     text = bad.bracket_warning()
@@ -103,9 +109,11 @@ def test_forward_ais_still_rising_with_temperatures_is_reported(tiny):
     assert check.forward_half is not None and check.still_rising.size == 0 and check.rising_warning() is None
     np.testing.assert_allclose(check.extrapolated, check.checked)
     se = np.hypot(check.forward_se, check.forward_half_se)
+    t = t_multiplier(check.z, 20)  # each standard error from 20 chains: 3.45 for z = 3
     half = check.forward_half.copy()
-    half[4] = check.forward[4] - check.z * se[4] - 3.0    # length 5: rose by 3 nats beyond z SE
+    half[4] = check.forward[4] - t * se[4] - 3.0          # length 5: rose by 3 nats beyond its noise
     half[1] = check.forward[1] - 0.5 * check.z * se[1]    # length 2: a rise within the standard errors
+    half[2] = check.forward[2] - 0.5 * (check.z + t) * se[2]  # length 3: beyond z standard errors, within t
     bad = check.replaced(forward_half=half)
     assert list(bad.still_rising) == [5]
     text = bad.rising_warning()
@@ -117,7 +125,7 @@ def test_forward_ais_still_rising_with_temperatures_is_reported(tiny):
     assert ppl["extrapolated"] > ppl["checked"]  # a larger log Z_5: a worse perplexity
     bracketed = check_normalisers(trf, range(1, M + 1), **kw)
     assert 5 in bracketed.csmc_bracketed
-    rising = bracketed.replaced(forward_half=bracketed.forward - 3 * np.hypot(bracketed.forward_se, bracketed.forward_half_se) - 3)
+    rising = bracketed.replaced(forward_half=bracketed.forward - t * np.hypot(bracketed.forward_se, bracketed.forward_half_se) - 3)
     assert 5 in rising.still_rising and np.array_equal(rising.extrapolated, rising.checked)
     off = check_normalisers(trf, [2], n_temperatures=20, n_chains=5, exact_limit=0, parallel=False,
                             half_run=False)
@@ -409,7 +417,9 @@ def test_a_conclusive_check_reports_its_ais_shortfalls_as_one_note(tiny):
     assert not report.inconclusive
     check = report.check
     smc = check.smc.copy()
-    smc[0] = check.forward[0] + check.z * (check.smc_se[0] + check.forward_se[0]) + 0.01  # AIS missed mass at j = 1
+    fwd, est = check.estimates["forward"], check.estimates["smc"]
+    smc[0] = check.forward[0] + fwd.half_width(check.z)[0] + est.half_width(check.z)[0] + 0.01  # AIS missed mass, j = 1
+    smc[1] = check.forward[1] + check.z * (check.smc_se[1] + check.forward_se[1]) + 0.01  # beyond z, within t: noise
     missed = check.replaced(smc=smc)
     assert list(missed.ais_missed) == [1]
     shown = report._replace(check=missed)  # the verdict stays conclusive: only the report's wording is tested

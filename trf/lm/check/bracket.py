@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from scipy import special
 
+from samplers.ais import t_multiplier
 from trf.lm.check.estimates import KnownFloor, LogZEstimate
 from trf.lm.corpus import EncodedCorpus
 from trf.lm.model import SentenceTRF
@@ -257,7 +258,9 @@ class NormaliserCheck:
 
     @property
     def ais_missed(self) -> np.ndarray:
-        """Lengths where the SMC estimate lies above forward AIS by more than ``z`` standard errors each.
+        """Lengths where the SMC estimate's low end lies above forward AIS's high end, each end the estimate +-
+        its half-width at the level of ``z`` (:meth:`LogZEstimate.half_width`: Student's t quantile of its runs
+        or chains).
 
         Both are unbiased for ``Z_j``, so the lower of the two errs low: AIS has missed probability mass there --
         sentences of high weight that its fixed-length Gibbs chains never reach (fortunes: two-word sentences
@@ -266,7 +269,8 @@ class NormaliserCheck:
         smc = self.estimates.get("smc")
         if smc is None:
             return self.lengths[:0]
-        return self.lengths[smc.log_z - self.z * smc.stderr > self.forward + self.z * self.forward_se]
+        fwd = self.estimates["forward"]
+        return self.lengths[smc.log_z - smc.half_width(self.z) > fwd.log_z + fwd.half_width(self.z)]
 
     def missed_warning(self) -> str | None:
         """A one-line warning naming the lengths where AIS missed probability mass (:attr:`ais_missed`)."""
@@ -275,7 +279,8 @@ class NormaliserCheck:
             return None
         worst = self._worst(missed, smc.log_z - self.forward)
         return (f"forward AIS missed probability mass at {self._which(missed)}: the SMC estimate of log Z_j (also "
-                f"unbiased for Z_j) lies above it by more than {self.z:g} standard errors each; worst at length "
+                f"unbiased for Z_j) lies above it, their intervals apart (each end at the {self.z:g}-standard-error level, "
+                f"Student's t of its runs); worst at length "
                 f"{self.lengths[worst]}: SMC {smc.log_z[worst]:.2f} +- {smc.stderr[worst]:.2f}, AIS "
                 f"{self.forward[worst]:.2f}.  The model gives high weight to sentences that the AIS chains "
                 "never reach; the checked normalisers take the SMC estimate there")
@@ -361,8 +366,9 @@ class NormaliserCheck:
 
     @property
     def still_rising(self) -> np.ndarray:
-        """Lengths where forward AIS rose from ``T_j / 2`` to ``T_j`` temperatures by more than ``z`` standard
-        errors of the difference: AIS has not converged there.
+        """Lengths where forward AIS rose from ``T_j / 2`` to ``T_j`` temperatures by more than the standard error
+        of the difference times the t quantile of the chains at the level of ``z``
+        (:func:`samplers.ais.t_multiplier`, as each interval end): AIS has not converged there.
 
         Forward AIS underestimates ``log Z_j`` (Jensen) by a bias that shrinks as temperatures are added --
         asymptotically like ``1/T`` (the log-weight variance does), so the bias left at ``T`` is then about as
@@ -372,7 +378,8 @@ class NormaliserCheck:
         if self.forward_half is None or self.forward_half_se is None:
             return self.lengths[:0]
         se = np.hypot(self.forward_se, self.forward_half_se)
-        return self.lengths[self.rise > self.z * se]
+        runs = min(self.estimates["forward"].runs, self.estimates["forward_half"].runs)
+        return self.lengths[self.rise > t_multiplier(self.z, runs) * se]
 
     @property
     def extrapolated(self) -> np.ndarray:
@@ -391,7 +398,8 @@ class NormaliserCheck:
         worst = self._worst(rising, self.rise)
         half = (self.temperatures[worst] + 1) // 2
         return (f"forward AIS is still rising with temperatures at {self._which(rising)}: doubling the "
-                f"temperatures added more than {self.z:g} standard errors; worst at length {self.lengths[worst]}: "
+                f"temperatures added more than its noise at the {self.z:g}-standard-error level (Student's t of "
+                f"the chains); worst at length {self.lengths[worst]}: "
                 f"{halved[worst]:.2f} with {half} temperatures, {self.forward[worst]:.2f} with "
                 f"{self.temperatures[worst]} (+{self.rise[worst]:.2f} nats).  AIS has not converged there: "
                 "log Z_j is likely underestimated by about as much again, and the perplexity likely lies above "
@@ -399,14 +407,16 @@ class NormaliserCheck:
 
     @property
     def reverse_failed(self) -> np.ndarray:
-        """Lengths where the forward estimate lies above the reverse one beyond ``z`` standard errors each.
+        """Lengths where the forward estimate's low end lies above the reverse one's high end (each the estimate
+        -+ its half-width at the level of ``z``, :meth:`LogZEstimate.half_width`): the AIS interval's ends crossed.
 
         Forward AIS from an exactly drawn base is unbiased for ``Z_j`` (an estimate exceeds ``log Z_j`` by
         ``a`` nats with probability at most ``e^-a``); reverse AIS bounds ``log Z_j`` from above only when its
         chains start from exact draws of the model.  Started from TransMS samples that have not reached the
         model (long sentences, large models), the reverse estimate can come out far below; there the
         interval's upper end is no upper bound."""
-        crossed = self.forward - self.z * self.forward_se > self.reverse + self.z * self.reverse_se
+        fwd, rev = self.estimates["forward"], self.estimates["reverse"]
+        crossed = fwd.log_z - fwd.half_width(self.z) > rev.log_z + rev.half_width(self.z)
         return self.lengths[crossed]
 
     def bracket_warning(self) -> str | None:
@@ -416,7 +426,8 @@ class NormaliserCheck:
             return None
         worst = self._worst(failed, self.forward - self.reverse)
         return (f"at {self._which(failed)} the forward AIS estimate of log Z_j (unbiased for Z_j) "
-                f"lies above the reverse one by more than {self.z:g} standard errors each; worst at length "
+                f"lies above the reverse one, their intervals apart (each end at the {self.z:g}-standard-error "
+                f"level, Student's t of its chains); worst at length "
                 f"{self.lengths[worst]}: forward {self.forward[worst]:.2f} +- {self.forward_se[worst]:.2f}, reverse "
                 f"{self.reverse[worst]:.2f} +- {self.reverse_se[worst]:.2f}.  The reverse chains started from "
                 "approximate samples (TransMS end states, or SMC draws) that had not reached the model, so the interval's high end is no upper bound there and "
