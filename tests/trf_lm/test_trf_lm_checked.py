@@ -230,6 +230,8 @@ def test_check_budget_picks_temperatures_and_bad_input(tiny):
     tight = check_normalisers(trf, [2, 4], time_budget=1e-4, n_chains=5, exact_limit=0, seed=0, parallel=False,
                               clock=StepClock(0.01))
     assert np.all(tight.temperatures == 20)
+    assert tight.notes[0].startswith("20 temperatures (in proportion to length)")  # one value, not "20-20"
+    assert roomy.notes[0].startswith(f"{roomy.temperatures.min()}-{roomy.temperatures.max()} temperatures")
     assert any("too small" in note for note in tight.notes) and "x its 0 s budget" in tight.notes[-1]
     with pytest.raises(ValueError, match="base"):
         check_normalisers(trf, [2], n_temperatures=5, exact_limit=0, base="zipf")

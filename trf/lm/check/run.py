@@ -243,6 +243,12 @@ def _known_note(smc: SMCResult, n_known: int, neighbours: Neighbours | None = No
                "others' neighbours are in the estimated rest)"))
 
 
+def _span(values: np.ndarray) -> str:
+    """``"20-206"`` for a note, or ``"20"`` where every value is the same."""
+    low, high = int(np.min(values)), int(np.max(values))
+    return f"{low}" if low == high else f"{low}-{high}"
+
+
 def _effort_notes(schedule: _Schedule, lengths: np.ndarray, n_chains: int, smc: SMCResult | None,
                   csmc: ConditionalSMCResult | None, seconds: float, n_known: int = 0,
                   neighbours: Neighbours | None = None) -> list[str]:
@@ -251,8 +257,8 @@ def _effort_notes(schedule: _Schedule, lengths: np.ndarray, n_chains: int, smc: 
     plan, ais_lengths, used = schedule.plan, lengths[schedule.ais_index], schedule.temperatures[schedule.ais_index]
     if plan is not None:
         first = schedule.first_plan
-        notes.append(f"{used.min()}-{used.max()} temperatures (in proportion to length) for a {schedule.budget:.0f} s "
-                     f"budget: first plan {first.min()}-{first.max()} from a pilot "
+        notes.append(f"{_span(used)} temperatures (in proportion to length) for a {schedule.budget:.0f} s "
+                     f"budget: first plan {_span(first)} from a pilot "
                      f"({_duration(plan.per_temperature.min())}-{_duration(plan.per_temperature.max())} per "
                      f"temperature at lengths {ais_lengths.min()}-{ais_lengths.max()}), re-planned before each length "
                      f"from the measured cost (measured / pilot-predicted: "
