@@ -545,7 +545,7 @@ class NormaliserCheck:
         if bracketed == 0:
             return f"midpoint of {ais}, or {smc} where higher"
         used = self.csmc_particles[self.csmc_particles > 0]
-        particles = f"{used.min()}" if used.min() == used.max() else f"{used.min()}-{used.max()}"
+        particles = span(used)
         return (f"midpoint of {smc} and conditional SMC ({self.csmc_runs} x {particles} particles per length) at "
                 f"{bracketed} of {self.lengths.size} lengths, elsewhere the midpoint of {ais} or SMC where higher")
 
@@ -664,6 +664,12 @@ def _below(a: np.ndarray, se_a: np.ndarray, runs_a: int, b: np.ndarray, se_b: np
         dof = np.where(spread > 0, (va + vb) ** 2 / spread, np.inf)
     limit = special.stdtrit(dof, 1.0 - level) * np.sqrt(va + vb)
     return np.asarray(b, float) - np.asarray(a, float) > np.nan_to_num(limit)
+
+
+def span(values: np.ndarray) -> str:
+    """``"20-206"`` for a note or a description, or ``"20"`` where every value is the same."""
+    low, high = int(np.min(values)), int(np.max(values))
+    return f"{low}" if low == high else f"{low}-{high}"
 
 
 CONCLUSIVE = 0.05

@@ -17,7 +17,7 @@ from typing import Callable, NamedTuple, Sequence
 import numpy as np
 
 from samplers.validation import check_float, check_int
-from trf.lm.check.bracket import NormaliserCheck
+from trf.lm.check.bracket import NormaliserCheck, span
 from trf.lm.check.estimates import (
     AIS_BASES,
     EXACT_LIMIT,
@@ -243,12 +243,6 @@ def _known_note(smc: SMCResult, n_known: int, neighbours: Neighbours | None = No
                "others' neighbours are in the estimated rest)"))
 
 
-def _span(values: np.ndarray) -> str:
-    """``"20-206"`` for a note, or ``"20"`` where every value is the same."""
-    low, high = int(np.min(values)), int(np.max(values))
-    return f"{low}" if low == high else f"{low}-{high}"
-
-
 def _effort_notes(schedule: _Schedule, lengths: np.ndarray, n_chains: int, smc: SMCResult | None,
                   csmc: ConditionalSMCResult | None, seconds: float, n_known: int = 0,
                   neighbours: Neighbours | None = None) -> list[str]:
@@ -257,8 +251,8 @@ def _effort_notes(schedule: _Schedule, lengths: np.ndarray, n_chains: int, smc: 
     plan, ais_lengths, used = schedule.plan, lengths[schedule.ais_index], schedule.temperatures[schedule.ais_index]
     if plan is not None:
         first = schedule.first_plan
-        notes.append(f"{_span(used)} temperatures (in proportion to length) for a {schedule.budget:.0f} s "
-                     f"budget: first plan {_span(first)} from a pilot "
+        notes.append(f"{span(used)} temperatures (in proportion to length) for a {schedule.budget:.0f} s "
+                     f"budget: first plan {span(first)} from a pilot "
                      f"({_duration(plan.per_temperature.min())}-{_duration(plan.per_temperature.max())} per "
                      f"temperature at lengths {ais_lengths.min()}-{ais_lengths.max()}), re-planned before each length "
                      f"from the measured cost (measured / pilot-predicted: "
