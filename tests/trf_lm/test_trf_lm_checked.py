@@ -125,7 +125,8 @@ def test_forward_ais_still_rising_with_temperatures_is_reported(tiny):
     assert ppl["extrapolated"] > ppl["checked"]  # a larger log Z_5: a worse perplexity
     bracketed = check_normalisers(trf, range(1, M + 1), **kw)
     assert 5 in bracketed.csmc_bracketed
-    rising = bracketed.replaced(forward_half=bracketed.forward - t * np.hypot(bracketed.forward_se, bracketed.forward_half_se) - 3)
+    rise = t * np.hypot(bracketed.forward_se, bracketed.forward_half_se) + 3
+    rising = bracketed.replaced(forward_half=bracketed.forward - rise)
     assert 5 in rising.still_rising and np.array_equal(rising.extrapolated, rising.checked)
     off = check_normalisers(trf, [2], n_temperatures=20, n_chains=5, exact_limit=0, parallel=False,
                             half_run=False)

@@ -114,18 +114,17 @@ class NormaliserCheck:
         exact lower bound) both ends are raised to at least it; the lengths where it lay above the upper end are
         :attr:`refuted`."""
         fwd, rev = estimates["forward"], estimates["reverse"]
-        low, high = fwd.log_z - fwd.half_width(z), rev.log_z + rev.half_width(z)  # as BidirectionalResult.interval
+        low, high = fwd.low(z), rev.high(z)  # as BidirectionalResult.interval
         lower, upper = np.minimum(low, high), np.maximum(low, high)
         smc = estimates.get("smc")
         if smc is not None:
-            half = smc.half_width(z)
-            smc_low, smc_high = smc.log_z - half, smc.log_z + half
+            smc_low, smc_high = smc.low(z), smc.high(z)
             lower, upper = np.maximum(lower, smc_low), np.maximum(upper, smc_high)
         check = cls(lengths, method, estimates, lower, upper, augsa, margin, z, n_chains, seconds, m_total=m_total,
                     notes=notes, base=base)
         csmc = estimates.get("csmc")
         if smc is not None and csmc is not None:  # the upper side from conditional SMC where it brackets
-            check.upper = np.where(check._bracketed_mask, np.maximum(csmc.log_z + csmc.half_width(z), smc_high),
+            check.upper = np.where(check._bracketed_mask, np.maximum(csmc.high(z), smc_high),
                                    check.upper)
         if smc is not None:
             no_forward = np.isin(lengths, np.intersect1d(check.degenerate, check.smc_covered))
@@ -269,8 +268,7 @@ class NormaliserCheck:
         smc = self.estimates.get("smc")
         if smc is None:
             return self.lengths[:0]
-        fwd = self.estimates["forward"]
-        return self.lengths[smc.log_z - smc.half_width(self.z) > fwd.log_z + fwd.half_width(self.z)]
+        return self.lengths[smc.low(self.z) > self.estimates["forward"].high(self.z)]
 
     def missed_warning(self) -> str | None:
         """A one-line warning naming the lengths where AIS missed probability mass (:attr:`ais_missed`)."""
@@ -279,9 +277,8 @@ class NormaliserCheck:
             return None
         worst = self._worst(missed, smc.log_z - self.forward)
         return (f"forward AIS missed probability mass at {self._which(missed)}: the SMC estimate of log Z_j (also "
-                f"unbiased for Z_j) lies above it, their intervals apart (each end at the {self.z:g}-standard-error level, "
-                f"Student's t of its runs); worst at length "
-                f"{self.lengths[worst]}: SMC {smc.log_z[worst]:.2f} +- {smc.stderr[worst]:.2f}, AIS "
+                f"unbiased for Z_j) lies above it, their intervals apart (each end at the {self.z:g}-standard-error "
+                f"level, Student's t of its runs); worst at length {self.lengths[worst]}: SMC {smc.log_z[worst]:.2f} +- {smc.stderr[worst]:.2f}, AIS "
                 f"{self.forward[worst]:.2f}.  The model gives high weight to sentences that the AIS chains "
                 "never reach; the checked normalisers take the SMC estimate there")
 
@@ -415,9 +412,7 @@ class NormaliserCheck:
         chains start from exact draws of the model.  Started from TransMS samples that have not reached the
         model (long sentences, large models), the reverse estimate can come out far below; there the
         interval's upper end is no upper bound."""
-        fwd, rev = self.estimates["forward"], self.estimates["reverse"]
-        crossed = fwd.log_z - fwd.half_width(self.z) > rev.log_z + rev.half_width(self.z)
-        return self.lengths[crossed]
+        return self.lengths[self.estimates["forward"].low(self.z) > self.estimates["reverse"].high(self.z)]
 
     def bracket_warning(self) -> str | None:
         """A one-line warning naming the lengths where the reverse estimate failed (:attr:`reverse_failed`)."""

@@ -76,11 +76,19 @@ class LogZEstimate(NamedTuple):
         """The interval half-width at the level of ``z`` normal standard errors, ``P(N(0, 1) > z)`` per side: the
         standard error times Student's t quantile with ``runs - 1`` degrees of freedom at that tail
         (:func:`samplers.ais.t_multiplier`; ``z`` itself with fewer than 2 runs, where the error is 0: exact).  Each
-        standard error is estimated from ``runs`` runs or chains, so the normal ``z`` would be too narrow: with 4 SMC runs the ``z = 3`` tail is 9.22
-        standard errors, with 8 runs 4.53, with 10 AIS chains 4.09 (the needle model of the check's tests, 100
-        checks with 4 SMC runs: ``z`` errors left the exact ``log Z_j`` out of the interval at some length in 14 of
-        them, the quantile in none)."""
+        standard error is estimated from ``runs`` runs or chains, so the normal ``z`` would be too narrow: with 4
+        SMC runs the ``z = 3`` tail is 9.22 standard errors, with 8 runs 4.53, with 10 AIS chains 4.09 (the needle
+        model of the check's tests, 100 checks with 4 SMC runs: ``z`` errors left the exact ``log Z_j`` out of the
+        interval at some length in 14 of them, the quantile in none)."""
         return t_multiplier(z, self.runs) * np.asarray(self.stderr, dtype=float)
+
+    def low(self, z: float) -> np.ndarray:
+        """The interval's low end at the level of ``z``: ``log_z`` less :meth:`half_width`."""
+        return np.asarray(self.log_z, dtype=float) - self.half_width(z)
+
+    def high(self, z: float) -> np.ndarray:
+        """The interval's high end at the level of ``z``: ``log_z`` plus :meth:`half_width`."""
+        return np.asarray(self.log_z, dtype=float) + self.half_width(z)
 
     @classmethod
     def from_ais(cls, method: str, j: int, result: AISResult, n_temperatures: int) -> "LogZEstimate":
