@@ -278,8 +278,8 @@ class NormaliserCheck:
         worst = self._worst(missed, smc.log_z - self.forward)
         return (f"forward AIS missed probability mass at {self._which(missed)}: the SMC estimate of log Z_j (also "
                 f"unbiased for Z_j) lies above it, their intervals apart (each end at the {self.z:g}-standard-error "
-                f"level, Student's t of its runs); worst at length {self.lengths[worst]}: SMC {smc.log_z[worst]:.2f} +- {smc.stderr[worst]:.2f}, AIS "
-                f"{self.forward[worst]:.2f}.  The model gives high weight to sentences that the AIS chains "
+                f"level, Student's t of its runs); worst at length {self.lengths[worst]}: SMC "
+                f"{smc.log_z[worst]:.2f} +- {smc.stderr[worst]:.2f}, AIS {self.forward[worst]:.2f}.  The model gives high weight to sentences that the AIS chains "
                 "never reach; the checked normalisers take the SMC estimate there")
 
     @property
@@ -529,8 +529,7 @@ class NormaliserCheck:
         if methods == ["exact"]:
             return "exact log Z_j"
         used = self.temperatures[self.temperatures > 0]
-        temps = (f"{used.min()} temperatures" if used.min() == used.max()
-                 else f"{used.min()}-{used.max()} temperatures, growing with length")
+        temps = f"{span(used)} temperatures" + (", growing with length" if used.min() < used.max() else "")
         exact = ", exact where V^j is small" if "exact" in methods else ""
         ais = f"forward and reverse AIS from the {self.base} base ({temps}, {self.n_chains} chains{exact})"
         if self.smc is None:

@@ -268,9 +268,7 @@ def _effort_notes(schedule: _Schedule, lengths: np.ndarray, n_chains: int, smc: 
         if smc.log_known is not None:
             notes.append(_known_note(smc, n_known, neighbours))
     if csmc is not None:
-        per = csmc.n_particles
-        notes.append(f"conditional SMC: {csmc.runs.shape[0]} runs of "
-                     f"{per.max() if per.min() == per.max() else f'{per.min()}-{per.max()}'} particles at each of "
+        notes.append(f"conditional SMC: {csmc.runs.shape[0]} runs of {span(csmc.n_particles)} particles at each of "
                      f"{csmc.lengths.size} lengths where SMC settled (about the same time per length), in "
                      f"{csmc.seconds:.1f} s")
     if plan is not None and seconds > 1.25 * schedule.budget:
