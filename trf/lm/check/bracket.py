@@ -279,8 +279,9 @@ class NormaliserCheck:
         return (f"forward AIS missed probability mass at {self._which(missed)}: the SMC estimate of log Z_j (also "
                 f"unbiased for Z_j) lies above it, their intervals apart (each end at the {self.z:g}-standard-error "
                 f"level, Student's t of its runs); worst at length {self.lengths[worst]}: SMC "
-                f"{smc.log_z[worst]:.2f} +- {smc.stderr[worst]:.2f}, AIS {self.forward[worst]:.2f}.  The model gives high weight to sentences that the AIS chains "
-                "never reach; the checked normalisers take the SMC estimate there")
+                f"{smc.log_z[worst]:.2f} +- {smc.stderr[worst]:.2f}, AIS {self.forward[worst]:.2f}.  The model gives "
+                "high weight to sentences that the AIS chains never reach; the checked normalisers take the SMC "
+                "estimate there")
 
     @property
     def unsettled(self) -> np.ndarray:
