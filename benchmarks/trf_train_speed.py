@@ -63,10 +63,10 @@ def _trainer(train, vocab_size: int, word_class: np.ndarray, spec: str, proposal
 
     feats = SentenceFeatures.build(train, vocab_size, spec, word_class=word_class)
     backend = SentenceBackend(train, feats, args.dev, sampler="smc", smc_particles=args.particles, smc_proposal=proposal,
-                              max_length=args.max_length)
+                              max_length=args.max_length, smc_known=args.smc_known, smc_remember=args.smc_remember)
     backend.smc.trim = args.trim
     config = lm_config(n_samples=args.samples, t_c=500.0, beta_lambda=0.0, t0=10 ** 9, stop_window=None,
-                       guard_every=0, seed=args.seed)
+                       guard_every=0, seed=args.seed, max_sentence_move=args.max_sentence_move)
     trainer = AugSA(backend, config, progress=False)
     if model is not None:
         try:
@@ -231,6 +231,12 @@ def _checked(args: argparse.Namespace) -> argparse.Namespace:
         raise SystemExit(f"--stop-every values must be >= 1, got {args.stop_every}")
     if args.valid is not None and not Path(args.valid).is_file():
         raise SystemExit(f"--valid {args.valid!r} is not a file")
+    if args.smc_known is not None and not 0 < args.smc_known <= 1:
+        raise SystemExit(f"--smc-known is a share of a length's normaliser, in (0, 1]; got {args.smc_known:g}")
+    if args.smc_remember and args.smc_known is None:
+        raise SystemExit("--smc-remember needs --smc-known SHARE")
+    if args.max_sentence_move is not None and not args.max_sentence_move > 0:
+        raise SystemExit(f"--max-sentence-move must be > 0, got {args.max_sentence_move:g}")
     if args.quality_runs == 1 or args.quality_runs < 0:
         raise SystemExit(f"--quality-runs must be 0 or >= 2, got {args.quality_runs}")
     from trf.lm.smc import PROPOSALS, TRIM
@@ -270,6 +276,13 @@ def main(argv=None) -> int:
     parser.add_argument("--valid", default=None, help="development text (one sentence a line) for --stop-every")
     parser.add_argument("--stop-every", type=int, nargs="+", default=[], help="also time the stop rule's train-dev "
                         "gap and print the second stage's it/s with a gap every N iterations, for each N")
+    parser.add_argument("--smc-known", type=float, default=None, help="weigh the training sentences of at least this "
+                        "share of their length's normaliser exactly in every batch, as mcsa trf train --smc-known (the "
+                        "seeds protocol's 1e-4; default off)")
+    parser.add_argument("--smc-remember", action="store_true", help="with --smc-known, the heavy sentences that draws "
+                        "found too (mcsa trf train --smc-remember)")
+    parser.add_argument("--max-sentence-move", type=float, default=None, help="bound each draw's log-weight move, "
+                        "as mcsa trf train --max-sentence-move (--recipe full: 500; default off)")
     parser.add_argument("--quality-runs", type=int, default=0, help="after the rounds, this many single SMC runs of "
                         "each proposal on each trainer's lambda: seconds, ESS and spread of log Z-hat_j")
     args = _checked(parser.parse_args(argv))
@@ -303,7 +316,10 @@ def main(argv=None) -> int:
     base = np.array(runs[0]["rates"])
     print(f"{len(train)} sentences, vocabulary {len(vocab)}, {args.classes} classes; SMC {args.particles} particles x "
           f"{numba.get_num_threads()} runs, K = {args.samples}; "
-          f"{'from ' + args.model + ', ' if args.model else ''}{args.warm_iterations} untimed iterations, then "
+          f"{'from ' + args.model + ', ' if args.model else ''}"
+          f"{f'known sentences of share >= {args.smc_known:g}' if args.smc_known else 'no known sentences'}"
+          f"{' (and remembered)' if args.smc_remember else ''}, sentence-move bound {args.max_sentence_move or 'off'}; "
+          f"{args.warm_iterations} untimed iterations, then "
           f"{args.repeats} interleaved rounds of {args.block}; load average {os.getloadavg()[0]:.1f}")
     print(f"| features (rows, features) | proposal | it/s (median) | SMC runs' share | smallest ESS (median) | "
           f"it/s / {runs[0]['spec']} (median of rounds) |")

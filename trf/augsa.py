@@ -92,6 +92,10 @@ class SampleBatch(NamedTuple):
     draws : tuple, optional
         The draws behind ``feature_sum`` as the backend's ``feature_hits`` takes them (the sentence LM: padded
         tokens and lengths); needed by :attr:`AugSAConfig.max_sentence_move`.  None: not given.
+    hits : tuple of two int arrays, optional
+        ``(draw, feature)`` of every firing of every draw behind ``feature_sum``, when the backend found them to
+        make that sum (the sentence LM does); :attr:`AugSAConfig.max_sentence_move` then reads them instead of
+        asking the backend's ``feature_hits(*draws)`` for them again.  None: not given.
     """
 
     lengths: np.ndarray
@@ -99,6 +103,7 @@ class SampleBatch(NamedTuple):
     info: dict
     length_share: np.ndarray | None = None
     draws: tuple | None = None
+    hits: tuple | None = None
 
 
 @runtime_checkable
@@ -216,7 +221,7 @@ class AugSAConfig:
         take it out of the batch.  The bound shares one push per sentence among its features, as iterative
         scaling's ``1 / C`` does; steps whose draws all move less than the bound are Eq. (16)'s, bit for bit.
         Needs a backend with ``feature_hits(*batch.draws) -> (draw, feature)`` (every firing of every draw; the
-        sentence LM has it).  None (default): Eq. (16) alone.
+        sentence LM has it, and hands them over as :attr:`SampleBatch.hits`).  None (default): Eq. (16) alone.
     stop_window, stop_tol : int or None, float
         Appendix-E stop rule: stop when ``S_t < stop_tol`` (H = ``stop_window``); needs a backend
         with ``log_likelihood``.  None disables it.
@@ -571,9 +576,12 @@ class AugSA:
             lam, bad, bounded = state.lam, 0, 0
         moves = None
         if cfg.learn_lambda and cfg.max_sentence_move is not None and not bad:
-            if batch.draws is None:
+            if batch.hits is not None:
+                draw, feature = batch.hits
+            elif batch.draws is None:
                 raise ValueError("max_sentence_move needs the batch's draws (SampleBatch.draws); the backend gave none")
-            draw, feature = self.backend.feature_hits(*batch.draws)  # type: ignore[attr-defined]  # __init__ checks it
+            else:
+                draw, feature = self.backend.feature_hits(*batch.draws)  # type: ignore[attr-defined]  # __init__ checks it
             moves = bound_sentence_moves(state.lam, lam, draw, feature, cfg.max_sentence_move)
         if batch.length_share is None:
             delta = np.bincount(np.asarray(batch.lengths) - 1, minlength=len(state.zeta))[: len(state.zeta)] / K

@@ -573,10 +573,33 @@ def test_the_batch_feature_hits_are_the_draws_feature_vectors(tiny, sampler):
     for r in range(len(lengths)):
         counts = np.bincount(feature[draw == r], minlength=feats.n_features)
         np.testing.assert_array_equal(counts, feats.feature_vector(tokens[r, :lengths[r]]))
-    if sampler != "smc-known":
+    np.testing.assert_array_equal(batch.hits[0], draw)
+    np.testing.assert_array_equal(batch.hits[1], feature)
+    if sampler != "smc-known":  # each draw's f(x), dense, times its length's weight
         weights = trainer.length_weight[backend.dimension(lengths) - 1]
-        np.testing.assert_allclose(np.bincount(feature, weights=weights[draw], minlength=feats.n_features),
-                                   batch.feature_sum, rtol=1e-12)
+        dense = sum(w * feats.feature_vector(t[:n]) for w, t, n in zip(weights, tokens, lengths))
+        np.testing.assert_allclose(batch.feature_sum, dense, rtol=1e-12)
+
+
+@pytest.mark.parametrize("sampler", ["smc-known", "smc-remember"])
+def test_the_known_sets_firings_are_found_again_when_the_set_changes(tiny, sampler):
+    """The known set's firings are found once per choice of the set (``KnownSentences.hits``): over a training
+    whose set is re-chosen every 3 draws (and, remembering, grows when a draw finds a heavy sentence), every
+    batch's firings are those of its own draws, found afresh."""
+    corpus, feats = tiny
+    backend, cfg = _train(corpus, feats, 40, sampler)
+    backend.known.threshold = 0.03  # of the tiny corpus's 3^1 + 3^2 + 3^3 sentences, a share that lambda changes
+    trainer = AugSA(backend, cfg, progress=False)
+    state, sets = trainer.state, set()
+    for _ in range(40):
+        batch = backend.sample(state.lam, state.zeta, trainer.pi0, cfg.n_samples, trainer.length_weight,
+                               state.t + 1)
+        draw, feature = backend.feature_hits(*batch.draws)
+        np.testing.assert_array_equal(batch.hits[0], draw)
+        np.testing.assert_array_equal(batch.hits[1], feature)
+        sets.add(tuple(map(tuple, batch.draws[0][cfg.n_samples:])))
+        state, _ = trainer.update(state, batch)
+    assert len(sets) >= 3  # the set changed while the test watched
 
 
 def test_a_sentence_move_bound_no_draw_reaches_changes_nothing(tiny):

@@ -105,9 +105,6 @@ def test_parallel_chains_match_serial_and_bad_input(setup):
     np.testing.assert_array_equal(serial[1], parallel[1])
     np.testing.assert_array_equal(serial[2], parallel[2])
     np.testing.assert_array_equal(start.lengths, np.ones(6))  # input state not modified
-    weights = np.ones(serial[2].size)
-    dense = sum(feats.feature_vector(t[:n]) for t, n in zip(serial[1], serial[2]))
-    np.testing.assert_allclose(sampler.weighted_feature_sum(serial[1], serial[2], weights), dense)
     data = EncodedCorpus.from_sentences([[0, 1], [2, 2, 1], [1, 0, 0, 2]])  # the last is longer than M
     from_data = sampler.init_chains(50, seed=0, start=data)
     assert set(from_data.lengths.tolist()) == {2, 3}

@@ -28,7 +28,6 @@ from samplers._kernels import categorical_from_logits, logsumexp_1d
 from trf import _transms_skeleton as skeleton
 from trf.lm._feature_kernels import (
     HashedFeatures,
-    accumulate_features,
     load_sentence,
     pattern_key,
     positions_score,
@@ -298,13 +297,3 @@ def _within_length_move(model, work, j, stats):
         else:
             t = categorical_from_logits(work.scores_b[:n_new])
         w[i], c[i] = model.class_words[model.class_start[chosen] + t], chosen
-
-
-@jit
-def weighted_feature_sum(model, tokens, lengths, weights, acc):
-    """``acc += sum_r weights[r] f(x_r)`` over recorded samples (the sum in Eq. 16/38)."""
-    w = np.empty(tokens.shape[1] + 2, dtype=np.int64)
-    c = np.empty(tokens.shape[1] + 2, dtype=np.int64)
-    for r in range(lengths.size):
-        j = load_sentence(tokens[r, :lengths[r]], model, w, c)
-        accumulate_features(w, c, j, weights[r], acc, model.features)

@@ -190,13 +190,15 @@ class SentenceBackend:
         The returned ``lengths`` are sub-model indices (:meth:`dimension`), so the trainer's
         ``delta_j`` of Eq. (17) includes ``delta_{m+}`` of Sec. 5.4 when pooling.
         """
-        share = known = None
+        share = known = known_hits = None
         if self.smc is not None:
             strata = None
             if self.smc_lengths == "stratified":
                 group = self.dimension(np.arange(1, self.sampler.m + 1)) - 1
                 strata = (group, np.asarray(pi0, dtype=np.float64))
-            known = self.known.before_draw(lam) if self.known is not None else None
+            if self.known is not None:
+                known = self.known.before_draw(lam)
+                known_hits = None if known is None else self.known.hits()  # before after_draw can change the set
             tokens, lengths, smc_info = self.smc.draw(lam, self.sampler_log_weights(pi0, zeta), int(n_samples), seed,
                                                       strata, known)
             info = {"smc_min_ess": smc_info["smc_min_ess"], "smc_seconds": smc_info["smc_seconds"]}
@@ -216,13 +218,18 @@ class SentenceBackend:
             info = {"jump_acceptance": moves.jump_acceptance, "class_acceptance": moves.class_acceptance}
         dims = self.dimension(lengths)
         weights = np.asarray(length_weight)[dims - 1]
-        if known is not None:  # the draws outside the known set, and the known set Rao-Blackwellised
+        draw, feature = self.feature_hits(tokens, lengths)
+        # with a known set: the draws outside it, then the set itself Rao-Blackwellised (weighed exactly)
+        if known is not None and known_hits is not None:
             k_tokens, k_lengths, _ = known
             weights = np.concatenate([weights * smc_info["weight"],
                                       np.asarray(length_weight)[self.dimension(k_lengths) - 1] * smc_info["known_weight"]])
+            k_draw, k_feature = known_hits
+            draw, feature = np.concatenate([draw, k_draw + lengths.size]), np.concatenate([feature, k_feature])
             tokens, lengths = np.concatenate([tokens, k_tokens]), np.concatenate([lengths, k_lengths])
-        feature_sum = self.sampler.weighted_feature_sum(tokens, lengths, weights)
-        return SampleBatch(dims, feature_sum, info, share, draws=(tokens, lengths))
+        # sum_r weights[r] f(x_r), firing by firing in the order of the draws (the sum of Eq. 16 / 38)
+        feature_sum = np.bincount(feature, weights=weights[draw], minlength=self.n_features)
+        return SampleBatch(dims, feature_sum, info, share, draws=(tokens, lengths), hits=(draw, feature))
 
     def feature_hits(self, tokens: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(draw, feature)`` of every firing of every draw ``tokens[r, :lengths[r]]`` (a feature that fires twice

@@ -94,6 +94,7 @@ class KnownSentences:
         self._set_lengths = np.concatenate([self.lengths[chosen], self.found_lengths])
         self._chosen_corpus = _flat(self._set_tokens, self._set_lengths)
         self._found_keys = set(_keys(self.found_tokens, self.found_lengths))
+        self._hits: tuple[np.ndarray, np.ndarray] | None = None  # found on demand (hits), kept until the set changes
 
     def __len__(self) -> int:
         """Distinct training sentences that can be known."""
@@ -117,6 +118,17 @@ class KnownSentences:
         if self._set_lengths.size == 0:
             return None
         return self._set_tokens, self._set_lengths, self.features.scores(self._chosen_corpus, lam)
+
+    def hits(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(sentence, feature)`` of every firing of a feature in the known set that :meth:`before_draw` returned
+        (:meth:`SentenceFeatures.feature_hits`; sentence indices into its ``tokens``).  Found once per choice of the
+        set (every ``refresh`` draws) and kept, a found sentence's added when it joins: the batch's feature sum and
+        its sentence-move bound read them at every draw, and finding them there, twice, took a third of a
+        full-set training iteration on fortunes (experiments/trf_lm/methods.md, "Where a full-set iteration's time
+        goes")."""
+        if self._hits is None:
+            self._hits = self.features.feature_hits(self._chosen_corpus)
+        return self._hits
 
     def after_draw(self, log_z: np.ndarray, lam=None, draws: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         """Keep the draw's ``log Z-hat_j`` (``j = 1..m``) for the next choice; with ``remember``, the drawn
@@ -143,7 +155,19 @@ class KnownSentences:
             padded[:, :tokens.shape[1]] = tokens[new]
             self.found_tokens = np.concatenate([self.found_tokens, padded])
             self.found_lengths = np.concatenate([self.found_lengths, lengths[new]])
-            self._choose(self.chosen)
+            self._join(padded, lengths[new])
+
+    def _join(self, tokens: np.ndarray, lengths: np.ndarray) -> None:
+        """Append found sentences (already in ``found_tokens`` and the found keys) to the set, and their firings to
+        the kept ones (a trained model's draws find one every few draws; the set's order, chosen then found, is the
+        one :meth:`_choose` gives)."""
+        size = self._set_lengths.size
+        self._set_tokens = np.concatenate([self._set_tokens, tokens])
+        self._set_lengths = np.concatenate([self._set_lengths, lengths])
+        self._chosen_corpus = _flat(self._set_tokens, self._set_lengths)
+        if self._hits is not None:
+            sentence, feature = self.features.feature_hits(_flat(tokens, lengths))
+            self._hits = (np.concatenate([self._hits[0], sentence + size]), np.concatenate([self._hits[1], feature]))
 
     def get_state(self) -> dict[str, np.ndarray]:
         """The set, the draws since the last choice and the last ``log Z-hat_j``, for a checkpoint."""

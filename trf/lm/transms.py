@@ -23,7 +23,7 @@ import numpy as np
 from samplers.rng import as_generator
 from samplers.validation import as_float_array, check_int
 from trf import transms_core
-from trf.lm._transms_kernels import HoleTables, SentenceModel, TouchTables, weighted_feature_sum
+from trf.lm._transms_kernels import HoleTables, SentenceModel, TouchTables
 from trf.lm.features import SentenceFeatures, blank_slot, hash_table
 from trf.transms_core import ChainState, TransMSInfo
 
@@ -138,7 +138,6 @@ class SentenceSampler:
         word_position = np.empty_like(self.class_words)
         word_position[self.class_words] = np.arange(self.class_words.size)
         self.holes = _holes(features, word_position)
-        self._structure_model: SentenceModel | None = None
 
     def model(self, lam) -> SentenceModel:
         """The hashed-n-gram model bundle of the TransMS kernels at ``lam`` (checked)."""
@@ -214,12 +213,3 @@ class SentenceSampler:
         steps = check_int(steps, "steps", low=1)
         state, visits, info = transms_core.step(model, state, steps, lw, seed, jump=jump, parallel=parallel)
         return state, visits.tokens, visits.lengths, info
-
-    def weighted_feature_sum(self, tokens: np.ndarray, lengths: np.ndarray, weights: np.ndarray) -> np.ndarray:
-        """``sum_r weights[r] f(x_r)`` over sampled sentences (the sample term of Eq. 16/38)."""
-        if self._structure_model is None:  # the kernel reads the features' tables, not lambda: built once
-            self._structure_model = self.model(np.zeros(self.features.n_features))
-        acc = np.zeros(self.features.n_features)
-        weighted_feature_sum(self._structure_model, np.asarray(tokens, dtype=np.int64),
-                             np.asarray(lengths, dtype=np.int64), np.asarray(weights, dtype=np.float64), acc)
-        return acc
