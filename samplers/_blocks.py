@@ -9,8 +9,10 @@ is the serial one whatever the number of threads.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, TypeVar
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor, wait
+from typing import Callable, Iterable, TypeVar
 
 import numba
 import numpy as np
@@ -19,6 +21,45 @@ MIN_BLOCK = 1 << 16
 """Entries below which a pass stays on the calling thread (a thread's start costs more than the work)."""
 
 T = TypeVar("T")
+X = TypeVar("X")
+
+_POOLS: dict[tuple[int, int], ThreadPoolExecutor] = {}
+"""The main thread's pools, by (process id, workers): kept for the process, since starting a thread cost about a
+millisecond on the project's 2-core machines and a training iteration starts about ten (the SMC runs, the bundle's
+passes, the lambda step)."""
+
+
+def thread_map(fn: Callable[[X], T], items: Iterable[X], workers: int,
+               on_interrupt: Callable[[], None] | None = None) -> list[T]:
+    """``[fn(x) for x in items]`` on ``workers`` threads, results in order.
+
+    From the main thread the threads are a pool kept for the process (:data:`_POOLS`; a forked child makes its own);
+    from any other thread a pool of its own, closed after, so that no task ever waits on the pool that runs it.  When
+    a task raises or the caller is interrupted (Ctrl-C), the tasks not yet started are cancelled, ``on_interrupt`` is
+    called (a kernel's stop flag: the running tasks end at their next check) and the running ones are waited for
+    before the exception goes on."""
+    if threading.current_thread() is not threading.main_thread():
+        with ThreadPoolExecutor(max_workers=workers) as own:
+            return _map_in(own, fn, items, on_interrupt)
+    key = (os.getpid(), workers)
+    pool = _POOLS.get(key)
+    if pool is None:
+        pool = _POOLS[key] = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mcsa-blocks")
+    return _map_in(pool, fn, items, on_interrupt)
+
+
+def _map_in(pool: ThreadPoolExecutor, fn: Callable[[X], T], items: Iterable[X],
+            on_interrupt: Callable[[], None] | None) -> list[T]:
+    futures = [pool.submit(fn, x) for x in items]
+    try:
+        return [f.result() for f in futures]
+    except BaseException:
+        for f in futures:
+            f.cancel()
+        if on_interrupt is not None:
+            on_interrupt()
+        wait(futures)
+        raise
 
 
 def block_edges(n: int, threads: int | None = None, starts: np.ndarray | None = None) -> np.ndarray:
@@ -44,5 +85,4 @@ def run_blocks(fn: Callable[[int, int], T], edges: np.ndarray) -> list[T]:
     spans = [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
     if len(spans) == 1:
         return [fn(*spans[0])]
-    with ThreadPoolExecutor(max_workers=len(spans)) as pool:
-        return list(pool.map(lambda span: fn(*span), spans))
+    return thread_map(lambda span: fn(*span), spans, len(spans))

@@ -17,11 +17,11 @@ gives the same draws as the serial one.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import numpy as np
 
+from samplers._blocks import thread_map
 from samplers.rng import kernel_seed, kernel_seeds
 from samplers.validation import as_float_array, as_int_array, check_int
 
@@ -167,8 +167,7 @@ def _run_chains_threaded(args: tuple) -> None:
                                    seeds[lo:hi], skeleton.Trace(trace.tokens[rows], trace.lengths[rows],
                                                                 trace.stats[lo:hi]))
 
-    with ThreadPoolExecutor(max_workers=n_blocks) as pool:
-        list(pool.map(block, range(n_blocks)))
+    thread_map(block, range(n_blocks), n_blocks)
 
 
 def step_schedule(model, state: ChainState, schedule, log_len_weight, seed=None, *,

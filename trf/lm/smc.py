@@ -19,7 +19,6 @@ log-normal estimates the expected shortfall of one run is about half their varia
 from __future__ import annotations
 
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -27,7 +26,7 @@ import numba
 import numpy as np
 from scipy.special import logsumexp
 
-from samplers._blocks import block_edges, run_blocks
+from samplers._blocks import block_edges, run_blocks, thread_map
 from samplers.rng import as_generator, kernel_seeds
 from samplers.validation import check_int
 from trf.lm._smc_kernels import (
@@ -289,14 +288,10 @@ def _run_tasks(bundle: SMCModel, tasks: list, threads: int | None) -> float:
     def run(task) -> None:
         _smc_run(bundle, *task, stop)
 
-    pool = ThreadPoolExecutor(max_workers=min(len(tasks), max(1, threads or numba.get_num_threads())))
-    try:
-        list(pool.map(run, tasks))
-    except BaseException:
+    def halt() -> None:
         stop[0] = 1
-        raise
-    finally:
-        pool.shutdown(wait=True)
+
+    thread_map(run, tasks, min(len(tasks), max(1, threads or numba.get_num_threads())), on_interrupt=halt)
     return time.perf_counter() - start
 
 
