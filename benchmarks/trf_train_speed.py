@@ -40,6 +40,13 @@ trainer's parameters (the two ``log_likelihood`` calls that ``AugSA`` makes for 
 iteration (``AugSAConfig.stop_every``): ``1 / (seconds per iteration + seconds per gap / N)``.  The rounds above time
 the first stage, which takes no gaps; a run's second stage (Eq. 24's decreasing rate, after ``t0``) pays them.
 
+``--smc-known 1e-4 --smc-remember --max-sentence-move 500 --step-rule recipe`` give every trainer the settings of a
+protocol run (experiments/trf_lm/seeds.py: the heavy training sentences, and the heavy drawn ones, weighed exactly in
+every batch; the sentence-move bound and the step rules of ``--recipe full``, whose smaller steps keep a trained
+model's lambda, and so the cost of its SMC tables, where a run spends its time); with ``--model`` give more than 50
+``--warm-iterations``, since the known set is first chosen at the 51st draw.  With ``--stop-every 10 --valid FILE`` as well, the last table is the
+second stage of a protocol run less its divergence guard, progress log and checkpoints.
+
 The fortunes files are written by ``benchmarks/trf_score_speed.py`` (or ``experiments/trf_lm/benchmark.py``) from the
 Debian packages ``fortunes fortunes-min fortune-anarchism``; any text with one sentence per line serves.
 """
@@ -60,6 +67,7 @@ def _trainer(train, vocab_size: int, word_class: np.ndarray, spec: str, proposal
     from trf.augsa import AugSA
     from trf.lm.backend import SentenceBackend, lm_config
     from trf.lm.features import SentenceFeatures
+    from trf.lm.train import step_rule_config
 
     feats = SentenceFeatures.build(train, vocab_size, spec, word_class=word_class)
     backend = SentenceBackend(train, feats, args.dev, sampler="smc", smc_particles=args.particles, smc_proposal=proposal,
@@ -67,7 +75,7 @@ def _trainer(train, vocab_size: int, word_class: np.ndarray, spec: str, proposal
     backend.smc.trim = args.trim
     config = lm_config(n_samples=args.samples, t_c=500.0, beta_lambda=0.0, t0=10 ** 9, stop_window=None,
                        guard_every=0, seed=args.seed, max_sentence_move=args.max_sentence_move)
-    trainer = AugSA(backend, config, progress=False)
+    trainer = AugSA(backend, step_rule_config(_rule(args.step_rule, spec), config, backend, train), progress=False)
     if model is not None:
         try:
             at = model.features.positions_of(feats)
@@ -79,6 +87,17 @@ def _trainer(train, vocab_size: int, word_class: np.ndarray, spec: str, proposal
                              "give the text it was trained on")
         trainer.state = trainer.init(model.lam[at], model.zeta, 0)
     return feats, trainer
+
+
+def _rule(step_rule: str, spec: str) -> str:
+    """The lambda step rule of feature set ``spec``: ``step_rule``, or with ``"recipe"`` the one ``mcsa trf train
+    --recipe full`` gives it (its base set's rule for the base set, ``w+c``; its own for any other)."""
+    if step_rule != "recipe":
+        return step_rule
+    from trf.lm.cli import RECIPES
+
+    recipe = RECIPES["full"]
+    return recipe["base_step_rule"] if spec == recipe["base_features"] else recipe["step_rule"]
 
 
 def _block(trainer, n: int) -> tuple[float, float, list[float]]:
@@ -283,6 +302,9 @@ def main(argv=None) -> int:
                         "found too (mcsa trf train --smc-remember)")
     parser.add_argument("--max-sentence-move", type=float, default=None, help="bound each draw's log-weight move, "
                         "as mcsa trf train --max-sentence-move (--recipe full: 500; default off)")
+    parser.add_argument("--step-rule", default="fixed", choices=("features", "groups", "data", "fixed", "recipe"),
+                        help="the lambda step rule of every trainer (mcsa trf train --step-rule), or recipe: --recipe "
+                        "full's (features for w+c, groups for a larger set); default fixed, the paper's step")
     parser.add_argument("--quality-runs", type=int, default=0, help="after the rounds, this many single SMC runs of "
                         "each proposal on each trainer's lambda: seconds, ESS and spread of log Z-hat_j")
     args = _checked(parser.parse_args(argv))
@@ -318,7 +340,8 @@ def main(argv=None) -> int:
           f"{numba.get_num_threads()} runs, K = {args.samples}; "
           f"{'from ' + args.model + ', ' if args.model else ''}"
           f"{f'known sentences of share >= {args.smc_known:g}' if args.smc_known else 'no known sentences'}"
-          f"{' (and remembered)' if args.smc_remember else ''}, sentence-move bound {args.max_sentence_move or 'off'}; "
+          f"{' (and remembered)' if args.smc_remember else ''}, sentence-move bound {args.max_sentence_move or 'off'}, "
+          f"step rule {args.step_rule}; "
           f"{args.warm_iterations} untimed iterations, then "
           f"{args.repeats} interleaved rounds of {args.block}; load average {os.getloadavg()[0]:.1f}")
     print(f"| features (rows, features) | proposal | it/s (median) | SMC runs' share | smallest ESS (median) | "

@@ -581,7 +581,8 @@ class AugSA:
             elif batch.draws is None:
                 raise ValueError("max_sentence_move needs the batch's draws (SampleBatch.draws); the backend gave none")
             else:
-                draw, feature = self.backend.feature_hits(*batch.draws)  # type: ignore[attr-defined]  # __init__ checks it
+                # __init__ checked that the backend has feature_hits
+                draw, feature = self.backend.feature_hits(*batch.draws)  # type: ignore[attr-defined]
             moves = bound_sentence_moves(state.lam, lam, draw, feature, cfg.max_sentence_move)
         if batch.length_share is None:
             delta = np.bincount(np.asarray(batch.lengths) - 1, minlength=len(state.zeta))[: len(state.zeta)] / K

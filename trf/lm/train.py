@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["train_lm", "train_and_check", "check_growth", "TrainedLM", "refine_zeta", "group_preconditioner", "DEFAULT_FEATURES", "DEFAULT_CLASSES",
            "training_floor_excess", "raise_to_training_floor",
            "FIRST_STAGE_SHARE", "BASE_SHARE", "STEP_RULES",
-           "feature_step_scale"]
+           "feature_step_scale", "step_rule_config"]
 
 _log = logging.getLogger("trf.lm.train")
 
@@ -242,11 +242,7 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
     def trainer_for(f: SentenceFeatures, b: SentenceBackend, rule: str, extra=()) -> AugSA:
         """AugSA for feature set ``f`` and its backend ``b``: the step ``rule``'s variance floor, preconditioner and
         rate, the hooks."""
-        c = cfg if rule == "fixed" else replace(cfg, variance_floor=max(cfg.variance_floor, 1.0 / stats.sentences))
-        if rule == "groups":
-            b.feature_variance = group_preconditioner(b.feature_variance, f.support_groups(train))
-        if rule in ("features", "groups"):
-            c = replace(c, lambda_step=c.lambda_step * feature_step_scale(train, f))
+        c = step_rule_config(rule, cfg, b, train)
         logger = [_progress_logger(b, log_every, known)] if log_every else []
         return AugSA(b, c, callbacks=[*hooks, *logger, *stages, *extra], checkpoint_path=checkpoint,
                      progress=progress, clock=clock)
@@ -401,6 +397,25 @@ def train_and_check(train_path, *, valid_path=None, check: dict | None = None, v
     if write is not None:
         write(model)
     return TrainedLM(model, result, checked, left_out)
+
+
+def step_rule_config(rule: str, config: AugSAConfig, backend: SentenceBackend, train: EncodedCorpus) -> AugSAConfig:
+    """``config`` under the lambda step ``rule`` (:data:`STEP_RULES`, ``mcsa trf train --step-rule``) for the
+    backend's feature set: every rule but ``"fixed"`` floors the variances at ``1 / n`` (``n`` training sentences),
+    ``"features"`` and ``"groups"`` scale the step by :func:`feature_step_scale`, and ``"groups"`` sets the backend's
+    preconditioner to :func:`group_preconditioner`'s (docs/trf-lm.md, "Training the full feature set (`--recipe
+    full`)")."""
+    if rule not in STEP_RULES:
+        raise ValueError(f"rule must be one of {STEP_RULES}, got {rule!r}")
+    if rule == "fixed":
+        return config
+    config = replace(config, variance_floor=max(config.variance_floor, 1.0 / len(train)))
+    features = backend.features
+    if rule == "groups":
+        backend.feature_variance = group_preconditioner(backend.feature_variance, features.support_groups(train))
+    if rule in ("features", "groups"):
+        config = replace(config, lambda_step=config.lambda_step * feature_step_scale(train, features))
+    return config
 
 
 def group_preconditioner(variance: np.ndarray, group_size: np.ndarray) -> np.ndarray:
