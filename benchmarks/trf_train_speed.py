@@ -44,8 +44,9 @@ the first stage, which takes no gaps; a run's second stage (Eq. 24's decreasing 
 protocol run (experiments/trf_lm/seeds.py: the heavy training sentences, and the heavy drawn ones, weighed exactly in
 every batch; the sentence-move bound and the step rules of ``--recipe full``, whose smaller steps keep a trained
 model's lambda, and so the cost of its SMC tables, where a run spends its time); with ``--model`` give more than 50
-``--warm-iterations``, since the known set is first chosen at the 51st draw.  With ``--stop-every 10 --valid FILE`` as well, the last table is the
-second stage of a protocol run less its divergence guard, progress log and checkpoints.
+``--warm-iterations``, since the known set is first chosen at the 51st draw.  With ``--stop-every 10 --valid FILE``
+as well, the last table is the second stage of a protocol run less its divergence guard, progress log and
+checkpoints (experiments/trf_lm/methods.md, "Where a full-set iteration's time goes").
 
 The fortunes files are written by ``benchmarks/trf_score_speed.py`` (or ``experiments/trf_lm/benchmark.py``) from the
 Debian packages ``fortunes fortunes-min fortune-anarchism``; any text with one sentence per line serves.
