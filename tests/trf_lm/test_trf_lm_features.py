@@ -216,6 +216,25 @@ def _scores_one_at_a_time(feats, corpus, lam):
     return np.array(out)
 
 
+@pytest.mark.parametrize("min_block, threads", [(1 << 16, 1), (1, 3), (1, 7)])
+def test_scoring_on_threads_is_the_one_thread_scoring_bit_for_bit(monkeypatch, min_block, threads):
+    """``scores(..., threads=None)`` splits the sentences into blocks of about equal words, one per thread (what the
+    stop rule's train-dev gaps use): one block or several, the scores are the one-thread ones to the bit."""
+    import samplers._blocks as blocks
+
+    rng = np.random.default_rng(8)
+    sentences = [rng.integers(0, V, size=rng.integers(1, 25)) for _ in range(200)]
+    corpus = EncodedCorpus.from_sentences(sentences)
+    feats = SentenceFeatures.build(corpus, V, ALL, word_class=WORD_CLASS)
+    lam = rng.normal(size=feats.n_features)
+    one = feats.scores(corpus, lam)
+    monkeypatch.setattr(blocks, "MIN_BLOCK", min_block)
+    monkeypatch.setattr(blocks.numba, "get_num_threads", lambda: threads)
+    assert blocks.block_edges(len(corpus), starts=corpus.offsets).size - 1 == threads
+    np.testing.assert_array_equal(feats.scores(corpus, lam, threads=None), one)
+    np.testing.assert_array_equal(feats.scores(corpus, lam, threads=None), _scores_one_at_a_time(feats, corpus, lam))
+
+
 @pytest.mark.parametrize("n_frequent", [4, 2048])
 def test_batched_scoring_is_bit_identical_to_one_look_up_at_a_time(corpus, monkeypatch, n_frequent):
     """Issue 27 (scoring speed): the scorer issues the look-ups of a block of ``fk.SCORE_BLOCK`` positions together,
