@@ -261,16 +261,13 @@ class SentenceFeatures:
             raise ValueError(f"lam must have n_features={self.n_features} entries, got {lam.size}")
         out = np.empty(len(corpus))
         flat, symbols, hashed, plan = self._flat(corpus), self.symbols(), self.hashed(), self.score_plan()
-        edges = block_edges(len(corpus), threads, starts=flat.offsets)
-        if edges.size == 2:
-            fk.corpus_scores_pruned(flat, symbols, lam, hashed, plan, out)
-        else:
-            def block(lo: int, hi: int) -> None:
-                first = flat.offsets[lo]
-                part = fk.FlatCorpus(flat.tokens[first:flat.offsets[hi]], flat.offsets[lo:hi + 1] - first)
-                fk.corpus_scores_pruned(part, symbols, lam, hashed, plan, out[lo:hi])
 
-            run_blocks(block, edges)
+        def block(lo: int, hi: int) -> None:  # sentences lo..hi - 1 (one block: the calling thread, no pool)
+            first = flat.offsets[lo]
+            part = fk.FlatCorpus(flat.tokens[first:flat.offsets[hi]], flat.offsets[lo:hi + 1] - first)
+            fk.corpus_scores_pruned(part, symbols, lam, hashed, plan, out[lo:hi])
+
+        run_blocks(block, block_edges(len(corpus), threads, starts=flat.offsets))
         if not np.all(np.isfinite(out)):
             bad = np.flatnonzero(~np.isfinite(lam))
             if bad.size:
