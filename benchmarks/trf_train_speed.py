@@ -251,6 +251,14 @@ def _checked(args: argparse.Namespace) -> argparse.Namespace:
         raise SystemExit(f"--stop-every values must be >= 1, got {args.stop_every}")
     if args.valid is not None and not Path(args.valid).is_file():
         raise SystemExit(f"--valid {args.valid!r} is not a file")
+    from samplers.textio import check_text_file
+
+    for flag, path in (("--train", args.train), ("--valid", args.valid)):
+        try:
+            if path is not None:
+                check_text_file(path, flag)  # empty, binary or not utf-8: one line naming the flag
+        except (OSError, ValueError) as exc:
+            raise SystemExit(str(exc)) from None
     if args.smc_known is not None and not 0 < args.smc_known <= 1:
         raise SystemExit(f"--smc-known is a share of a length's normaliser, in (0, 1]; got {args.smc_known:g}")
     if args.smc_remember and args.smc_known is None:
