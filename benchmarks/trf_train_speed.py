@@ -219,8 +219,8 @@ def _corpus(args):
     from trf.lm.corpus import Vocabulary, encode_file
 
     if args.model is None:
-        vocab = Vocabulary.build(args.train, max_size=args.vocab)
-        train = encode_file(args.train, vocab)
+        vocab = Vocabulary.build(args.train, max_size=args.vocab, encoding=args.encoding)
+        train = encode_file(args.train, vocab, encoding=args.encoding)
         return None, vocab, train, exchange_clustering(train, len(vocab), args.classes, seed=0, max_passes=2).classes
     from trf.lm.model import SentenceTRF
 
@@ -228,7 +228,7 @@ def _corpus(args):
         raise SystemExit(f"--model {args.model!r} is not a file")
     model = SentenceTRF.load(args.model)
     args.vocab, args.classes = len(model.vocab), model.features.n_classes
-    return model, model.vocab, encode_file(args.train, model.vocab), model.features.word_class
+    return model, model.vocab, encode_file(args.train, model.vocab, encoding=args.encoding), model.features.word_class
 
 
 def _checked(args: argparse.Namespace) -> argparse.Namespace:
@@ -251,12 +251,16 @@ def _checked(args: argparse.Namespace) -> argparse.Namespace:
         raise SystemExit(f"--stop-every values must be >= 1, got {args.stop_every}")
     if args.valid is not None and not Path(args.valid).is_file():
         raise SystemExit(f"--valid {args.valid!r} is not a file")
-    from samplers.textio import check_text_file
+    from samplers.textio import check_encoding, check_text_file
 
+    try:
+        check_encoding(args.encoding)
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
     for flag, path in (("--train", args.train), ("--valid", args.valid)):
         try:
             if path is not None:
-                check_text_file(path, flag)  # empty, binary or not utf-8: one line naming the flag
+                check_text_file(path, flag, encoding=args.encoding)  # empty, binary, not --encoding: one line
         except (OSError, ValueError) as exc:
             raise SystemExit(str(exc)) from None
     if args.smc_known is not None and not 0 < args.smc_known <= 1:
@@ -301,6 +305,7 @@ def main(argv=None) -> int:
                         "unless it comes first)")
     parser.add_argument("--trim", type=float, default=None, help="the trimmed proposals' threshold on |lambda| "
                         "(default trf.lm.smc.TRIM, 0.1)")
+    parser.add_argument("--encoding", default="utf-8", help="the text files' encoding (default utf-8)")
     parser.add_argument("--valid", default=None, help="development text (one sentence a line) for --stop-every")
     parser.add_argument("--stop-every", type=int, nargs="+", default=[], help="also time the stop rule's train-dev "
                         "gap and print the second stage's it/s with a gap every N iterations, for each N")
@@ -323,7 +328,7 @@ def main(argv=None) -> int:
     model, vocab, train, word_class = _corpus(args)
     from trf.lm.corpus import encode_file
 
-    args.dev = None if args.valid is None else encode_file(args.valid, vocab)
+    args.dev = None if args.valid is None else encode_file(args.valid, vocab, encoding=args.encoding)
     runs = []
     for spec in args.features:
         for proposal in args.proposals:

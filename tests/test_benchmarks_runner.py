@@ -48,3 +48,32 @@ def test_smoke_commands():
     assert runner.command("rdp_roofline", entry, smoke=False)[1:] == [str(ROOT / "benchmarks" / "rdp_roofline.py")]
     imported = runner.command("pruning_speed", runner.Entry(None, why="fixed sizes"), smoke=True)
     assert imported[1] == "-c" and "run_name='smoke'" in imported[2]
+
+
+def _train_speed():
+    spec = importlib.util.spec_from_file_location("trf_train_speed", ROOT / "benchmarks" / "trf_train_speed.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_training_benchmarks_text_flags_fail_in_one_line_naming_the_flag(tmp_path):
+    """An unknown --encoding, a --train that is not in it, an empty --valid: SystemExit naming the flag (before any
+    model is built); with --encoding latin-1 the same --train passes and the next flag is the one named."""
+    import pytest
+
+    bench = _train_speed()
+    latin = tmp_path / "latin.txt"
+    latin.write_bytes("caf\xe9 au lait\n".encode("latin-1"))
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    for argv, words in (
+            (["--train", str(latin), "--encoding", "no-such-codec"], ("no-such-codec", "--encoding")),
+            (["--train", str(latin)], ("--train", "utf-8", "--encoding")),
+            (["--train", str(latin), "--encoding", "latin-1", "--valid", str(empty), "--stop-every", "5"],
+             ("--valid",))):
+        with pytest.raises(SystemExit) as caught:
+            bench.main(argv)
+        message = str(caught.value)
+        assert all(word in message for word in words), (argv, message)
+        assert "\n" not in message
