@@ -249,18 +249,12 @@ def _checked(args: argparse.Namespace) -> argparse.Namespace:
         raise SystemExit("--stop-every needs --valid, the development text whose log-likelihood the stop rule reads")
     if any(n < 1 for n in args.stop_every):
         raise SystemExit(f"--stop-every values must be >= 1, got {args.stop_every}")
-    if args.valid is not None and not Path(args.valid).is_file():
-        raise SystemExit(f"--valid {args.valid!r} is not a file")
-    from samplers.textio import check_encoding, check_text_file
+    from samplers.textio import check_text_file
 
-    try:
-        check_encoding(args.encoding)
-    except ValueError as exc:
-        raise SystemExit(str(exc)) from None
     for flag, path in (("--train", args.train), ("--valid", args.valid)):
-        try:
+        try:  # missing, a directory, empty, binary, not --encoding, an unknown --encoding: one line naming the flag
             if path is not None:
-                check_text_file(path, flag, encoding=args.encoding)  # empty, binary, not --encoding: one line
+                check_text_file(path, flag, encoding=args.encoding)
         except (OSError, ValueError) as exc:
             raise SystemExit(str(exc)) from None
     if args.smc_known is not None and not 0 < args.smc_known <= 1:
@@ -316,7 +310,9 @@ def main(argv=None) -> int:
                         "found too (mcsa trf train --smc-remember)")
     parser.add_argument("--max-sentence-move", type=float, default=None, help="bound each draw's log-weight move, "
                         "as mcsa trf train --max-sentence-move (--recipe full: 500; default off)")
-    parser.add_argument("--step-rule", default="fixed", choices=("features", "groups", "data", "fixed", "recipe"),
+    from trf.lm.train import STEP_RULES
+
+    parser.add_argument("--step-rule", default="fixed", choices=(*STEP_RULES, "recipe"),
                         help="the lambda step rule of every trainer (mcsa trf train --step-rule), or recipe: --recipe "
                         "full's (features for w+c, groups for a larger set); default fixed, the paper's step")
     parser.add_argument("--quality-runs", type=int, default=0, help="after the rounds, this many single SMC runs of "

@@ -6,6 +6,8 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -60,8 +62,6 @@ def _train_speed():
 def test_the_training_benchmarks_text_flags_fail_in_one_line_naming_the_flag(tmp_path):
     """An unknown --encoding, a --train that is not in it, an empty --valid: SystemExit naming the flag (before any
     model is built); with --encoding latin-1 the same --train passes and the next flag is the one named."""
-    import pytest
-
     bench = _train_speed()
     latin = tmp_path / "latin.txt"
     latin.write_bytes("caf\xe9 au lait\n".encode("latin-1"))
