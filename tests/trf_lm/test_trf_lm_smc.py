@@ -20,11 +20,11 @@ from trf.lm.smc import _smc_model, _structure, conditional_smc_log_z, smc_log_z
 ALL_TEMPLATES = "w+c+ws+cs+wsh+csh+cpw+tied"
 
 
-def _model(V, M, features, n_sentences=80, scale=0.8, seed=3, extra=()):
+def _model(V, M, features, n_sentences=80, scale=0.8, seed=3, extra=(), n_classes=2):
     rng = np.random.default_rng(seed)
     sentences = [rng.integers(0, V, size=rng.integers(1, M + 1)) for _ in range(n_sentences)] + list(extra)
     corpus = EncodedCorpus.from_sentences(sentences)
-    feats = SentenceFeatures.build(corpus, V, features, word_class=np.arange(V) % 2)
+    feats = SentenceFeatures.build(corpus, V, features, word_class=np.arange(V) % n_classes)
     lam = rng.normal(scale=scale, size=feats.n_features)
     vocab = Vocabulary(["<unk>"] + [f"w{i}" for i in range(1, V)])
     return SentenceTRF(vocab, feats, smoothed_length_law(corpus.lengths, M), lam, np.zeros(M))
@@ -849,6 +849,52 @@ def test_a_proposal_that_leaves_nothing_out_runs_the_exact_proposals_path(propos
     b = smc_log_z(model, M, n_particles=200, n_replicates=3, seed=3, n_keep=5)
     assert np.array_equal(a.replicates, b.replicates) and np.array_equal(a.ess, b.ess)
     assert np.array_equal(a.kept, b.kept)
+
+
+def _with_class_rows(bundle, contexts):
+    """``bundle`` with the class-final ``contexts`` (and no others) kept as dense rows of factors."""
+    rows = np.empty((contexts.size, bundle.n_classes))
+    sk.class_factor_rows(contexts, bundle.succ.ctx_start, bundle.succ.succ_symbol, bundle.succ_exp, rows)
+    index = np.full(bundle.succ.ctx_start.size - 1, -1, dtype=np.int64)
+    index[contexts] = np.arange(contexts.size)
+    return bundle._replace(ctx_class_row=index, class_rows=rows)
+
+
+@pytest.mark.parametrize("proposal", ["exact", "trimmed-skips"])
+def test_class_factor_rows_give_the_draws_of_the_scattered_lists(proposal):
+    """Session 54: a class-final context with many successors multiplies a dense row of its factors into the class
+    factors instead of scattering its list (1 off its successors, the same products in the same row order).  With
+    no context as a row, every one, or every other one, the runs' estimates, ESS and kept sentences are the same bit
+    for bit, with every template row, on the exact and the trimmed-skips proposal; rows with one factor changed give
+    other estimates (the rows are read).  The default bundle keeps the contexts with at least a quarter of the
+    classes as successors (CLASS_ROWS_FROM)."""
+    from trf.lm import smc as smc_module
+
+    model = _model(8, 9, ALL_TEMPLATES, n_sentences=150, scale=0.5, seed=6, n_classes=8)
+    bundle, _ = _smc_model(model, proposal, 0.3)
+    structure = _structure(model.features)
+    sizes = np.diff(structure.succ.ctx_start)  # a class-final list is never trimmed: the same in both tables
+    listed = np.flatnonzero(sizes > 0)
+    class_final = listed[~structure.succ_word_final[structure.succ.ctx_start[listed]]]
+    rows = class_final[sizes[class_final] >= smc_module.CLASS_ROWS_FROM * 8]
+    assert 10 < rows.size < class_final.size and np.array_equal(structure.class_row_contexts, rows)
+    assert np.array_equal(bundle.ctx_class_row[rows], np.arange(rows.size))
+    m, results = 9, []
+    for contexts in (class_final[:0], class_final, class_final[::2]):
+        output = sk.SMCOutput(np.zeros(m), np.zeros(m), np.zeros((m, 3, m), dtype=np.int64))
+        run = sk.SMCRun(300, m, 123, smc_module._NO_REFERENCE, smc_module.TABLE_CACHE_BYTES)
+        sk.smc_log_z(_with_class_rows(bundle, contexts), run, output, np.zeros(1, dtype=np.int64))
+        results.append(output)
+    for other in results[1:]:
+        for a, b in zip(results[0], other):
+            np.testing.assert_array_equal(a, b)
+    assert np.all(np.isfinite(results[0].log_z))
+    changed = _with_class_rows(bundle, class_final)  # negative control: every row's factor of class 0 doubled
+    changed.class_rows[:, 0] *= 2.0
+    output = sk.SMCOutput(np.zeros(m), np.zeros(m), np.zeros((m, 3, m), dtype=np.int64))
+    sk.smc_log_z(changed, sk.SMCRun(300, m, 123, smc_module._NO_REFERENCE, smc_module.TABLE_CACHE_BYTES), output,
+                 np.zeros(1, dtype=np.int64))
+    assert not np.array_equal(output.log_z, results[0].log_z)
 
 
 @pytest.mark.parametrize("proposal", ["partial", "trimmed-skips"])

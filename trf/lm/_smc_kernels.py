@@ -72,7 +72,9 @@ class SuccessorTables(NamedTuple):
 
 class SMCModel(NamedTuple):
     """Everything the SMC kernels read.  ``dense_from``: a history whose word-final successor lists hold more entries
-    than this takes the dense path of :func:`local_tables` (0: always; the same law either way)."""
+    than this takes the dense path of :func:`local_tables` (0: always; the same law either way).  ``class_rows``: the
+    class-final contexts with many successors (:func:`class_factor_rows`) as dense rows of factors, multiplied into
+    the class factors whole instead of scattered entry by entry (the same products)."""
 
     n_words: int
     n_classes: int
@@ -95,6 +97,8 @@ class SMCModel(NamedTuple):
     rest_below: float        # a rest row's weight enters when its |lambda| is below this (inf: partial; trimmed: the
                              # threshold below which the word-final successor lists lost their entries)
     dense_from: int
+    ctx_class_row: np.ndarray  # (contexts,) the row of class_rows holding class-final context k's factors (-1: none)
+    class_rows: np.ndarray   # (n, C) such a context's successors' exp(lambda) by class, 1 off its successors
 
 
 class KnownSet(NamedTuple):
@@ -212,6 +216,17 @@ def keep_successors(lists, lam, word_final, trim, k_lo, k_hi, n, kept):
 
 
 @jit
+def class_factor_rows(contexts, ctx_start, succ_symbol, succ_exp, out):
+    """``out[i]``: the successors' ``exp(lambda)`` of context ``contexts[i]`` (class-final: its symbols are classes)
+    at their classes, 1 elsewhere -- the factors its list scatters into ``SMCWork.dc``, as one row."""
+    for i in range(contexts.size):
+        k = contexts[i]
+        out[i, :] = 1.0
+        for s in range(ctx_start[k], ctx_start[k + 1]):
+            out[i, succ_symbol[s]] = succ_exp[s]
+
+
+@jit
 def new_work(model):
     """A cleared :class:`SMCWork` for ``model`` (factors 1, no word touched)."""
     V, C = model.n_words, model.n_classes
@@ -325,6 +340,21 @@ def class_sum(model, factor, k, reset):
     return (a0 + a1) + (a2 + a3)
 
 
+@jit(inline="always")
+def scale_class_factors(model, dc, k):
+    """Multiply class-final context ``k``'s successors' ``exp(lambda)`` into the class factors ``dc``: its row of
+    ``model.class_rows`` whole, where it has one (1 off its successors: the same products), else its list."""
+    i = model.ctx_class_row[k]
+    if i >= 0:
+        row = model.class_rows[i]
+        for x in range(dc.size):
+            dc[x] *= row[x]
+        return
+    ctx_start, succ_symbol, succ_exp = model.succ.ctx_start, model.succ.succ_symbol, model.succ_exp
+    for s in range(ctx_start[k], ctx_start[k + 1]):
+        dc[np.uint64(succ_symbol[s])] *= succ_exp[s]
+
+
 @jit
 def local_tables(model, w, c, p, work, draw=True):
     """Fill ``work`` with the local law at position ``p`` given ``w[:p]``, ``c[:p]``; return ``(log Z_loc,
@@ -339,11 +369,11 @@ def local_tables(model, w, c, p, work, draw=True):
     word-final lists hold at most ``model.dense_from`` entries): the touched positions are listed and each class's
     mass is ``U[k]`` plus their corrections (summed directly where they cancel).  Dense path: the factors are
     multiplied untracked and each class's mass summed over its positions.  The successor positions index the factors
-    as unsigned integers (no wraparound test per entry: about a fifth of the scatter's time).
+    as unsigned integers (no wraparound test per entry: about a fifth of the scatter's time).  A class-final context
+    with a row in ``model.class_rows`` multiplies its whole row into the class factors instead of scattering its list.
 
     ``work.factor`` must be 1 and ``work.mark`` False everywhere (as :func:`clear_tables` leaves them)."""
-    ctx_start, succ_symbol = model.succ.ctx_start, model.succ.succ_symbol
-    succ_lam, succ_exp = model.succ_lam, model.succ_exp
+    ctx_start, succ_symbol, succ_exp = model.succ.ctx_start, model.succ.succ_symbol, model.succ_exp
     C = model.n_classes
     dc, factor, mark, touched, ctx = work.dc, work.factor, work.mark, work.touched, work.ctx
     end = 0.0
@@ -362,9 +392,9 @@ def local_tables(model, w, c, p, work, draw=True):
     dense = listed > model.dense_from
     for r in range(ctx.size):  # every list's first lines, ahead of the passes below
         k = ctx[r]
-        if k >= 0:
+        if k >= 0 and (word_final(model, r) or model.ctx_class_row[k] < 0):
             _prefetch(succ_symbol, ctx_start[k])
-            _prefetch(succ_exp if word_final(model, r) else succ_lam, ctx_start[k])
+            _prefetch(succ_exp, ctx_start[k])
     dc[:] = 1.0
     n_touched = 0
     for r in range(ctx.size):
@@ -372,8 +402,7 @@ def local_tables(model, w, c, p, work, draw=True):
         if k < 0:
             continue
         if not word_final(model, r):
-            for s in range(ctx_start[k], ctx_start[k + 1]):
-                dc[np.uint64(succ_symbol[s])] *= succ_exp[s]
+            scale_class_factors(model, dc, k)
         elif dense:
             for s in range(ctx_start[k], ctx_start[k + 1]):
                 factor[np.uint64(succ_symbol[s])] *= succ_exp[s]
