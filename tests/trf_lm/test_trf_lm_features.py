@@ -146,6 +146,34 @@ def test_pruned_scoring_equals_the_full_look_up(corpus, spec):
         assert not np.allclose(out, full)
 
 
+@pytest.mark.parametrize("spec", [ALL, "w+c"])
+def test_feature_hits_by_the_scorers_look_ups_are_the_plain_ones(corpus, spec):
+    """Session 54: ``feature_hits`` finds a corpus's firings with the scorer's pruned, batched look-ups (dense
+    tables, rank bitmaps, the hash table) instead of one hashed look-up per row and position: on sentences full of
+    unseen n-grams, of length 1, longer than a look-up block and with words never seen in training, the (sentence,
+    feature) pairs are those of the plain kernel, in its order, and they add up to each sentence's feature vector.
+    Negative control: a plan whose dense tables are shifted by one entry finds other features."""
+    n_words = V + 3
+    word_class = np.append(WORD_CLASS, [0, 1, 2])
+    feats = SentenceFeatures.build(corpus, n_words, spec, word_class=word_class)
+    rng = np.random.default_rng(12)
+    sentences = ([rng.integers(0, n_words, size=rng.integers(1, 16)) for _ in range(200)] + [np.array([V + 1])]
+                 + [rng.integers(0, V, size=fk.SCORE_BLOCK + 30)] + [rng.integers(0, n_words, size=1)])
+    fresh = EncodedCorpus.from_sentences(sentences)
+    plain = fk.corpus_feature_hits(feats._flat(fresh), feats.symbols(), feats.hashed())
+    sent, feat = feats.feature_hits(fresh)
+    np.testing.assert_array_equal(sent, plain[0])
+    np.testing.assert_array_equal(feat, plain[1])
+    assert sent.size > 10 * len(fresh) and np.unique(sent).size == len(fresh)
+    vectors = np.zeros((len(fresh), feats.n_features))
+    np.add.at(vectors, (sent, feat), 1.0)
+    np.testing.assert_array_equal(vectors, np.stack([feats.feature_vector(s) for s in fresh]))
+    plan = feats.score_plan()
+    shifted = fk.corpus_hits_pruned(feats._flat(fresh), feats.symbols(), np.zeros(feats.n_features), feats.hashed(),
+                                    plan._replace(dense=np.roll(plan.dense, 1)))
+    assert shifted[1].size != feat.size or not np.array_equal(shifted[1], feat)
+
+
 @pytest.mark.parametrize("n_frequent", [4, 100])
 def test_bitmap_tables_find_every_key_they_hold(corpus, monkeypatch, n_frequent):
     """The rank bitmaps (issue 27: faster scoring) of the class (skip-)trigram rows and of the word pair rows over
@@ -228,9 +256,9 @@ def test_scoring_on_threads_is_the_one_thread_scoring_bit_for_bit(monkeypatch, m
     feats = SentenceFeatures.build(corpus, V, ALL, word_class=WORD_CLASS)
     lam = rng.normal(size=feats.n_features)
     one = feats.scores(corpus, lam)
-    monkeypatch.setattr(blocks, "MIN_BLOCK", min_block)
+    monkeypatch.setattr(features_module, "SCORE_MIN_BLOCK", min_block)
     monkeypatch.setattr(blocks.numba, "get_num_threads", lambda: threads)
-    assert blocks.block_edges(len(corpus), starts=corpus.offsets).size - 1 == threads
+    assert blocks.block_edges(len(corpus), starts=corpus.offsets, min_block=min_block).size - 1 == threads
     np.testing.assert_array_equal(feats.scores(corpus, lam, threads=None), one)
     np.testing.assert_array_equal(feats.scores(corpus, lam, threads=None), _scores_one_at_a_time(feats, corpus, lam))
 

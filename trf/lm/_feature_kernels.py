@@ -322,6 +322,24 @@ def corpus_feature_hits(corpus, symbols, fa):
 
 @jit
 def corpus_scores_pruned(corpus, symbols, lam, fa, plan, out):
+    """``out[i]``: the score of sentence ``i`` (:func:`corpus_scores`), by :func:`_pruned_pass`."""
+    _pruned_pass(corpus, symbols, lam, fa, plan, out, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+
+
+@jit
+def corpus_hits_pruned(corpus, symbols, lam, fa, plan):
+    """``(sentence index, feature index)`` of every firing of an observed feature (:func:`corpus_feature_hits`: the
+    same pairs in the same order -- sentences, their positions, then the rows in index order), by
+    :func:`_pruned_pass`'s look-ups; ``lam`` (any array of ``n_features`` weights) is read but not used."""
+    total, _ = corpus_sizes(corpus.offsets, fa.row_len.size)
+    sent_out = np.empty(total, dtype=np.int64)
+    feat_out = np.empty(total, dtype=np.int64)
+    n = _pruned_pass(corpus, symbols, lam, fa, plan, np.zeros(0), sent_out, feat_out)
+    return sent_out[:n], feat_out[:n]
+
+
+@jit
+def _pruned_pass(corpus, symbols, lam, fa, plan, out, sent_out, feat_out):
     """:func:`corpus_scores` that reads the small rows from dense tables and rank bitmaps, skips the look-up of a row
     whose parent row fired with an unseen n-gram (:class:`ScorePlan`), and issues the look-ups of many positions
     together.
@@ -344,8 +362,13 @@ def corpus_scores_pruned(corpus, symbols, lam, fa, plan, out):
     not (about half the time of the full set, docs/trf-lm.md).  A sentence's score adds the same ``lam`` in the same
     order (positions, then ``plan.order``) as one look-up at a time would, so the result does not depend on the
     blocks, the levels or the tables a row is read from.
+
+    With ``sent_out`` empty each sentence's score goes to ``out``; else every firing's sentence and feature go to
+    ``sent_out`` and ``feat_out`` (:func:`_block_hits`) and the number of firings is returned.
     """
     order, row_len = plan.order, fa.row_len
+    hits = sent_out.size > 0
+    n_hits = 0
     offsets = corpus.offsets
     _, longest = corpus_sizes(offsets, 0)
     cap = SCORE_BLOCK + longest + 1  # positions of a block
@@ -381,8 +404,30 @@ def corpus_scores_pruned(corpus, symbols, lam, fa, plan, out):
             _resolve_dense(n_dense, lam, plan, found, val, look)
             _resolve_bits(n_bits, lam, plan, found, val, look)
             _resolve_look_ups(n, lam, fa, found, val, look)
-        _block_sums(first, last, offsets, order, block.val, out)
+        if hits:
+            n_hits = _block_hits(first, last, offsets, block.found, n_hits, sent_out, feat_out)
+        else:
+            _block_sums(first, last, offsets, order, block.val, out)
         first = last
+    return n_hits
+
+
+@jit(inline="always")
+def _block_hits(first, last, offsets, found, n, sent_out, feat_out):
+    """Append the firings of the block's sentences ``first..last - 1`` (``found[r, t] >= 0``) to ``sent_out`` and
+    ``feat_out`` from entry ``n`` on, sentence by sentence, position by position, rows in index order; return the new
+    count."""
+    t = 0
+    for i in range(first, last):
+        for _ in range(offsets[i + 1] - offsets[i] + 1):
+            for r in range(found.shape[0]):
+                f = found[r, t]
+                if f >= 0:
+                    sent_out[n] = i
+                    feat_out[n] = f
+                    n += 1
+            t += 1
+    return n
 
 
 @jit(inline="always")

@@ -148,7 +148,8 @@ class SentenceBackend:
         if smc_remember and smc_known is None:
             raise ValueError("smc_remember needs smc_known (the share a found sentence must hold)")
         self.known = (None if smc_known is None
-                      else KnownSentences(train, features, sample_max, smc_known, remember=smc_remember))
+                      else KnownSentences(train, features, sample_max, smc_known, remember=smc_remember,
+                                          threads=None if parallel else 1))
         self.smc = (SMCSampler(features, sample_max, check_int(smc_particles, "smc_particles", low=1), runs,
                                smc_proposal, threads=None if parallel else 1, trim=smc_trim)
                     if sampler == "smc" else None)

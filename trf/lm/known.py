@@ -68,11 +68,15 @@ class KnownSentences:
         Draws between two choices of the set.
     remember : bool
         Also keep the heavy sentences outside the training text that the draws found (:meth:`after_draw`).
+    threads : int or None
+        Score the set on up to this many threads (:meth:`SentenceFeatures.scores`; None: Numba's thread count; the
+        same scores either way).  Default 1.
     """
 
     def __init__(self, corpus: EncodedCorpus, features: SentenceFeatures, m: int, threshold: float = 1e-4,
-                 refresh: int = KNOWN_REFRESH, remember: bool = False) -> None:
+                 refresh: int = KNOWN_REFRESH, remember: bool = False, threads: int | None = 1) -> None:
         self.features = features
+        self.threads = threads
         self.m = check_int(m, "m", low=1)
         self.threshold = check_float(threshold, "threshold", low=0.0, high=1.0, low_open=True)
         self.refresh = check_int(refresh, "refresh", low=1)
@@ -104,7 +108,7 @@ class KnownSentences:
         """Which sentences of ``corpus`` (of ``lengths``) hold at least ``threshold`` of the last ``Z-hat_j``."""
         if lengths.size == 0:
             return np.zeros(0, dtype=bool)
-        return self.features.scores(corpus, lam) - self.log_z[lengths - 1] >= np.log(self.threshold)
+        return self.features.scores(corpus, lam, self.threads) - self.log_z[lengths - 1] >= np.log(self.threshold)
 
     def before_draw(self, lam) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """The known set for the next draw, ``(tokens, lengths, lambda . f(x))`` (None while empty), re-chosen
@@ -117,7 +121,7 @@ class KnownSentences:
         self.age += 1
         if self._set_lengths.size == 0:
             return None
-        return self._set_tokens, self._set_lengths, self.features.scores(self._chosen_corpus, lam)
+        return self._set_tokens, self._set_lengths, self.features.scores(self._chosen_corpus, lam, self.threads)
 
     def hits(self) -> tuple[np.ndarray, np.ndarray]:
         """``(sentence, feature)`` of every firing of a feature in the known set that :meth:`before_draw` returned
