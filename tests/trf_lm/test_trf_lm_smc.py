@@ -851,50 +851,33 @@ def test_a_proposal_that_leaves_nothing_out_runs_the_exact_proposals_path(propos
     assert np.array_equal(a.kept, b.kept)
 
 
-def _with_class_rows(bundle, contexts):
-    """``bundle`` with the class-final ``contexts`` (and no others) kept as dense rows of factors."""
-    rows = np.empty((contexts.size, bundle.n_classes))
-    sk.class_factor_rows(contexts, bundle.succ.ctx_start, bundle.succ.succ_symbol, bundle.succ_exp, rows)
-    index = np.full(bundle.succ.ctx_start.size - 1, -1, dtype=np.int64)
-    index[contexts] = np.arange(contexts.size)
-    return bundle._replace(ctx_class_row=index, class_rows=rows)
-
-
 @pytest.mark.parametrize("proposal", ["exact", "trimmed-skips"])
 def test_class_factor_rows_give_the_draws_of_the_scattered_lists(proposal):
-    """Session 54: a class-final context with many successors multiplies a dense row of its factors into the class
-    factors instead of scattering its list (1 off its successors, the same products in the same row order).  With
-    no context as a row, every one, or every other one, the runs' estimates, ESS and kept sentences are the same bit
-    for bit, with every template row, on the exact and the trimmed-skips proposal; rows with one factor changed give
-    other estimates (the rows are read).  The default bundle keeps the contexts with at least a quarter of the
-    classes as successors (CLASS_ROWS_FROM)."""
+    """Session 54: a class-final row whose context is one class (``c-1 c0``, the class skips, the tied class rows)
+    multiplies a dense row of its context's factors into the class factors instead of scattering its list (1 off the
+    successors, the same products in the same row order).  With every such row on its rows, or none, the runs'
+    estimates, ESS and kept sentences are the same bit for bit, with every template row, on the exact and the
+    trimmed-skips proposal; rows with one factor changed give other estimates (the rows are read)."""
     from trf.lm import smc as smc_module
 
-    model = _model(8, 9, ALL_TEMPLATES, n_sentences=150, scale=0.5, seed=6, n_classes=8)
+    model = _model(8, 9, ALL_TEMPLATES, n_sentences=150, scale=0.5, seed=6, n_classes=4)
     bundle, _ = _smc_model(model, proposal, 0.3)
-    structure = _structure(model.features)
-    sizes = np.diff(structure.succ.ctx_start)  # a class-final list is never trimmed: the same in both tables
-    listed = np.flatnonzero(sizes > 0)
-    class_final = listed[~structure.succ_word_final[structure.succ.ctx_start[listed]]]
-    rows = class_final[sizes[class_final] >= smc_module.CLASS_ROWS_FROM * 8]
-    assert 10 < rows.size < class_final.size and np.array_equal(structure.class_row_contexts, rows)
-    assert np.array_equal(bundle.ctx_class_row[rows], np.arange(rows.size))
+    fa = model.features.rows
+    one_class = np.flatnonzero((fa.row_len == 2) & (fa.row_type[:, 0] == 1) & (fa.row_type[:, 1] == 1))
+    assert one_class.size >= 4 and np.array_equal(np.flatnonzero(bundle.class_row_base >= 0), one_class)
+    lists = bundle._replace(class_row_base=np.full_like(bundle.class_row_base, -1))
+    changed = bundle._replace(class_rows=bundle.class_rows.copy())
+    changed.class_rows[:, 0] *= 2.0  # negative control: every row's factor of class 0 doubled
     m, results = 9, []
-    for contexts in (class_final[:0], class_final, class_final[::2]):
+    for variant in (lists, bundle, changed):
         output = sk.SMCOutput(np.zeros(m), np.zeros(m), np.zeros((m, 3, m), dtype=np.int64))
         run = sk.SMCRun(300, m, 123, smc_module._NO_REFERENCE, smc_module.TABLE_CACHE_BYTES)
-        sk.smc_log_z(_with_class_rows(bundle, contexts), run, output, np.zeros(1, dtype=np.int64))
+        sk.smc_log_z(variant, run, output, np.zeros(1, dtype=np.int64))
         results.append(output)
-    for other in results[1:]:
-        for a, b in zip(results[0], other):
-            np.testing.assert_array_equal(a, b)
+    for a, b in zip(results[0], results[1]):
+        np.testing.assert_array_equal(a, b)
     assert np.all(np.isfinite(results[0].log_z))
-    changed = _with_class_rows(bundle, class_final)  # negative control: every row's factor of class 0 doubled
-    changed.class_rows[:, 0] *= 2.0
-    output = sk.SMCOutput(np.zeros(m), np.zeros(m), np.zeros((m, 3, m), dtype=np.int64))
-    sk.smc_log_z(changed, sk.SMCRun(300, m, 123, smc_module._NO_REFERENCE, smc_module.TABLE_CACHE_BYTES), output,
-                 np.zeros(1, dtype=np.int64))
-    assert not np.array_equal(output.log_z, results[0].log_z)
+    assert not np.array_equal(results[2].log_z, results[0].log_z)
 
 
 @pytest.mark.parametrize("proposal", ["partial", "trimmed-skips"])
@@ -1098,25 +1081,31 @@ def test_the_batched_context_look_ups_find_what_one_at_a_time_finds():
     comparisons) so that the cache misses overlap; the indices must be :func:`context_index`'s for every row, at
     every position of random histories reaching all templates.  A planted fingerprint collision -- a context's first
     slot made to hold its fingerprint with another context's index, its own entry moved down the probe -- must still
-    find the context (the keys are compared, and the probe goes on); the candidate alone would be the other one."""
+    find the context (the keys are compared, and the probe goes on); the candidate alone would be the other one.
+    The rows whose context is one symbol read it from the bundle's dense tables (session 54): the same indices, and
+    the same as with no table."""
     V, M = 5, 12
     model = _model(V, M, ALL_TEMPLATES, n_sentences=120)
     bundle, _ = _smc_model(model)
+    tabled = bundle.ctx_table_base >= 0
+    assert np.array_equal(tabled, model.features.rows.row_len == 2)
+    hashed_only = bundle._replace(ctx_table_base=np.full_like(bundle.ctx_table_base, -1))
     work = sk.new_work(bundle)
     rng = np.random.default_rng(5)
-    looked_up = 0
+    looked_up = np.zeros(2, dtype=np.int64)
     for length in range(12):
         for _ in range(5):
             w, c = _buffers(model, rng.integers(0, V, size=length))
             found, expected = _contexts_both_ways(bundle, w, c, length + 1, work)
             np.testing.assert_array_equal(found, expected)
-            looked_up += (expected >= 0).sum()
-    assert looked_up > 500  # informative: most rows find their context
+            np.testing.assert_array_equal(_contexts_both_ways(hashed_only, w, c, length + 1, work)[0], expected)
+            looked_up += [(expected[tabled] >= 0).sum(), (expected[~tabled] >= 0).sum()]
+    assert looked_up.min() > 200  # informative: most rows find their context, by table and by hash
     # the planted collision: context k's first slot claims index `other` with k's fingerprint
     succ = bundle.succ
     w, c = _buffers(model, [1, 2, 3, 4])
     _, expected = _contexts_both_ways(bundle, w, c, 5, work)
-    r = int(np.flatnonzero(expected >= 0)[0])
+    r = int(np.flatnonzero((expected >= 0) & ~tabled)[0])
     k = int(expected[r])
     slots, other, own, first = _planted_collision(succ.ctx_hi, succ.ctx_lo, succ.ctx_slots, k)
     mask = slots.size - 1

@@ -73,8 +73,10 @@ class SuccessorTables(NamedTuple):
 class SMCModel(NamedTuple):
     """Everything the SMC kernels read.  ``dense_from``: a history whose word-final successor lists hold more entries
     than this takes the dense path of :func:`local_tables` (0: always; the same law either way).  ``class_rows``: the
-    class-final contexts with many successors (:func:`class_factor_rows`) as dense rows of factors, multiplied into
-    the class factors whole instead of scattered entry by entry (the same products)."""
+    successor lists of the class-final rows whose context is one class (``c-1 c0``, the class skips and the tied class
+    rows: nearly every class follows each class) as dense rows of factors (:func:`class_factor_rows`), multiplied
+    into the class factors whole instead of scattered entry by entry (the same products).  ``ctx_table``: the context of
+    a row with one symbol before its last, found by that symbol instead of by hash (:func:`find_contexts`)."""
 
     n_words: int
     n_classes: int
@@ -97,8 +99,10 @@ class SMCModel(NamedTuple):
     rest_below: float        # a rest row's weight enters when its |lambda| is below this (inf: partial; trimmed: the
                              # threshold below which the word-final successor lists lost their entries)
     dense_from: int
-    ctx_class_row: np.ndarray  # (contexts,) the row of class_rows holding class-final context k's factors (-1: none)
-    class_rows: np.ndarray   # (n, C) such a context's successors' exp(lambda) by class, 1 off its successors
+    class_row_base: np.ndarray  # (rows,) a class-final row whose context is one class: its first row in class_rows
+    class_rows: np.ndarray   # (n, C) at base + that class, its context's successors' exp(lambda) by class, 1 elsewhere
+    ctx_table_base: np.ndarray  # (rows,) where a row whose context is one symbol has its table in ctx_table (-1: none)
+    ctx_table: np.ndarray    # that symbol's context index, at the base plus the symbol (-1: unseen)
 
 
 class KnownSet(NamedTuple):
@@ -189,17 +193,22 @@ def gather_or_zero(index, lam, out, lo, hi):
 
 
 @jit
-def count_kept(ctx_start, succ_feature, lam, word_final, trim, k_lo, k_hi):
-    """How many successors of the contexts ``k_lo:k_hi`` the trimmed proposal keeps: the class-final ones and the
-    word-final ones with ``|lambda| >= trim``."""
+def count_kept(ctx_start, succ_feature, lam, trimmable, trim, k_lo, k_hi):
+    """How many successors of the contexts ``k_lo:k_hi`` the trimmed proposal keeps: every one of a context whose
+    list it does not trim (``trimmable[k]`` False: a class-final row's, or a word row's it keeps whole), the ones with
+    ``|lambda| >= trim`` of the others."""
     n = 0
-    for s in range(ctx_start[k_lo], ctx_start[k_hi]):
-        n += not word_final[s] or abs(lam[succ_feature[s]]) >= trim
+    for k in range(k_lo, k_hi):
+        if not trimmable[k]:
+            n += ctx_start[k + 1] - ctx_start[k]
+            continue
+        for s in range(ctx_start[k], ctx_start[k + 1]):
+            n += abs(lam[succ_feature[s]]) >= trim
     return n
 
 
 @jit
-def keep_successors(lists, lam, word_final, trim, k_lo, k_hi, n, kept):
+def keep_successors(lists, lam, trimmable, trim, k_lo, k_hi, n, kept):
     """The trimmed successor lists (``lists = (ctx_start, succ_symbol, succ_feature)``) of the contexts ``k_lo:k_hi``,
     written from entry ``n`` on into ``kept`` =
     ``(start, symbol, feature, lam, exp)``: each context's kept entries (:func:`count_kept`) in their order, with
@@ -208,9 +217,15 @@ def keep_successors(lists, lam, word_final, trim, k_lo, k_hi, n, kept):
     start, symbol, feature, kept_lam, kept_exp = kept
     for k in range(k_lo, k_hi):
         start[k] = n
+        if not trimmable[k]:  # the whole list
+            for s in range(ctx_start[k], ctx_start[k + 1]):
+                x = lam[succ_feature[s]]
+                symbol[n], feature[n], kept_lam[n], kept_exp[n] = succ_symbol[s], succ_feature[s], x, np.exp(x)
+                n += 1
+            continue
         for s in range(ctx_start[k], ctx_start[k + 1]):
             x = lam[succ_feature[s]]
-            if not word_final[s] or abs(x) >= trim:
+            if abs(x) >= trim:
                 symbol[n], feature[n], kept_lam[n], kept_exp[n] = succ_symbol[s], succ_feature[s], x, np.exp(x)
                 n += 1
 
@@ -218,10 +233,13 @@ def keep_successors(lists, lam, word_final, trim, k_lo, k_hi, n, kept):
 @jit
 def class_factor_rows(contexts, ctx_start, succ_symbol, succ_exp, out):
     """``out[i]``: the successors' ``exp(lambda)`` of context ``contexts[i]`` (class-final: its symbols are classes)
-    at their classes, 1 elsewhere -- the factors its list scatters into ``SMCWork.dc``, as one row."""
+    at their classes, 1 elsewhere (all of them where ``contexts[i] < 0``: an unseen context) -- the factors its list
+    scatters into ``SMCWork.dc``, as one row."""
     for i in range(contexts.size):
         k = contexts[i]
         out[i, :] = 1.0
+        if k < 0:
+            continue
         for s in range(ctx_start[k], ctx_start[k + 1]):
             out[i, succ_symbol[s]] = succ_exp[s]
 
@@ -269,7 +287,9 @@ def find_contexts(model, w, c, p, work):
     """``work.found[r]``: :func:`context_index` of every row ``r`` at position ``p``, the look-ups issued together so
     that their cache misses overlap: every row's key and hash first (prefetching its first slot), then each first slot
     (prefetching a candidate's key), then the comparisons -- a probe past the first slot, or a fingerprint that
-    matched another key, takes :func:`table_find` from the start.  The same indices as one look-up at a time."""
+    matched another key, takes :func:`table_find` from the start.  A row whose context is one symbol (a bigram or
+    skip-bigram row) reads it from ``model.ctx_table`` at that symbol instead.  The same indices as one look-up at a
+    time."""
     fa, succ = model.features, model.succ
     slots = succ.ctx_slots
     mask = slots.size - 1
@@ -277,7 +297,11 @@ def find_contexts(model, w, c, p, work):
     for r in range(found.size):
         found[r] = -1
         if not has_context(fa, r, p):
-            hashed[r] = -1
+            continue
+        base = model.ctx_table_base[r]
+        if base >= 0:
+            q = p + fa.row_off[r, 0]
+            found[r] = model.ctx_table[base + (w[q] if fa.row_type[r, 0] == 0 else c[q])]
             continue
         hi, lo = context_key(r, p, w, c, fa)
         h = key_hash(hi, lo)
@@ -285,7 +309,7 @@ def find_contexts(model, w, c, p, work):
         _prefetch(slots, h & mask)
     for r in range(found.size):  # found[r] < -1: a candidate -2 - f; -1: absent or not looked up
         h = hashed[r]
-        if not has_context(fa, r, p):
+        if not has_context(fa, r, p) or model.ctx_table_base[r] >= 0:
             continue
         v = slots[h & mask]
         if v < 0:
@@ -341,12 +365,13 @@ def class_sum(model, factor, k, reset):
 
 
 @jit(inline="always")
-def scale_class_factors(model, dc, k):
-    """Multiply class-final context ``k``'s successors' ``exp(lambda)`` into the class factors ``dc``: its row of
-    ``model.class_rows`` whole, where it has one (1 off its successors: the same products), else its list."""
-    i = model.ctx_class_row[k]
-    if i >= 0:
-        row = model.class_rows[i]
+def scale_class_factors(model, dc, r, k, p, c):
+    """Multiply the successors' ``exp(lambda)`` of class-final row ``r``'s context ``k`` at position ``p`` into the
+    class factors ``dc``: the row of ``model.class_rows`` of its context's class whole where row ``r`` has them (1
+    off its successors: the same products), else its list."""
+    base = model.class_row_base[r]
+    if base >= 0:
+        row = model.class_rows[base + c[p + model.features.row_off[r, 0]]]
         for x in range(dc.size):
             dc[x] *= row[x]
         return
@@ -370,7 +395,8 @@ def local_tables(model, w, c, p, work, draw=True):
     mass is ``U[k]`` plus their corrections (summed directly where they cancel).  Dense path: the factors are
     multiplied untracked and each class's mass summed over its positions.  The successor positions index the factors
     as unsigned integers (no wraparound test per entry: about a fifth of the scatter's time).  A class-final context
-    with a row in ``model.class_rows`` multiplies its whole row into the class factors instead of scattering its list.
+    of a row with rows in ``model.class_rows`` multiplies its whole row into the class factors instead of scattering
+    its list.
 
     ``work.factor`` must be 1 and ``work.mark`` False everywhere (as :func:`clear_tables` leaves them)."""
     ctx_start, succ_symbol, succ_exp = model.succ.ctx_start, model.succ.succ_symbol, model.succ_exp
@@ -392,7 +418,7 @@ def local_tables(model, w, c, p, work, draw=True):
     dense = listed > model.dense_from
     for r in range(ctx.size):  # every list's first lines, ahead of the passes below
         k = ctx[r]
-        if k >= 0 and (word_final(model, r) or model.ctx_class_row[k] < 0):
+        if k >= 0 and (word_final(model, r) or model.class_row_base[r] < 0):
             _prefetch(succ_symbol, ctx_start[k])
             _prefetch(succ_exp, ctx_start[k])
     dc[:] = 1.0
@@ -402,7 +428,7 @@ def local_tables(model, w, c, p, work, draw=True):
         if k < 0:
             continue
         if not word_final(model, r):
-            scale_class_factors(model, dc, k)
+            scale_class_factors(model, dc, r, k, p, c)
         elif dense:
             for s in range(ctx_start[k], ctx_start[k + 1]):
                 factor[np.uint64(succ_symbol[s])] *= succ_exp[s]

@@ -29,6 +29,7 @@ from scipy.special import logsumexp
 from samplers._blocks import block_edges, run_blocks, thread_map
 from samplers.rng import as_generator, kernel_seeds
 from samplers.validation import check_int
+from trf.lm._feature_kernels import EMPTY, table_lookup_many
 from trf.lm._smc_kernels import (
     NO_KNOWN,
     NO_REST,
@@ -79,11 +80,6 @@ TABLE_CACHE_BYTES = 64 << 20
 DENSE_FROM = 0.3
 """A history whose word-final successor lists hold more than this fraction of the vocabulary takes the dense path of
 the SMC kernels' local tables (:func:`trf.lm._smc_kernels.local_tables`; the same law either way)."""
-CLASS_ROWS_FROM = 0.25
-"""A class-final context with at least this fraction of the classes as successors keeps its factors as a dense row
-of the bundle (``SMCModel.class_rows``), which the kernels multiply in whole instead of scattering its list (the same
-products).  The fortunes full-set model: 2,249 such contexts, 29% of the class-final entries, but about half of those
-that a history reads (the single-class contexts of ``c-1 c0``, the class skips and the tied rows, nearly full)."""
 
 
 def successor_tables(features: SentenceFeatures,
@@ -174,16 +170,28 @@ class _Structure:
         group_of = feats.key_hi[self.succ.succ_feature] >> 48
         self.succ_word_final = _group_mask(row_group, ~class_final)[group_of]
         self.succ_skip = _group_mask(row_group, ~class_final & ~contiguous)[group_of]
-        # each trimmed proposal (TRIMMED): the rows it may trim, weighed back at the drawn word, and their entries
-        self.trimmable = {"trimmed": (self.trimmed_rows, self.succ_word_final),
-                          "trimmed-skips": (self.skip_rows, self.succ_skip)}
-        # the class-final contexts kept as dense rows of factors (no proposal trims a class-final list)
+        # each trimmed proposal (TRIMMED): the rows it may trim, weighed back at the drawn word, and their contexts
         starts, sizes = self.succ.ctx_start[:-1], np.diff(self.succ.ctx_start)
-        class_final_ctx = sizes > 0
-        class_final_ctx[class_final_ctx] = ~self.succ_word_final[starts[class_final_ctx]]
-        self.class_row_contexts = np.flatnonzero(class_final_ctx & (sizes >= CLASS_ROWS_FROM * feats.n_classes))
-        self.ctx_class_row = np.full(sizes.size, -1, dtype=np.int64)
-        self.ctx_class_row[self.class_row_contexts] = np.arange(self.class_row_contexts.size)
+        listed = sizes > 0
+
+        def of_context(entry_mask: np.ndarray) -> np.ndarray:  # a context's entries are all of one row group
+            mask = np.zeros(sizes.size, dtype=bool)
+            mask[listed] = entry_mask[starts[listed]]
+            return mask
+
+        self.trimmable = {"trimmed": (self.trimmed_rows, of_context(self.succ_word_final)),
+                          "trimmed-skips": (self.skip_rows, of_context(self.succ_skip))}
+        self.ctx_table_base, self.ctx_table = _context_tables(feats, self.succ)
+        # the class-final rows whose context is one class: their lists as dense rows of factors, one per context class
+        # (no proposal trims a class-final list); on the fortunes full-set model 6 of the 14 class-final rows, about
+        # half the class-final entries a history reads (every class follows nearly every class)
+        one_class = (row_len == 2) & class_final & (row_type[:, 0] == 1)
+        self.class_row_base = np.full(row_len.size, -1, dtype=np.int64)
+        blocks: dict[int, int] = {}
+        for r in np.flatnonzero(one_class):
+            self.class_row_base[r] = blocks.setdefault(int(self.ctx_table_base[r]), len(blocks) * (feats.n_classes + 2))
+        self.class_row_contexts = np.concatenate(
+            [self.ctx_table[b:b + feats.n_classes + 2] for b in blocks] or [np.zeros(0, dtype=np.int64)])
 
     def unigram_weights(self, lam: np.ndarray) -> np.ndarray:
         """``u[w]``: the weight of the unigram features that word ``w`` fires (word and class unigrams), as
@@ -207,16 +215,16 @@ class _Structure:
         return out
 
     def trimmed(self, lam: np.ndarray, trim: float,
-                word_final: np.ndarray) -> tuple[SuccessorTables, np.ndarray, np.ndarray]:
-        """The successor tables without the entries marked in ``word_final`` (a trimmed proposal's, :attr:`trimmable`)
-        whose ``|lambda| < trim`` (each context keeps its place and its other successors, in order), and the kept
+                trimmable: np.ndarray) -> tuple[SuccessorTables, np.ndarray, np.ndarray]:
+        """The successor tables without the entries of ``|lambda| < trim`` in the contexts marked in ``trimmable`` (a
+        trimmed proposal's, :attr:`trimmable`; each context keeps its place and its other successors, in order), and the kept
         entries' ``lambda`` and its ``exp``: the contexts counted, then filled, in blocks on the Numba threads (the
         same tables whatever their number)."""
         succ = self.succ
         n_ctx = succ.ctx_start.size - 1
         edges = block_edges(n_ctx, starts=succ.ctx_start)
         trim = float(trim)
-        counts = run_blocks(lambda lo, hi: count_kept(succ.ctx_start, succ.succ_feature, lam, word_final, trim, lo, hi),
+        counts = run_blocks(lambda lo, hi: count_kept(succ.ctx_start, succ.succ_feature, lam, trimmable, trim, lo, hi),
                             edges)
         offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
         n = int(offsets[-1])
@@ -225,7 +233,7 @@ class _Structure:
         kept = (start, np.empty(n, dtype=succ.succ_symbol.dtype), np.empty(n, dtype=succ.succ_feature.dtype),
                 np.empty(n), np.empty(n))
         lists = (succ.ctx_start, succ.succ_symbol, succ.succ_feature)
-        run_blocks(lambda lo, hi: keep_successors(lists, lam, word_final, trim, lo, hi,
+        run_blocks(lambda lo, hi: keep_successors(lists, lam, trimmable, trim, lo, hi,
                                                   offsets[np.searchsorted(edges, lo)], kept), edges)
         return SuccessorTables(succ.ctx_hi, succ.ctx_lo, succ.ctx_slots, start, kept[1], kept[2]), kept[3], kept[4]
 
@@ -243,7 +251,7 @@ class _Structure:
         class_mass = np.bincount(self.position_class, weights=exp_u, minlength=feats.n_classes)[:feats.n_classes]
         # a diverging lambda gives infinite factors, as exp(s_p) overflows in the kernel
         rest_rows, trimmable = self.trimmable.get(proposal, (np.zeros(0, dtype=np.int64), None))
-        if rest_rows.size:  # a trimmed proposal with rows to trim (else the exact tables: nothing would leave them)
+        if trimmable is not None and rest_rows.size:  # a trimmed proposal with rows to trim (else the exact tables)
             (succ, succ_lam, succ_exp), rest_below = self.trimmed(lam, trim, trimmable), float(trim)
         else:
             succ, (succ_lam, succ_exp) = self.succ, self.weights(lam)
@@ -254,7 +262,31 @@ class _Structure:
                         self.class_words, self.word_position, self.position_class, u, exp_u,
                         class_mass.astype(np.float64), lam, self.hashed, succ, succ_lam, succ_exp,
                         self.end_weights(lam), draw_row, rest_rows, rest_below,
-                        int(DENSE_FROM * feats.n_words), self.ctx_class_row, class_rows), shift
+                        int(DENSE_FROM * feats.n_words), self.class_row_base, class_rows, self.ctx_table_base,
+                        self.ctx_table), shift
+
+
+def _context_tables(feats: SentenceFeatures, succ: SuccessorTables) -> tuple[np.ndarray, np.ndarray]:
+    """``(base, table)``: for each template row whose context is one symbol (two elements), the context index of
+    every symbol value (words and ``<s>``, or classes and ``<s>``'s class) at ``table[base[r] + symbol]``, -1 where
+    unseen; one table per row group (the tied rows share theirs); ``base[r] = -1`` for the other rows."""
+    row_group, row_len, _, row_type = feats.rows
+    base = np.full(row_len.size, -1, dtype=np.int64)
+    tables: list[np.ndarray] = []
+    at: dict[int, int] = {}
+    size = 0
+    for r in np.flatnonzero(row_len == 2):
+        g = int(row_group[r])
+        if g not in at:
+            n_symbols = (feats.n_words if row_type[r, 0] == 0 else feats.n_classes) + 2
+            symbols = np.arange(n_symbols, dtype=np.int64)
+            hi = (np.int64(g) << 48) | (symbols << 24) | EMPTY
+            lo = np.full(n_symbols, (EMPTY << 24) | EMPTY, dtype=np.int64)
+            tables.append(table_lookup_many(hi, lo, succ.ctx_hi, succ.ctx_lo, succ.ctx_slots))
+            at[g] = size
+            size += n_symbols
+        base[r] = at[g]
+    return base, np.concatenate(tables) if tables else np.zeros(0, dtype=np.int64)
 
 
 def _group_mask(row_group: np.ndarray, row_mask: np.ndarray) -> np.ndarray:
