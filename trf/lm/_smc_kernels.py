@@ -302,6 +302,8 @@ def find_contexts(model, w, c, p, work):
         if base >= 0:
             q = p + fa.row_off[r, 0]
             found[r] = model.ctx_table[base + (w[q] if fa.row_type[r, 0] == 0 else c[q])]
+            if found[r] >= 0:  # where its list starts, read next
+                _prefetch(succ.ctx_start, found[r])
             continue
         hi, lo = context_key(r, p, w, c, fa)
         h = key_hash(hi, lo)
