@@ -706,6 +706,7 @@ class SMCScratch(NamedTuple):
     ends: np.ndarray
     anc: np.ndarray
     carry: np.ndarray
+    rest_keys: tuple  # (key_hi, key_lo, hash, found), n_particles x rest rows each: :func:`rest_scores`
 
 
 @jit
@@ -722,8 +723,12 @@ def new_particles(run, n_words, n_classes):
 def new_scratch(run, model):
     """The :class:`SMCScratch` of a run (the table cache within ``run.cache_bytes``)."""
     n = run.n_particles
+    size = n * model.rest_rows.size
+    keys = (np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64),
+            np.empty(size, dtype=np.int64))
     return SMCScratch(new_work(model), new_table_cache(run, model.n_classes, model.features.row_len.size),
-                      np.zeros(n, dtype=np.int64), np.empty(n), np.empty(n), np.empty(n, dtype=np.int64), np.zeros(n))
+                      np.zeros(n, dtype=np.int64), np.empty(n), np.empty(n), np.empty(n, dtype=np.int64), np.zeros(n),
+                      keys)
 
 
 @jit
@@ -998,59 +1003,84 @@ def smc_log_z(model, run, output, stop):
 
 
 @jit
-def rest_score(model, w, c, p, work):
-    """The weights that the proposal's local law left out at ``p`` with the word ``w[p]``: of the rows
-    ``model.rest_rows`` firing there, each weight below ``model.rest_below`` in absolute value (every one for the
-    partial proposal; for the trimmed one exactly the weights its successor lists lost) -- the importance correction
-    (hash look-ups, no successor list).  The look-ups are issued together, as :func:`find_contexts` issues the
-    contexts' (``work``'s key scratch is reused): every row's key and hash first, prefetching its first slot, then the
-    first slots, prefetching a candidate's key and weight, then the comparisons; a probe past the first slot, or a
-    fingerprint that matched another key, takes :func:`table_find`.  The same sum as one look-up at a time."""
+def rest_scores(model, w, c, which, p, keys, out):
+    """``out[m]``, for each history ``m`` in ``which`` (rows of ``w`` and ``c``): the weights that the proposal's local
+    law left out at ``p`` with the word ``w[m, p]``: of the rows ``model.rest_rows`` firing there, each weight below
+    ``model.rest_below`` in absolute value (every one for the partial proposal; for the trimmed one exactly the weights
+    its successor lists lost) -- the importance correction (hash look-ups, no successor list).  The look-ups of all
+    the histories are issued together, as :func:`find_contexts` issues one history's: every key and hash first,
+    prefetching its first slot, then the first slots, prefetching a candidate's key and weight, then the comparisons
+    (``keys = (key_hi, key_lo, hash, found)``, room for ``len(which) x rest rows``); a probe past the first slot, or a
+    fingerprint that matched another key, takes :func:`table_find`.  Each history's sum adds its rows in order: the
+    sum of one look-up at a time."""
     fa, lam, rows = model.features, model.lam, model.rest_rows
     slots = fa.slots
     mask = slots.size - 1
-    found, key_hi, key_lo, hashed = work.found, work.key_hi, work.key_lo, work.hashed
-    for i in range(rows.size):  # found[i]: -1 not firing, -2 - f a candidate, -3 - n_features probe on, 0 to look up
-        if not row_fires(rows[i], p, p, fa):
-            found[i] = -1
+    key_hi, key_lo, hashed, found = keys
+    R = rows.size
+    for t in range(which.size):  # found[e]: -1 not firing, -2 - f a candidate, -3 - n_features probe on, 0 to look up
+        m = which[t]
+        for i in range(R):
+            e = t * R + i
+            if not row_fires(rows[i], p, p, fa):
+                found[e] = -1
+                continue
+            hi, lo = row_key(rows[i], p, w[m], c[m], fa)
+            h = key_hash(hi, lo)
+            key_hi[e], key_lo[e], hashed[e], found[e] = hi, lo, h, 0
+            _prefetch(slots, h & mask)
+    for e in range(which.size * R):
+        if found[e] == -1:
             continue
-        hi, lo = row_key(rows[i], p, w, c, fa)
-        h = key_hash(hi, lo)
-        key_hi[i], key_lo[i], hashed[i], found[i] = hi, lo, h, 0
-        _prefetch(slots, h & mask)
-    for i in range(rows.size):
-        if found[i] == -1:
-            continue
-        h = hashed[i]
+        h = hashed[e]
         v = slots[h & mask]
         if v < 0:
-            found[i] = -1  # unseen: weight 0
+            found[e] = -1  # unseen: weight 0
         elif (v >> 32) == fingerprint(h):
             f = v & np.int64(0xFFFFFFFF)
-            found[i] = -2 - f
+            found[e] = -2 - f
             _prefetch(fa.key_hi, f)
             _prefetch(fa.key_lo, f)
             _prefetch(lam, f)
         else:
-            found[i] = -2 - fa.key_hi.size
-    total = 0.0
-    for i in range(rows.size):
-        if found[i] == -1:
-            continue
-        f = -2 - found[i]
-        if not (f < fa.key_hi.size and fa.key_hi[f] == key_hi[i] and fa.key_lo[f] == key_lo[i]):
-            f = table_find(key_hi[i], key_lo[i], fa.key_hi, fa.key_lo, slots)
-        x = lam[f] if f >= 0 else 0.0
-        if abs(x) < model.rest_below:
-            total += x
-    return total
+            found[e] = -2 - fa.key_hi.size
+    for t in range(which.size):
+        total = 0.0
+        for e in range(t * R, (t + 1) * R):
+            if found[e] == -1:
+                continue
+            f = -2 - found[e]
+            if not (f < fa.key_hi.size and fa.key_hi[f] == key_hi[e] and fa.key_lo[f] == key_lo[e]):
+                f = table_find(key_hi[e], key_lo[e], fa.key_hi, fa.key_lo, slots)
+            x = lam[f] if f >= 0 else 0.0
+            if abs(x) < model.rest_below:
+                total += x
+        out[which[t]] = total
+
+
+@jit
+def rest_score(model, w, c, p, work):
+    """:func:`rest_scores` of one history ``w``, ``c`` (``work``'s key scratch holds its look-ups)."""
+    out = np.zeros(1)
+    rest_scores(model, w.reshape(1, w.size), c.reshape(1, c.size), np.zeros(1, dtype=np.int64), p,
+                (work.key_hi, work.key_lo, work.hashed, work.found), out)
+    return out[0]
 
 
 @jit
 def carry_rest(model, now, scratch, p):
-    """``scratch.carry[n]``: :func:`rest_score` of each particle's word at ``p``, the weight its proposal left out
-    there (once per identity: ``scratch.first``, as :func:`propagate` left it)."""
-    first, carry, work = scratch.first, scratch.carry, scratch.work
-    for n in range(carry.size):
-        f = first[now.ident[n]]
-        carry[n] = rest_score(model, now.w[n], now.c[n], p, work) if f == n else carry[f]
+    """``scratch.carry[n]``: :func:`rest_scores` of each particle's word at ``p``, the weight its proposal left out
+    there, once per identity (``scratch.first``, as :func:`propagate` left it; an identity's first particle comes
+    first), the look-ups of all of them issued together."""
+    first, carry = scratch.first, scratch.carry
+    which = np.empty(carry.size, dtype=np.int64)
+    n = 0
+    for m in range(carry.size):
+        if first[now.ident[m]] == m:
+            which[n] = m
+            n += 1
+    rest_scores(model, now.w, now.c, which[:n], p, scratch.rest_keys, carry)
+    for m in range(carry.size):
+        f = first[now.ident[m]]
+        if f != m:
+            carry[m] = carry[f]
