@@ -1138,12 +1138,21 @@ def test_the_batched_rest_look_ups_sum_what_one_at_a_time_sums(proposal):
     rng = np.random.default_rng(6)
     nonzero = []
     for length in range(1, 12):
-        for _ in range(5):
-            w, c = _buffers(model, rng.integers(0, V, size=length))
-            for p in range(1, length + 1):
-                expected = _rest_one_at_a_time(bundle, w, c, p)
-                assert sk.rest_score(bundle, w, c, p, work) == pytest.approx(expected, abs=1e-12)
-                nonzero.append(expected != 0.0)
+        histories = [_buffers(model, rng.integers(0, V, size=length)) for _ in range(5)]
+        for p in range(1, length + 1):
+            expected = [_rest_one_at_a_time(bundle, w, c, p) for w, c in histories]
+            for (w, c), one in zip(histories, expected):
+                assert sk.rest_score(bundle, w, c, p, work) == pytest.approx(one, abs=1e-12)
+                nonzero.append(one != 0.0)
+            # all the histories at once (session 54: a position's identities together), every other one asked for
+            size = 5 * bundle.rest_rows.size
+            keys = tuple(np.empty(size, dtype=np.int64) for _ in range(4))
+            out = np.full(5, np.nan)
+            which = np.array([0, 2, 4])
+            sk.rest_scores(bundle, np.stack([w for w, _ in histories]), np.stack([c for _, c in histories]), which, p,
+                           keys, out)
+            np.testing.assert_allclose(out[which], np.array(expected)[which], rtol=0, atol=1e-12)
+            assert np.isnan(out[[1, 3]]).all()
     assert np.mean(nonzero) > 0.5  # informative: most positions leave weight out
     # the planted collision on a rest row's feature at the last position of a history
     fa = bundle.features
