@@ -183,8 +183,8 @@ class _Structure:
                           "trimmed-skips": (self.skip_rows, of_context(self.succ_skip))}
         self.ctx_table_base, self.ctx_table = _context_tables(feats, self.succ)
         # the class-final rows whose context is one class: their lists as dense rows of factors, one per context class
-        # (no proposal trims a class-final list); on the fortunes full-set model 6 of the 14 class-final rows, about
-        # half the class-final entries a history reads (every class follows nearly every class)
+        # (no proposal trims a class-final list); on the fortunes full-set model 9 of the 14 class-final rows, in 6
+        # groups, whose lists hold 109-177 of the 200 classes on average
         one_class = (row_len == 2) & class_final & (row_type[:, 0] == 1)
         self.class_row_base = np.full(row_len.size, -1, dtype=np.int64)
         blocks: dict[int, int] = {}
