@@ -776,7 +776,7 @@ def test_partial_proposal_is_unbiased_for_z_and_needs_its_correction():
 
     res = smc_log_z(model, M, n_particles=50, n_replicates=1000, seed=4, proposal="partial")
     assert misses(res.replicates).max() < 4, misses(res.replicates)
-    uncorrected = bundle._replace(lam=np.zeros_like(bundle.lam))  # rest_score reads lam; the drawn rows do not
+    uncorrected = bundle._replace(lam=np.zeros_like(bundle.lam))  # rest_scores reads lam; the drawn rows do not
     out = np.zeros((1000, M))
     for r in range(1000):
         sk.smc_log_z(uncorrected, sk.SMCRun(50, M, 1000 + r, np.zeros(0, dtype=np.int64), 0),
@@ -1117,6 +1117,14 @@ def test_the_batched_context_look_ups_find_what_one_at_a_time_finds():
     assert found[r] == expected[r] == k and other != k
 
 
+def _rest_score(bundle, w, c, p):
+    """:func:`sk.rest_scores` of one history."""
+    out = np.zeros(1)
+    keys = tuple(np.empty(bundle.rest_rows.size, dtype=np.int64) for _ in range(4))
+    sk.rest_scores(bundle, w.reshape(1, -1), c.reshape(1, -1), np.zeros(1, dtype=np.int64), p, keys, out)
+    return out[0]
+
+
 def _rest_one_at_a_time(bundle, w, c, p):
     total = 0.0
     for r in bundle.rest_rows:
@@ -1127,14 +1135,13 @@ def _rest_one_at_a_time(bundle, w, c, p):
 
 @pytest.mark.parametrize("proposal", ["trimmed", "partial"])
 def test_the_batched_rest_look_ups_sum_what_one_at_a_time_sums(proposal):
-    """Issue 27, item 2: the importance correction of the trimmed and partial proposals (:func:`rest_score`) looks
+    """Issue 27, item 2: the importance correction of the trimmed and partial proposals (:func:`rest_scores`) looks
     up its rows' features in passes, as the contexts are looked up; its sum must be the one-at-a-time sum of the
     left-out weights at every position of random histories, and a planted fingerprint collision -- a feature's
     first slot made to claim another feature's index with its fingerprint -- must still find the feature's weight."""
     V, M = 5, 12
     model = _model(V, M, ALL_TEMPLATES, n_sentences=120)
     bundle, _ = _smc_model(model, proposal, 0.5) if proposal == "trimmed" else _smc_model(model, proposal)
-    work = sk.new_work(bundle)
     rng = np.random.default_rng(6)
     nonzero = []
     for length in range(1, 12):
@@ -1142,7 +1149,7 @@ def test_the_batched_rest_look_ups_sum_what_one_at_a_time_sums(proposal):
         for p in range(1, length + 1):
             expected = [_rest_one_at_a_time(bundle, w, c, p) for w, c in histories]
             for (w, c), one in zip(histories, expected):
-                assert sk.rest_score(bundle, w, c, p, work) == pytest.approx(one, abs=1e-12)
+                assert _rest_score(bundle, w, c, p) == pytest.approx(one, abs=1e-12)
                 nonzero.append(one != 0.0)
             # all the histories at once (session 54: a position's identities together), every other one asked for
             size = 5 * bundle.rest_rows.size
@@ -1164,5 +1171,5 @@ def test_the_batched_rest_look_ups_sum_what_one_at_a_time_sums(proposal):
     slots, other, _, _ = _planted_collision(fa.key_hi, fa.key_lo, fa.slots, f)
     planted = bundle._replace(features=fa._replace(slots=slots))
     assert fk.row_feature(rows[0], 4, 4, w, c, planted.features) == f  # the one-at-a-time probe goes on
-    assert sk.rest_score(planted, w, c, 4, work) == pytest.approx(_rest_one_at_a_time(planted, w, c, 4), abs=1e-12)
+    assert _rest_score(planted, w, c, 4) == pytest.approx(_rest_one_at_a_time(planted, w, c, 4), abs=1e-12)
     assert bundle.lam[other] != bundle.lam[f]  # informative: the candidate alone would add another weight

@@ -217,15 +217,10 @@ def keep_successors(lists, lam, trimmable, trim, k_lo, k_hi, n, kept):
     start, symbol, feature, kept_lam, kept_exp = kept
     for k in range(k_lo, k_hi):
         start[k] = n
-        if not trimmable[k]:  # the whole list
-            for s in range(ctx_start[k], ctx_start[k + 1]):
-                x = lam[succ_feature[s]]
-                symbol[n], feature[n], kept_lam[n], kept_exp[n] = succ_symbol[s], succ_feature[s], x, np.exp(x)
-                n += 1
-            continue
+        whole = not trimmable[k]
         for s in range(ctx_start[k], ctx_start[k + 1]):
             x = lam[succ_feature[s]]
-            if abs(x) >= trim:
+            if whole or abs(x) >= trim:
                 symbol[n], feature[n], kept_lam[n], kept_exp[n] = succ_symbol[s], succ_feature[s], x, np.exp(x)
                 n += 1
 
@@ -958,7 +953,7 @@ def smc_log_z(model, run, output, stop):
     the *partial proposal* draws ``x_p`` from the local law ``q`` of the rows ``model.draw_row`` (the unigrams, those
     reading ``x_{p-1}`` and those ending in a class: few word successors), the *trimmed proposals* from every row's
     successor lists less their word-final entries of ``|lambda| < rest_below`` (:func:`keep_successors`).  What
-    ``q`` left out at the drawn word, ``g_p = rest_score`` (the other rows' weights; for the trimmed proposals exactly
+    ``q`` left out at the drawn word, ``g_p``, :func:`rest_scores` (the other rows' weights; for the trimmed proposals exactly
     the weights the lists lost, at most ``rest_below`` per row), is carried to the next position
     (:func:`carry_rest`): there each particle is weighted by ``Z'(x_{<p + 1}) exp(g_p)``, ``Z'`` the normaliser of
     ``q``, and its end weight for length ``p`` is ``exp(g_p + end score)``.  The weights are known before the next
@@ -1056,15 +1051,6 @@ def rest_scores(model, w, c, which, p, keys, out):
             if abs(x) < model.rest_below:
                 total += x
         out[which[t]] = total
-
-
-@jit
-def rest_score(model, w, c, p, work):
-    """:func:`rest_scores` of one history ``w``, ``c`` (``work``'s key scratch holds its look-ups)."""
-    out = np.zeros(1)
-    rest_scores(model, w.reshape(1, w.size), c.reshape(1, c.size), np.zeros(1, dtype=np.int64), p,
-                (work.key_hi, work.key_lo, work.hashed, work.found), out)
-    return out[0]
 
 
 @jit
