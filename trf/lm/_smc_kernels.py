@@ -176,9 +176,10 @@ class SMCWork(NamedTuple):
 @jit
 def successor_weights(succ_feature, lam, out_lam, out_exp, lo, hi):
     """``out_lam[s] = lam[succ_feature[s]]`` and ``out_exp[s]`` its ``exp`` for ``s`` in ``lo:hi`` (the exact
-    proposal's successor weights: one pass instead of a gather and an ``exp`` over all entries)."""
-    for s in range(lo, hi):
-        x = lam[succ_feature[s]]
+    proposal's successor weights: one pass instead of a gather and an ``exp`` over all entries; the bundle's passes
+    index with unsigned integers, which need no wraparound test)."""
+    for s in range(np.uint64(lo), np.uint64(hi)):
+        x = lam[np.uint64(succ_feature[s])]
         out_lam[s] = x
         out_exp[s] = np.exp(x)
 
@@ -187,9 +188,9 @@ def successor_weights(succ_feature, lam, out_lam, out_exp, lo, hi):
 def gather_or_zero(index, lam, out, lo, hi):
     """``out[k] = lam[index[k]]``, or 0 where ``index[k] < 0``, for ``k`` in ``lo:hi`` (each context's ``</s>``
     weight)."""
-    for k in range(lo, hi):
+    for k in range(np.uint64(lo), np.uint64(hi)):
         f = index[k]
-        out[k] = lam[f] if f >= 0 else 0.0
+        out[k] = lam[np.uint64(f)] if f >= 0 else 0.0
 
 
 @jit
@@ -202,8 +203,8 @@ def count_kept(ctx_start, succ_feature, lam, trimmable, trim, k_lo, k_hi):
         if not trimmable[k]:
             n += ctx_start[k + 1] - ctx_start[k]
             continue
-        for s in range(ctx_start[k], ctx_start[k + 1]):
-            n += abs(lam[succ_feature[s]]) >= trim
+        for s in range(np.uint64(ctx_start[k]), np.uint64(ctx_start[k + 1])):
+            n += abs(lam[np.uint64(succ_feature[s])]) >= trim
     return n
 
 
@@ -215,14 +216,15 @@ def keep_successors(lists, lam, trimmable, trim, k_lo, k_hi, n, kept):
     their weights and its ``exp``; ``start[k]`` is where context ``k``'s list begins."""
     ctx_start, succ_symbol, succ_feature = lists
     start, symbol, feature, kept_lam, kept_exp = kept
+    n = np.uint64(n)
     for k in range(k_lo, k_hi):
         start[k] = n
         whole = not trimmable[k]
-        for s in range(ctx_start[k], ctx_start[k + 1]):
-            x = lam[succ_feature[s]]
+        for s in range(np.uint64(ctx_start[k]), np.uint64(ctx_start[k + 1])):
+            x = lam[np.uint64(succ_feature[s])]
             if whole or abs(x) >= trim:
                 symbol[n], feature[n], kept_lam[n], kept_exp[n] = succ_symbol[s], succ_feature[s], x, np.exp(x)
-                n += 1
+                n += np.uint64(1)
 
 
 @jit
