@@ -211,6 +211,44 @@ def test_the_guard_scores_every_sentence_by_default():
     assert limited.sentence_log_probs(lam, zeta, "train").max() <= 0
 
 
+def test_log_likelihood_from_counts_is_the_mean_sentence_log_prob(tiny):
+    """The stop rule's train and dev log-likelihoods come from the splits' feature and length counts: the mean over
+    the sentences of ``log pi_j - zeta_j + lambda . f(x) - log Z_1``, written out from the feature vectors, for a dev
+    text with a sentence longer than the training text's (left out, or pooled) and n-grams the training text lacks,
+    a head of the training text (``ll_sentences``), and the pooled sub-model, also after lambda moves; None without
+    a dev text or when no dev sentence can be scored."""
+    corpus, feats = tiny
+    dev = EncodedCorpus.from_sentences([[2, 2], [1, 1, 1], [0], [0, 1, 2, 0], [2, 0, 1]])
+    rng = np.random.default_rng(4)
+    lam = rng.normal(size=feats.n_features)
+
+    def by_hand(backend, lam, zeta, sentences):
+        dims = backend.dimension([len(s) for s in sentences])
+        log_p = [np.log(backend.pi[d - 1]) - zeta[d - 1] + feats.feature_vector(list(s)) @ lam
+                 for s, d in zip(sentences, dims)]
+        return np.mean(log_p) - backend.log_z1(lam)
+
+    for kw, n_train in (({}, len(corpus)), ({"ll_sentences": 40}, 40), ({"max_length": 2}, len(corpus))):
+        backend = SentenceBackend(corpus, feats, dev, n_chains=2, seed=0, parallel=False, **kw)
+        zeta = rng.normal(size=backend.m)
+        train = list(corpus)[:n_train]
+        dev_kept = [s for s in dev if kw.get("max_length") or len(s) <= backend.m]
+        assert len(dev_kept) == (5 if kw.get("max_length") else 4)
+        for split, sentences in (("train", train), ("dev", dev_kept)):
+            got = backend.log_likelihood(lam, zeta, split)
+            assert got == pytest.approx(by_hand(backend, lam, zeta, sentences), rel=1e-12, abs=1e-12)
+            assert got == pytest.approx(np.mean(backend.sentence_log_probs(lam, zeta, split)), rel=1e-12, abs=1e-12)
+        moved = lam.copy()
+        moved[feats.feature_vector(list(dev_kept[0])) > 0] += 1.0  # the kept counts, read at a new lambda
+        assert backend.log_likelihood(moved, zeta, "dev") != pytest.approx(backend.log_likelihood(lam, zeta, "dev"))
+        assert backend.log_likelihood(moved, zeta, "dev") == pytest.approx(by_hand(backend, moved, zeta, dev_kept),
+                                                                           rel=1e-12, abs=1e-12)
+    assert SentenceBackend(corpus, feats, None, n_chains=2, seed=0, parallel=False).log_likelihood(lam, zeta, "dev") is None
+    too_long = EncodedCorpus.from_sentences([[0, 1, 2, 0]])
+    assert SentenceBackend(corpus, feats, too_long, n_chains=2, seed=0,
+                           parallel=False).log_likelihood(lam, np.zeros(M), "dev") is None
+
+
 def test_the_pure_update_is_the_papers_preconditioned_l2_step(tiny):
     """One AugSA update on a tiny model against Eq. (38) of the paper written out by hand: sigma the stratified
     empirical variance of Sec. 5.2, ``sigma_i = sum_j (n_j / n) p~_j[(f_i - p~_j[f_i])^2]`` computed by brute force

@@ -161,6 +161,7 @@ class SentenceBackend:
         self.splits = {"train": _head(train, ll_sentences), "dev": None if dev is None else _head(dev, ll_sentences)}
         if self.splits["dev"] is not None and not self.pooled and self.splits["dev"].lengths.max() > self.m:
             self.splits["dev"] = _keep_short(self.splits["dev"], self.m)
+        self._totals: dict[str, tuple | None] = {}
 
     def dimension(self, lengths) -> np.ndarray:
         """Sub-model index (1-based) of each sentence length: ``j``, or ``max_length + 1`` (the pooled
@@ -259,9 +260,38 @@ class SentenceBackend:
 
     def log_likelihood(self, lam, zeta, split: str) -> float | None:
         """Mean ``log p(j, x^j; lambda, zeta)`` per sentence on (the head of) ``split`` (None when it holds no
-        sentence the model can score, e.g. a dev text longer than ``m``)."""
-        log_p = self.sentence_log_probs(lam, zeta, split)
-        return None if log_p is None or log_p.size == 0 else float(np.mean(log_p))
+        sentence the model can score, e.g. a dev text longer than ``m``): the mean of :meth:`sentence_log_probs`
+        to rounding, from the split's feature counts ``N_f`` and length counts ``n_j`` (found once),
+        ``(sum_f lambda_f N_f + sum_j n_j (log pi_j - zeta_j)) / n - log Z_1`` -- a sum over the features instead of
+        scoring the text at each of the stop rule's gaps (fortunes' training text with the full feature set: 68 ms
+        on two threads; experiments/trf_lm/methods.md, "The stop rule's gaps from feature counts")."""
+        totals = self._split_totals(split)
+        if totals is None:
+            return None
+        feature, count, dims, n_dims = totals
+        lam, zeta = np.asarray(lam, dtype=np.float64), np.asarray(zeta, dtype=np.float64)
+        weights = lam if feature is None else lam[feature]
+        lengths = np.dot(n_dims, np.log(self.pi[dims - 1]) - zeta[dims - 1])
+        return float((np.dot(weights, count) + lengths) / n_dims.sum() - self.log_z1(lam))
+
+    def _split_totals(self, split: str) -> tuple[np.ndarray | None, np.ndarray, np.ndarray, np.ndarray] | None:
+        """``(feature, count, dims, n_dims)`` of (the head of) ``split``, kept: how often each feature fires in it
+        (``feature`` None: ``count`` is dense, one per feature; else the features that fire), the sub-models its
+        sentences belong to and how many are in each (None: no such split, or no sentence)."""
+        if split not in self._totals:
+            corpus = self.splits.get(split)
+            if corpus is None or len(corpus) == 0:
+                self._totals[split] = None
+            else:
+                _, fired = self.features.feature_hits(corpus)
+                count = np.bincount(fired, minlength=self.n_features).astype(np.float64)
+                feature = None
+                if np.count_nonzero(count) < self.n_features // 4:  # few fire (a dev text): keep those
+                    feature = np.flatnonzero(count)
+                    count = count[feature]
+                dims, n_dims = np.unique(self.dimension(corpus.lengths), return_counts=True)
+                self._totals[split] = (feature, count, dims, n_dims.astype(np.float64))
+        return self._totals[split]
 
     def get_state(self) -> dict[str, np.ndarray]:
         """The chains' state (tokens (n_chains, m) and lengths (n_chains,)), and the known set's
