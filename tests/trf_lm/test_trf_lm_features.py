@@ -168,9 +168,22 @@ def test_feature_hits_by_the_scorers_look_ups_are_the_plain_ones(corpus, spec):
     vectors = np.zeros((len(fresh), feats.n_features))
     np.add.at(vectors, (sent, feat), 1.0)
     np.testing.assert_array_equal(vectors, np.stack([feats.feature_vector(s) for s in fresh]))
+    # in the scorer's order, the firings' weights summed sentence by sentence are its scores bit for bit (in the
+    # rows' order they are not: the sums round differently)
+    lam = rng.normal(size=feats.n_features) * 1e3 + 0.1
+    by_sum, feat_by_sum = feats.feature_hits(fresh, sum_order=True)
+    np.testing.assert_array_equal(by_sum, sent)
+    assert sorted(zip(by_sum.tolist(), feat_by_sum.tolist())) == sorted(zip(sent.tolist(), feat.tolist()))
+    np.testing.assert_array_equal(feats.hit_scores((by_sum, feat_by_sum), lam, len(fresh)), feats.scores(fresh, lam))
+    if spec == ALL:
+        assert not np.array_equal(feats.hit_scores((sent, feat), lam, len(fresh)), feats.scores(fresh, lam))
+    with pytest.raises(ValueError, match="hits must name sentences"):
+        feats.hit_scores((by_sum, feat_by_sum), lam, len(fresh) - 1)
+    with pytest.raises(ValueError, match="lam must have shape"):
+        feats.hit_scores((by_sum, feat_by_sum), lam[:-1], len(fresh))
     plan = feats.score_plan()
     shifted = fk.corpus_hits_pruned(feats._flat(fresh), feats.symbols(), np.zeros(feats.n_features), feats.hashed(),
-                                    plan._replace(dense=np.roll(plan.dense, 1)))
+                                    plan._replace(dense=np.roll(plan.dense, 1)), np.arange(plan.order.size))
     assert shifted[1].size != feat.size or not np.array_equal(shifted[1], feat)
 
 

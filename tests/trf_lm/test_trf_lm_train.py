@@ -623,12 +623,25 @@ def test_the_batch_feature_hits_are_the_draws_feature_vectors(tiny, sampler):
 def test_the_known_sets_firings_are_found_again_when_the_set_changes(tiny, sampler):
     """The known set's firings are found once per choice of the set (``KnownSentences.hits``): over a training
     whose set is re-chosen every 3 draws (and, remembering, grows when a draw finds a heavy sentence), every
-    batch's firings are those of its own draws, found afresh."""
+    batch's firings are those of its own draws, found afresh, and the set's scores at every draw (summed from its
+    kept firings) are the scorer's, bit for bit."""
     corpus, feats = tiny
     backend, cfg = _train(corpus, feats, 40, sampler)
     backend.known.threshold = 0.03  # of the tiny corpus's 3^1 + 3^2 + 3^3 sentences, a share that lambda changes
     trainer = AugSA(backend, cfg, progress=False)
     state, sets = trainer.state, set()
+    before_draw, scored = backend.known.before_draw, []
+
+    def scored_afresh(lam):
+        known = before_draw(lam)
+        if known is not None:
+            tokens, lengths, scores = known
+            np.testing.assert_array_equal(
+                scores, feats.scores(EncodedCorpus.from_sentences(t[:j] for t, j in zip(tokens, lengths)), lam))
+            scored.append(lengths.size)
+        return known
+
+    backend.known.before_draw = scored_afresh
     for _ in range(40):
         batch = backend.sample(state.lam, state.zeta, trainer.pi0, cfg.n_samples, trainer.length_weight,
                                state.t + 1)
@@ -637,7 +650,7 @@ def test_the_known_sets_firings_are_found_again_when_the_set_changes(tiny, sampl
         np.testing.assert_array_equal(batch.hits[1], feature)
         sets.add(tuple(map(tuple, batch.draws[0][cfg.n_samples:])))
         state, _ = trainer.update(state, batch)
-    assert len(sets) >= 3  # the set changed while the test watched
+    assert len(sets) >= 3 and len(scored) >= 30  # the set changed while the test watched
 
 
 def test_a_sentence_move_bound_no_draw_reaches_changes_nothing(tiny):

@@ -408,15 +408,35 @@ class SentenceFeatures:
         fk.accumulate_features(w, c, j, 1.0, acc, self.hashed())
         return acc
 
-    def feature_hits(self, corpus: EncodedCorpus) -> tuple[np.ndarray, np.ndarray]:
+    def feature_hits(self, corpus: EncodedCorpus, *, sum_order: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """``(sentence, feature)`` of every firing of a feature in ``corpus``, in sentence order (a feature that
         fires twice in a sentence appears twice): found by the scorer's look-ups (:meth:`score_plan`), the pairs of
         one look-up at a time in its order (:func:`trf.lm._feature_kernels.corpus_feature_hits`) at 15-20x its speed
-        on the fortunes full-set model."""
+        on the fortunes full-set model.
+
+        ``sum_order``: a position's firings in the order in which :meth:`scores` adds their weights instead, so that
+        ``np.bincount(sentence, weights=lam[feature], minlength=len(corpus))`` is :meth:`scores` bit for bit (a
+        sentence's sum adds the same weights in the same order, from 0)."""
         if getattr(self, "_no_weights", None) is None:  # what the look-ups read beside a feature; never written
             self._no_weights = np.zeros(self.n_features)
-        return fk.corpus_hits_pruned(self._flat(corpus), self.symbols(), self._no_weights, self.hashed(),
-                                     self.score_plan())
+        plan = self.score_plan()
+        rows = plan.order if sum_order else np.arange(plan.order.size, dtype=np.int64)
+        return fk.corpus_hits_pruned(self._flat(corpus), self.symbols(), self._no_weights, self.hashed(), plan, rows)
+
+    def hit_scores(self, hits: tuple[np.ndarray, np.ndarray], lam, n: int) -> np.ndarray:
+        """The scores ``lambda . f(x)`` of ``n`` sentences from their firings ``hits = (sentence, feature)``
+        (:meth:`feature_hits`; with its ``sum_order`` the same bits as :meth:`scores`): no look-up, a gather of
+        ``lam`` per firing."""
+        sentence, feature = hits
+        out = np.empty(check_int(n, "n", low=0))
+        lam = np.asarray(lam, dtype=np.float64)
+        if lam.shape != (self.n_features,):
+            raise ValueError(f"lam must have shape ({self.n_features},), got {lam.shape}")
+        if sentence.size and (sentence.min() < 0 or sentence.max() >= n or feature.min() < 0
+                              or feature.max() >= self.n_features):
+            raise ValueError(f"hits must name sentences 0..{n - 1} and features 0..{self.n_features - 1}")
+        fk.hit_sums(sentence, feature, lam, out)
+        return out
 
     def _sentence_counts(self, corpus: EncodedCorpus) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every (sentence, feature) pair that fires in ``corpus``, sorted by sentence then feature, and its count."""

@@ -58,7 +58,8 @@ class KnownSentences:
     corpus : EncodedCorpus
         The training sentences.
     features : SentenceFeatures
-        Scores them (``lambda . f(x)``, :meth:`SentenceFeatures.scores`).
+        Scores them (``lambda . f(x)``, :meth:`SentenceFeatures.scores`; the chosen set at each draw from its firings,
+        found once per choice in the order the scorer adds them, so the same scores bit for bit).
     m : int
         Longest length drawn.
     threshold : float
@@ -69,8 +70,8 @@ class KnownSentences:
     remember : bool
         Also keep the heavy sentences outside the training text that the draws found (:meth:`after_draw`).
     threads : int or None
-        Score the set on up to this many threads (:meth:`SentenceFeatures.scores`; None: Numba's thread count; the
-        same scores either way).  Default 1.
+        Score the training sentences (at each choice) and the draws on up to this many threads
+        (:meth:`SentenceFeatures.scores`; None: Numba's thread count; the same scores either way).  Default 1.
     """
 
     def __init__(self, corpus: EncodedCorpus, features: SentenceFeatures, m: int, threshold: float = 1e-4,
@@ -99,6 +100,7 @@ class KnownSentences:
         self._chosen_corpus = _flat(self._set_tokens, self._set_lengths)
         self._found_keys = set(_keys(self.found_tokens, self.found_lengths))
         self._hits: tuple[np.ndarray, np.ndarray] | None = None  # found on demand (hits), kept until the set changes
+        self._summed = self.features.feature_hits(self._chosen_corpus, sum_order=True)  # the set's scores, at each draw
 
     def __len__(self) -> int:
         """Distinct training sentences that can be known."""
@@ -121,7 +123,8 @@ class KnownSentences:
         self.age += 1
         if self._set_lengths.size == 0:
             return None
-        return self._set_tokens, self._set_lengths, self.features.scores(self._chosen_corpus, lam, self.threads)
+        # the scorer's sums bit for bit from the kept firings, without its look-ups
+        return self._set_tokens, self._set_lengths, self.features.hit_scores(self._summed, lam, self._set_lengths.size)
 
     def hits(self) -> tuple[np.ndarray, np.ndarray]:
         """``(sentence, feature)`` of every firing of a feature in the known set that :meth:`before_draw` returned
@@ -169,9 +172,10 @@ class KnownSentences:
         self._set_tokens = np.concatenate([self._set_tokens, tokens])
         self._set_lengths = np.concatenate([self._set_lengths, lengths])
         self._chosen_corpus = _flat(self._set_tokens, self._set_lengths)
+        joined = _flat(tokens, lengths)
         if self._hits is not None:
-            sentence, feature = self.features.feature_hits(_flat(tokens, lengths))
-            self._hits = (np.concatenate([self._hits[0], sentence + size]), np.concatenate([self._hits[1], feature]))
+            self._hits = _append_hits(self._hits, self.features.feature_hits(joined), size)
+        self._summed = _append_hits(self._summed, self.features.feature_hits(joined, sum_order=True), size)
 
     def get_state(self) -> dict[str, np.ndarray]:
         """The set, the draws since the last choice and the last ``log Z-hat_j``, for a checkpoint."""
@@ -374,3 +378,9 @@ def _flat(tokens: np.ndarray, lengths: np.ndarray) -> EncodedCorpus:
     offsets = np.zeros(lengths.size + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     return EncodedCorpus(tokens[np.arange(tokens.shape[1])[None, :] < lengths[:, None]].astype(np.int32), offsets)
+
+
+def _append_hits(hits: tuple[np.ndarray, np.ndarray], more: tuple[np.ndarray, np.ndarray],
+                 size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The firings ``hits`` of a set of ``size`` sentences followed by those of sentences appended to it."""
+    return np.concatenate([hits[0], more[0] + size]), np.concatenate([hits[1], more[1]])
