@@ -1049,6 +1049,17 @@ def test_the_bundle_is_the_same_in_any_number_of_blocks(monkeypatch):
         np.testing.assert_array_equal(trimmed.succ.ctx_start, np.concatenate(([0], np.cumsum(n_kept))))
         np.testing.assert_array_max_ulp(trimmed.succ_exp, np.exp(lam[succ.succ_feature[keep]]), maxulp=1)
         np.testing.assert_array_equal(trimmed.succ_exp, one_block.setdefault("trimmed", trimmed.succ_exp))
+        skips, _ = _smc_model(model, "trimmed-skips", 0.3)  # other runs of whole and trimmed lists
+        kept = ~structure.succ_skip | (np.abs(lam[succ.succ_feature]) >= 0.3)
+        assert 0 < (~kept).sum() < (~keep).sum()
+        np.testing.assert_array_equal(skips.succ.succ_feature, succ.succ_feature[kept])
+        np.testing.assert_array_equal(skips.succ.succ_symbol, succ.succ_symbol[kept])
+        np.testing.assert_array_equal(skips.succ.ctx_start, np.concatenate(
+            ([0], np.cumsum([kept[a:b].sum() for a, b in zip(succ.ctx_start[:-1], succ.ctx_start[1:])]))))
+        np.testing.assert_array_equal(skips.succ_lam, lam[succ.succ_feature[kept]])
+        np.testing.assert_array_equal(skips.succ_exp, one_block.setdefault("skips", skips.succ_exp))
+    bounds, trims = structure.trim_runs["trimmed-skips"]
+    assert 2 <= trims.size < 0.01 * succ.ctx_start.size and trims.any() and not trims.all()
 
 
 def _planted_collision(key_hi, key_lo, slots, k):

@@ -194,37 +194,67 @@ def gather_or_zero(index, lam, out, lo, hi):
 
 
 @jit
-def count_kept(ctx_start, succ_feature, lam, trimmable, trim, k_lo, k_hi):
-    """How many successors of the contexts ``k_lo:k_hi`` the trimmed proposal keeps: every one of a context whose
-    list it does not trim (``trimmable[k]`` False: a class-final row's, or a word row's it keeps whole), the ones with
-    ``|lambda| >= trim`` of the others."""
+def count_kept(lists, lam, runs, trim, k_lo, k_hi):
+    """How many successors of the contexts ``k_lo:k_hi`` the trimmed proposal keeps: every one in a run of contexts
+    whose lists it keeps whole (``runs = (bounds, trims)``: contexts ``bounds[i]:bounds[i + 1]``, trimmed where
+    ``trims[i]``; a class-final row's lists, or a word row's the proposal does not trim), the ones with ``|lambda| >=
+    trim`` in the others."""
+    ctx_start, _, succ_feature = lists
+    bounds, trims = runs
     n = 0
-    for k in range(k_lo, k_hi):
-        if not trimmable[k]:
-            n += ctx_start[k + 1] - ctx_start[k]
+    for i in range(trims.size):
+        a, b = max(bounds[i], k_lo), min(bounds[i + 1], k_hi)
+        if a >= b:
             continue
-        for s in range(np.uint64(ctx_start[k]), np.uint64(ctx_start[k + 1])):
+        if not trims[i]:
+            n += ctx_start[b] - ctx_start[a]
+            continue
+        for s in range(np.uint64(ctx_start[a]), np.uint64(ctx_start[b])):
             n += abs(lam[np.uint64(succ_feature[s])]) >= trim
     return n
 
 
 @jit
-def keep_successors(lists, lam, trimmable, trim, k_lo, k_hi, n, kept):
+def keep_successors(lists, lam, runs, trim, k_lo, k_hi, n, kept):
     """The trimmed successor lists (``lists = (ctx_start, succ_symbol, succ_feature)``) of the contexts ``k_lo:k_hi``,
-    written from entry ``n`` on into ``kept`` =
-    ``(start, symbol, feature, lam, exp)``: each context's kept entries (:func:`count_kept`) in their order, with
-    their weights and its ``exp``; ``start[k]`` is where context ``k``'s list begins."""
+    written from entry ``n`` on into ``kept`` = ``(start, symbol, feature, lam, exp)``: each context's kept entries
+    (:func:`count_kept`, whose ``runs`` it reads) in their order, with their weights and its ``exp``; ``start[k]`` is
+    where context ``k``'s list begins.  A run of whole lists is copied at once (about 3 entries a context: a
+    context at a time cost more than its entries)."""
     ctx_start, succ_symbol, succ_feature = lists
     start, symbol, feature, kept_lam, kept_exp = kept
-    n = np.uint64(n)
-    for k in range(k_lo, k_hi):
-        start[k] = n
-        whole = not trimmable[k]
-        for s in range(np.uint64(ctx_start[k]), np.uint64(ctx_start[k + 1])):
-            x = lam[np.uint64(succ_feature[s])]
-            if whole or abs(x) >= trim:
-                symbol[n], feature[n], kept_lam[n], kept_exp[n] = succ_symbol[s], succ_feature[s], x, np.exp(x)
-                n += np.uint64(1)
+    bounds, trims = runs
+    for i in range(trims.size):
+        a, b = max(bounds[i], k_lo), min(bounds[i + 1], k_hi)
+        if a >= b:
+            continue
+        if not trims[i]:
+            first, size = ctx_start[a], ctx_start[b] - ctx_start[a]
+            for k in range(a, b):
+                start[k] = ctx_start[k] - first + n
+            _weighed_copy((succ_symbol[first:first + size], succ_feature[first:first + size]), lam,
+                          (symbol[n:n + size], feature[n:n + size], kept_lam[n:n + size], kept_exp[n:n + size]))
+            n += size
+            continue
+        for k in range(a, b):
+            start[k] = n
+            for s in range(np.uint64(ctx_start[k]), np.uint64(ctx_start[k + 1])):
+                x = lam[np.uint64(succ_feature[s])]
+                if abs(x) >= trim:
+                    symbol[n], feature[n], kept_lam[n], kept_exp[n] = succ_symbol[s], succ_feature[s], x, np.exp(x)
+                    n += 1
+
+
+@jit(inline="always")
+def _weighed_copy(entries, lam, out):
+    """``out = (symbol, feature, lambda, exp)`` of the successor ``entries = (symbol, feature)``, entry by entry (the
+    slices indexed from 0 need no wraparound test)."""
+    succ_symbol, succ_feature = entries
+    symbol, feature, kept_lam, kept_exp = out
+    for s in range(succ_feature.size):
+        f = succ_feature[s]
+        x = lam[np.uint64(f)]
+        symbol[s], feature[s], kept_lam[s], kept_exp[s] = succ_symbol[s], f, x, np.exp(x)
 
 
 @jit

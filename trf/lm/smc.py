@@ -181,6 +181,9 @@ class _Structure:
 
         self.trimmable = {"trimmed": (self.trimmed_rows, of_context(self.succ_word_final)),
                           "trimmed-skips": (self.skip_rows, of_context(self.succ_skip))}
+        # the same contexts as runs, alternately kept whole and trimmed (a context with no list joins the run before
+        # it): the fortunes full-set model's 927,118 contexts are 6-7 runs, since a row group's contexts are adjacent
+        self.trim_runs = {name: _runs(mask, listed) for name, (_, mask) in self.trimmable.items()}
         self.ctx_table_base, self.ctx_table = _context_tables(feats, self.succ)
         # the class-final rows whose context is one class: their lists as dense rows of factors, one per context class
         # (no proposal trims a class-final list); on the fortunes full-set model 9 of the 14 class-final rows, in 6
@@ -215,25 +218,24 @@ class _Structure:
         return out
 
     def trimmed(self, lam: np.ndarray, trim: float,
-                trimmable: np.ndarray) -> tuple[SuccessorTables, np.ndarray, np.ndarray]:
-        """The successor tables without the entries of ``|lambda| < trim`` in the contexts marked in ``trimmable`` (a
-        trimmed proposal's, :attr:`trimmable`; each context keeps its place and its other successors, in order), and the kept
+                runs: tuple[np.ndarray, np.ndarray]) -> tuple[SuccessorTables, np.ndarray, np.ndarray]:
+        """The successor tables without the entries of ``|lambda| < trim`` in the contexts that ``runs`` trims (a
+        trimmed proposal's, :attr:`trim_runs`; each context keeps its place and its other successors, in order), and the kept
         entries' ``lambda`` and its ``exp``: the contexts counted, then filled, in blocks on the Numba threads (the
         same tables whatever their number)."""
         succ = self.succ
         n_ctx = succ.ctx_start.size - 1
         edges = block_edges(n_ctx, starts=succ.ctx_start)
         trim = float(trim)
-        counts = run_blocks(lambda lo, hi: count_kept(succ.ctx_start, succ.succ_feature, lam, trimmable, trim, lo, hi),
-                            edges)
+        lists = (succ.ctx_start, succ.succ_symbol, succ.succ_feature)
+        counts = run_blocks(lambda lo, hi: count_kept(lists, lam, runs, trim, lo, hi), edges)
         offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
         n = int(offsets[-1])
         start = np.empty_like(succ.ctx_start)
         start[n_ctx] = n
         kept = (start, np.empty(n, dtype=succ.succ_symbol.dtype), np.empty(n, dtype=succ.succ_feature.dtype),
                 np.empty(n), np.empty(n))
-        lists = (succ.ctx_start, succ.succ_symbol, succ.succ_feature)
-        run_blocks(lambda lo, hi: keep_successors(lists, lam, trimmable, trim, lo, hi,
+        run_blocks(lambda lo, hi: keep_successors(lists, lam, runs, trim, lo, hi,
                                                   offsets[np.searchsorted(edges, lo)], kept), edges)
         return SuccessorTables(succ.ctx_hi, succ.ctx_lo, succ.ctx_slots, start, kept[1], kept[2]), kept[3], kept[4]
 
@@ -252,7 +254,7 @@ class _Structure:
         # a diverging lambda gives infinite factors, as exp(s_p) overflows in the kernel
         rest_rows, trimmable = self.trimmable.get(proposal, (np.zeros(0, dtype=np.int64), None))
         if trimmable is not None and rest_rows.size:  # a trimmed proposal with rows to trim (else the exact tables)
-            (succ, succ_lam, succ_exp), rest_below = self.trimmed(lam, trim, trimmable), float(trim)
+            (succ, succ_lam, succ_exp), rest_below = self.trimmed(lam, trim, self.trim_runs[proposal]), float(trim)
         else:
             succ, (succ_lam, succ_exp) = self.succ, self.weights(lam)
             rest_rows, rest_below = np.flatnonzero(~draw_row).astype(np.int64), np.inf
@@ -287,6 +289,16 @@ def _context_tables(feats: SentenceFeatures, succ: SuccessorTables) -> tuple[np.
             size += n_symbols
         base[r] = at[g]
     return base, np.concatenate(tables) if tables else np.zeros(0, dtype=np.int64)
+
+
+def _runs(mask: np.ndarray, listed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(bounds, trims)``: the contexts as runs ``bounds[i]:bounds[i + 1]`` of equal ``mask`` (``trims[i]``), where a
+    context that is not ``listed`` (no successors) takes the mask of the listed one before it."""
+    if mask.size == 0:
+        return np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.bool_)
+    filled = mask[np.maximum.accumulate(np.where(listed, np.arange(mask.size), 0))]
+    bounds = np.concatenate(([0], np.flatnonzero(filled[1:] != filled[:-1]) + 1, [mask.size])).astype(np.int64)
+    return bounds, filled[bounds[:-1]].astype(np.bool_)
 
 
 def _group_mask(row_group: np.ndarray, row_mask: np.ndarray) -> np.ndarray:
