@@ -1,7 +1,8 @@
-"""Numba kernel of AugSA's lambda step (see :mod:`trf.augsa`).  Private.
+"""Numba kernels of AugSA's lambda step and sentence-move bound (see :mod:`trf.augsa`).  Private.
 
-One pass over the ``d`` weights instead of NumPy's ten (each a temporary of ``d`` floats: about 10 ms a step for
-the 3M features of the full sentence set); the same operations in the same order, so the same bits.
+The lambda step is one pass over the ``d`` weights instead of NumPy's ten (each a temporary of ``d`` floats: about
+10 ms a step for the 3M features of the full sentence set), and the draws' moves one pass over the batch's firings;
+the same operations in the same order as NumPy's, so the same bits.
 """
 
 from __future__ import annotations
@@ -43,3 +44,14 @@ def lambda_step(arrays, k, l2, gamma, clip, moment_bound, lo, hi):
         out[i] = x
         bad += not np.isfinite(x)
     return bad, bounded
+
+
+@jit
+def sentence_moves(old, new, draw, feature, out):
+    """``out[d]``: the move ``sum_h |new - old|[feature[h]]`` of each draw ``d`` over its firings ``(draw[h],
+    feature[h])``, added in their order from 0 (``np.bincount``'s sums, bit for bit, without its two gathered
+    temporaries)."""
+    out[:] = 0.0
+    for h in range(np.uint64(draw.size)):
+        f = np.uint64(feature[h])
+        out[np.uint64(draw[h])] += abs(new[f] - old[f])

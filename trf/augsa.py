@@ -63,7 +63,7 @@ import numpy as np
 from samplers._blocks import block_edges, run_blocks
 from samplers.validation import as_float_array, check_distribution, check_float, check_int
 
-from ._augsa_kernels import lambda_step
+from ._augsa_kernels import lambda_step, sentence_moves
 from .io import atomic_write_npz, read_npz
 
 CHECKPOINT_KIND = "augsa-checkpoint"
@@ -898,8 +898,10 @@ def bound_sentence_moves(old: np.ndarray, new: np.ndarray, draw: np.ndarray, fea
     feature = np.asarray(feature, dtype=np.int64)
     if draw.size == 0:
         return 0.0, 0
-    step = np.abs(new[feature] - old[feature])
-    move = np.bincount(draw, weights=step)
+    if draw.min() < 0 or feature.min() < 0 or feature.max() >= new.size:
+        raise ValueError(f"draw must be >= 0 and feature in 0..{new.size - 1}")
+    move = np.empty(int(draw.max()) + 1)
+    sentence_moves(old, new, draw, feature, move)
     largest = float(move.max())
     over = move > bound
     if not over.any():

@@ -471,7 +471,7 @@ def test_bound_sentence_moves_against_a_per_draw_oracle():
         expected[factor == 1.0] = new[factor == 1.0]
         out = new.copy()
         largest, over = bound_sentence_moves(old, out, draw, feature, bound)
-        assert largest == pytest.approx(moves.max()) and over == int((moves > bound).sum())
+        assert largest == moves.max() and over == int((moves > bound).sum())  # the moves summed in the same order
         np.testing.assert_allclose(out, expected, rtol=1e-13, atol=0)
         assert np.array_equal(out[factor == 1.0], new[factor == 1.0])
         after = np.bincount(draw, weights=np.abs(out[feature] - old[feature]), minlength=n_draws)
