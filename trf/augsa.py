@@ -230,7 +230,8 @@ class AugSAConfig:
         (``t`` a multiple of it) rather than at every one, so that each window of H iterations holds
         ``H / stop_every`` gaps (``stop_window`` must be a multiple) and ``S_t`` is the difference of the two
         windows' mean gaps, checked at those iterations.  1 (default): the paper's every iteration.  A gap
-        scores the whole training set (on KJV's 28K verses with the full feature set, about as long as the
+        asks the backend for both log-likelihoods (the sentence LM's: sums over its features from counts found
+        once, about 6 ms with the fortunes full set, where scoring the training text had taken as long as the
         iteration's sampling); ``D(t)`` moves slowly, so a window's mean from every 10th iteration is nearly the
         mean of all 100 (:func:`trf.lm.backend.lm_config` uses 10).
     checkpoint_every : int
