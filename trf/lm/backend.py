@@ -162,6 +162,7 @@ class SentenceBackend:
         self.splits = {"train": _head(train, ll_sentences), "dev": None if dev is None else _head(dev, ll_sentences)}
         if self.splits["dev"] is not None and not self.pooled and self.splits["dev"].lengths.max() > self.m:
             self.splits["dev"] = _keep_short(self.splits["dev"], self.m)
+        self._train = train
         self._totals: dict[str, tuple | None] = {}
 
     def dimension(self, lengths) -> np.ndarray:
@@ -277,15 +278,19 @@ class SentenceBackend:
 
     def _split_totals(self, split: str) -> tuple[np.ndarray | None, np.ndarray, np.ndarray, np.ndarray] | None:
         """``(feature, count, dims, n_dims)`` of (the head of) ``split``, kept: how often each feature fires in it
-        (``feature`` None: ``count`` is dense, one per feature; else the features that fire), the sub-models its
+        (``feature`` None: ``count`` is dense, one per feature -- for the whole training text the features' own
+        ``counts``, which the empirical means read too; else the features that fire), the sub-models its
         sentences belong to and how many are in each (None: no such split, or no sentence)."""
         if split not in self._totals:
             corpus = self.splits.get(split)
             if corpus is None or len(corpus) == 0:
                 self._totals[split] = None
             else:
-                _, fired = self.features.feature_hits(corpus)
-                count = np.bincount(fired, minlength=self.n_features).astype(np.float64)
+                if corpus is self._train:  # the whole training text: the counts the features were built with
+                    count = np.asarray(self.features.counts, dtype=np.float64)
+                else:
+                    _, fired = self.features.feature_hits(corpus)
+                    count = np.bincount(fired, minlength=self.n_features).astype(np.float64)
                 feature = None
                 if np.count_nonzero(count) < self.n_features // 4:  # few fire (a dev text): keep those
                     feature = np.flatnonzero(count)
