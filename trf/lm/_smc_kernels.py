@@ -229,11 +229,13 @@ def keep_successors(lists, lam, runs, trim, k_lo, k_hi, n, kept):
         if a >= b:
             continue
         if not trims[i]:
-            first, size = ctx_start[a], ctx_start[b] - ctx_start[a]
+            first, last = ctx_start[a], ctx_start[b]
             for k in range(a, b):
                 start[k] = ctx_start[k] - first + n
-            _weighed_copy((succ_symbol[first:first + size], succ_feature[first:first + size]), lam,
-                          (symbol[n:n + size], feature[n:n + size], kept_lam[n:n + size], kept_exp[n:n + size]))
+            size = last - first
+            symbol[n:n + size] = succ_symbol[first:last]
+            feature[n:n + size] = succ_feature[first:last]
+            successor_weights(feature[n:n + size], lam, kept_lam[n:n + size], kept_exp[n:n + size], 0, size)
             n += size
             continue
         for k in range(a, b):
@@ -243,18 +245,6 @@ def keep_successors(lists, lam, runs, trim, k_lo, k_hi, n, kept):
                 if abs(x) >= trim:
                     symbol[n], feature[n], kept_lam[n], kept_exp[n] = succ_symbol[s], succ_feature[s], x, np.exp(x)
                     n += 1
-
-
-@jit(inline="always")
-def _weighed_copy(entries, lam, out):
-    """``out = (symbol, feature, lambda, exp)`` of the successor ``entries = (symbol, feature)``, entry by entry (the
-    slices indexed from 0 need no wraparound test)."""
-    succ_symbol, succ_feature = entries
-    symbol, feature, kept_lam, kept_exp = out
-    for s in range(succ_feature.size):
-        f = succ_feature[s]
-        x = lam[np.uint64(f)]
-        symbol[s], feature[s], kept_lam[s], kept_exp[s] = succ_symbol[s], f, x, np.exp(x)
 
 
 @jit
