@@ -1058,7 +1058,7 @@ def test_the_bundle_is_the_same_in_any_number_of_blocks(monkeypatch):
             ([0], np.cumsum([kept[a:b].sum() for a, b in zip(succ.ctx_start[:-1], succ.ctx_start[1:])]))))
         np.testing.assert_array_equal(skips.succ_lam, lam[succ.succ_feature[kept]])
         np.testing.assert_array_equal(skips.succ_exp, one_block.setdefault("skips", skips.succ_exp))
-    bounds, trims = structure.trim_runs["trimmed-skips"]
+    bounds, trims = structure.trimmable["trimmed-skips"][1]
     assert 2 <= trims.size < 0.01 * succ.ctx_start.size and trims.any() and not trims.all()
 
 

@@ -170,20 +170,19 @@ class _Structure:
         group_of = feats.key_hi[self.succ.succ_feature] >> 48
         self.succ_word_final = _group_mask(row_group, ~class_final)[group_of]
         self.succ_skip = _group_mask(row_group, ~class_final & ~contiguous)[group_of]
-        # each trimmed proposal (TRIMMED): the rows it may trim, weighed back at the drawn word, and their contexts
+        # each trimmed proposal (TRIMMED): the rows it may trim, weighed back at the drawn word, and their contexts as
+        # runs, alternately kept whole and trimmed (:func:`_runs`; the fortunes full-set model's 927,118 contexts are
+        # 6-7 runs, since a row group's contexts are adjacent)
         starts, sizes = self.succ.ctx_start[:-1], np.diff(self.succ.ctx_start)
         listed = sizes > 0
 
-        def of_context(entry_mask: np.ndarray) -> np.ndarray:  # a context's entries are all of one row group
+        def runs_of(entry_mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # a context's entries: one row group
             mask = np.zeros(sizes.size, dtype=bool)
             mask[listed] = entry_mask[starts[listed]]
-            return mask
+            return _runs(mask, listed)
 
-        self.trimmable = {"trimmed": (self.trimmed_rows, of_context(self.succ_word_final)),
-                          "trimmed-skips": (self.skip_rows, of_context(self.succ_skip))}
-        # the same contexts as runs, alternately kept whole and trimmed (a context with no list joins the run before
-        # it): the fortunes full-set model's 927,118 contexts are 6-7 runs, since a row group's contexts are adjacent
-        self.trim_runs = {name: _runs(mask, listed) for name, (_, mask) in self.trimmable.items()}
+        self.trimmable = {"trimmed": (self.trimmed_rows, runs_of(self.succ_word_final)),
+                          "trimmed-skips": (self.skip_rows, runs_of(self.succ_skip))}
         self.ctx_table_base, self.ctx_table = _context_tables(feats, self.succ)
         # the class-final rows whose context is one class: their lists as dense rows of factors, one per context class
         # (no proposal trims a class-final list); on the fortunes full-set model 9 of the 14 class-final rows, in 6
@@ -220,7 +219,7 @@ class _Structure:
     def trimmed(self, lam: np.ndarray, trim: float,
                 runs: tuple[np.ndarray, np.ndarray]) -> tuple[SuccessorTables, np.ndarray, np.ndarray]:
         """The successor tables without the entries of ``|lambda| < trim`` in the contexts that ``runs`` trims (a
-        trimmed proposal's, :attr:`trim_runs`; each context keeps its place and its other successors, in order), and the kept
+        trimmed proposal's, from :attr:`trimmable`; each context keeps its place and its other successors, in order), and the kept
         entries' ``lambda`` and its ``exp``: the contexts counted, then filled, in blocks on the Numba threads (the
         same tables whatever their number)."""
         succ = self.succ
@@ -252,9 +251,9 @@ class _Structure:
         exp_u = np.exp(u)[self.class_words]  # by position in the class order
         class_mass = np.bincount(self.position_class, weights=exp_u, minlength=feats.n_classes)[:feats.n_classes]
         # a diverging lambda gives infinite factors, as exp(s_p) overflows in the kernel
-        rest_rows, trimmable = self.trimmable.get(proposal, (np.zeros(0, dtype=np.int64), None))
-        if trimmable is not None and rest_rows.size:  # a trimmed proposal with rows to trim (else the exact tables)
-            (succ, succ_lam, succ_exp), rest_below = self.trimmed(lam, trim, self.trim_runs[proposal]), float(trim)
+        rest_rows, runs = self.trimmable.get(proposal, (np.zeros(0, dtype=np.int64), None))
+        if runs is not None and rest_rows.size:  # a trimmed proposal with rows to trim (else the exact tables)
+            (succ, succ_lam, succ_exp), rest_below = self.trimmed(lam, trim, runs), float(trim)
         else:
             succ, (succ_lam, succ_exp) = self.succ, self.weights(lam)
             rest_rows, rest_below = np.flatnonzero(~draw_row).astype(np.int64), np.inf
