@@ -193,6 +193,11 @@ class AugSAConfig:
         Lower censoring of sigma (1e-15 in Sec. 5.2).
     l2 : float
         mu of Eq. (38); 0 gives Eq. (16).
+    l2_ranges : tuple of (int, int, float)
+        Another mu on ranges of feature indices: ``((lo, hi, mu), ...)`` (sorted, not overlapping) puts ``mu`` in
+        Eq. (38) for the weights ``lo <= i < hi`` and ``l2`` for the rest (Appendix E has one mu for all; a
+        feature set whose groups differ in how much they memorise may want one per group:
+        :func:`trf.lm.train.l2_ranges` makes them from feature types).  Empty (default): ``l2`` everywhere.
     lambda_step : float
         Factor on the lambda rate ``gamma_lambda,t`` of Eq. (24) (the state's starting ``step_scale``; e.g. the
         feature-set rule of :func:`trf.lm.train.feature_step_scale`).
@@ -270,6 +275,7 @@ class AugSAConfig:
     pi0_floor: float = 1e-5
     variance_floor: float = 1e-15
     l2: float = 0.0
+    l2_ranges: tuple = ()
     lambda_step: float = 1.0
     clip: float | None = None
     moment_bound: bool = False
@@ -299,6 +305,16 @@ class AugSAConfig:
         check_float(self.pi0_floor, "pi0_floor", low=0.0, low_open=True)
         check_float(self.variance_floor, "variance_floor", low=0.0, low_open=True)
         check_float(self.l2, "l2", low=0.0)
+        end = 0
+        for entry in self.l2_ranges:
+            if not isinstance(entry, (tuple, list)) or len(entry) != 3:
+                raise ValueError(f"l2_ranges must hold (lo, hi, mu) triples, got {entry!r}")
+            lo = check_int(entry[0], "l2_ranges lo", low=0)
+            hi = check_int(entry[1], "l2_ranges hi", low=lo + 1)
+            check_float(entry[2], "l2_ranges mu", low=0.0)
+            if lo < end:
+                raise ValueError(f"l2_ranges must be sorted and not overlap: ({lo}, {hi}, ...) starts before {end}")
+            end = hi
         check_float(self.lambda_step, "lambda_step", low=0.0, low_open=True)
         check_float(self.stop_tol, "stop_tol", low=0.0, low_open=True)
         if self.clip is not None:
@@ -471,6 +487,7 @@ class AugSA:
             raise ValueError("backend.feature_variance must be >= 0 (+inf: a weight the data cannot inform, which "
                              "then never moves)")
         self.sigma = np.maximum(sigma, self.config.variance_floor)
+        self._l2_pieces = l2_pieces(self.config.l2, self.config.l2_ranges, d)
         zeta = as_float_array(backend.initial_zeta(), "backend.initial_zeta()", ndim=1).copy()
         if zeta.shape[0] != m:
             raise ValueError(f"backend.initial_zeta() must have length m = {m}")
@@ -485,6 +502,12 @@ class AugSA:
         """The state at iteration ``t`` with parameters ``lam``, ``zeta`` (the guards' reference point too)."""
         return AugSAState(t, lam.copy(), zeta.copy(), self.config.t0, good_lam=lam.copy(), good_zeta=zeta.copy(),
                           step_scale=self.config.lambda_step, good_t=t)
+
+    def feature_l2(self) -> np.ndarray:
+        """Eq. (38)'s ``mu_i`` of every weight, shape (d,): :attr:`AugSAConfig.l2`, or a range's of
+        :attr:`AugSAConfig.l2_ranges`."""
+        edges, mus = self._l2_pieces
+        return np.repeat(mus, np.diff(edges))
 
     # the current parameters, for callbacks and callers that read (or set) them directly
     @property
@@ -571,7 +594,8 @@ class AugSA:
         K = cfg.n_samples
         if cfg.learn_lambda:                                                      # Eq. (16) / (38), one pass
             lam, bad, bounded = _lambda_step(state.lam, self.mean, np.asarray(batch.feature_sum, dtype=np.float64), K,
-                                             cfg.l2, self.sigma, g_lam, np.inf if cfg.clip is None else cfg.clip,
+                                             self._l2_pieces, self.sigma, g_lam,
+                                             np.inf if cfg.clip is None else cfg.clip,
                                              moment_bound=cfg.moment_bound)
         else:
             lam, bad, bounded = state.lam, 0, 0
@@ -869,20 +893,51 @@ def _progress_bar(total: int, initial: int, enabled: bool):
     return tqdm(total=total, initial=initial, desc="AugSA", unit="it")
 
 
-def _lambda_step(lam: np.ndarray, mean: np.ndarray, feature_sum: np.ndarray, k: int, l2: float, sigma: np.ndarray,
-                 gamma: float, clip: float, *, moment_bound: bool = False) -> tuple[np.ndarray, int, int]:
-    """``lam + d_lam`` by Eq. (16) / (38), ``d_lam = gamma / (sigma + l2) * (mean - feature_sum / k - l2 lam)``,
+def l2_pieces(l2: float, ranges, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """Eq. (38)'s mu over the ``d`` weights as pieces ``(edges, mu)``: ``mu[p]`` on ``edges[p] <= i < edges[p + 1]``
+    (``edges[0] = 0``, ``edges[-1] = d``), ``l2`` where no range of :attr:`AugSAConfig.l2_ranges` reaches."""
+    edges, mus, end = [0], [], 0
+    for lo, hi, mu in ranges:
+        if hi > d:
+            raise ValueError(f"l2_ranges reach weight {hi - 1}; the backend has d = {d}")
+        if lo > end:
+            edges.append(lo)
+            mus.append(l2)
+        edges.append(hi)
+        mus.append(mu)
+        end = hi
+    if end < d or not mus:
+        edges.append(d)
+        mus.append(l2)
+    return np.array(edges, dtype=np.int64), np.array(mus, dtype=np.float64)
+
+
+def _lambda_step(lam: np.ndarray, mean: np.ndarray, feature_sum: np.ndarray, k: int,
+                 l2: float | tuple[np.ndarray, np.ndarray], sigma: np.ndarray, gamma: float, clip: float, *,
+                 moment_bound: bool = False) -> tuple[np.ndarray, int, int]:
+    """``lam + d_lam`` by Eq. (16) / (38), ``d_lam = gamma / (sigma + mu) * (mean - feature_sum / k - mu lam)``,
     with ``moment_bound`` no lower than ``log(mean / b)`` where the batch mean ``b = feature_sum / k`` exceeds
     ``mean`` (:attr:`AugSAConfig.moment_bound`), bounded to ``[-clip, clip]``, in one pass on the Numba threads
     (:func:`trf._augsa_kernels.lambda_step`: the NumPy expression's bits); also how many new weights are not finite
-    and how many steps the moment bound shortened."""
+    and how many steps the moment bound shortened.  ``l2`` is one ``mu`` for all weights, or the pieces of
+    :func:`l2_pieces` (each block of the pass runs once per piece it meets)."""
     if feature_sum.shape != lam.shape:
         raise ValueError(f"batch.feature_sum must have shape {lam.shape}, got {feature_sum.shape}")
+    edges, mus = l2_pieces(float(l2), (), lam.size) if np.isscalar(l2) else l2
     out = np.empty_like(lam)
     arrays = (lam, mean, feature_sum, sigma, out)
-    counts = run_blocks(lambda lo, hi: lambda_step(arrays, float(k), float(l2), float(gamma), float(clip),
-                                                   bool(moment_bound), lo, hi),
-                        block_edges(lam.size))
+
+    def block(lo: int, hi: int) -> tuple[int, int]:
+        bad = bounded = 0
+        for p in range(max(0, int(np.searchsorted(edges, lo, side="right")) - 1), mus.size):
+            a, b = max(lo, int(edges[p])), min(hi, int(edges[p + 1]))
+            if a >= b:
+                break
+            got = lambda_step(arrays, float(k), float(mus[p]), float(gamma), float(clip), bool(moment_bound), a, b)
+            bad, bounded = bad + got[0], bounded + got[1]
+        return bad, bounded
+
+    counts = run_blocks(block, block_edges(lam.size))
     return out, int(sum(c[0] for c in counts)), int(sum(c[1] for c in counts))
 
 

@@ -65,13 +65,14 @@ class StepRecorder:
         if cfg.clip is not None and abs(step) >= cfg.clip * (1 - 1e-9) or record.get("sentences_bounded"):
             return None, None
         p, prev = float(trainer.backend.empirical_mean[i]), float(self.previous[i])
-        scale = record["gamma_lambda"] / (float(trainer.sigma[i]) + cfg.l2)
+        mu = float(trainer.feature_l2()[i])
+        scale = record["gamma_lambda"] / (float(trainer.sigma[i]) + mu)
         if cfg.moment_bound and step < 0 and p > 0:
             b = p * np.exp(-step)
-            raw = scale * (p - cfg.l2 * prev - b)
+            raw = scale * (p - mu * prev - b)
             if raw < step * (1 + 1e-9):
                 return float(b), float(raw)
-        return p - cfg.l2 * prev - step / scale, None  # Eq. (38) solved for the batch mean
+        return p - mu * prev - step / scale, None  # Eq. (38) solved for the batch mean
 
 
 def main(argv: list[str] | None = None) -> int:

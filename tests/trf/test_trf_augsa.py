@@ -338,6 +338,48 @@ def test_the_one_pass_lambda_step_is_the_numpy_expression_bit_for_bit(monkeypatc
         _lambda_step(lam, mean, feature_sum[:-1], K, mu, sigma, gamma, bound)
 
 
+def test_the_lambda_step_with_a_mu_per_range_is_eq_38_with_that_mu_bit_for_bit(monkeypatch):
+    """``l2_ranges`` (another mu of Eq. (38) on ranges of weights) gives NumPy's step with the mu of each weight, to
+    the last bit, however the blocks of the pass cut the ranges (a block meeting several ranges runs once per
+    range); the mu outside the ranges is ``l2``, and ``feature_l2`` reports every weight's."""
+    import samplers._blocks as blocks
+    from trf.augsa import _lambda_step, l2_pieces
+
+    rng = np.random.default_rng(11)
+    d, K, gamma = 10_001, 100, 0.002
+    lam, mean = rng.normal(size=d) * 3, rng.random(d) * 0.05
+    feature_sum = rng.poisson(3.0, d).astype(float) * rng.random(d)
+    sigma = rng.random(d) ** 3 + 1e-4
+    ranges = ((0, 17, 0.5), (2_000, 2_001, 0.0), (4_000, 9_000, 0.03), (9_500, d, 2.0))
+    mu = np.full(d, 4e-3)
+    for lo, hi, m in ranges:
+        mu[lo:hi] = m
+    edges, mus = l2_pieces(4e-3, ranges, d)
+    np.testing.assert_array_equal(np.repeat(mus, np.diff(edges)), mu)
+    expected = lam + gamma / (sigma + mu) * (mean - feature_sum / K - mu * lam)
+    uniform = lam + gamma / (sigma + 4e-3) * (mean - feature_sum / K - 4e-3 * lam)
+    assert np.abs(expected - uniform).max() > 1e-3            # the ranges change the step
+    for min_block, threads in [(1 << 16, 1), (1, 3), (1, 7)]:
+        monkeypatch.setattr(blocks, "MIN_BLOCK", min_block)
+        monkeypatch.setattr(blocks.numba, "get_num_threads", lambda threads=threads: threads)
+        out, bad, _ = _lambda_step(lam, mean, feature_sum, K, (edges, mus), sigma, gamma, np.inf)
+        assert bad == 0
+        np.testing.assert_array_equal(out, expected)
+        out, _, _ = _lambda_step(lam, mean, feature_sum, K, 4e-3, sigma, gamma, np.inf)
+        np.testing.assert_array_equal(out, uniform)
+    trainer = AugSA(_RepetitionBackend(9), AugSAConfig(l2=1e-3, l2_ranges=((1, 2, 0.5),)), progress=False)
+    np.testing.assert_array_equal(trainer.feature_l2(), [1e-3, 0.5])
+
+
+@pytest.mark.parametrize("ranges, message", [
+    (((0, 1),), "l2_ranges must hold"), (((0, 1, -1.0),), "l2_ranges mu must lie in"),
+    (((1, 1, 0.1),), "l2_ranges hi must be >= 2"), (((0, 2, 0.1), (1, 3, 0.1)), "sorted and not overlap"),
+    (((-1, 1, 0.1),), "l2_ranges lo must be >= 0"), (((0, 3, 0.1),), "reach weight 2; the backend has d = 2")])
+def test_bad_l2_ranges_are_refused_by_name(ranges, message):
+    with pytest.raises(ValueError, match=message):
+        AugSA(_RepetitionBackend(9), AugSAConfig(l2_ranges=ranges), progress=False)
+
+
 class _RepetitionBackend:
     """One 40-word sub-model whose feature 0 is ``'line' 'line'`` (2 of 27,990 KJV training verses hold it, once
     each) and feature 1 a common word; ``sample`` returns a batch of 100 in which ``heavy`` sentences are the

@@ -479,6 +479,40 @@ def test_smc_trim_without_the_trimmed_proposal_is_refused(trained, tmp_path, cap
     assert not out.exists()
 
 
+def test_l2_by_type_gives_some_types_their_own_mu(trained, tmp_path, capsys):
+    """--l2-by-type TYPE=MU,... trains with that mu for those types (recorded in the model; a grown run's base set
+    skips the types it lacks) and changes the weights of those types; bad values are refused at parsing and a
+    type outside --features before training, each naming the flag."""
+    folder, train, _ = trained
+    common = ["trf", "train", "--train", str(train), "--quiet", "--max-iterations", "12", "--samples", "20",
+              "--t-c", "100", "--t0", "4", "--smc-particles", "50", "--classes", "2", "--no-check", "--seed", "2"]
+    lams = {}
+    for name, flags in (("plain", []), ("typed", ["--l2-by-type", "w=0.5"])):
+        out = tmp_path / f"{name}.npz"
+        assert main([*common, "--out", str(out), *flags]) == 0
+        lm = trf.load(out)
+        assert lm.meta["l2"] == 4e-5 and lm.meta["l2_by_type"] == (None if name == "plain" else {"w": 0.5})
+        lams[name] = (lm.lam, lm.features.type_ranges())
+    (plain, ranges), (typed, _) = lams["plain"], lams["typed"]
+    w, c = slice(*ranges["w"]), slice(*ranges["c"])
+    assert not np.allclose(plain[w], typed[w]) and np.abs(typed[w]).sum() < np.abs(plain[w]).sum()
+    assert not np.array_equal(plain[c], typed[c])  # the draws differ once the w weights do
+    grown = tmp_path / "grown.npz"
+    assert main([*common, "--out", str(grown), "--features", "w+c+ws+cs", "--base-features", "w+c",
+                 "--l2-by-type", "ws=1e-3, c=2e-5"]) == 0
+    assert trf.load(grown).meta["l2_by_type"] == {"ws": 1e-3, "c": 2e-5}
+    never = tmp_path / "never.npz"
+    for value, expected in (("w", "'w' is not TYPE=MU"), ("x=1", "'x=1' is not TYPE=MU"), ("w=-1", "expected a number >= 0"),
+                            ("w=1,w=2", "'w=2' repeats"), ("w=nan", "expected a number >= 0")):
+        with pytest.raises(SystemExit):
+            main([*common, "--out", str(never), "--l2-by-type", value])
+        assert f"argument --l2-by-type: {expected}" in capsys.readouterr().err
+    assert main([*common, "--out", str(never), "--l2-by-type", "tied=1e-3"]) == 2
+    err = capsys.readouterr().err
+    assert "--l2-by-type names 'tied', which is not among the feature types w+c" in err and "Traceback" not in err
+    assert not never.exists()
+
+
 @pytest.mark.parametrize("flags, named", [(["--sampler", "transms", "--smc-particles", "50"], "--smc-particles"),
                                           (["--sampler", "transms", "--smc-proposal", "partial"], "--smc-proposal"),
                                           (["--sampler", "transms", "--smc-runs", "4"], "--smc-runs"),

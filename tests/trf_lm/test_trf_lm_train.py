@@ -296,6 +296,55 @@ def test_the_pure_update_is_the_papers_preconditioned_l2_step(tiny):
     np.testing.assert_allclose(new.lam, expected, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("spec", ["w+c", "w+c+ws+cs+wsh+csh+cpw+tied"])
+def test_type_ranges_hold_each_types_features(tiny, spec):
+    """``SentenceFeatures.type_ranges`` against each feature's own description (``feature_text`` names its type):
+    every feature of a type lies in its range, the ranges tile all features in the order of the types."""
+    corpus, _ = tiny
+    feats = SentenceFeatures.build(corpus, V, spec, word_class=WORD_CLASS)
+    ranges = feats.type_ranges()
+    kinds = [feats.feature_text(i).split(" ")[0] for i in range(feats.n_features)]
+    assert list(ranges) == [t for t in feats.types if t in kinds] and len(ranges) >= 2
+    assert sorted(r[0] for r in ranges.values())[0] == 0 and max(r[1] for r in ranges.values()) == feats.n_features
+    for t, (lo, hi) in ranges.items():
+        assert kinds[lo:hi] == [t] * (hi - lo) and kinds.count(t) == hi - lo
+
+
+def test_the_update_with_an_l2_per_type_is_eq_38_with_each_features_mu(tiny):
+    """``train_lm(l2_by_type=...)``'s ranges (:func:`trf.lm.train.l2_ranges`) in one AugSA update on the tiny model:
+    Eq. (38) written out with ``mu_i`` the word features' 0.3 and the class features' ``l2`` 0.01, each feature's
+    type read from its description; a type the set lacks (a grown run's base set) is skipped, and a type outside
+    the feature types is refused by name."""
+    from trf.augsa import SampleBatch, learning_rates
+    from trf.lm.train import check_l2_by_type, l2_ranges
+
+    corpus, feats = tiny
+    backend = SentenceBackend(corpus, feats, None, n_chains=2, seed=0, parallel=False)
+    ranges = l2_ranges(feats, {"w": 0.3, "ws": 0.7})
+    assert ranges == ((*feats.type_ranges()["w"], 0.3),)
+    cfg = lm_config(n_samples=4, t_c=5.0, t0=2, l2=0.01, l2_ranges=ranges, variance_floor=1e-15, guard_every=0)
+    trainer = AugSA(backend, cfg, progress=False)
+    mu = np.array([0.3 if feats.feature_text(i).startswith("w ") else 0.01 for i in range(feats.n_features)])
+    assert 0 < (mu == 0.3).sum() < mu.size
+    np.testing.assert_array_equal(trainer.feature_l2(), mu)
+    lam = np.random.default_rng(2).normal(size=feats.n_features) * 2
+    state = trainer.init(lam, trainer.zeta)._replace(t=6)
+    drawn = [[0, 2], [1], [2, 2, 0], [1, 1]]
+    weight = trainer.pi / trainer.pi0
+    batch_sum = sum(weight[len(s) - 1] * feats.feature_vector(s) for s in drawn)
+    new, _ = trainer.update(state, SampleBatch(np.array([len(s) for s in drawn]), batch_sum, {}))
+    g_lam, _ = learning_rates(7, 5.0, cfg.beta_lambda, cfg.beta_zeta, 2)
+    f = np.array([feats.feature_vector(list(x)) for x in corpus])
+    expected = lam + g_lam / (trainer.sigma + mu) * (-mu * lam + f.mean(axis=0) - batch_sum / len(drawn))
+    np.testing.assert_allclose(new.lam, expected, rtol=1e-10, atol=1e-12)
+    one_mu = lam + g_lam / (trainer.sigma + 0.01) * (-0.01 * lam + f.mean(axis=0) - batch_sum / len(drawn))
+    assert np.abs(new.lam - one_mu).max() > 1e-3
+    with pytest.raises(ValueError, match="l2_by_type names 'tied', which is not among the feature types w\+c"):
+        check_l2_by_type({"tied": 1e-4}, "w+c")
+    with pytest.raises(ValueError, match="l2_by_type w must lie in"):
+        check_l2_by_type({"w": -1.0}, "w+c")
+
+
 def test_the_feature_step_rule_keeps_the_guard_quiet_with_the_full_feature_set(tmp_path):
     """The docs' toy corpus with the paper's full feature set (``w+c+ws+cs+wsh+csh+tied``) and the docs' schedule
     at t_max = 300: with ``step_rule="data"`` the divergence guard fires (it halves the lambda step); with the

@@ -36,12 +36,12 @@ from samplers.argtypes import (
 from samplers.textio import check_text_file, read_lines, write_text, write_with_fallback
 from trf.io import check_model_path, check_output_file
 from trf.lm.smc import PROPOSALS, TRIM, TRIMMED
-from trf.lm.train import BASE_SHARE, DEFAULT_FEATURES, FIRST_STAGE_SHARE
+from trf.lm.train import BASE_SHARE, DEFAULT_FEATURES, FIRST_STAGE_SHARE, check_l2_by_type
 
 #: Python argument names of ``train_lm`` whose data-dependent errors are reported with the flag (``--classes``).
 TRAIN_FLAGS = {"features": "--features", "classes": "--classes", "max_size": "--vocab-size", "min_count": "--min-count",
                "max_length": "--max-length", "base_features": "--base-features", "base_share": "--base-share",
-               "smc_runs": "--smc-runs"}
+               "smc_runs": "--smc-runs", "l2_by_type": "--l2-by-type"}
 
 DEFAULT_MINUTES = 60.0
 """``mcsa trf train``'s time limit when neither ``--minutes`` nor ``--max-iterations`` bounds it."""
@@ -103,6 +103,22 @@ def _train(args) -> int:
     finally:
         logger.removeHandler(handler)
         logger.setLevel(level)
+
+
+def type_values(text: str) -> dict[str, float]:
+    """``type=`` of ``--l2-by-type``: ``"w=2e-5,tied=8e-5"`` as ``{"w": 2e-5, "tied": 8e-5}`` (each a known feature
+    type, once, with a finite value >= 0), refused at parse time otherwise."""
+    from trf.lm.features import FEATURE_TYPES
+
+    out: dict[str, float] = {}
+    for part in text.split(","):
+        name, eq, value = part.strip().partition("=")
+        name = name.strip()
+        if not eq or name not in FEATURE_TYPES or name in out:
+            why = ("repeats" if name in out else "is not TYPE=MU with TYPE one of " + ", ".join(FEATURE_TYPES))
+            raise argparse.ArgumentTypeError(f"{part.strip()!r} {why} (e.g. 'w=2e-5,tied=8e-5')")
+        out[name] = nonnegative_float(value.strip())
+    return out
 
 
 def _check_sampler_flags(args) -> None:
@@ -186,6 +202,9 @@ def _train_logged(args) -> int:
             raise ValueError(f"--recipe {args.recipe} grows --features from {args.base_features}: --features "
                              f"{args.features!r} must begin with its types and add more (e.g. "
                              f"{RECIPES[args.recipe]['features']!r}); or give --base-features yourself") from None
+    if args.l2_by_type:
+        with flags_for(TRAIN_FLAGS):
+            check_l2_by_type(args.l2_by_type, args.features, flag="l2_by_type")
     minutes = args.minutes
     if minutes is None and args.max_iterations is None:
         minutes = DEFAULT_MINUTES
@@ -218,7 +237,7 @@ def _train_logged(args) -> int:
             smc_proposal=args.smc_proposal or "exact", smc_runs=args.smc_runs, smc_known=args.smc_known,
             smc_remember=args.smc_remember, smc_trim=TRIM if args.smc_trim is None else args.smc_trim,
             base_features=args.base_features, base_share=args.base_share,
-            base_step_rule=args.base_step_rule,
+            base_step_rule=args.base_step_rule, l2_by_type=args.l2_by_type,
             encoding=args.encoding,
             save=lambda m: write_with_fallback(m.save, args.out, "--out", what="the trained model"))
     model, result = trained.model, trained.result
@@ -484,6 +503,9 @@ def register(subparsers) -> None:
                        help=f"with --minutes, the share of the time spent in the first stage of Eq. 24-25 (the "
                             f"constant rate); the rate decreases after it (default {FIRST_STAGE_SHARE:g}; 1: never)")
     train.add_argument("--l2", type=nonnegative_float, default=None, help="mu of Eq. 38 (default 4e-5)")
+    train.add_argument("--l2-by-type", dest="l2_by_type", type=type_values, default=None, metavar="TYPE=MU,...",
+                       help="another mu of Eq. 38 for the features of some types, e.g. 'w=2e-5' or 'w=2e-5,tied=8e-5' "
+                            "(types of --features; --l2 for the rest; default: --l2 for all)")
     train.add_argument("--clip", type=positive_float, default=None, help="bound on the absolute change of each lambda and zeta entry per step (default: none)")
     train.add_argument("--moment-bound", dest="moment_bound", action=argparse.BooleanOptionalAction, default=None,
                        help="never step a weight past its batch's moment match: a feature the batch holds b times as "

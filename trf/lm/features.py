@@ -540,6 +540,19 @@ class SentenceFeatures:
         count = int(self.counts[index])
         return f"{kind} {offsets}{tied}: {text}, {count} training occurrence{'s' if count != 1 else ''}"
 
+    def type_ranges(self) -> dict[str, tuple[int, int]]:
+        """``{type: (lo, hi)}``: the features of each type of :attr:`types` are ``lo <= i < hi`` (the features are
+        sorted by template group, and a type's groups are consecutive); a type with no feature is left out."""
+        groups = self.key_hi >> 48
+        out, first = {}, 0
+        for t in self.types:
+            last = first + len(FEATURE_TYPES[t])
+            lo, hi = (int(x) for x in np.searchsorted(groups, [first, last]))
+            if hi > lo:
+                out[t] = (lo, hi)
+            first = last
+        return out
+
     def describe(self) -> dict[int, int]:
         """Number of features per template group."""
         groups = self.key_hi >> 48

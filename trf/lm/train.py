@@ -30,7 +30,7 @@ from trf.lm.smc import TRIM, TRIMMED
 if TYPE_CHECKING:
     from trf.lm.check import CheckedPerplexity
 
-__all__ = ["train_lm", "train_and_check", "check_growth", "TrainedLM", "refine_zeta", "group_preconditioner", "DEFAULT_FEATURES", "DEFAULT_CLASSES",
+__all__ = ["train_lm", "train_and_check", "check_growth", "TrainedLM", "refine_zeta", "group_preconditioner", "l2_ranges", "DEFAULT_FEATURES", "DEFAULT_CLASSES",
            "training_floor_excess", "raise_to_training_floor",
            "FIRST_STAGE_SHARE", "BASE_SHARE", "STEP_RULES",
            "feature_step_scale", "step_rule_config"]
@@ -63,6 +63,7 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
              base_share: float = BASE_SHARE, base_step_rule: str | None = None,
              smc_runs: int | None = None, smc_lengths: str = "drawn",
              smc_known: float | None = None, smc_remember: bool = False, smc_trim: float = TRIM,
+             l2_by_type: dict[str, float] | None = None,
              clock: Callable[[], float] = time.perf_counter) -> tuple[SentenceTRF, AugSAResult]:
     """Train a TRF LM on ``train_path`` (one sentence per line).
 
@@ -183,6 +184,10 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
         The base stage's ``step_rule`` (default: ``step_rule``).  ``"features"`` for a ``w+c`` base and ``"groups"``
         for the full set is the pairing measured in experiments/trf_lm/methods.md ("Growing the feature set"): under ``"groups"``
         the ``w+c`` stage of a 40-minute fortunes run fired the divergence guard twice.
+    l2_by_type : dict, optional
+        Eq. (38)'s ``mu`` for the features of some types (``{"w": 2e-5}``; ``mcsa trf train --l2-by-type``), the
+        config's ``l2`` for the rest (:func:`l2_ranges`); each type must be among ``features``.  Kept in
+        ``meta["l2_by_type"]``.
     clock : callable, optional
         Seconds of a monotonic clock (default :func:`time.perf_counter`) that the time limit and the stages read
         (through :class:`trf.augsa.AugSA`): tests inject one.
@@ -225,6 +230,7 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
         if rule is not None and rule not in STEP_RULES:
             raise ValueError(f"{name} must be one of {STEP_RULES}, got {rule!r}")
     refine = check_float(refine, "refine", low=0.0)
+    l2_by_type = check_l2_by_type(l2_by_type, features)
     cfg = replace(config if config is not None else lm_config(), seed=seed,
                   checkpoint_every=checkpoint_every if checkpoint is not None else 0)
     if first_stage_share is not None:
@@ -243,6 +249,8 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
         """AugSA for feature set ``f`` and its backend ``b``: the step ``rule``'s variance floor, preconditioner and
         rate, the hooks."""
         c = step_rule_config(rule, cfg, b, train)
+        if l2_by_type:
+            c = replace(c, l2_ranges=l2_ranges(f, l2_by_type))
         logger = [_progress_logger(b, log_every, known)] if log_every else []
         return AugSA(b, c, callbacks=[*hooks, *logger, *stages, *extra], checkpoint_path=checkpoint,
                      progress=progress, clock=clock)
@@ -298,6 +306,7 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
             "moment_bound": trainer.config.moment_bound, "max_sentence_move": trainer.config.max_sentence_move,
             "sentence_bound_iterations": (trainer.state.sentence_bound_iterations
                                           if trainer.config.max_sentence_move is not None else None),
+            "l2": cfg.l2, "l2_by_type": l2_by_type or None,
             "step_rule": step_rule, "base_step_rule": base_step_rule,
             "zeta_refinement_iterations": refined, "base_features": base_features,
             "base_iterations": base_iterations,
@@ -416,6 +425,27 @@ def step_rule_config(rule: str, config: AugSAConfig, backend: SentenceBackend, t
     if rule in ("features", "groups"):
         config = replace(config, lambda_step=config.lambda_step * feature_step_scale(train, features))
     return config
+
+
+def check_l2_by_type(l2_by_type: dict[str, float] | None, features: str,
+                     flag: str = "l2_by_type") -> dict[str, float]:
+    """``l2_by_type`` checked against the feature types of ``features`` (ValueError naming ``flag``)."""
+    if not l2_by_type:
+        return {}
+    types = parse_feature_spec(features)
+    out = {}
+    for name, mu in l2_by_type.items():
+        if name not in types:
+            raise ValueError(f"{flag} names {name!r}, which is not among the feature types {'+'.join(types)}")
+        out[name] = check_float(mu, f"{flag} {name}", low=0.0)
+    return out
+
+
+def l2_ranges(features: SentenceFeatures, l2_by_type: dict[str, float]) -> tuple[tuple[int, int, float], ...]:
+    """:attr:`trf.augsa.AugSAConfig.l2_ranges` giving the features of each type in ``l2_by_type`` its ``mu`` (Eq.
+    38); types of ``l2_by_type`` that ``features`` lacks (a grown run's base set) are skipped."""
+    ranges = features.type_ranges()
+    return tuple(sorted((*ranges[t], float(mu)) for t, mu in l2_by_type.items() if t in ranges))
 
 
 def group_preconditioner(variance: np.ndarray, group_size: np.ndarray) -> np.ndarray:
