@@ -923,7 +923,7 @@ def _lambda_step(lam: np.ndarray, mean: np.ndarray, feature_sum: np.ndarray, k: 
     :func:`l2_pieces` (each block of the pass runs once per piece it meets)."""
     if feature_sum.shape != lam.shape:
         raise ValueError(f"batch.feature_sum must have shape {lam.shape}, got {feature_sum.shape}")
-    edges, mus = l2_pieces(float(l2), (), lam.size) if np.isscalar(l2) else l2
+    edges, mus = l2 if isinstance(l2, tuple) else l2_pieces(float(l2), (), lam.size)
     out = np.empty_like(lam)
     arrays = (lam, mean, feature_sum, sigma, out)
 
