@@ -503,10 +503,12 @@ class AugSA:
         return AugSAState(t, lam.copy(), zeta.copy(), self.config.t0, good_lam=lam.copy(), good_zeta=zeta.copy(),
                           step_scale=self.config.lambda_step, good_t=t)
 
-    def feature_l2(self) -> np.ndarray:
-        """Eq. (38)'s ``mu_i`` of every weight, shape (d,): :attr:`AugSAConfig.l2`, or a range's of
-        :attr:`AugSAConfig.l2_ranges`."""
+    def feature_l2(self, index: int | None = None) -> np.ndarray | float:
+        """Eq. (38)'s ``mu_i`` of every weight, shape (d,) (of weight ``index`` alone when given, without the
+        d-vector): :attr:`AugSAConfig.l2`, or a range's of :attr:`AugSAConfig.l2_ranges`."""
         edges, mus = self._l2_pieces
+        if index is not None:
+            return float(mus[np.searchsorted(edges, index, side="right") - 1])
         return np.repeat(mus, np.diff(edges))
 
     # the current parameters, for callbacks and callers that read (or set) them directly

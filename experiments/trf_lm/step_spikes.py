@@ -65,7 +65,7 @@ class StepRecorder:
         if cfg.clip is not None and abs(step) >= cfg.clip * (1 - 1e-9) or record.get("sentences_bounded"):
             return None, None
         p, prev = float(trainer.backend.empirical_mean[i]), float(self.previous[i])
-        mu = float(trainer.feature_l2()[i])
+        mu = trainer.feature_l2(i)
         scale = record["gamma_lambda"] / (float(trainer.sigma[i]) + mu)
         if cfg.moment_bound and step < 0 and p > 0:
             b = p * np.exp(-step)
