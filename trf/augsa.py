@@ -508,6 +508,8 @@ class AugSA:
         d-vector): :attr:`AugSAConfig.l2`, or a range's of :attr:`AugSAConfig.l2_ranges`."""
         edges, mus = self._l2_pieces
         if index is not None:
+            if not 0 <= index < edges[-1]:
+                raise IndexError(f"index {index} is outside the {edges[-1]} weights")
             return float(mus[np.searchsorted(edges, index, side="right") - 1])
         return np.repeat(mus, np.diff(edges))
 

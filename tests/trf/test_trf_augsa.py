@@ -370,6 +370,9 @@ def test_the_lambda_step_with_a_mu_per_range_is_eq_38_with_that_mu_bit_for_bit(m
     trainer = AugSA(_RepetitionBackend(9), AugSAConfig(l2=1e-3, l2_ranges=((1, 2, 0.5),)), progress=False)
     np.testing.assert_array_equal(trainer.feature_l2(), [1e-3, 0.5])
     assert trainer.feature_l2(0) == 1e-3 and trainer.feature_l2(1) == 0.5
+    for outside in (-1, 2):
+        with pytest.raises(IndexError, match="outside the 2 weights"):
+            trainer.feature_l2(outside)
 
 
 @pytest.mark.parametrize("ranges, message", [
