@@ -17,6 +17,7 @@ from samplers._kernels import logsumexp_1d
 from samplers.validation import check_int
 from trf.augsa import AugSAConfig, SampleBatch
 from trf.lm.corpus import EncodedCorpus
+from trf.lm.cycles import MAX_PERIOD
 from trf.lm.features import SentenceFeatures
 from trf.lm.known import KnownSentences
 from trf.lm.model import smoothed_length_law
@@ -100,6 +101,10 @@ class SentenceBackend:
     smc_remember : bool
         With ``smc_known``: also weigh exactly the sentences outside the training text that earlier batches drew
         with at least that share (``KnownSentences(remember=True)``).  Default: off.
+    smc_cycles : int
+        With ``smc_known``: the known candidates also hold the loops of the training text's word cycles of up to
+        this many words (``KnownSentences(cycles=...)``, :mod:`trf.lm.cycles`; 0: none).  Default
+        :data:`trf.lm.cycles.MAX_PERIOD`.
     smc_proposal : {"exact", "partial", "trimmed", "trimmed-skips"}
         The SMC particles' proposal (:data:`trf.lm.smc.PROPOSALS`): the model's local law, or the local law of the
         unigram, class-final and previous-symbol rows with the other rows as importance weights, or the local law
@@ -115,7 +120,7 @@ class SentenceBackend:
                  ll_sentences: int | None = None, parallel: bool = True, sampler: str = "transms",
                  smc_particles: int = 300, smc_proposal: str = "exact", words: list[str] | None = None,
                  smc_runs: int | None = None, smc_lengths: str = "drawn", smc_known: float | None = None,
-                 smc_remember: bool = False, smc_trim: float = TRIM) -> None:
+                 smc_remember: bool = False, smc_trim: float = TRIM, smc_cycles: int = MAX_PERIOD) -> None:
         lengths = train.lengths
         if lengths.size == 0 or lengths.min() < 1:
             raise ValueError("train must hold at least one sentence and no empty sentence")
@@ -150,7 +155,7 @@ class SentenceBackend:
             raise ValueError("smc_remember needs smc_known (the share a found sentence must hold)")
         self.known = (None if smc_known is None
                       else KnownSentences(train, features, sample_max, smc_known, remember=smc_remember,
-                                          threads=None if parallel else 1))
+                                          threads=None if parallel else 1, cycles=smc_cycles))
         self.smc = (SMCSampler(features, sample_max, check_int(smc_particles, "smc_particles", low=1), runs,
                                smc_proposal, threads=None if parallel else 1, trim=smc_trim)
                     if sampler == "smc" else None)

@@ -35,13 +35,14 @@ from samplers.argtypes import (
 )
 from samplers.textio import check_text_file, read_lines, write_text, write_with_fallback
 from trf.io import check_model_path, check_output_file
+from trf.lm.cycles import MAX_PERIOD
 from trf.lm.smc import PROPOSALS, TRIM, TRIMMED
 from trf.lm.train import BASE_SHARE, DEFAULT_FEATURES, FIRST_STAGE_SHARE, check_l2_by_type
 
 #: Python argument names of ``train_lm`` whose data-dependent errors are reported with the flag (``--classes``).
 TRAIN_FLAGS = {"features": "--features", "classes": "--classes", "max_size": "--vocab-size", "min_count": "--min-count",
                "max_length": "--max-length", "base_features": "--base-features", "base_share": "--base-share",
-               "smc_runs": "--smc-runs", "l2_by_type": "--l2-by-type"}
+               "smc_runs": "--smc-runs", "l2_by_type": "--l2-by-type", "smc_cycles": "--smc-cycles"}
 
 DEFAULT_MINUTES = 60.0
 """``mcsa trf train``'s time limit when neither ``--minutes`` nor ``--max-iterations`` bounds it."""
@@ -126,7 +127,8 @@ def _check_sampler_flags(args) -> None:
     other = {"smc": ("--chains", args.chains), "transms": ("--smc-particles", args.smc_particles)}
     flags = [other[args.sampler]] + ([("--smc-proposal", args.smc_proposal), ("--smc-runs", args.smc_runs),
                                       ("--smc-known", args.smc_known), ("--smc-trim", args.smc_trim),
-                                      ("--smc-remember", args.smc_remember or None)] if args.sampler == "transms" else [])
+                                      ("--smc-remember", args.smc_remember or None),
+                                      ("--smc-cycles", args.smc_cycles)] if args.sampler == "transms" else [])
     for flag, value in flags:
         if value is not None:
             raise ValueError(f"{flag} does not apply to --sampler {args.sampler}")
@@ -139,6 +141,9 @@ def _check_sampler_flags(args) -> None:
     if args.smc_remember and args.smc_known is None:
         raise ValueError("--smc-remember needs --smc-known SHARE (the share of its length's normaliser a found "
                          "sentence must hold)")
+    if args.smc_cycles is not None and args.smc_known is None:
+        raise ValueError("--smc-cycles needs --smc-known SHARE (the loops join the known sentences, which hold a "
+                         "share of their length's normaliser)")
 
 
 def _config(args):
@@ -236,6 +241,7 @@ def _train_logged(args) -> int:
             sampler=args.sampler, smc_particles=300 if args.smc_particles is None else args.smc_particles,
             smc_proposal=args.smc_proposal or "exact", smc_runs=args.smc_runs, smc_known=args.smc_known,
             smc_remember=args.smc_remember, smc_trim=TRIM if args.smc_trim is None else args.smc_trim,
+            smc_cycles=MAX_PERIOD if args.smc_cycles is None else args.smc_cycles,
             base_features=args.base_features, base_share=args.base_share,
             base_step_rule=args.base_step_rule, l2_by_type=args.l2_by_type,
             encoding=args.encoding,
@@ -565,6 +571,12 @@ def register(subparsers) -> None:
                             "earlier SMC batches drew holding at least that share, while they keep it (a model "
                             "can hold much of a length's mass in sentences it never saw, which the runs find only "
                             "now and then; experiments/trf_lm/methods.md, 'Remembered sentences')")
+    train.add_argument("--smc-cycles", type=nonnegative_int, default=None, metavar="WORDS",
+                       help="with --smc-known: the known sentences also hold the loops (the cycle repeated, at every "
+                            "length) of the training text's word cycles of up to this many words, e.g. 'work work "
+                            "work ...': an undirected model can weigh such a repetition more with every turn and no "
+                            f"draw proposes it (default {MAX_PERIOD}; 0: none; experiments/trf_lm/README.md, 'Loops "
+                            "of word cycles')")
     train.add_argument("--smc-proposal", choices=PROPOSALS, default=None,
                        help="the SMC particles' proposal (--sampler smc): the model's exact local law (default), or "
                             "'partial': words "

@@ -18,6 +18,12 @@ features that lift it are pushed back only in the rare batches that hold it.  (O
 draws of 2 x 400 particles found 189 such sentences, 159 of them of one or two words; experiments/trf_lm/methods.md, "Remembered
 sentences".)
 
+With ``cycles=P`` (``--smc-cycles``) the candidates also hold the *loops* of the training text's word cycles of up to
+``P`` words (:mod:`trf.lm.cycles`): ``work work work ...`` at every length.  An undirected model can weigh such a
+repetition more heavily with every turn, and no draw proposes it; on fortunes, models trained without them gave
+some loop of 40 words more weight than AugSA's whole ``Z_40``.  Known, a loop enters the batches at its share as soon
+as it holds ``threshold`` of its length's normaliser, and the gradient pushes back the n-grams that lift it.
+
 The choice of the set depends only on earlier draws, so the estimates stay unbiased given it; the set is part of
 the trainer's state (:meth:`get_state`), so a resumed run draws what the uninterrupted one would.
 """
@@ -30,6 +36,7 @@ import numpy as np
 
 from samplers.validation import check_float, check_int
 from trf.lm.corpus import EncodedCorpus
+from trf.lm.cycles import loops_of
 from trf.lm.features import SentenceFeatures
 
 __all__ = ["KnownSentences", "KNOWN_REFRESH", "NEIGHBOUR_SHARE", "NEIGHBOUR_LIMIT", "DistinctSentences", "LengthFloor",
@@ -72,17 +79,24 @@ class KnownSentences:
     threads : int or None
         Score the training sentences (at each choice) and the draws on up to this many threads
         (:meth:`SentenceFeatures.scores`; None: Numba's thread count; the same scores either way).  Default 1.
+    cycles : int
+        Also hold the loops of lengths ``1..m`` of the training text's word cycles of up to this many words
+        (:func:`trf.lm.cycles.loops_of`): a model can weigh a repeated cycle more heavily with every turn, and the
+        draws never propose it (0: the training sentences only, the default).
     """
 
     def __init__(self, corpus: EncodedCorpus, features: SentenceFeatures, m: int, threshold: float = 1e-4,
-                 refresh: int = KNOWN_REFRESH, remember: bool = False, threads: int | None = 1) -> None:
+                 refresh: int = KNOWN_REFRESH, remember: bool = False, threads: int | None = 1,
+                 cycles: int = 0) -> None:
         self.features = features
         self.threads = threads
         self.m = check_int(m, "m", low=1)
         self.threshold = check_float(threshold, "threshold", low=0.0, high=1.0, low_open=True)
         self.refresh = check_int(refresh, "refresh", low=1)
         self.remember = bool(remember)
-        self.distinct = DistinctSentences([corpus], np.arange(1, self.m + 1))
+        self.cycles = check_int(cycles, "cycles", low=0)
+        loops = [loops_of([corpus], self.m, self.cycles)] if self.cycles else []
+        self.distinct = DistinctSentences([corpus, *loops], np.arange(1, self.m + 1))
         self.tokens, self.lengths, self.corpus = self.distinct.tokens, self.distinct.lengths, self.distinct.corpus
         self._training_keys = set(_keys(self.tokens, self.lengths))
         self.age = 0
@@ -180,10 +194,16 @@ class KnownSentences:
     def get_state(self) -> dict[str, np.ndarray]:
         """The set, the draws since the last choice and the last ``log Z-hat_j``, for a checkpoint."""
         return {"known_chosen": self.chosen.copy(), "known_age": np.array(self.age), "known_log_z": self.log_z.copy(),
-                "known_found_tokens": self.found_tokens.copy(), "known_found_lengths": self.found_lengths.copy()}
+                "known_found_tokens": self.found_tokens.copy(), "known_found_lengths": self.found_lengths.copy(),
+                "known_cycles": np.array(self.cycles)}
 
     def set_state(self, state: dict[str, np.ndarray]) -> None:
-        """Restore :meth:`get_state`'s output (a checkpoint without it restarts the set empty)."""
+        """Restore :meth:`get_state`'s output (a checkpoint without it restarts the set empty; one from before the
+        loops were known counts as ``cycles=0``).  The set indexes the candidates, so ``cycles`` must be the same."""
+        saved = int(state.get("known_cycles", 0)) if "known_chosen" in state else self.cycles
+        if saved != self.cycles:
+            raise ValueError(f"the checkpoint's known sentences hold the loops of cycles of up to {saved} words, this "
+                             f"run's of up to {self.cycles} (--smc-cycles): resume with --smc-cycles {saved}")
         chosen = np.asarray(state.get("known_chosen", np.zeros(0)), dtype=np.int64).copy()
         if chosen.size and (chosen.min() < 0 or chosen.max() >= len(self)):
             raise ValueError(f"known_chosen must index the {len(self)} distinct training sentences")

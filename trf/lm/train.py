@@ -22,6 +22,7 @@ from trf.io import read_npz
 from trf.lm.backend import SentenceBackend, lm_config
 from trf.lm.cluster import exchange_clustering
 from trf.lm.corpus import EncodedCorpus, ReadStats, Vocabulary, encode_file
+from trf.lm.cycles import MAX_PERIOD, loops_of
 from trf.lm.features import SentenceFeatures, parse_feature_spec
 from trf.lm.known import DistinctSentences, LengthFloor
 from trf.lm.model import SentenceTRF
@@ -63,7 +64,7 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
              base_share: float = BASE_SHARE, base_step_rule: str | None = None,
              smc_runs: int | None = None, smc_lengths: str = "drawn",
              smc_known: float | None = None, smc_remember: bool = False, smc_trim: float = TRIM,
-             l2_by_type: dict[str, float] | None = None,
+             smc_cycles: int = MAX_PERIOD, l2_by_type: dict[str, float] | None = None,
              clock: Callable[[], float] = time.perf_counter) -> tuple[SentenceTRF, AugSAResult]:
     """Train a TRF LM on ``train_path`` (one sentence per line).
 
@@ -159,6 +160,10 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
     smc_remember : bool
         With ``smc_known``: also weigh exactly the sentences outside the training text that earlier batches drew
         holding at least that share (``KnownSentences(remember=True)``; ``--smc-remember``; default off).
+    smc_cycles : int
+        With ``smc_known``: the loops of the training text's word cycles of up to this many words are known
+        candidates too (``--smc-cycles``; :mod:`trf.lm.cycles`; 0: none); the floor under ``zeta`` after training
+        holds them either way.  Default :data:`trf.lm.cycles.MAX_PERIOD`.
     smc_proposal : {"exact", "partial", "trimmed", "trimmed-skips"}
         The SMC particles' proposal (:data:`trf.lm.smc.PROPOSALS`): the model's local law (default), or the local
         law of the unigram, class-final and previous-symbol rows, the other rows weighing the drawn word, or the
@@ -217,11 +222,12 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
     # the sampler's settings, the same for the training backends and the zeta refinement
     draws: dict[str, Any] = dict(sampler=sampler, smc_particles=smc_particles, smc_proposal=smc_proposal,
                                  smc_runs=smc_runs, smc_lengths=smc_lengths, smc_known=smc_known,
-                                 smc_remember=smc_remember, smc_trim=smc_trim)
+                                 smc_remember=smc_remember, smc_trim=smc_trim, smc_cycles=smc_cycles)
     backend = SentenceBackend(train, feats, dev, max_length=max_length, n_chains=n_chains, seed=seed,
                               parallel=parallel, words=vocab.words, **draws)
     m = max_length if max_length is not None else backend.m
-    known = DistinctSentences([train], np.arange(1, backend.max_length + 1))  # exact floors under log Z_j
+    # exact floors under log Z_j: the training sentences and the loops of their cycles
+    known = DistinctSentences([train, loops_of([train], backend.max_length)], np.arange(1, backend.max_length + 1))
     if valid_flag is not None and dev is not None and (len(dev) == 0 or int(dev.lengths.min()) > m):
         raise ValueError(f"{valid_flag}: none of its {len(dev)} sentences has at most m={m} words (the longest "
                          "training sentence, or --max-length), so the check after training could score none; give "
@@ -319,6 +325,7 @@ def train_lm(train_path, *, valid_path=None, features: str = DEFAULT_FEATURES, c
             "smc_lengths": smc_lengths if sampler == "smc" else None,
             "smc_known": smc_known if sampler == "smc" else None,
             "smc_remember": bool(smc_remember) if sampler == "smc" else None,
+            "smc_cycles": int(smc_cycles) if sampler == "smc" and smc_known is not None else None,
             "zeta_raised_to_training_floor": raised}
     return SentenceTRF(vocab, feats, backend.pi, result.lam, zeta, meta, pooled=backend.pooled), result
 
@@ -498,7 +505,7 @@ def refine_zeta(model: SentenceTRF, train: EncodedCorpus, *, seconds: float | No
                 smc_particles: int = 300, smc_proposal: str = "exact",
                 smc_runs: int | None = None, smc_lengths: str = "drawn",
                 smc_known: float | None = None, smc_remember: bool = False, smc_trim: float = TRIM,
-                clock: Callable[[], float] = time.perf_counter) -> tuple[np.ndarray, int]:
+                smc_cycles: int = MAX_PERIOD, clock: Callable[[], float] = time.perf_counter) -> tuple[np.ndarray, int]:
     """Re-estimate ``zeta`` for the model's fixed ``lambda`` by the AugSA recursion (17)-(18) alone.
 
     This is how the paper estimates zeta for a fixed lambda (footnote 17).  While lambda moves, the
@@ -524,7 +531,7 @@ def refine_zeta(model: SentenceTRF, train: EncodedCorpus, *, seconds: float | No
         Seed of the sampler.
     parallel : bool
         Run the sampler's chains or particle filters on all cores; False runs them serially.
-    sampler, smc_particles, smc_proposal, smc_runs, smc_lengths, smc_known, smc_remember, smc_trim :
+    sampler, smc_particles, smc_proposal, smc_runs, smc_lengths, smc_known, smc_remember, smc_trim, smc_cycles :
         As in :func:`train_lm`.
     clock : callable, optional
         Seconds of a monotonic clock (default :func:`time.perf_counter`) that ``seconds`` is measured with: tests
@@ -543,7 +550,7 @@ def refine_zeta(model: SentenceTRF, train: EncodedCorpus, *, seconds: float | No
                               max_length=max_length, n_chains=n_chains, seed=seed, parallel=parallel,
                               sampler=sampler, smc_particles=smc_particles, smc_proposal=smc_proposal,
                               smc_runs=smc_runs, smc_lengths=smc_lengths, smc_known=smc_known,
-                              smc_remember=smc_remember, smc_trim=smc_trim)
+                              smc_remember=smc_remember, smc_trim=smc_trim, smc_cycles=smc_cycles)
     # no divergence guards: lambda is frozen, and zeta lagging behind it (log p > 0) is what the refinement
     # corrects -- a guard would roll zeta back to the trainer's initial (lambda = 0) zeta and restart t at 0
     cfg = lm_config(n_samples=n_samples, t_max=start_t + max_iterations, t0=0, stop_window=None,

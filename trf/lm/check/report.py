@@ -18,6 +18,7 @@ import numpy as np
 from trf.lm.check.bracket import CONCLUSIVE, NormaliserCheck, headline_perplexity, interval_is_inconclusive
 from trf.lm.check.run import check_normalisers
 from trf.lm.corpus import EncodedCorpus
+from trf.lm.cycles import loops_of
 from trf.lm.model import PERPLEXITY_CONVENTION, SentenceTRF, describe_excess
 
 __all__ = ["CheckedPerplexity", "AugSAPerplexity", "augsa_perplexity", "checked_perplexity", "check_dev",
@@ -187,15 +188,18 @@ def checked_perplexity(model: SentenceTRF, corpus: EncodedCorpus, *, flag: str =
                        **check_kw) -> CheckedPerplexity:
     """Check the normalisers on ``corpus``'s lengths (:func:`check_normalisers` with ``check_kw``) and put the
     perplexities together; ``flag`` names the input in the error raised when no sentence can be checked;
-    ``log_probs``: the sentences' log-probabilities with AugSA's zeta when already computed.  ``corpus`` itself and
-    the ``known`` texts (the training text, say) give the check its exact lower bound
-    (:func:`trf.lm.check.estimates.known_floor`), and its SMC runs weigh their sentences exactly."""
+    ``log_probs``: the sentences' log-probabilities with AugSA's zeta when already computed.  ``corpus`` itself,
+    the ``known`` texts (the training text, say) and the loops of their word cycles (:func:`trf.lm.cycles.loops_of`:
+    a model can weigh ``work work work ...`` more with every word, and no sampler proposes it) give the check its
+    exact lower bound (:func:`trf.lm.check.estimates.known_floor`), and its SMC runs weigh their sentences
+    exactly."""
     lengths = np.unique(corpus.lengths[corpus.lengths <= model.m])
     if lengths.size == 0:
         raise ValueError(f"{flag} holds no sentence of at most m={model.m} words to check; pass --no-check")
     augsa = augsa_perplexity(model.log_prob(corpus, allow_positive=True) if log_probs is None else log_probs,
                              corpus)
-    check = check_normalisers(model, lengths, known=[corpus, *known], **check_kw)
+    texts = [corpus, *known]
+    check = check_normalisers(model, lengths, known=[*texts, loops_of(texts, int(lengths.max()))], **check_kw)
     ppl = check.perplexities(model, corpus)
     headline, label, inconclusive = headline_perplexity(ppl)
     return CheckedPerplexity(check, ppl, headline, label, inconclusive, augsa, len(corpus))
