@@ -259,18 +259,18 @@ def test_known_sentences_bound_log_z_from_below_and_refute_a_check_that_missed_t
     assert check.refuted.size == 0 and check.floor_warning() is None  # control: no needle, nothing refuted
     assert np.all(check.lower <= log_z) and np.all(log_z <= check.upper)
 
-    def blind_to_the_needle(floor_of, neighbours=None):
+    def blind_to_the_needle(floor_of, neighbours=None, value=None):
         """The check's estimates, but forward and reverse AIS at length 3 the exact log Z_3 of every sentence but the
-        needle (estimators that never reached it), bracketed with the bound of ``floor_of`` (and their class
-        neighbours of share >= ``neighbours``)."""
+        needle (estimators that never reached it; or ``value`` with no error), bracketed with the bound of
+        ``floor_of`` (and their class neighbours of share >= ``neighbours``)."""
         needle = trf.features.scores(EncodedCorpus.from_sentences([[1, 2, 3]]), trf.lam)[0]
         rest = log_z[2] + np.log1p(-np.exp(needle - log_z[2]))
         estimates = dict(check.estimates)
         for key in ("forward", "reverse"):
             fields = estimates[key]._asdict()
             fields["log_z"] = fields["log_z"].copy()
-            fields["log_z"][2] = rest
-            fields["stderr"] = np.full(4, 0.05)
+            fields["log_z"][2] = rest if value is None else value
+            fields["stderr"] = np.full(4, 0.05 if value is None else 0.0)
             estimates[key] = type(estimates[key])(**fields)
         return NormaliserCheck.bracket(check.lengths, check.method, estimates, check.augsa, margin=check.margin,
                                        z=check.z, n_chains=check.n_chains, seconds=0.0, m_total=check.m_total,
@@ -280,6 +280,11 @@ def test_known_sentences_bound_log_z_from_below_and_refute_a_check_that_missed_t
     caught, missed = blind_to_the_needle([with_needle]), blind_to_the_needle([without])
     assert log_z[2] - missed.checked[2] > 2.5 and missed.refuted.size == 0  # blind, and nothing says so
     assert caught.refuted.tolist() == [3]
+    # an estimate that is the bound itself, up to the rounding of summing the same weights in another order (SMC
+    # when the known sentences hold all of Z_j), does not refute it; one a little below it does
+    bound = floor.log_z[2]
+    assert blind_to_the_needle([with_needle], value=bound * (1 - 4e-16)).refuted.size == 0
+    assert blind_to_the_needle([with_needle], value=bound - 1e-6).refuted.tolist() == [3]
     # a known text holding only a class neighbour of the needle ("w1 w2 w6": w3 and w6 share class 0) catches it
     # through the neighbours, and not without them
     near = [EncodedCorpus.from_sentences([np.array([1, 2, 6])])]

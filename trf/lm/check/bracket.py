@@ -16,6 +16,11 @@ from trf.lm.model import SentenceTRF
 
 __all__ = ["NormaliserCheck", "CONCLUSIVE", "interval_is_inconclusive", "headline_perplexity"]
 
+FLOOR_ROUNDING = 1e-12
+"""Relative margin by which the known sentences' bound must exceed an interval's upper end to refute it: where the
+known sentences hold all of ``Z_j``, SMC's estimate is their weight summed in another order (a fortunes model's
+loops, 363.11 against 363.11)."""
+
 
 @dataclass
 class NormaliserCheck:
@@ -133,7 +138,7 @@ class NormaliserCheck:
         if floor is not None:
             check.estimated = check.checked
             check.floor = floor
-            check.refuted = lengths[floor.log_z > check.upper]
+            check.refuted = lengths[floor.log_z > check.upper + FLOOR_ROUNDING * np.maximum(1.0, np.abs(check.upper))]
             check.lower = np.maximum(check.lower, floor.log_z)
             check.upper = np.maximum(check.upper, floor.log_z)
         return check
