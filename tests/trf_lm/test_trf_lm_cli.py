@@ -426,6 +426,17 @@ def test_train_with_known_sentences(trained, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "--smc-remember needs --smc-known SHARE" in err and "Traceback" not in err
     assert not never.exists()
+    assert lm.meta["smc_cycles"] == 8  # the loops of the training text's cycles are known candidates by default
+    plain = tmp_path / "plain.npz"
+    assert main(["trf", "train", "--train", str(train), "--out", str(plain), "--quiet", "--max-iterations", "20",
+                 "--smc-known", "1e-3", "--smc-cycles", "0", "--smc-particles", "50", "--classes", "2",
+                 "--no-check"]) == 0
+    assert trf.load(plain).meta["smc_cycles"] == 0
+    assert main(["trf", "train", "--train", str(train), "--out", str(never), "--quiet", "--max-iterations", "2",
+                 "--smc-cycles", "4"]) == 2
+    err = capsys.readouterr().err
+    assert "--smc-cycles needs --smc-known SHARE" in err and "Traceback" not in err
+    assert not never.exists()
 
 
 @pytest.mark.parametrize("proposal", ["partial", "trimmed", "trimmed-skips"])
@@ -518,6 +529,7 @@ def test_l2_by_type_gives_some_types_their_own_mu(trained, tmp_path, capsys):
                                           (["--sampler", "transms", "--smc-runs", "4"], "--smc-runs"),
                                           (["--sampler", "transms", "--smc-known", "1e-4"], "--smc-known"),
                                           (["--sampler", "transms", "--smc-remember"], "--smc-remember"),
+                                          (["--sampler", "transms", "--smc-cycles", "3"], "--smc-cycles"),
                                           (["--sampler", "transms", "--smc-trim", "0.3"], "--smc-trim"),
                                           (["--chains", "5"], "--chains")])
 def test_a_flag_of_the_other_sampler_is_refused_not_ignored(trained, tmp_path, capsys, flags, named):

@@ -76,3 +76,33 @@ def test_the_known_sentences_and_the_floor_hold_the_loops_of_the_training_cycles
               for texts in ([corpus], [corpus, loops_of([corpus], 6)])]
     assert np.isneginf(floors[0][5]) and floors[1][5] == pytest.approx(feats.feature_vector([3] * 6) @ lam)
     assert np.all(floors[1] >= floors[0])
+
+
+def test_a_check_bounds_log_z_by_the_loops_of_its_texts_cycles():
+    """checked_perplexity's exact lower bound holds the loops of the test and known texts' cycles: on a model that
+    gives the bigram "w4 w4" 6 nats, the loop "w4 w4 w4 w4" -- in neither text, whose "w4 w4 w4" is a cycle -- is
+    in the floor at length 4 (the texts' own sentences alone give less), and the bound is below the exact log Z_4."""
+    from trf.lm.check import checked_perplexity
+    from trf.lm.check.estimates import exact_log_z, known_floor
+    from trf.lm.corpus import Vocabulary
+    from trf.lm.model import SentenceTRF, smoothed_length_law
+
+    V, M = 12, 4
+    rng = np.random.default_rng(3)
+    text = [rng.integers(1, V, size=rng.integers(1, M + 1)) for _ in range(60)]
+    text = [s for s in text if not (len(s) > 1 and np.all(s == 4))] + [np.array([4, 4, 4])]
+    corpus = EncodedCorpus.from_sentences(text)
+    feats = SentenceFeatures.build(corpus, V, "w+c", word_class=np.arange(V) % 3)
+    lam = rng.normal(scale=0.3, size=feats.n_features)
+    lam[(feats.feature_vector([4, 4]) > 0) & (feats.feature_vector([4]) == 0)] += 6.0
+    vocab = Vocabulary(["<unk>"] + [f"w{i}" for i in range(1, V)])
+    trf = SentenceTRF(vocab, feats, smoothed_length_law(corpus.lengths, M), lam, np.zeros(M))
+    log_z = np.array([exact_log_z(trf, j) for j in range(1, M + 1)])
+    trf.zeta = log_z - log_z[0]
+    test = EncodedCorpus.from_sentences([s for s in text[:20] if len(s) == M] + [np.array([1, 2, 3, 5])])
+    loop = feats.scores(EncodedCorpus.from_sentences([[4, 4, 4, 4]]), lam)[0]
+    plain = known_floor(trf, [test, corpus], np.arange(1, M + 1)).log_z[M - 1]
+    result = checked_perplexity(trf, test, known=[corpus], n_temperatures=20, n_chains=4, seed=0, exact_limit=0,
+                                parallel=False, smc_particles=0)
+    bound = result.check.floor.log_z[result.check.lengths == M][0]  # the check bounds the test lengths only
+    assert plain < loop <= bound <= log_z[M - 1] + 1e-9
