@@ -6,8 +6,9 @@ an estimator is one model (:class:`LMMethod`): modified Kneser-Ney (budget = ord
 ``trf.lm.train.train_lm`` (budget = AugSA iterations, the benchmark's fast schedule; SMC draws, data-derived step
 sizes, guards and zeta refinement by default).  The target is the test perplexity (words plus one
 end-of-sentence per sentence): for the TRF with normalisers checked from both sides
-(:func:`trf.lm.check.check_normalisers`: the SMC / conditional SMC midpoint where they bracket, else forward
-and reverse AIS; exact on tiny lengths), the value ``mcsa trf eval`` prints.  No exact answer exists, so the target is *measured*
+(:func:`trf.lm.check.checked_perplexity`: the SMC / conditional SMC midpoint where they bracket, else forward
+and reverse AIS; exact on tiny lengths; the training text and the loops of its cycles bound them from below), the
+value ``mcsa trf eval --check-known TRAIN`` prints.  No exact answer exists, so the target is *measured*
 (``Exact(None)``); a TRF run stopped by a divergence guard raises and is recorded as a failure.
 """
 
@@ -17,8 +18,6 @@ import tempfile
 from functools import cached_property
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from samplers.harness import Estimator, Problem, Suite
 from samplers.harness.problem import Exact
@@ -89,7 +88,7 @@ class LMMethod(Estimator):
 
     def estimate(self, problem: CorpusProblem, budget: int, seed: int) -> dict[str, Any]:
         from trf.lm.backend import lm_config
-        from trf.lm.check import check_normalisers, headline_perplexity
+        from trf.lm.check import checked_perplexity
         from trf.lm.corpus import Vocabulary, encode_file
         from trf.lm.train import train_lm
         from trf.ngram import KneserNey, perplexity
@@ -110,9 +109,9 @@ class LMMethod(Estimator):
         test = encode_file(paths["test"], model.vocab)
         keep = test.lengths <= model.m
         test = type(test).from_sentences([s for s, k in zip(test, keep) if k])
-        check = check_normalisers(model, np.unique(test.lengths), n_temperatures=self.check_temperatures,
-                                  seed=int(seed) % (2**31 - 1))
-        return {"test_ppl": headline_perplexity(check.perplexities(model, test))[0]}
+        checked = checked_perplexity(model, test, known=[encode_file(paths["train"], model.vocab)],
+                                     n_temperatures=self.check_temperatures, seed=int(seed) % (2**31 - 1))
+        return {"test_ppl": checked.headline}
 
 
 def fortunes_suite() -> Suite:

@@ -86,7 +86,8 @@ def text_cycles(corpora: Iterable[EncodedCorpus], max_period: int = MAX_PERIOD,
 
 def cycle_loops(cycles: list[np.ndarray], lengths) -> EncodedCorpus:
     """Each cycle's loop at each of ``lengths`` of at least its period: the cycle repeated and cut to that many
-    words, cycle by cycle, lengths in the given order (distinct for :func:`text_cycles`' cycles)."""
+    words, cycle by cycle, lengths in the given order (a loop two cycles share appears twice;
+    :class:`trf.lm.known.DistinctSentences` counts it once)."""
     lengths = [check_int(j, "length", low=1) for j in np.asarray(lengths, dtype=np.int64).ravel()]
     return EncodedCorpus.from_sentences([np.resize(c, j).astype(np.int32) for c in cycles for j in lengths
                                          if j >= c.size])
