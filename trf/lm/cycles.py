@@ -3,9 +3,9 @@
 A TRF scores a sentence by ``lambda . f(x)`` with no normalisation per word (Eq. 2), so a cycle of words whose
 n-grams all carry weight -- ``work work work ...`` or ``tie me kangaroo down sport tie me kangaroo down sport ...``
 -- adds the same score with every turn.  Where that gain per word exceeds the growth of ``log Z_j`` per word, ever
-longer repetitions take more of ``Z_j``, and neither AugSA's draws nor a check's SMC runs propose them: on fortunes,
-every full-set model trained here gave some loop of 40 words more weight than AugSA's whole ``Z_40``
-(experiments/trf_lm/README.md, "Loops of word cycles").
+longer repetitions take more of ``Z_j``, and neither AugSA's draws nor a check's SMC runs propose them: each of the
+five fortunes models trained before the loops were known gave some loop of 40 words more weight than AugSA's whole
+``Z_40`` (experiments/trf_lm/README.md, "Loops of word cycles").
 
 The cycles come from a text: each stretch that repeats itself with a period of ``p <= max_period`` words (``x[t] =
 x[t + p]`` for at least ``min_repeat`` consecutive ``t``) gives the cycle ``x[i:i + p]``, once up to rotation and in
