@@ -64,13 +64,11 @@ def text_cycles(corpora: Iterable[EncodedCorpus], max_period: int = MAX_PERIOD,
     min_repeat = check_int(min_repeat, "min_repeat", low=1)
     seen: set[tuple[int, ...]] = set()
     out: list[np.ndarray] = []
-    corpora = list(corpora)
+    texts = [(c.tokens.astype(np.int64), np.repeat(np.arange(len(c)), np.diff(c.offsets))) for c in corpora]
     for p in range(1, max_period + 1):
-        for corpus in corpora:
-            tokens = corpus.tokens.astype(np.int64)
+        for tokens, sentence in texts:
             if tokens.size <= p:
                 continue
-            sentence = np.repeat(np.arange(len(corpus)), np.diff(corpus.offsets))
             same = (tokens[:-p] == tokens[p:]) & (sentence[:-p] == sentence[p:])
             edges = np.diff(np.concatenate([[0], same.astype(np.int8), [0]]))
             for start, end in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)):
