@@ -449,6 +449,35 @@ def test_the_check_takes_the_smc_estimate_where_ais_missed_probability_mass():
     assert np.array_equal(without.checked, np.maximum(without.forward, 0.5 * (without.forward + without.reverse)))
 
 
+def test_the_check_runs_unsettled_smc_again_with_more_particles():
+    """SMC runs of 5 particles miss the needle (length 3) in most of 8 runs and spread by more than 1 nat there; with
+    ``smc_escalation`` the check runs them again with that many times the particles, the second try settles, brackets
+    the exact log Z_j and says so in a note; a first try that settled runs once; ``smc_escalation=1`` never goes
+    again; a fixed effort goes again too, the same at a fixed seed."""
+    from trf.lm.check import CheckEffort
+
+    trf, log_z = _needle()
+    kw = dict(n_temperatures=20, n_chains=5, seed=2, exact_limit=0, parallel=False, smc_particles=5)
+    once = check_normalisers(trf, range(1, 5), smc_escalation=1, **kw)
+    assert 3 in once.unsettled and once.smc_particles == 5
+    assert not any(n.startswith("SMC had not settled") for n in once.notes)
+    again = check_normalisers(trf, range(1, 5), smc_escalation=400, **kw)
+    assert again.smc_particles == 2000 and again.unsettled.size == 0
+    note = [n for n in again.notes if n.startswith("SMC had not settled")]
+    assert len(note) == 1 and f"at {once.unsettled.size} lengths (" in note[0]
+    assert "with 5 particles per run, so its runs went again with 2000" in note[0]
+    assert np.all(again.lower <= log_z) and np.all(log_z <= again.upper), (again.lower, log_z, again.upper)
+    assert abs(again.checked[2] - log_z[2]) < 0.3
+    settled = check_normalisers(trf, range(1, 5), **{**kw, "smc_particles": 2000})  # the default escalation, unused
+    assert settled.smc_particles == 2000 and not any(n.startswith("SMC had not settled") for n in settled.notes)
+    fixed = [check_normalisers(trf, range(1, 5), effort=CheckEffort(20, 5, 1000), smc_escalation=400,
+                               **{k: v for k, v in kw.items() if k not in ("n_temperatures", "smc_particles")})
+             for _ in range(2)]
+    assert fixed[0].smc_particles == 2000 and np.array_equal(fixed[0].checked, fixed[1].checked)
+    with pytest.raises(ValueError, match="smc_escalation"):
+        check_normalisers(trf, range(1, 5), smc_escalation=-1, **kw)
+
+
 def test_conditional_smc_brackets_the_needle_and_the_check_takes_the_midpoint():
     """On the needle model (20-temperature AIS misses length 3 by 3 nats) SMC and conditional SMC from SMC draws
     bracket every exact log Z_j in 4 of 4 seeds; the checked value is their midpoint, within 0.4 nats of the exact

@@ -34,7 +34,9 @@ class CheckEffort(NamedTuple):
     particles : int
         Particles per SMC run (0: no SMC and no conditional SMC).
     conditional_particles : int or None
-        Particles per conditional SMC run (0: none; default ``min(particles, 1000)``).
+        Particles per conditional SMC run (0: none; default ``min(particles, 1000)`` of the particles SMC ran
+        with: ``particles``, or more where its runs went again, :func:`trf.lm.check.check_normalisers`
+        ``smc_escalation``).
     """
 
     temperatures: int

@@ -47,26 +47,67 @@ its time budget (:func:`check_normalisers`' ``on_note``)."""
 _log = logging.getLogger("trf.lm.check")
 
 
+SMC_ESCALATION = 4
+"""Where the check's SMC runs have not settled at some length, they run once more with this many times the particles
+(:func:`check_normalisers` ``smc_escalation``)."""
+
+
+class _SMCStage(NamedTuple):
+    """The check's SMC runs (None: none ran), their seconds, and -- where a first try had not settled and the runs
+    went again with more particles -- that try's particles and unsettled lengths (``first_particles`` 0: one try)."""
+
+    smc: SMCResult | None
+    seconds: float
+    first_particles: int = 0
+    first_unsettled: np.ndarray = np.zeros(0, dtype=np.int64)
+
+    def note(self) -> str | None:
+        """The escalation in words (None where the first try settled or was the only one)."""
+        if not self.first_particles or self.smc is None:
+            return None
+        named = ", ".join(map(str, self.first_unsettled[:10])) + (", ..." if self.first_unsettled.size > 10 else "")
+        return (f"SMC had not settled at {self.first_unsettled.size} lengths ({named}) with {self.first_particles} "
+                f"particles per run, so its runs went again with {self.smc.n_particles} (the estimates are the second "
+                "try's alone)")
+
+
+def _unsettled(smc: SMCResult, lengths: np.ndarray) -> np.ndarray:
+    """Those of ``lengths`` where the SMC replicates spread more than :attr:`NormaliserCheck.MAX_SMC_SPREAD`."""
+    return lengths[smc.spread[lengths - 1] > NormaliserCheck.MAX_SMC_SPREAD]
+
+
 def _smc_stage(model: SentenceTRF, lengths: np.ndarray, n_particles: int | None, n_replicates: int,
-               budget: float | None, rng, n_keep: int, clock: Clock, *, known=None) -> tuple[SMCResult | None, float]:
-    """The check's SMC runs over ``1..max(lengths)`` and their seconds on ``clock`` ((None, 0) when there is
-    nothing to run): ``n_particles`` per run, or as many as ``budget`` seconds buy by a 200-particle pilot (whose
-    compilation is not timed); the ``known`` sentences weighed exactly (:func:`run_smc`)."""
+               budget: float | None, rng, n_keep: int, clock: Clock, *, known=None,
+               escalation: int = SMC_ESCALATION) -> _SMCStage:
+    """The check's SMC runs over ``1..max(lengths)`` and their seconds on ``clock``: ``n_particles`` per run, or as
+    many as ``budget`` seconds buy by a 200-particle pilot (whose compilation is not timed); the ``known`` sentences
+    weighed exactly (:func:`run_smc`).  Where they have not settled at some of ``lengths``, they run once more with
+    ``escalation`` times the particles (at most :data:`SMC_PARTICLE_RANGE`'s top; ``escalation`` <= 1: never), and
+    the second try's runs, independent of the first, are the estimates; the seconds are the second try's."""
     if lengths.size == 0 or n_particles == 0:
-        return None, 0.0
+        return _SMCStage(None, 0.0)
+    low, high = SMC_PARTICLE_RANGE
     if n_particles is None:
         if budget is None or budget <= 0:
-            return None, 0.0
+            return _SMCStage(None, 0.0)
         pilot = 200
         run_smc(model, lengths, pilot, n_replicates, np.random.default_rng(0))  # compile, untimed
         start = clock()
         run_smc(model, lengths, pilot, n_replicates, rng)
         per_particle = max(clock() - start, 1e-6) / pilot
-        low, high = SMC_PARTICLE_RANGE
         n_particles = int(np.clip(budget / per_particle, low, high))
     start = clock()
     smc = run_smc(model, lengths, n_particles, n_replicates, rng, n_keep=n_keep, known=known)
-    return smc, clock() - start
+    seconds = clock() - start
+    if smc is None:
+        return _SMCStage(None, seconds)
+    unsettled = _unsettled(smc, lengths)
+    more = min(escalation * n_particles, max(high, n_particles))
+    if unsettled.size == 0 or escalation <= 1 or more <= n_particles:
+        return _SMCStage(smc, seconds)
+    start = clock()
+    again = run_smc(model, lengths, more, n_replicates, rng, n_keep=n_keep, known=known)
+    return _SMCStage(again, clock() - start, n_particles, unsettled)
 
 
 def _csmc_stage(model: SentenceTRF, lengths: np.ndarray, smc: SMCResult | None, n_particles: int | None,
@@ -245,7 +286,7 @@ def _known_note(smc: SMCResult, n_known: int, neighbours: Neighbours | None = No
 
 def _effort_notes(schedule: _Schedule, lengths: np.ndarray, n_chains: int, smc: SMCResult | None,
                   csmc: ConditionalSMCResult | None, seconds: float, n_known: int = 0,
-                  neighbours: Neighbours | None = None) -> list[str]:
+                  neighbours: Neighbours | None = None, *, escalation: str | None = None) -> list[str]:
     """How the effort was chosen and spent, in words (:attr:`NormaliserCheck.notes`)."""
     notes = []
     plan, ais_lengths, used = schedule.plan, lengths[schedule.ais_index], schedule.temperatures[schedule.ais_index]
@@ -265,6 +306,8 @@ def _effort_notes(schedule: _Schedule, lengths: np.ndarray, n_chains: int, smc: 
     if smc is not None:
         notes.append(f"SMC: {smc.replicates.shape[0]} runs of {smc.n_particles} particles over lengths "
                      f"1-{smc.lengths.max()} in {smc.seconds:.1f} s")
+        if escalation:
+            notes.append(escalation)
         if smc.log_known is not None:
             notes.append(_known_note(smc, n_known, neighbours))
     if csmc is not None:
@@ -296,33 +339,41 @@ def _effort_or_budget(model: SentenceTRF, effort: CheckEffort | None, n_temperat
 
 
 class _Plan(NamedTuple):
-    """The check's plan: the SMC and conditional SMC runs (None when not run) and the AIS temperatures."""
+    """The check's plan: the SMC and conditional SMC runs (None when not run), the AIS temperatures, and the SMC
+    runs' second try in words (None: one try)."""
 
     smc: SMCResult | None
     csmc: ConditionalSMCResult | None
     schedule: _Schedule
+    escalation_note: str | None = None
 
 
 def _plan(model: SentenceTRF, setup: AISSetup | None, lengths: np.ndarray, exact_mask: np.ndarray,
           spend: CheckEffort | float, rng, *, n_chains: int, smc_particles: int | None, csmc_particles: int | None,
           smc_replicates: int, smc_fraction: float, csmc_fraction: float, burn_in: int, half_run: bool,
-          started: float, clock: Clock, on_note: Callable[[str], None], known=None) -> _Plan:
+          started: float, clock: Clock, on_note: Callable[[str], None], known=None,
+          smc_escalation: int = SMC_ESCALATION) -> _Plan:
     """The SMC runs first (their draws start the reverse AIS chains), then the AIS temperatures: a fixed effort, or
     a time budget ``spend`` of which SMC and conditional SMC get their fractions and AIS the rest; a predicted
-    overrun of the budget goes to ``on_note`` at once."""
+    overrun of the budget goes to ``on_note`` at once.  SMC runs again with ``smc_escalation`` times the particles
+    where it has not settled (:func:`_smc_stage`); on a time budget that second try comes out of AIS's share."""
     ais_lengths = lengths[~exact_mask]
     if isinstance(spend, CheckEffort):
-        smc, _ = _smc_stage(model, ais_lengths, spend.particles, smc_replicates, None, rng, n_chains, clock, known=known)
-        csmc = _csmc_stage(model, ais_lengths, smc, spend.csmc_particles, None, rng, known=known)
-        return _Plan(smc, csmc, _Schedule.fixed(exact_mask, spend.temperatures))
-    smc, smc_seconds = _smc_stage(model, ais_lengths, smc_particles, smc_replicates, smc_fraction * spend, rng,
-                                  n_chains, clock, known=known)
-    csmc = _csmc_stage(model, ais_lengths, smc, csmc_particles, csmc_fraction * spend, rng, smc_seconds, known=known)
+        stage = _smc_stage(model, ais_lengths, spend.particles, smc_replicates, None, rng, n_chains, clock,
+                           known=known, escalation=smc_escalation)
+        if stage.smc is not None:  # the default conditional particles follow the particles SMC ran with
+            spend = spend._replace(particles=stage.smc.n_particles)
+        csmc = _csmc_stage(model, ais_lengths, stage.smc, spend.csmc_particles, None, rng, known=known)
+        return _Plan(stage.smc, csmc, _Schedule.fixed(exact_mask, spend.temperatures), stage.note())
+    stage = _smc_stage(model, ais_lengths, smc_particles, smc_replicates, smc_fraction * spend, rng, n_chains, clock,
+                       known=known, escalation=smc_escalation)
+    csmc = _csmc_stage(model, ais_lengths, stage.smc, csmc_particles, csmc_fraction * spend, rng, stage.seconds,
+                       known=known)
     schedule = _Schedule.budgeted(setup, lengths, exact_mask, spend, rng, burn_in=burn_in,
                                   extra=0.25 if half_run else 0.0, started=started, clock=clock)
     if schedule.overrun:
         on_note(schedule.overrun)
-    return _Plan(smc, csmc, schedule)
+    return _Plan(stage.smc, csmc, schedule, stage.note())
 
 
 def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None = None, n_chains: int = 10,
@@ -332,7 +383,7 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
                       smc_replicates: int = 8, smc_fraction: float = 0.25, csmc_particles: int | None = None,
                       csmc_fraction: float = 0.4, effort: CheckEffort | None = None,
                       clock: Clock = time.perf_counter, on_note: Callable[[str], None] | None = None,
-                      known: Sequence[EncodedCorpus] = ()) -> NormaliserCheck:
+                      known: Sequence[EncodedCorpus] = (), smc_escalation: int = SMC_ESCALATION) -> NormaliserCheck:
     """Check ``log Z_j`` for each of ``lengths`` from both sides (bidirectional AIS, or exactly), and by SMC.
 
     For each length ``j`` (at most ``m``): when ``V^j <= exact_limit`` the exact sum over all sentences is
@@ -434,6 +485,13 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
         reaches a heavy known sentence still counts it.  Every interval end and checked value is at least the bound,
         and the lengths where the estimators' interval lay below it are :attr:`NormaliserCheck.refuted`: there the
         estimators (AIS alone, where SMC did not run) missed sentences the model weighs heavily.
+    smc_escalation : int
+        Where the SMC runs have not settled at some length (:attr:`NormaliserCheck.unsettled`), they run once more,
+        before anything else, with this many times the particles (at most 200,000), and that second try -- its
+        runs independent of the first -- gives the SMC estimates, the conditional SMC references and the reverse
+        AIS starts (0 or 1: one try).  A note says so.  On a time budget the second try comes out of AIS's share;
+        with a fixed ``effort`` it is part of the effort (the same result at a fixed seed).  The default 4 halves a
+        spread that shrinks as ``1 / sqrt(N)``.
 
     Returns
     -------
@@ -449,6 +507,7 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
     if base not in AIS_BASES:
         raise ValueError(f"base must be one of {AIS_BASES}, got {base!r}")
     smc_replicates = check_int(smc_replicates, "smc_replicates", low=2)
+    smc_escalation = check_int(smc_escalation, "smc_escalation", low=0)
     smc_fraction = check_float(smc_fraction, "smc_fraction", low=0.0, high=1.0, high_open=True)
     csmc_fraction = check_float(csmc_fraction, "csmc_fraction", low=0.0, high=1.0 - smc_fraction, high_open=True)
     if effort is None and smc_particles is not None:
@@ -462,11 +521,13 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
     setup = AISSetup.build(model, n_chains, parallel, base) if not exact_mask.all() else None
     floor, known_set = known_sentences(model, known, lengths) if len(known) else (None, None)
     known_mass_set = None if known_set is None else known_mass(known_set, model.m)  # one look-up set for every run
-    smc, csmc, schedule = _plan(model, setup, lengths, exact_mask, spend, rng, n_chains=n_chains,
-                                smc_particles=smc_particles, csmc_particles=csmc_particles,
-                                smc_replicates=smc_replicates, smc_fraction=smc_fraction, csmc_fraction=csmc_fraction,
-                                burn_in=burn_in, half_run=half_run, started=started, clock=clock,
-                                on_note=_log.warning if on_note is None else on_note, known=known_mass_set)
+    smc, csmc, schedule, escalated = _plan(model, setup, lengths, exact_mask, spend, rng, n_chains=n_chains,
+                                           smc_particles=smc_particles, csmc_particles=csmc_particles,
+                                           smc_replicates=smc_replicates, smc_fraction=smc_fraction,
+                                           csmc_fraction=csmc_fraction, burn_in=burn_in, half_run=half_run,
+                                           started=started, clock=clock,
+                                           on_note=_log.warning if on_note is None else on_note, known=known_mass_set,
+                                           smc_escalation=smc_escalation)
     estimates, method = _ais_estimates(model, setup, lengths, exact_mask, schedule, smc, rng, n_chains=n_chains,
                                        burn_in=burn_in, half_run=half_run, exact_limit=exact_limit)
     if smc is not None:
@@ -476,5 +537,5 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
                                    z=z, n_chains=n_chains, seconds=seconds, m_total=int(model.pi.size),
                                    notes=_effort_notes(schedule, lengths, n_chains, smc, csmc, seconds,
                                                        0 if known_set is None else known_set[1].size,
-                                                       None if floor is None else floor.neighbours), base=base,
-                                   floor=floor)
+                                                       None if floor is None else floor.neighbours, escalation=escalated),
+                                   base=base, floor=floor)
