@@ -491,7 +491,8 @@ def check_normalisers(model: SentenceTRF, lengths, *, n_temperatures: int | None
         runs independent of the first -- gives the SMC estimates, the conditional SMC references and the reverse
         AIS starts (0 or 1: one try).  A note says so.  On a time budget the second try comes out of AIS's share;
         with a fixed ``effort`` it is part of the effort (the same result at a fixed seed).  The default 4 halves a
-        spread that shrinks as ``1 / sqrt(N)``.
+        spread that shrinks as ``1 / sqrt(N)``; where one run reaches a rare heavy sentence, more particles need not
+        settle it (experiments/trf_lm/methods.md, "A second SMC try where the first has not settled").
 
     Returns
     -------
