@@ -71,9 +71,9 @@ class _SMCStage(NamedTuple):
                 "try's alone)")
 
 
-def _unsettled(smc: SMCResult, lengths: np.ndarray) -> np.ndarray:
-    """Those of ``lengths`` where the SMC replicates spread more than :attr:`NormaliserCheck.MAX_SMC_SPREAD`."""
-    return lengths[smc.spread[lengths - 1] > NormaliserCheck.MAX_SMC_SPREAD]
+def _settled(smc: SMCResult, lengths: np.ndarray) -> np.ndarray:
+    """Mask of ``lengths`` where the SMC replicates spread at most :attr:`NormaliserCheck.MAX_SMC_SPREAD`."""
+    return smc.spread[lengths - 1] <= NormaliserCheck.MAX_SMC_SPREAD
 
 
 def _smc_stage(model: SentenceTRF, lengths: np.ndarray, n_particles: int | None, n_replicates: int,
@@ -101,7 +101,7 @@ def _smc_stage(model: SentenceTRF, lengths: np.ndarray, n_particles: int | None,
     seconds = clock() - start
     if smc is None:
         return _SMCStage(None, seconds)
-    unsettled = _unsettled(smc, lengths)
+    unsettled = lengths[~_settled(smc, lengths)]
     more = min(escalation * n_particles, max(high, n_particles))
     if unsettled.size == 0 or escalation <= 1 or more <= n_particles:
         return _SMCStage(smc, seconds)
@@ -118,7 +118,7 @@ def _csmc_stage(model: SentenceTRF, lengths: np.ndarray, smc: SMCResult | None, 
     ``N_j ∝ 1 / j``: short lengths, where test sentences are many and the estimates spread most, get the most)."""
     if smc is None or smc.kept is None or n_particles == 0:
         return None
-    settled = lengths[smc.spread[lengths - 1] <= NormaliserCheck.MAX_SMC_SPREAD]
+    settled = lengths[_settled(smc, lengths)]
     if settled.size == 0:
         return None
     n_runs = smc.replicates.shape[0]
